@@ -1,0 +1,236 @@
+/* Report throughput: synthesises a trace shaped like a training loop with
+ * the internal writer (one source per host thread and per device stream),
+ * then times the whole report pipeline on it (read, decompress, attribute,
+ * derive) and prints events/s and the peak resident set.
+ *   gpuphase-report-bench [--events N] [--runs R] [--keep FILE]
+ * Results and the command used: docs/performance.md, "Report throughput". */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pipeline.h"
+#include "writer.h"
+
+enum { SRC_MAIN = 1, SRC_LOADER = 2, SRC_COMPUTE = 10, SRC_COPY = 11 };
+enum { API_LAUNCH = 1, API_COPY_ASYNC, API_SYNC, API_MALLOC };
+
+struct gen {
+  gp_writer *w;
+  uint64_t host, dev, corr, rng;
+  uint64_t s_kern[8], s_nccl, s_step, s_fwd, s_bwd;
+};
+
+static uint64_t rnd(struct gen *g, uint64_t n) {
+  g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (g->rng >> 33) % n;
+}
+
+static void add(struct gen *g, uint32_t src, struct gpuphase_record *r) {
+  if (gp_writer_add(g->w, src, r) != GPUPHASE_OK) {
+    fprintf(stderr, "report_bench: writing the trace failed\n");
+    exit(1);
+  }
+}
+
+static uint64_t intern(struct gen *g, const char *s) {
+  return gp_writer_intern(g->w, s, strlen(s));
+}
+
+static void api(struct gen *g, uint32_t src, uint64_t thread, uint64_t id,
+                uint64_t start, uint64_t end, uint64_t corr) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
+  r.u.api = (struct gpuphase_api){.thread = thread, .api = id, .start = start,
+                                  .end = end, .corr = corr, .stream = 7};
+  add(g, src, &r);
+}
+
+static void range(struct gen *g, uint64_t op, uint64_t at, uint64_t name) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
+  r.u.range = (struct gpuphase_range){.thread = 1, .op = op, .start = at,
+                                      .name = name};
+  add(g, SRC_MAIN, &r);
+}
+
+static void metadata(struct gen *g) {
+  static const char *apis[] = {"", "cudaLaunchKernel", "cudaMemcpyAsync",
+                               "cudaStreamSynchronize", "cudaMalloc"};
+  static const uint64_t cls[] = {
+      0, GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
+      GPUPHASE_API_COPY | GPUPHASE_API_ASYNC, GPUPHASE_API_SYNC,
+      GPUPHASE_API_ALLOC};
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+  for (uint64_t i = 1; i <= API_MALLOC; i++) {
+    r.u.api_def = (struct gpuphase_api_def){i, intern(g, apis[i]), cls[i], 0};
+    add(g, 0, &r);
+  }
+  r.kind = GPUPHASE_REC_DEVICE;
+  r.u.device = (struct gpuphase_device){
+      .device = 0, .name = intern(g, "Synthetic H100"), .sms = 132,
+      .mem_total = 80ull << 30, .cc_major = 9, .max_threads_per_sm = 2048,
+      .max_blocks_per_sm = 32, .regs_per_sm = 65536, .smem_per_sm = 233472,
+      .warp_size = 32, .mem_clock_khz = 2619000, .mem_bus_width = 5120};
+  add(g, 0, &r);
+  for (uint64_t t = 1; t <= 2; t++) {
+    r.kind = GPUPHASE_REC_THREAD;
+    r.u.thread = (struct gpuphase_thread){t, 1000 + t,
+                                          intern(g, t == 1 ? "main" : "loader")};
+    add(g, 0, &r);
+  }
+  static const char *kn[] = {"sm90_xmma_gemm_bf16", "layer_norm_fwd",
+                             "softmax_warp", "elementwise_add",
+                             "flash_fwd_kernel", "dropout_kernel",
+                             "adam_update", "reduce_kernel"};
+  for (int i = 0; i < 8; i++) g->s_kern[i] = intern(g, kn[i]);
+  g->s_nccl = intern(g, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+  g->s_step = intern(g, "step");
+  g->s_fwd = intern(g, "forward");
+  g->s_bwd = intern(g, "backward");
+}
+
+/* One launch and its kernel: the kernel starts when both the launch has
+ * happened and the stream is free. */
+static void launch(struct gen *g, uint64_t name, uint64_t grid, uint64_t dur) {
+  uint64_t corr = ++g->corr, t = g->host, len = 3000 + rnd(g, 2000);
+  api(g, SRC_MAIN, 1, API_LAUNCH, t, t + len, corr);
+  g->host = t + len + 500 + rnd(g, 1500);
+  uint64_t start = t + len + 2000 > g->dev ? t + len + 2000 : g->dev;
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_KERNEL};
+  r.u.kernel = (struct gpuphase_kernel){
+      .device = 0, .stream = 7, .corr = corr, .start = start,
+      .end = start + dur, .name = name, .grid_x = grid, .grid_y = 1,
+      .grid_z = 1, .block_x = 256, .block_y = 1, .block_z = 1, .regs = 64,
+      .smem_dynamic = 16384};
+  add(g, SRC_COMPUTE, &r);
+  g->dev = start + dur;
+}
+
+/* The loader thread's input copy for the next step (pinned, async). */
+static void input_copy(struct gen *g, uint64_t at) {
+  uint64_t corr = ++g->corr, bytes = 8u << 20;
+  api(g, SRC_LOADER, 2, API_COPY_ASYNC, at, at + 6000, corr);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_MEMCPY};
+  uint64_t s = at + 8000;
+  r.u.memcpy = (struct gpuphase_memcpy){
+      .device = 0, .stream = 9, .corr = corr, .start = s,
+      .end = s + bytes / 25, .bytes = bytes, .copy_kind = GPUPHASE_COPY_HTOD,
+      .src_mem = GPUPHASE_MEM_PINNED, .dst_mem = GPUPHASE_MEM_DEVICE,
+      .peer_device = -1, .flags = GPUPHASE_OP_ASYNC};
+  add(g, SRC_COPY, &r);
+}
+
+/* One training step: forward and backward launches, an all-reduce, a sync
+ * and some CPU work; about 410 events. */
+static uint64_t step(struct gen *g) {
+  uint64_t events = 0;
+  input_copy(g, g->host);
+  events += 2;
+  range(g, GPUPHASE_RANGE_PUSH, g->host, g->s_step);
+  for (int half = 0; half < 2; half++) {
+    range(g, GPUPHASE_RANGE_PUSH, g->host, half ? g->s_bwd : g->s_fwd);
+    for (int i = 0; i < 100; i++) {
+      int k = (int)rnd(g, 8);
+      launch(g, g->s_kern[k], k == 0 ? 528 : 16 + rnd(g, 200),
+             4000 + rnd(g, k == 0 ? 60000 : 12000));
+    }
+    range(g, GPUPHASE_RANGE_POP, g->host, 0);
+    events += 202;
+  }
+  launch(g, g->s_nccl, 32, 200000 + rnd(g, 100000));
+  uint64_t t = g->host, end = (g->dev > t ? g->dev : t) + 3000;
+  api(g, SRC_MAIN, 1, API_SYNC, t, end, ++g->corr);
+  g->host = end + 200000 + rnd(g, 400000); /* optimizer bookkeeping, logging */
+  range(g, GPUPHASE_RANGE_POP, g->host, 0);
+  return events + 2 + 2 + 2;
+}
+
+static int generate(const char *path, uint64_t target) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+  struct gp_process_info info = {"bench-host", 4242, 1, -1, -1,
+                                 "python train.py --synthetic", 1000000000ull,
+                                 1700000000000000000ull, "clock_gettime", 0};
+  struct gen g = {.host = 1000000000ull, .rng = 42};
+  if (fd < 0 || !(g.w = gp_writer_open(fd, &info, 0, &err))) {
+    perror(path);
+    return -1;
+  }
+  metadata(&g);
+  api(&g, SRC_MAIN, 1, API_MALLOC, g.host, g.host + 50000, 0);
+  g.host += 60000;
+  g.dev = g.host;
+  while (gp_writer_events(g.w) < target) step(&g);
+  struct gpuphase_summary sum = {gp_writer_events(g.w), 0, 0, g.host};
+  if (gp_writer_close(g.w, &sum) != GPUPHASE_OK) {
+    fprintf(stderr, "report_bench: closing the trace failed\n");
+    return -1;
+  }
+  return 0;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  uint64_t events = 50000000;
+  int runs = 3;
+  const char *keep = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--events") && i + 1 < argc)
+      events = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+      keep = argv[++i];
+    else {
+      fprintf(stderr, "usage: %s [--events N] [--runs R] [--keep FILE]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > 99) runs = 3;
+  char tmp[] = "/tmp/gpuphase-bench-XXXXXX";
+  const char *path = keep;
+  if (!path) {
+    int fd = mkstemp(tmp);
+    if (fd < 0) return perror("mkstemp"), 1;
+    close(fd);
+    path = tmp;
+  }
+  double t0 = now();
+  if (generate(path, events) < 0) return 1;
+  printf("generated %s: %.1f s\n", path, now() - t0);
+  double rate[99];
+  uint64_t n = 0;
+  for (int i = 0; i < runs; i++) {
+    int st;
+    char err[512];
+    double t = now();
+    struct gp_proc_res *r = gp_report_file(path, NULL, NULL, NULL, &st, err,
+                                           sizeof err);
+    t = now() - t;
+    if (!r) return fprintf(stderr, "report_bench: %s\n", err), 1;
+    n = r->diag.records;
+    rate[i] = (double)n / t;
+    printf("run %d: %llu records in %.2f s: %.2f M events/s\n", i + 1,
+           (unsigned long long)n, t, rate[i] / 1e6);
+    gp_res_free(r);
+  }
+  qsort(rate, (size_t)runs, sizeof *rate, cmp_dbl);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("median: %.2f M events/s over %llu records; peak RSS %.1f MiB\n",
+         rate[runs / 2] / 1e6, (unsigned long long)n, ru.ru_maxrss / 1024.0);
+  if (!keep) unlink(path);
+  return 0;
+}

@@ -1,0 +1,408 @@
+/* CUPTI, loaded with dlopen at the first CUDA call so that processes which
+ * never use CUDA never touch it, and so that a missing or busy CUPTI only
+ * degrades the trace. */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gp_cupti.h"
+#include "gpuphase/trace_records.h"
+
+#define BUF_BYTES (4u << 20)
+#define MAX_BUFS 32 /* 128 MiB at most held for CUPTI */
+
+/* The CUPTI entry points we use, declared once. */
+#define CUPTI_FUNCS(X)                                                         \
+  X(cuptiGetResultString, (CUptiResult, const char **))                        \
+  X(cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))   \
+  X(cuptiUnsubscribe, (CUpti_SubscriberHandle))                                \
+  X(cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain)) \
+  X(cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc))     \
+  X(cuptiActivityRegisterCallbacks,                                            \
+    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))     \
+  X(cuptiActivityEnable, (CUpti_ActivityKind))                                 \
+  X(cuptiActivityDisable, (CUpti_ActivityKind))                                \
+  X(cuptiActivityFlushAll, (uint32_t))                                         \
+  X(cuptiActivityGetNextRecord, (uint8_t *, size_t, CUpti_Activity **))        \
+  X(cuptiActivityGetNumDroppedRecords, (CUcontext, uint32_t, size_t *))
+
+#define DECL(name, args) static CUptiResult(CUPTIAPI *p_##name) args;
+CUPTI_FUNCS(DECL)
+#undef DECL
+
+/* Device activity we record; never KERNEL, which serialises kernels. */
+static const CUpti_ActivityKind kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static void *lib;
+static CUpti_SubscriberHandle subscriber;
+static const struct gp_cupti_hooks *hooks;
+static int active;
+static CUpti_SubscriberHandle stale_subscriber; /* inherited through fork */
+
+/* Completed buffers waiting for the consumer. */
+struct done_buf {
+  uint8_t *buf;
+  size_t valid;
+};
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct done_buf queue[MAX_BUFS];
+static size_t q_len;
+static size_t bufs_out; /* handed to CUPTI or queued */
+static uint64_t dropped_by_us;
+static int discard; /* records still buffered from before a fork */
+
+static uint64_t CUPTIAPI timestamp_cb(void) {
+  return hooks->now_ns();
+}
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom,
+                                 CUpti_CallbackId cbid, const void *data) {
+  (void)ud;
+  (void)cbid;
+  if (dom != CUPTI_CB_DOMAIN_RUNTIME_API || !data) return;
+  const CUpti_CallbackData *cb = data;
+  if (cb->callbackSite == CUPTI_API_ENTER)
+    hooks->on_api_enter(cb->correlationId);
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
+                                      size_t *max_records) {
+  *buf = NULL;
+  *size = 0;
+  *max_records = 0;
+  pthread_mutex_lock(&q_lock);
+  int ok = bufs_out < MAX_BUFS;
+  if (ok) bufs_out++;
+  pthread_mutex_unlock(&q_lock);
+  if (!ok) return; /* CUPTI drops and counts; we never block it */
+  void *p = NULL;
+  if (posix_memalign(&p, 8, BUF_BYTES) != 0) {
+    pthread_mutex_lock(&q_lock);
+    bufs_out--;
+    pthread_mutex_unlock(&q_lock);
+    return;
+  }
+  *buf = p;
+  *size = BUF_BYTES;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+                                      uint8_t *buf, size_t size,
+                                      size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  if (!buf) return;
+  if (discard) { /* the parent's records: the parent delivers them */
+    free(buf);
+    return;
+  }
+  pthread_mutex_lock(&q_lock);
+  if (q_len < MAX_BUFS) {
+    queue[q_len].buf = buf;
+    queue[q_len].valid = valid;
+    q_len++;
+    buf = NULL;
+  }
+  pthread_mutex_unlock(&q_lock);
+  if (buf) { /* cannot happen while bufs_out <= MAX_BUFS; stay safe */
+    free(buf);
+    pthread_mutex_lock(&q_lock);
+    bufs_out--;
+    dropped_by_us++;
+    pthread_mutex_unlock(&q_lock);
+  }
+  hooks->wake();
+}
+
+static void *open_first(const char *const *paths, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!paths[i] || !paths[i][0]) continue;
+    void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+  }
+  return NULL;
+}
+
+static void *load_cupti(const void *cudart_addr, const char *override_path,
+                        const char *cuda_home) {
+  if (override_path && *override_path)
+    return dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
+  char dir[PATH_MAX] = "", up3[PATH_MAX] = "";
+  Dl_info info;
+  if (cudart_addr && dladdr(cudart_addr, &info) && info.dli_fname) {
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else dir[0] = 0;
+    /* pip wheels: nvidia/cuda_runtime/lib beside nvidia/cuda_cupti/lib */
+    snprintf(up3, sizeof up3, "%s", dir);
+    for (int k = 0; k < 2; k++) {
+      slash = strrchr(up3, '/');
+      if (slash) *slash = 0;
+    }
+  }
+  char cand[10][PATH_MAX + 64];
+  size_t n = 0;
+  static const char *const names[] = {"libcupti.so.13", "libcupti.so.12",
+                                      "libcupti.so"};
+  for (size_t i = 0; i < 3 && dir[0]; i++)
+    snprintf(cand[n++], sizeof cand[0], "%s/%s", dir, names[i]);
+  if (up3[0])
+    snprintf(cand[n++], sizeof cand[0], "%s/cuda_cupti/lib/libcupti.so.12",
+             up3);
+  if (cuda_home && *cuda_home) {
+    snprintf(cand[n++], sizeof cand[0], "%s/extras/CUPTI/lib64/libcupti.so",
+             cuda_home);
+    snprintf(cand[n++], sizeof cand[0], "%s/lib64/libcupti.so", cuda_home);
+  }
+  for (size_t i = 0; i < 3; i++) snprintf(cand[n++], sizeof cand[0], "%s", names[i]);
+  const char *ptrs[10];
+  for (size_t i = 0; i < n; i++) ptrs[i] = cand[i];
+  return open_first(ptrs, n);
+}
+
+static const char *result_text(CUptiResult r) {
+  const char *s = NULL;
+  if (p_cuptiGetResultString && p_cuptiGetResultString(r, &s) ==
+                                    CUPTI_SUCCESS && s)
+    return s;
+  return "unknown CUPTI error";
+}
+
+int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
+                  const char *override_path, const char *cuda_home,
+                  const char **why) {
+  static char reason[256];
+  hooks = h;
+  *why = NULL;
+  lib = load_cupti(cudart_addr, override_path, cuda_home);
+  if (!lib) {
+    snprintf(reason, sizeof reason, "CUPTI library not found (%s)",
+             override_path && *override_path ? override_path
+                                              : "set GPUPHASE_CUPTI_LIB");
+    goto degraded;
+  }
+#define LOAD(name, args)                                                       \
+  p_##name = (CUptiResult(CUPTIAPI *) args)dlsym(lib, #name);                 \
+  if (!p_##name) {                                                             \
+    snprintf(reason, sizeof reason, "CUPTI lacks %s", #name);                  \
+    goto degraded;                                                             \
+  }
+  CUPTI_FUNCS(LOAD)
+#undef LOAD
+  int forked_child = stale_subscriber != NULL;
+  if (stale_subscriber) {
+    /* A forked child: drop the parent's buffered records and undo the
+     * parent's setup that the fork copied. */
+    discard = 1;
+    p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    discard = 0;
+    for (size_t i = 0; i < NKINDS; i++) p_cuptiActivityDisable(kinds[i]);
+    p_cuptiUnsubscribe(stale_subscriber);
+    stale_subscriber = NULL;
+  }
+  CUptiResult r = p_cuptiSubscribe(&subscriber, on_callback, NULL);
+  if (r != CUPTI_SUCCESS) {
+    subscriber = NULL;
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      snprintf(reason, sizeof reason,
+               "CUPTI is held by another tool (%s)", result_text(r));
+    else
+      snprintf(reason, sizeof reason, "CUPTI subscribe failed (%s)",
+               result_text(r));
+    goto degraded;
+  }
+  /* Our clock before any activity is enabled, so device and host times
+   * share CLOCK_MONOTONIC. */
+  r = p_cuptiActivityRegisterTimestampCallback(timestamp_cb);
+  /* In a forked child CUPTI refuses a second registration, but the one the
+   * parent made (this same function) came along with the fork. */
+  if (r == CUPTI_ERROR_INVALID_OPERATION && forked_child) r = CUPTI_SUCCESS;
+  if (r != CUPTI_SUCCESS ||
+      (r = p_cuptiActivityRegisterCallbacks(buffer_requested,
+                                            buffer_completed)) !=
+          CUPTI_SUCCESS ||
+      (r = p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API)) !=
+          CUPTI_SUCCESS) {
+    snprintf(reason, sizeof reason, "CUPTI setup failed (%s)",
+             result_text(r));
+    goto unsubscribe;
+  }
+  for (size_t i = 0; i < NKINDS; i++) {
+    r = p_cuptiActivityEnable(kinds[i]);
+    if (r != CUPTI_SUCCESS) {
+      snprintf(reason, sizeof reason, "CUPTI activity %d unavailable (%s)",
+               (int)kinds[i], result_text(r));
+      for (size_t j = 0; j < i; j++) p_cuptiActivityDisable(kinds[j]);
+      goto unsubscribe;
+    }
+  }
+  active = 1;
+  return 0;
+unsubscribe:
+  p_cuptiUnsubscribe(subscriber);
+  subscriber = NULL;
+degraded:
+  *why = reason;
+  hooks->degraded(hooks->now_ns(), 1, reason);
+  return -1;
+}
+
+void gp_cupti_flush_buffers(int forced) {
+  if (active) p_cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+static uint32_t copy_kind(uint8_t k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return GPUPHASE_COPY_HTOD;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return GPUPHASE_COPY_DTOH;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return GPUPHASE_COPY_DTOD;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return GPUPHASE_COPY_HTOH;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return GPUPHASE_COPY_PTOP;
+  default: return GPUPHASE_COPY_UNKNOWN;
+  }
+}
+
+static uint32_t mem_kind(uint8_t k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return GPUPHASE_MEM_PAGEABLE;
+  case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return GPUPHASE_MEM_PINNED;
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return GPUPHASE_MEM_DEVICE;
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return GPUPHASE_MEM_MANAGED;
+  case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return GPUPHASE_MEM_ARRAY;
+  default: return GPUPHASE_MEM_UNKNOWN;
+  }
+}
+
+static uint32_t u32(int32_t v) {
+  return v < 0 ? 0 : (uint32_t)v;
+}
+
+/* One activity record to the neutral form; 0 if not one we keep. */
+static int convert(const CUpti_Activity *rec, struct gp_dev_activity *a) {
+  memset(a, 0, sizeof *a);
+  switch (rec->kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const CUpti_ActivityKernel10 *k = (const void *)rec;
+    a->kind = GP_DA_KERNEL;
+    a->device = k->deviceId, a->stream = k->streamId, a->corr = k->correlationId;
+    a->start = k->start, a->end = k->end, a->name = k->name;
+    a->grid[0] = u32(k->gridX), a->grid[1] = u32(k->gridY), a->grid[2] = u32(k->gridZ);
+    a->block[0] = u32(k->blockX), a->block[1] = u32(k->blockY), a->block[2] = u32(k->blockZ);
+    a->regs = k->registersPerThread;
+    a->smem_static = u32(k->staticSharedMemory);
+    a->smem_dynamic = u32(k->dynamicSharedMemory);
+    a->graph_id = k->graphId;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY: {
+    const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+    a->kind = GP_DA_MEMCPY;
+    a->device = m->deviceId, a->stream = m->streamId, a->corr = m->correlationId;
+    a->start = m->start, a->end = m->end, a->bytes = m->bytes;
+    a->copy_kind = copy_kind(m->copyKind);
+    a->src_mem = mem_kind(m->srcKind), a->dst_mem = mem_kind(m->dstKind);
+    a->peer_device = -1;
+    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+    const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
+    a->kind = GP_DA_MEMCPY;
+    a->device = m->srcDeviceId, a->stream = m->streamId, a->corr = m->correlationId;
+    a->start = m->start, a->end = m->end, a->bytes = m->bytes;
+    a->copy_kind = GPUPHASE_COPY_PTOP;
+    a->src_mem = GPUPHASE_MEM_DEVICE, a->dst_mem = GPUPHASE_MEM_DEVICE;
+    a->peer_device = (int32_t)m->dstDeviceId;
+    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    const CUpti_ActivityMemset4 *m = (const void *)rec;
+    a->kind = GP_DA_MEMSET;
+    a->device = m->deviceId, a->stream = m->streamId, a->corr = m->correlationId;
+    a->start = m->start, a->end = m->end, a->bytes = m->bytes, a->value = m->value;
+    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+    const CUpti_ActivitySynchronization2 *s = (const void *)rec;
+    a->kind = GP_DA_SYNC;
+    a->stream = s->streamId, a->corr = s->correlationId;
+    a->start = s->start, a->end = s->end;
+    a->sync_type = (uint32_t)s->type <= 4 ? (uint32_t)s->type : 0;
+    return 1;
+  }
+  default: return 0;
+  }
+}
+
+size_t gp_cupti_consume(gp_dev_activity_cb cb, void *ctx) {
+  struct done_buf local[MAX_BUFS];
+  pthread_mutex_lock(&q_lock);
+  size_t n = q_len;
+  memcpy(local, queue, n * sizeof local[0]);
+  q_len = 0;
+  pthread_mutex_unlock(&q_lock);
+  for (size_t i = 0; i < n; i++) {
+    CUpti_Activity *rec = NULL;
+    struct gp_dev_activity a;
+    while (p_cuptiActivityGetNextRecord(local[i].buf, local[i].valid, &rec) ==
+           CUPTI_SUCCESS)
+      if (convert(rec, &a)) cb(&a, ctx);
+    free(local[i].buf);
+  }
+  if (n) {
+    pthread_mutex_lock(&q_lock);
+    bufs_out -= n;
+    pthread_mutex_unlock(&q_lock);
+  }
+  return n;
+}
+
+uint64_t gp_cupti_dropped(void) {
+  size_t d = 0;
+  if (active && p_cuptiActivityGetNumDroppedRecords(NULL, 0, &d) != CUPTI_SUCCESS)
+    d = 0;
+  pthread_mutex_lock(&q_lock);
+  uint64_t ours = dropped_by_us;
+  pthread_mutex_unlock(&q_lock);
+  return d + ours;
+}
+
+void gp_cupti_close(void) {
+  if (!active) return;
+  active = 0;
+  for (size_t i = 0; i < NKINDS; i++)
+    p_cuptiActivityDisable(kinds[i]);
+  if (subscriber) p_cuptiUnsubscribe(subscriber);
+  subscriber = NULL;
+}
+
+void gp_cupti_forget(void) {
+  /* The child inherits a copy of the parent's subscription state; CUDA
+   * itself does not survive fork, so start over without calling CUPTI. */
+  active = 0;
+  stale_subscriber = subscriber;
+  subscriber = NULL;
+  pthread_mutex_init(&q_lock, NULL);
+  q_len = 0;
+  bufs_out = 0;
+}

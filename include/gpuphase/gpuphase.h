@@ -1,0 +1,30 @@
+/* gpuphase phase API: mark regions of your program ("data", "forward",
+ * "step") so the report breaks GPU time down per phase.
+ *
+ * Link with -lgpuphase-api (a tiny library whose functions do nothing).
+ * When the program runs under gpuphase (LD_PRELOAD=libgpuphase.so or
+ * `gpuphase run`), the preloaded library's definitions take precedence and
+ * the ranges are recorded. Without it, each call costs a function call.
+ *
+ * Ranges are per thread and nest: every push is closed by the next pop on
+ * the same thread. Names are copied (up to 255 bytes); the pointer need not
+ * outlive the call. Ranges opened before the process's first CUDA call are
+ * not recorded. */
+#ifndef GPUPHASE_H
+#define GPUPHASE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens a range named `name` on the calling thread. Returns 0 when recorded,
+ * 1 when not recorded (not profiling, CUDA not used yet, buffer full). */
+int gpuphase_range_push(const char *name);
+
+/* Closes the innermost open range of the calling thread. Same returns. */
+int gpuphase_range_pop(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,178 @@
+/* gpuphase trace record kinds: the single table from which the public record
+ * structs, the codec descriptors, the names and the dump output are derived.
+ *
+ * Field codings (see docs/format.md):
+ *   V  numeric, stored as the zigzag varint of (value - value of the same field
+ *      in the previous record of the same kind in this frame), wrapping 64-bit
+ *   E  end timestamp: (value - the record's "start" field), then coded like V
+ *   B  blob: varint length then raw bytes
+ * Kind numbers and field order are part of the format: append, never reorder.
+ */
+#ifndef GPUPHASE_TRACE_RECORDS_H
+#define GPUPHASE_TRACE_RECORDS_H
+
+#include <stdint.h>
+
+/* An interned string definition; ids are >= 1, 0 means "no string". */
+#define GPUPHASE_FIELDS_STRING(F) F(V, uint64_t, id) F(B, gpuphase_blob, text)
+
+/* A host thread that produced events; thread is the small index used by the
+ * other records, tid the OS thread id. */
+#define GPUPHASE_FIELDS_THREAD(F)                                             \
+  F(V, uint64_t, thread) F(V, uint64_t, tid) F(V, uint64_t, name)
+
+/* Name and class bits (GPUPHASE_API_*) of an API id used by API records. */
+#define GPUPHASE_FIELDS_API_DEF(F)                                            \
+  F(V, uint64_t, api) F(V, uint64_t, name) F(V, uint64_t, cls)               \
+  F(V, uint64_t, layer)
+
+/* Device properties, written when first known. */
+#define GPUPHASE_FIELDS_DEVICE(F)                                             \
+  F(V, uint64_t, device) F(V, uint64_t, name) F(V, uint64_t, sms)            \
+  F(V, uint64_t, mem_total) F(V, uint64_t, cc_major) F(V, uint64_t, cc_minor) \
+  F(V, uint64_t, max_threads_per_sm) F(V, uint64_t, max_blocks_per_sm)       \
+  F(V, uint64_t, regs_per_sm) F(V, uint64_t, smem_per_sm)                    \
+  F(V, uint64_t, warp_size) F(V, uint64_t, clock_khz)                        \
+  F(V, uint64_t, mem_clock_khz) F(V, uint64_t, mem_bus_width)
+
+/* One intercepted host API call. device is -1 when unknown; stream is the
+ * application's handle value; corr the CUPTI correlation id (0: none);
+ * copy_kind a GPUPHASE_COPY_* value; func the launched function's address;
+ * grid the total number of blocks, block the threads per block; ptr the
+ * address allocated (ALLOC: bytes = size) or freed (FREE). */
+#define GPUPHASE_FIELDS_API(F)                                                \
+  F(V, uint64_t, thread) F(V, uint64_t, api) F(V, uint64_t, start)           \
+  F(E, uint64_t, end) F(V, int64_t, ret) F(V, uint64_t, corr)                \
+  F(V, int64_t, device) F(V, uint64_t, stream) F(V, uint64_t, bytes)         \
+  F(V, uint64_t, copy_kind) F(V, uint64_t, func) F(V, uint64_t, grid)        \
+  F(V, uint64_t, block) F(V, uint64_t, flags) F(V, uint64_t, ptr)
+
+/* Device-side execution of a kernel (from CUPTI). */
+#define GPUPHASE_FIELDS_KERNEL(F)                                             \
+  F(V, uint64_t, device) F(V, uint64_t, stream) F(V, uint64_t, corr)         \
+  F(V, uint64_t, start) F(E, uint64_t, end) F(V, uint64_t, name)             \
+  F(V, uint64_t, grid_x) F(V, uint64_t, grid_y) F(V, uint64_t, grid_z)       \
+  F(V, uint64_t, block_x) F(V, uint64_t, block_y) F(V, uint64_t, block_z)    \
+  F(V, uint64_t, regs) F(V, uint64_t, smem_static)                           \
+  F(V, uint64_t, smem_dynamic) F(V, uint64_t, graph_id) F(V, uint64_t, flags)
+
+/* Device-side copy. src_mem/dst_mem are GPUPHASE_MEM_* values. */
+#define GPUPHASE_FIELDS_MEMCPY(F)                                             \
+  F(V, uint64_t, device) F(V, uint64_t, stream) F(V, uint64_t, corr)         \
+  F(V, uint64_t, start) F(E, uint64_t, end) F(V, uint64_t, bytes)            \
+  F(V, uint64_t, copy_kind) F(V, uint64_t, src_mem) F(V, uint64_t, dst_mem)  \
+  F(V, int64_t, peer_device) F(V, uint64_t, flags)
+
+/* Device-side memset. */
+#define GPUPHASE_FIELDS_MEMSET(F)                                             \
+  F(V, uint64_t, device) F(V, uint64_t, stream) F(V, uint64_t, corr)         \
+  F(V, uint64_t, start) F(E, uint64_t, end) F(V, uint64_t, bytes)            \
+  F(V, uint64_t, value) F(V, uint64_t, flags)
+
+/* A synchronisation seen by CUPTI; type is a GPUPHASE_SYNC_* value. */
+#define GPUPHASE_FIELDS_SYNC(F)                                               \
+  F(V, uint64_t, device) F(V, uint64_t, stream) F(V, uint64_t, corr)         \
+  F(V, uint64_t, start) F(E, uint64_t, end) F(V, uint64_t, type)
+
+/* A phase range event on a host thread; op is a GPUPHASE_RANGE_* value. */
+#define GPUPHASE_FIELDS_RANGE(F)                                              \
+  F(V, uint64_t, thread) F(V, uint64_t, op) F(V, uint64_t, start)            \
+  F(V, uint64_t, name) F(V, uint64_t, id) F(V, uint64_t, domain)
+
+/* Events dropped: source 0 = a host thread's buffer, 1 = CUPTI. */
+#define GPUPHASE_FIELDS_LOST(F)                                               \
+  F(V, uint64_t, thread) F(V, uint64_t, start) F(V, uint64_t, count)         \
+  F(V, uint64_t, source)
+
+/* Recording state change: state 1 = degraded from start on (reason says
+ * why), 0 = full recording again. */
+#define GPUPHASE_FIELDS_STATE(F)                                              \
+  F(V, uint64_t, start) F(V, uint64_t, state) F(V, uint64_t, reason)
+
+/* Final summary (in the summary frame). */
+#define GPUPHASE_FIELDS_SUMMARY(F)                                            \
+  F(V, uint64_t, events) F(V, uint64_t, lost) F(V, uint64_t, flags)          \
+  F(V, uint64_t, end)
+
+/* X(number, UPPER, lower, FIELDS) */
+#define GPUPHASE_RECORD_KINDS(X)                                              \
+  X(1, STRING, string, GPUPHASE_FIELDS_STRING)                               \
+  X(2, THREAD, thread, GPUPHASE_FIELDS_THREAD)                               \
+  X(3, API_DEF, api_def, GPUPHASE_FIELDS_API_DEF)                            \
+  X(4, DEVICE, device, GPUPHASE_FIELDS_DEVICE)                               \
+  X(5, API, api, GPUPHASE_FIELDS_API)                                        \
+  X(6, KERNEL, kernel, GPUPHASE_FIELDS_KERNEL)                               \
+  X(7, MEMCPY, memcpy, GPUPHASE_FIELDS_MEMCPY)                               \
+  X(8, MEMSET, memset, GPUPHASE_FIELDS_MEMSET)                               \
+  X(9, SYNC, sync, GPUPHASE_FIELDS_SYNC)                                     \
+  X(10, RANGE, range, GPUPHASE_FIELDS_RANGE)                                 \
+  X(11, LOST, lost, GPUPHASE_FIELDS_LOST)                                    \
+  X(12, STATE, state, GPUPHASE_FIELDS_STATE)                                 \
+  X(13, SUMMARY, summary, GPUPHASE_FIELDS_SUMMARY)
+
+/* API class bits (API_DEF.cls). */
+enum {
+  GPUPHASE_API_LAUNCH = 1u << 0,  /* enqueues a kernel or graph */
+  GPUPHASE_API_COPY = 1u << 1,    /* a memcpy variant */
+  GPUPHASE_API_MEMSET = 1u << 2,  /* a memset variant */
+  GPUPHASE_API_SYNC = 1u << 3,    /* waits for the device (synchronise) */
+  GPUPHASE_API_ALLOC = 1u << 4,   /* allocates memory (bytes = size) */
+  GPUPHASE_API_FREE = 1u << 5,    /* frees memory */
+  GPUPHASE_API_QUERY = 1u << 6,   /* polls without blocking */
+  GPUPHASE_API_ASYNC = 1u << 7,   /* stream-ordered: returns before completion */
+  GPUPHASE_API_WAIT = 1u << 8,    /* orders streams (stream wait event) */
+  GPUPHASE_API_HOSTMEM = 1u << 9, /* allocation or free of pinned host memory */
+  GPUPHASE_API_MANAGED = 1u << 10 /* managed memory allocation */
+};
+
+/* API_DEF.layer */
+enum { GPUPHASE_LAYER_RUNTIME = 0, GPUPHASE_LAYER_DRIVER = 1, GPUPHASE_LAYER_NVTX = 2 };
+
+/* API.copy_kind and MEMCPY.copy_kind */
+enum {
+  GPUPHASE_COPY_UNKNOWN = 0,
+  GPUPHASE_COPY_HTOD = 1,
+  GPUPHASE_COPY_DTOH = 2,
+  GPUPHASE_COPY_DTOD = 3,
+  GPUPHASE_COPY_HTOH = 4,
+  GPUPHASE_COPY_PTOP = 5,
+  GPUPHASE_COPY_DEFAULT = 6 /* cudaMemcpyDefault: inferred by the driver */
+};
+
+/* MEMCPY.src_mem / dst_mem */
+enum {
+  GPUPHASE_MEM_UNKNOWN = 0,
+  GPUPHASE_MEM_PAGEABLE = 1,
+  GPUPHASE_MEM_PINNED = 2,
+  GPUPHASE_MEM_DEVICE = 3,
+  GPUPHASE_MEM_MANAGED = 4,
+  GPUPHASE_MEM_ARRAY = 5
+};
+
+/* SYNC.type */
+enum {
+  GPUPHASE_SYNC_UNKNOWN = 0,
+  GPUPHASE_SYNC_EVENT = 1,
+  GPUPHASE_SYNC_STREAM_WAIT_EVENT = 2,
+  GPUPHASE_SYNC_STREAM = 3,
+  GPUPHASE_SYNC_CONTEXT = 4
+};
+
+/* RANGE.op */
+enum {
+  GPUPHASE_RANGE_PUSH = 1,
+  GPUPHASE_RANGE_POP = 2,
+  GPUPHASE_RANGE_START = 3,
+  GPUPHASE_RANGE_END = 4
+};
+
+/* SUMMARY.flags and header flags */
+enum {
+  GPUPHASE_FLAG_DEGRADED = 1u << 0, /* some or all device records missing */
+  GPUPHASE_FLAG_LOST = 1u << 1      /* events were dropped */
+};
+
+/* MEMCPY.flags / MEMSET.flags / API.flags */
+enum { GPUPHASE_OP_ASYNC = 1u << 0 };
+
+#endif

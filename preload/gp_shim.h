@@ -1,0 +1,182 @@
+/* Internal state of the preloaded library. Everything here runs inside the
+ * profiled process: the hot path (gp_enter/gp_emit/gp_leave) takes one
+ * timestamp per edge and stores into a per-thread ring — no lock, no
+ * syscall, no allocation. */
+#ifndef GP_SHIM_H
+#define GP_SHIM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define GP_EXPORT __attribute__((visibility("default")))
+#define GP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Event types in a thread ring. */
+enum { GP_EV_API = 1, GP_EV_RANGE = 2, GP_EV_NAME = 3 };
+
+/* One slot of a per-thread ring: 64 bytes, one cache line. Raw facts only;
+ * the writer thread converts clocks and encodes. */
+struct gp_event {
+  uint64_t t0, t1; /* raw clock (see gp_now) */
+  uint64_t stream;
+  uint64_t bytes;
+  uint64_t aux; /* launch: function; alloc/free: address */
+  uint32_t corr;
+  uint32_t api; /* GP_EV_API: api id; GP_EV_RANGE: op */
+  int32_t ret;
+  int32_t device;
+  uint32_t grid;
+  uint16_t block;
+  uint8_t copy_kind;
+  uint8_t type;
+};
+_Static_assert(sizeof(struct gp_event) == 64, "ring slot is one cache line");
+
+/* A range name travels inline in the slots following its GP_EV_RANGE event:
+ * ev.bytes holds its length, then ceil(len/64) GP_EV_NAME-free raw slots. */
+#define GP_RANGE_NAME_MAX 255
+
+/* Per-thread ring: single producer (its thread), single consumer (the
+ * writer thread). */
+struct gp_tbuf {
+  _Atomic uint64_t head; /* next slot to write; producer stores (release) */
+  char pad0[56];
+  _Atomic uint64_t tail; /* next slot to read; consumer stores (release) */
+  char pad1[56];
+  _Atomic uint64_t lost; /* events dropped because the ring was full */
+  uint64_t mask;         /* capacity - 1 */
+  struct gp_event *ev;
+  size_t map_bytes;
+  uint32_t index; /* small thread index used in the trace */
+  pid_t tid;
+  _Atomic int state;       /* GP_TB_*: who may touch the ring now */
+  int announced;           /* writer emitted the THREAD record */
+  uint64_t lost_reported;  /* writer-side: lost count already recorded */
+  struct gp_tbuf *next;    /* registry (push-only list) */
+  unsigned long pthread;   /* pthread_t for the thread name */
+};
+
+/* Ring header states. A header outlives its thread and is reused (with its
+ * index) by a later thread, so memory is bounded by concurrent threads. */
+enum { GP_TB_FREE = 0, GP_TB_CLAIMED = 1, GP_TB_ALIVE = 2, GP_TB_DEAD = 3 };
+
+/* Per-thread state, in TLS. */
+struct gp_tstate {
+  struct gp_tbuf *buf;
+  int depth;        /* >0 while inside one of our wrappers: re-entry passes */
+  uint32_t corr;    /* set by the CUPTI callback during the real call */
+  int32_t device;   /* current device as set through cudaSetDevice */
+  int internal;     /* our own threads: never record */
+};
+
+enum gp_state {
+  GP_IDLE = 0,     /* nothing started (no CUDA call yet) */
+  GP_STARTING = 1, /* first CUDA call is setting up; others pass through */
+  GP_RUNNING = 2,
+  GP_STOPPED = 3, /* finished, disabled, or failed: pass through */
+};
+
+extern _Atomic int gp_state;
+extern int gp_clock_tsc; /* 1: raw clock is the TSC, else CLOCK_MONOTONIC */
+
+static inline uint64_t gp_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t gp_now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (GP_LIKELY(gp_clock_tsc)) return __rdtsc();
+#endif
+  return gp_mono_ns();
+}
+
+/* Slow paths (shim.c). */
+struct gp_tstate *gp_enter_slow(void);
+void gp_ring_full(struct gp_tbuf *b);
+
+extern GP_TLS struct gp_tstate gp_ts;
+
+/* Returns the thread's state with depth raised, or NULL when this call must
+ * not be recorded (not running, re-entered, internal thread). */
+static inline struct gp_tstate *gp_enter(void) {
+  struct gp_tstate *ts = &gp_ts;
+  if (GP_LIKELY(ts->buf != NULL &&
+                atomic_load_explicit(&gp_state, memory_order_relaxed) ==
+                    GP_RUNNING)) {
+    if (ts->depth || ts->internal) return NULL;
+    ts->depth = 1;
+    ts->corr = 0;
+    return ts;
+  }
+  return gp_enter_slow();
+}
+
+static inline void gp_leave(struct gp_tstate *ts) {
+  ts->depth = 0;
+}
+
+/* Reserves the next slot; NULL (and a lost event counted) if full. */
+static inline struct gp_event *gp_slot(struct gp_tbuf *b) {
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&b->tail, memory_order_acquire);
+  if (GP_UNLIKELY(h - t > b->mask)) {
+    gp_ring_full(b);
+    return NULL;
+  }
+  return &b->ev[h & b->mask];
+}
+
+void gp_ring_nudge(struct gp_tbuf *b, uint64_t head);
+
+/* Makes n reserved slots visible to the writer. Every eighth of the ring the
+ * producer looks at the fill level and wakes the writer if it is behind. */
+static inline void gp_publish(struct gp_tbuf *b, uint64_t n) {
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed) + n;
+  atomic_store_explicit(&b->head, h, memory_order_release);
+  if (GP_UNLIKELY((h & (b->mask >> 3)) < n)) gp_ring_nudge(b, h);
+}
+
+/* Process-wide API (shim.c, collector.c, cupti glue). */
+struct gp_config {
+  char output[4096]; /* pattern */
+  size_t ring_bytes;
+  unsigned flush_ms;
+  unsigned poll_ms;
+  int cupti;        /* 0: never load CUPTI */
+  char cupti_lib[4096];
+  int quiet;
+};
+extern struct gp_config gp_cfg;
+
+void gp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct gp_tbuf *gp_tbuf_list(void);
+void gp_tbuf_free(struct gp_tbuf *b);
+
+/* collector.c */
+int gp_writer_start(void);      /* opens the file, starts the thread */
+void gp_writer_stop(int final); /* drains everything, writes the summary */
+void gp_writer_wake(void);
+void gp_writer_note_degraded(uint64_t mono_ns, int on, const char *reason);
+void gp_writer_child_reset(void);
+uint64_t gp_clock_to_ns(uint64_t raw);
+
+void gp_expand_pattern(const char *pat, char *out, size_t cap);
+uint64_t gp_lost_no_buffer(void);
+
+/* Device records (CUPTI), driven from shim.c, implemented in collector.c. */
+void gp_dev_start(void);
+void gp_dev_flush(int forced);
+void gp_dev_stop(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* The phase API (include/gpuphase/gpuphase.h) as recorded by the shim. The
+ * name travels inline in the ring, in the slots after the event, so the hot
+ * path neither allocates nor locks. */
+#include <string.h>
+
+#include "gp_shim.h"
+#include "gpuphase/gpuphase.h"
+#include "gpuphase/trace_records.h"
+
+static int record_range(uint32_t op, const char *name) {
+  /* Ranges never start the profiler: only CUDA calls do. */
+  struct gp_tstate *ts = &gp_ts;
+  if (atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_RUNNING ||
+      ts->buf == NULL || ts->depth || ts->internal)
+    return 1;
+  size_t len = name ? strnlen(name, GP_RANGE_NAME_MAX) : 0;
+  uint64_t extra = (len + 63) / 64;
+  struct gp_tbuf *b = ts->buf;
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&b->tail, memory_order_acquire);
+  if (h + 1 + extra - t > b->mask + 1) {
+    gp_ring_full(b);
+    return 1;
+  }
+  struct gp_event *e = &b->ev[h & b->mask];
+  *e = (struct gp_event){.t0 = gp_now(), .api = op, .bytes = len,
+                         .device = -1, .type = GP_EV_RANGE};
+  for (size_t off = 0; off < len; off += 64) {
+    struct gp_event *s = &b->ev[(h + 1 + off / 64) & b->mask];
+    memcpy(s, name + off, len - off < 64 ? len - off : 64);
+  }
+  gp_publish(b, 1 + extra);
+  return 0;
+}
+
+GP_EXPORT int gpuphase_range_push(const char *name) {
+  return record_range(GPUPHASE_RANGE_PUSH, name);
+}
+
+GP_EXPORT int gpuphase_range_pop(void) {
+  return record_range(GPUPHASE_RANGE_POP, NULL);
+}

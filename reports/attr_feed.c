@@ -1,0 +1,741 @@
+/* One handler per record kind, and the tables they look things up in. */
+#include "attr_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gp_attr_grow(struct gp_attr *a, void **v, size_t *cap, size_t need,
+                 size_t elt) {
+  if (need <= *cap) return 0;
+  size_t ncap = *cap ? *cap * 2 : 8;
+  while (ncap < need) ncap *= 2;
+  void *p = realloc(*v, ncap * elt);
+  if (!p) {
+    a->oom = 1;
+    return -1;
+  }
+  *v = p;
+  *cap = ncap;
+  return 0;
+}
+
+#define POOL_GET(a, pool, out)                                                \
+  do {                                                                        \
+    if ((pool).free) {                                                        \
+      out = (pool).free - 1;                                                  \
+      (pool).free = (pool).v[out].next_free;                                  \
+    } else if (GROW(a, (pool).v, (pool).cap, (pool).n + 1) == 0) {            \
+      out = (uint32_t)(pool).n++;                                             \
+      memset(&(pool).v[out], 0, sizeof *(pool).v);                            \
+    } else {                                                                  \
+      out = UINT32_MAX;                                                       \
+    }                                                                         \
+  } while (0)
+
+const char *gp_attr_str(const struct gp_attr *a, uint64_t id) {
+  uint32_t i;
+  return gp_idx_get(&a->str_map, id, &i) ? a->strs[i] : NULL;
+}
+
+static int put_index(struct gp_attr *a, struct gp_u64map *m, uint64_t k,
+                     size_t i) {
+  if (gp_u64map_put(m, k, i) == 0) return 0;
+  a->oom = 1;
+  return -1;
+}
+
+static int put_idx(struct gp_attr *a, struct gp_idx *x, uint64_t k, size_t i) {
+  if (gp_idx_put(x, k, (uint32_t)i) == 0) return 0;
+  a->oom = 1;
+  return -1;
+}
+
+struct dev *gp_attr_dev(struct gp_attr *a, int64_t id) {
+  uint32_t i;
+  if (gp_idx_get(&a->dev_map, (uint64_t)id, &i)) return &a->dev[i];
+  if (GROW(a, a->dev, a->capdev, a->ndev + 1) < 0) return NULL;
+  /* A device first seen now was idle until now, exactly like the "any
+   * device" timeline: start from a copy of it. */
+  struct dev *w = &a->dev[WSLOT], *d = &a->dev[a->ndev];
+  gp_flush_dev(a, w, a->T);
+  *d = *w;
+  d->id = id;
+  d->win = NULL;
+  d->capwin = 0;
+  if (w->capwin) {
+    if (!gp_win_at(a, d, w->capwin - 1)) return NULL;
+    memcpy(d->win, w->win, w->capwin * sizeof *w->win);
+  }
+  uint32_t slot = (uint32_t)a->ndev;
+  for (size_t p = 0; p < a->nph; p++) {
+    /* the destination first: growing the column moves the source */
+    struct gp_phase_dev *dst = gp_attr_pd(a, &a->ph[p], slot);
+    if (dst) *dst = a->ph[p].pd[WSLOT];
+  }
+  for (size_t c = 0; c < a->calls.n; c++) { /* copied provisional time */
+    struct acall *ac = &a->calls.v[c];
+    for (size_t l = 0, n = ac->nled; ac->live && l < n; l++) {
+      if (ac->led[l].dev != WSLOT) continue;
+      if (GROW(a, ac->led, ac->capled, ac->nled + 1) < 0) return NULL;
+      ac->led[ac->nled] = ac->led[l];
+      ac->led[ac->nled++].dev = slot;
+    }
+  }
+  if (put_idx(a, &a->dev_map, (uint64_t)id, a->ndev) < 0) return NULL;
+  a->ndev++;
+  return d;
+}
+
+struct thr *gp_attr_thr(struct gp_attr *a, uint64_t index) {
+  uint32_t i;
+  if (gp_idx_get(&a->thr_map, index, &i)) return &a->thr[i];
+  if (GROW(a, a->thr, a->capthr, a->nthr + 1) < 0) return NULL;
+  struct thr *t = &a->thr[a->nthr];
+  memset(t, 0, sizeof *t);
+  t->index = index;
+  t->seg_t = a->wstart; /* not in CUDA since the window began */
+  if (put_idx(a, &a->thr_map, index, a->nthr) < 0) return NULL;
+  a->nthr++;
+  return t;
+}
+
+struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
+                                uint32_t slot) {
+  if (slot >= p->npd) {
+    size_t old = p->npd, cap = p->npd;
+    if (GROW(a, p->pd, cap, a->capdev > slot ? a->capdev : slot + 1) < 0)
+      return NULL;
+    memset(p->pd + old, 0, (cap - old) * sizeof *p->pd);
+    p->npd = cap;
+  }
+  return &p->pd[slot];
+}
+
+static struct apidef *api_get(struct gp_attr *a, uint64_t id) {
+  uint32_t i;
+  if (gp_idx_get(&a->api_map, id, &i)) return &a->api[i];
+  if (GROW(a, a->api, a->capapi, a->napi + 1) < 0) return NULL;
+  struct apidef *d = &a->api[a->napi];
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  if (put_idx(a, &a->api_map, id, a->napi) < 0) return NULL;
+  a->napi++;
+  return d;
+}
+
+static uint32_t phase_get(struct gp_attr *a, uint64_t name) {
+  uint32_t i;
+  if (gp_idx_get(&a->ph_map, name, &i)) return i;
+  if (GROW(a, a->ph, a->capph, a->nph + 1) < 0) return NOPHASE;
+  struct phase *p = &a->ph[a->nph];
+  memset(p, 0, sizeof *p);
+  p->name = name;
+  if (put_idx(a, &a->ph_map, name, a->nph) < 0) return NOPHASE;
+  return (uint32_t)a->nph++;
+}
+
+gp_attr *gp_attr_new(const struct gp_report_opts *o) {
+  struct gp_attr *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  if (o) a->o = *o;
+  if (!a->o.window_ns) a->o.window_ns = 100000000ull;
+  if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
+  /* Slot 0: the timeline of "some device", fed only by calls made while
+   * the current device was unknown; new devices start as a copy of it. */
+  if (GROW(a, a->dev, a->capdev, 1) < 0) {
+    free(a);
+    return NULL;
+  }
+  memset(a->dev, 0, sizeof *a->dev);
+  a->dev[WSLOT].id = -1;
+  a->ndev = 1;
+  return a;
+}
+
+void gp_attr_free(gp_attr *a) {
+  if (!a) return;
+  struct gp_idx *idx[] = {&a->str_map, &a->thr_map, &a->api_map,
+                          &a->dev_map, &a->k_map,   &a->ph_map};
+  for (size_t i = 0; i < sizeof idx / sizeof *idx; i++) gp_idx_free(idx[i]);
+  gp_u64map_free(&a->corr);
+  gp_u64map_free(&a->allocs);
+  gp_u64map_free(&a->ranges);
+  for (size_t i = 0; i < a->nstrs; i++) free(a->strs[i]);
+  for (size_t i = 0; i < a->nthr; i++) free(a->thr[i].stk);
+  for (size_t i = 0; i < a->ndev; i++) free(a->dev[i].win);
+  for (size_t i = 0; i < a->nk; i++) gp_hist_free(&a->k[i].dur);
+  for (size_t i = 0; i < a->nph; i++) {
+    gp_hist_free(&a->ph[i].dur);
+    free(a->ph[i].pd);
+  }
+  for (size_t i = 0; i < a->calls.n; i++) free(a->calls.v[i].led);
+  free(a->strs);
+  free(a->thr);
+  free(a->api);
+  free(a->dev);
+  free(a->k);
+  free(a->ph);
+  free(a->active);
+  free(a->und);
+  free(a->calls.v);
+  free(a->waits.v);
+  free(a->blks.v);
+  free(a->ropens.v);
+  free(a->heap);
+  free(a->hold);
+  free(a);
+}
+
+/* ---- the window and the clock of the sweep ---- */
+
+/* Prepares the sweep for a timed record starting at s and ending at end:
+ * returns the start clipped to the sweep time, or UINT64_MAX when the record
+ * lies before the window (nothing to account). */
+static uint64_t timed(struct gp_attr *a, uint64_t s, uint64_t end,
+                      int opens_window) {
+  a->diag.timed++;
+  if (!a->started) {
+    if (!opens_window) return UINT64_MAX;
+    gp_sweep_start(a, s);
+  }
+  if (end > a->wend) a->wend = end;
+  if (s > a->wend) a->wend = s;
+  if (s < a->T) {
+    a->diag.late++;
+    return a->T;
+  }
+  gp_sweep_advance(a, s);
+  return s;
+}
+
+/* ---- phases ---- */
+
+void gp_phase_open(struct gp_attr *a, uint32_t pi, uint64_t t) {
+  struct phase *p = &a->ph[pi];
+  if (p->active++) return; /* already open: the union is unchanged */
+  gp_epoch_end(a, t);
+  if (GROW(a, a->active, a->capactive, a->nactive + 1) < 0) return;
+  p->apos = (uint32_t)a->nactive;
+  a->active[a->nactive++] = pi;
+  for (size_t d = 0; d < a->ndev; d++) {
+    struct gp_phase_dev *pd = gp_attr_pd(a, p, (uint32_t)d);
+    if (pd && a->dev[d].mem_cur > pd->mem_peak)
+      pd->mem_peak = a->dev[d].mem_cur;
+  }
+}
+
+void gp_phase_close(struct gp_attr *a, uint32_t pi, uint64_t start,
+                    uint64_t t) {
+  struct phase *p = &a->ph[pi];
+  uint64_t dur = t > start ? t - start : 0;
+  gp_hist_add(&p->dur, dur);
+  p->count++;
+  p->inst_ns += dur;
+  if (--p->active) return;
+  gp_epoch_end(a, t);
+  uint32_t last = a->active[--a->nactive];
+  a->active[p->apos] = last;
+  a->ph[last].apos = p->apos;
+}
+
+static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
+  uint64_t s = timed(a, r->start, r->start, 0);
+  if (s == UINT64_MAX) s = r->start;
+  struct thr *th = gp_attr_thr(a, r->thread);
+  if (!th) return;
+  if (r->op == GPUPHASE_RANGE_PUSH || r->op == GPUPHASE_RANGE_START) {
+    uint32_t pi = phase_get(a, r->name);
+    if (pi == NOPHASE) return;
+    if (r->op == GPUPHASE_RANGE_PUSH) {
+      if (GROW(a, th->stk, th->capstk, th->nstk + 1) < 0) return;
+      th->stk[th->nstk++] = (struct rframe){pi, r->start};
+    } else {
+      uint64_t *old = gp_u64map_get(&a->ranges, r->id);
+      uint32_t ri;
+      if (old) { /* an id reused before its END: the first one ends here */
+        ri = (uint32_t)*old;
+        a->diag.unmatched_end++;
+        gp_phase_close(a, a->ropens.v[ri].phase, a->ropens.v[ri].start, s);
+      } else {
+        POOL_GET(a, a->ropens, ri);
+        if (ri == UINT32_MAX || put_index(a, &a->ranges, r->id, ri) < 0)
+          return;
+      }
+      a->ropens.v[ri].phase = pi;
+      a->ropens.v[ri].start = r->start;
+    }
+    gp_phase_open(a, pi, s);
+    return;
+  }
+  if (r->op == GPUPHASE_RANGE_POP) {
+    if (!th->nstk) {
+      a->diag.unmatched_end++;
+      return;
+    }
+    struct rframe f = th->stk[--th->nstk];
+    gp_phase_close(a, f.phase, f.start, s);
+  } else if (r->op == GPUPHASE_RANGE_END) {
+    uint64_t ri;
+    if (!gp_u64map_del(&a->ranges, r->id, &ri)) {
+      a->diag.unmatched_end++;
+      return;
+    }
+    struct ropen *o = &a->ropens.v[ri];
+    gp_phase_close(a, o->phase, o->start, s);
+    o->next_free = a->ropens.free;
+    a->ropens.free = (uint32_t)ri + 1;
+  }
+}
+
+/* ---- memory ---- */
+
+/* Windows between the last change and this one held the old level. */
+void gp_mem_fill(struct gp_attr *a, struct dev *d, size_t upto) {
+  for (size_t w = d->mem_widx; w <= upto; w++) {
+    struct gp_win *x = gp_win_at(a, d, w);
+    if (x && d->mem_cur > x->mem_peak) x->mem_peak = d->mem_cur;
+  }
+  d->mem_widx = upto;
+}
+
+static void mem_change(struct gp_attr *a, uint32_t slot, uint64_t size,
+                       int add, uint64_t t) {
+  if (slot == NODEV) {
+    a->host_cur = add ? a->host_cur + size : a->host_cur - size;
+    if (a->host_cur > a->host_peak) a->host_peak = a->host_cur;
+    return;
+  }
+  struct dev *d = &a->dev[slot];
+  d->mem_area += (double)d->mem_cur * (double)(t - d->mem_t);
+  d->mem_t = t;
+  gp_mem_fill(a, d, gp_win_idx(a, t));
+  d->mem_cur = add ? d->mem_cur + size : d->mem_cur - size;
+  if (d->mem_cur > d->mem_peak) d->mem_peak = d->mem_cur;
+  gp_mem_fill(a, d, gp_win_idx(a, t));
+  for (size_t i = 0; i < a->nactive; i++) {
+    struct gp_phase_dev *pd = gp_attr_pd(a, &a->ph[a->active[i]], slot);
+    if (pd && d->mem_cur > pd->mem_peak) pd->mem_peak = d->mem_cur;
+  }
+}
+
+static void free_blk(struct gp_attr *a, uint64_t ptr, uint64_t t) {
+  uint64_t bi;
+  if (!gp_u64map_del(&a->allocs, ptr, &bi)) {
+    a->diag.unknown_free++;
+    return;
+  }
+  struct mblk *b = &a->blks.v[bi];
+  mem_change(a, b->dev, b->size, 0, t);
+  b->next_free = a->blks.free;
+  a->blks.free = (uint32_t)bi + 1;
+}
+
+static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
+                   uint64_t cls, uint64_t t) {
+  if (r->ret != 0 || !r->ptr) return;
+  if (cls & GPUPHASE_API_FREE) {
+    free_blk(a, r->ptr, t);
+    return;
+  }
+  uint32_t slot = NODEV;
+  if (!(cls & GPUPHASE_API_HOSTMEM)) {
+    /* unknown current device: CUDA's default device is 0 */
+    struct dev *d = gp_attr_dev(a, r->device >= 0 ? r->device : 0);
+    if (!d) return;
+    slot = (uint32_t)(d - a->dev);
+  }
+  if (gp_u64map_get(&a->allocs, r->ptr)) free_blk(a, r->ptr, t);
+  uint32_t bi;
+  POOL_GET(a, a->blks, bi);
+  if (bi == UINT32_MAX || put_index(a, &a->allocs, r->ptr, bi) < 0) return;
+  a->blks.v[bi].size = r->bytes;
+  a->blks.v[bi].dev = slot;
+  mem_change(a, slot, r->bytes, 1, t);
+}
+
+/* ---- host API calls ---- */
+
+enum { CORR_CALL = 1, CORR_WAIT = 2 };
+
+static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
+                     uint32_t th, uint32_t dev, uint32_t api, uint64_t end) {
+  uint32_t ci;
+  POOL_GET(a, a->calls, ci);
+  if (ci == UINT32_MAX) return -1;
+  struct acall *c = &a->calls.v[ci];
+  c->start = r->start;
+  c->end = end;
+  c->corr = r->corr;
+  c->thread = th;
+  c->dev = dev;
+  c->api = api;
+  c->state = CALL_UND;
+  c->open = c->live = 1;
+  if (put_index(a, &a->corr, r->corr, ((uint64_t)CORR_CALL << 32) | ci) < 0 ||
+      GROW(a, a->und, a->capund, a->nund + 1) < 0)
+    return -1;
+  gp_call_count(a, th, dev, CALL_UND, 1);
+  a->und[a->nund++] = ci;
+  return gp_sweep_push(a, end, HEV_ACALL, 0, ci, 0, 0);
+}
+
+/* The class of a call: blocking, non-blocking, or (an async copy whose
+ * device record decides) undecided. */
+static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
+                      uint64_t cls, uint64_t end) {
+  if (cls & GPUPHASE_API_SYNC) return CALL_BLK;
+  if (!(cls & GPUPHASE_API_COPY)) return CALL_NB;
+  if (!(cls & GPUPHASE_API_ASYNC)) return CALL_BLK;
+  if (!r->corr) return CALL_NB;
+  uint64_t *v = gp_u64map_get(&a->corr, r->corr);
+  if (!v || (*v >> 32) != CORR_WAIT) return CALL_UND;
+  uint32_t wi = (uint32_t)*v;
+  struct cwait *w = &a->waits.v[wi];
+  int blk = w->pageable || end >= w->end;
+  gp_u64map_del(&a->corr, r->corr, NULL);
+  gp_wait_release(a, wi);
+  return blk ? CALL_BLK : CALL_NB;
+}
+
+static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
+  struct apidef *def = api_get(a, r->api);
+  if (!def) return;
+  uint64_t end = r->end >= r->start ? r->end : r->start;
+  if (r->end < r->start) a->diag.bad_interval++;
+  def->count++;
+  def->total += end - r->start;
+  def->errors += r->ret != 0;
+  int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
+  uint64_t s = timed(a, r->start, end, is_cuda);
+  if (!is_cuda || s == UINT64_MAX) return;
+  uint32_t api = (uint32_t)(def - a->api);
+  struct thr *th = gp_attr_thr(a, r->thread);
+  struct dev *d = r->device >= 0 ? gp_attr_dev(a, r->device) : NULL;
+  if (!th || (r->device >= 0 && !d)) return;
+  /* indices, not pointers: on_mem may add a device and move the table */
+  uint32_t ti = (uint32_t)(th - a->thr);
+  uint32_t dev = d ? (uint32_t)(d - a->dev) : NODEV;
+  th->calls++;
+  if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
+    on_mem(a, r, def->cls, s);
+  int cl = call_class(a, r, def->cls, end);
+  if (end <= s) { /* nothing left to account after clipping */
+    if (r->start < s) a->diag.late_dropped++;
+    if (cl == CALL_BLK) def->blocked += end - r->start;
+    return;
+  }
+  if (cl == CALL_UND) {
+    new_async(a, r, ti, dev, api, end);
+    return;
+  }
+  if (cl == CALL_BLK) def->blocked += end - r->start;
+  gp_call_count(a, ti, dev, cl, 1);
+  gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+}
+
+/* ---- device activity ---- */
+
+/* Theoretical occupancy (0..1) of a kernel, or -1 when the device limits are
+ * unknown. Formula: docs/attribution.md. */
+static double occupancy(const struct dev *d, uint64_t threads, uint64_t regs,
+                        uint64_t smem) {
+  const struct gpuphase_device *p = &d->props;
+  if (!d->has_props || !p->warp_size || !threads) return -1;
+  uint64_t max_warps = p->max_threads_per_sm / p->warp_size;
+  uint64_t wpb = (threads + p->warp_size - 1) / p->warp_size;
+  if (!max_warps) return -1;
+  uint64_t blocks = max_warps / wpb;
+  if (p->max_blocks_per_sm && p->max_blocks_per_sm < blocks)
+    blocks = p->max_blocks_per_sm;
+  if (regs && p->regs_per_sm) {
+    uint64_t per_warp = (regs * p->warp_size + 255) / 256 * 256;
+    uint64_t by_regs = p->regs_per_sm / per_warp / wpb;
+    if (by_regs < blocks) blocks = by_regs;
+  }
+  if (smem && p->smem_per_sm) {
+    uint64_t by_smem = p->smem_per_sm / ((smem + 127) / 128 * 128);
+    if (by_smem < blocks) blocks = by_smem;
+  }
+  double occ = (double)(blocks * wpb) / (double)max_warps;
+  return occ > 1 ? 1 : occ;
+}
+
+static struct kst *kst_get(struct gp_attr *a, uint64_t name) {
+  uint32_t i;
+  if (gp_idx_get(&a->k_map, name, &i)) return &a->k[i];
+  if (GROW(a, a->k, a->capk, a->nk + 1) < 0) return NULL;
+  struct kst *k = &a->k[a->nk];
+  memset(k, 0, sizeof *k);
+  k->name = name;
+  k->c_dev = -2; /* no configuration cached yet */
+  const char *s = gp_attr_str(a, name);
+  k->comm = s && strncmp(s, "nccl", 4) == 0;
+  if (put_idx(a, &a->k_map, name, a->nk) < 0) return NULL;
+  a->nk++;
+  return k;
+}
+
+static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
+                         uint64_t dur, uint64_t f, double occ) {
+  uint64_t grid = r->grid_x * r->grid_y * r->grid_z;
+  uint64_t block = r->block_x * r->block_y * r->block_z;
+  if (!k->count) {
+    k->grid = grid;
+    k->block = block;
+    k->regs = r->regs;
+    k->smem = r->smem_static + r->smem_dynamic;
+  }
+  k->grid_varies |= k->grid != grid;
+  k->block_varies |= k->block != block;
+  k->count++;
+  k->total += dur;
+  gp_hist_add(&k->dur, dur);
+  if (f != UINT64_MAX) {
+    k->cov_wsum += (double)dur * (double)f / FIX_ONE;
+    k->cov_ns += dur;
+  }
+  if (occ >= 0) {
+    k->occ_wsum += (double)dur * occ;
+    k->occ_ns += dur;
+  }
+}
+
+static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
+  uint64_t end = r->end >= r->start ? r->end : r->start;
+  a->n_devrec++;
+  uint64_t s = timed(a, r->start, end, 1);
+  struct dev *d = gp_attr_dev(a, (int64_t)r->device);
+  struct kst *k = kst_get(a, r->name);
+  if (!d || !k) return;
+  uint64_t blocks = r->grid_x * r->grid_y * r->grid_z;
+  uint64_t threads = r->block_x * r->block_y * r->block_z;
+  uint64_t smem = r->smem_static + r->smem_dynamic;
+  uint64_t sms = d->has_props ? d->props.sms : 0;
+  if (k->c_dev != d->id || k->c_threads != threads || k->c_regs != r->regs ||
+      k->c_smem != smem) {
+    k->c_dev = d->id;
+    k->c_threads = threads;
+    k->c_regs = r->regs;
+    k->c_smem = smem;
+    k->c_occ = occupancy(d, threads, r->regs, smem);
+  }
+  uint64_t f = UINT64_MAX; /* SM count unknown */
+  if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
+  double occ = k->c_occ;
+  kernel_stats(k, r, end - r->start, f, occ);
+  d->kernels++;
+  if (end <= s) {
+    if (r->start < s) a->diag.late_dropped++;
+    return;
+  }
+  gp_flush_dev(a, d, s);
+  uint16_t flags = 0;
+  uint32_t cov = 0, occ_fix = 0;
+  d->n_kern++;
+  if (f != UINT64_MAX) {
+    cov = (uint32_t)f;
+    d->cov_rate += f;
+  }
+  if (k->comm) flags |= HF_COMM, d->n_comm++;
+  if (sms && blocks * 2 < sms) flags |= HF_SMALL, d->n_small++;
+  if (occ >= 0) {
+    flags |= HF_OCC;
+    occ_fix = (uint32_t)(occ * FIX_ONE + 0.5);
+    d->n_occ++;
+    d->occ_rate += occ_fix;
+  }
+  gp_sweep_push(a, end, HEV_KERNEL, flags, (uint32_t)(d - a->dev), cov,
+                occ_fix);
+}
+
+static int is_host(uint64_t m) {
+  return m == GPUPHASE_MEM_PAGEABLE || m == GPUPHASE_MEM_PINNED;
+}
+
+static int xfer_of(const struct gpuphase_memcpy *r) {
+  switch (r->copy_kind) {
+  case GPUPHASE_COPY_HTOD: return GP_XFER_H2D;
+  case GPUPHASE_COPY_DTOH: return GP_XFER_D2H;
+  case GPUPHASE_COPY_DTOD: return GP_XFER_D2D;
+  case GPUPHASE_COPY_PTOP: return GP_XFER_P2P;
+  case GPUPHASE_COPY_HTOH: return GP_XFER_OTHER;
+  }
+  /* default/unknown: inferred from the memory on either side */
+  int sh = is_host(r->src_mem), dh = is_host(r->dst_mem);
+  int sd = r->src_mem == GPUPHASE_MEM_DEVICE || r->src_mem == GPUPHASE_MEM_ARRAY;
+  int dd = r->dst_mem == GPUPHASE_MEM_DEVICE || r->dst_mem == GPUPHASE_MEM_ARRAY;
+  if (sh && dd) return GP_XFER_H2D;
+  if (sd && dh) return GP_XFER_D2H;
+  if (sd && dd)
+    return r->peer_device >= 0 && (uint64_t)r->peer_device != r->device
+               ? GP_XFER_P2P
+               : GP_XFER_D2D;
+  return GP_XFER_OTHER;
+}
+
+/* Books a device copy or memset into the timeline. */
+static void xfer_begin(struct gp_attr *a, struct dev *d, int x, uint64_t s,
+                       uint64_t end) {
+  if (end <= s) return;
+  gp_flush_dev(a, d, s);
+  d->n_xfer++;
+  d->n_xk[x]++;
+  gp_sweep_push(a, end, HEV_XFER, 0, (uint32_t)(d - a->dev), (uint32_t)x, 0);
+}
+
+/* Links a device copy to its async API call, or waits for the call. */
+static void link_copy(struct gp_attr *a, const struct gpuphase_memcpy *r,
+                      uint64_t end, int pageable) {
+  uint64_t *v = gp_u64map_get(&a->corr, r->corr);
+  if (v && (*v >> 32) == CORR_CALL) {
+    uint32_t ci = (uint32_t)*v;
+    struct acall *c = &a->calls.v[ci];
+    gp_u64map_del(&a->corr, r->corr, NULL);
+    gp_decide(a, ci, pageable || c->end >= end);
+    if (!c->open) gp_call_release(a, ci);
+    return;
+  }
+  if (v) return; /* a second copy with the same id: keep the first */
+  uint32_t wi;
+  POOL_GET(a, a->waits, wi);
+  if (wi == UINT32_MAX) return;
+  struct cwait *w = &a->waits.v[wi];
+  w->end = end;
+  w->corr = r->corr;
+  w->pageable = (uint8_t)pageable;
+  w->live = 1;
+  if (put_index(a, &a->corr, r->corr, ((uint64_t)CORR_WAIT << 32) | wi) < 0)
+    return;
+  gp_hold_push(a, (struct hev){end + a->o.hold_ns, wi, w->gen, 0,
+                                HEV_HOLD_COPY, 0});
+}
+
+static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
+  uint64_t end = r->end >= r->start ? r->end : r->start;
+  a->n_devrec++;
+  uint64_t s = timed(a, r->start, end, 1);
+  struct dev *d = gp_attr_dev(a, (int64_t)r->device);
+  if (!d) return;
+  int x = xfer_of(r);
+  int pageable = r->src_mem == GPUPHASE_MEM_PAGEABLE ||
+                 r->dst_mem == GPUPHASE_MEM_PAGEABLE;
+  struct gp_copy_row *row = &d->copies[x];
+  row->count++;
+  row->bytes += r->bytes;
+  row->ns += end - r->start;
+  row->pageable += pageable;
+  row->pinned += !pageable && (r->src_mem == GPUPHASE_MEM_PINNED ||
+                               r->dst_mem == GPUPHASE_MEM_PINNED);
+  if (r->corr) link_copy(a, r, end, pageable);
+  if (end <= s && r->start < s) a->diag.late_dropped++;
+  xfer_begin(a, d, x, s, end);
+}
+
+static void on_memset(struct gp_attr *a, const struct gpuphase_memset *r) {
+  uint64_t end = r->end >= r->start ? r->end : r->start;
+  a->n_devrec++;
+  uint64_t s = timed(a, r->start, end, 1);
+  struct dev *d = gp_attr_dev(a, (int64_t)r->device);
+  if (!d) return;
+  struct gp_copy_row *row = &d->copies[GP_XFER_MEMSET];
+  row->count++;
+  row->bytes += r->bytes;
+  row->ns += end - r->start;
+  if (end <= s && r->start < s) a->diag.late_dropped++;
+  xfer_begin(a, d, GP_XFER_MEMSET, s, end);
+}
+
+/* ---- metadata and bookkeeping records ---- */
+
+static void on_string(struct gp_attr *a, const struct gpuphase_string *r) {
+  if (GROW(a, a->strs, a->capstrs, a->nstrs + 1) < 0) return;
+  char *s = malloc(r->text.len + 1);
+  if (!s) {
+    a->oom = 1;
+    return;
+  }
+  memcpy(s, r->text.data, r->text.len);
+  s[r->text.len] = 0;
+  uint32_t old;
+  if (gp_idx_get(&a->str_map, r->id, &old)) { /* redefined: latest wins */
+    free(a->strs[old]);
+    a->strs[old] = s;
+    return;
+  }
+  a->strs[a->nstrs] = s;
+  if (put_idx(a, &a->str_map, r->id, a->nstrs) == 0)
+    a->nstrs++;
+  else
+    free(s);
+}
+
+static void on_device(struct gp_attr *a, const struct gpuphase_device *r) {
+  struct dev *d = gp_attr_dev(a, (int64_t)r->device);
+  if (!d) return;
+  d->props = *r;
+  d->has_props = 1;
+  for (size_t i = 0; i < a->nk; i++) a->k[i].c_dev = -2; /* recompute */
+}
+
+static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
+  uint64_t s = timed(a, r->start, r->start, 0);
+  if (s == UINT64_MAX) s = r->start;
+  if (r->state && !a->state_on) {
+    a->state_on = 1;
+    a->saw_state1 = 1;
+    a->state_since = r->start;
+    a->state_reason = r->reason;
+  } else if (!r->state && a->state_on) {
+    a->state_on = 0;
+    if (!a->deg_spans++) {
+      a->deg_first = a->state_since;
+      a->deg_first_end = r->start;
+      a->deg_first_reason = a->state_reason;
+    }
+    a->deg_ns += r->start - a->state_since;
+  }
+}
+
+int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
+  if (a->oom) return -1;
+  a->diag.records++;
+  switch (rec->kind) {
+  case GPUPHASE_REC_STRING: on_string(a, &rec->u.string); break;
+  case GPUPHASE_REC_THREAD: {
+    struct thr *t = gp_attr_thr(a, rec->u.thread.thread);
+    if (t) t->tid = rec->u.thread.tid, t->name = rec->u.thread.name;
+    break;
+  }
+  case GPUPHASE_REC_API_DEF: {
+    struct apidef *d = api_get(a, rec->u.api_def.api);
+    if (d) {
+      d->name = rec->u.api_def.name;
+      d->cls = rec->u.api_def.cls;
+      d->layer = rec->u.api_def.layer;
+    }
+    break;
+  }
+  case GPUPHASE_REC_DEVICE: on_device(a, &rec->u.device); break;
+  case GPUPHASE_REC_API: on_api(a, &rec->u.api); break;
+  case GPUPHASE_REC_KERNEL: on_kernel(a, &rec->u.kernel); break;
+  case GPUPHASE_REC_MEMCPY: on_memcpy(a, &rec->u.memcpy); break;
+  case GPUPHASE_REC_MEMSET: on_memset(a, &rec->u.memset); break;
+  case GPUPHASE_REC_SYNC: {
+    const struct gpuphase_sync *r = &rec->u.sync;
+    a->n_devrec++;
+    timed(a, r->start, r->end > r->start ? r->end : r->start, 1);
+    break;
+  }
+  case GPUPHASE_REC_RANGE: on_range(a, &rec->u.range); break;
+  case GPUPHASE_REC_LOST:
+    timed(a, rec->u.lost.start, rec->u.lost.start, 0);
+    a->lost += rec->u.lost.count;
+    break;
+  case GPUPHASE_REC_STATE: on_state(a, &rec->u.state); break;
+  case GPUPHASE_REC_SUMMARY:
+    a->has_summary = 1;
+    if (rec->u.summary.lost > a->lost) a->lost = rec->u.summary.lost;
+    break;
+  }
+  return a->oom ? -1 : 0;
+}

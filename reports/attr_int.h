@@ -1,0 +1,216 @@
+/* Internals of the attribution engine, shared by attr_sweep.c (the timeline),
+ * attr_feed.c (one handler per record kind) and attr_result.c (turning the
+ * final state into a gp_proc_res). */
+#ifndef GP_ATTR_INT_H
+#define GP_ATTR_INT_H
+
+#include "attribute.h"
+#include "u64map.h"
+
+#define FIX_ONE (1u << 20) /* fixed point 1.0 for coverage and occupancy */
+#define NODEV UINT32_MAX   /* a call made with device -1: counts for all */
+#define NOPHASE UINT32_MAX
+#define WSLOT 0 /* device slot 0: the idle "any device" timeline */
+
+enum { CALL_NB, CALL_BLK, CALL_UND }; /* non-blocking, blocking, undecided */
+
+struct dev {
+  int64_t id;
+  int has_props;
+  struct gpuphase_device props;
+  /* what runs now */
+  uint32_t n_kern, n_comm, n_small, n_occ, n_xfer;
+  uint32_t n_xk[GP_XFER_N];
+  uint32_t n_call[3]; /* host calls naming this device, by CALL_* */
+  uint64_t cov_rate, occ_rate; /* sums over running kernels, FIX_ONE based */
+  uint64_t seg_t;              /* accounted up to here */
+  /* what was accounted */
+  struct gp_breakdown tot, snap; /* snap: tot when the epoch began */
+  size_t wcur;                   /* the window of seg_t, and its end */
+  uint64_t wcur_end;
+  struct gp_win *win;
+  size_t capwin;
+  uint64_t mem_cur, mem_peak, mem_t;
+  size_t mem_widx; /* window of the last memory change */
+  double mem_area;
+  struct gp_copy_row copies[GP_XFER_N];
+  uint64_t kernels;
+  /* longest idle run: [0] device idle, [1] idle for a degraded trace */
+  struct run {
+    int in;
+    uint64_t start, best, best_at;
+  } idle[2];
+};
+
+struct thr {
+  uint64_t index, tid, name;
+  uint32_t n_call[3];
+  uint64_t seg_t, cpu, submit, blocked, calls;
+  struct rframe {
+    uint32_t phase;
+    uint64_t start;
+  } * stk;
+  size_t nstk, capstk;
+};
+
+struct apidef {
+  uint64_t id, name, cls, layer;
+  uint64_t count, total, blocked, errors;
+};
+
+struct kst {
+  uint64_t name, count, total, grid, block, regs, smem, cov_ns, occ_ns;
+  /* the last block configuration seen and its occupancy: kernels of one
+   * name are nearly always launched alike, and this spares the divisions */
+  uint64_t c_threads, c_regs, c_smem;
+  int64_t c_dev;
+  double c_occ;
+  int grid_varies, block_varies, comm;
+  double cov_wsum, occ_wsum;
+  struct gp_hist dur;
+};
+
+struct phase {
+  uint64_t name;
+  uint32_t active; /* open instances */
+  uint32_t apos;   /* index in the active list while active */
+  uint64_t count, inst_ns;
+  struct gp_hist dur;
+  struct gp_phase_dev *pd; /* by device slot */
+  size_t npd;
+};
+
+/* Provisional launch time booked while an async copy was undecided. */
+struct lent {
+  uint32_t dev, phase; /* phase NOPHASE: device totals and window win */
+  uint64_t win, epoch, ns;
+};
+
+struct acall {
+  uint64_t start, end, corr, thread_ns;
+  uint32_t thread, dev, api, gen, next_free;
+  uint8_t state, open, live;
+  struct lent *led;
+  size_t nled, capled;
+};
+
+struct cwait { /* a device copy waiting for its API record */
+  uint64_t end, corr;
+  uint32_t gen, next_free;
+  uint8_t pageable, live;
+};
+
+struct mblk {
+  uint64_t size;
+  uint32_t dev; /* NODEV: pinned host memory */
+  uint32_t next_free;
+};
+
+struct ropen {
+  uint32_t phase, next_free;
+  uint64_t start;
+};
+
+enum hev_kind { HEV_KERNEL, HEV_XFER, HEV_CALL, HEV_ACALL, HEV_HOLD_CALL,
+                HEV_HOLD_COPY };
+enum { HF_COMM = 1, HF_SMALL = 2, HF_OCC = 4 };
+
+struct hev { /* a pending event of the sweep, ordered by t */
+  uint64_t t;
+  uint32_t slot, a, b;
+  uint16_t kind, flags;
+};
+
+#define POOL(T)                                                               \
+  struct {                                                                    \
+    T *v;                                                                     \
+    size_t n, cap;                                                            \
+    uint32_t free;                                                            \
+  }
+
+struct gp_attr {
+  struct gp_report_opts o;
+  int oom;
+  struct gp_idx str_map, thr_map, api_map, dev_map, k_map, ph_map;
+  struct gp_u64map corr, allocs, ranges;
+  /* The set of open phases changes only at range records: between two
+   * changes (an epoch) each open phase gets what the device totals got,
+   * so a phase is credited once per epoch, from a snapshot of the totals,
+   * instead of once per stretch of time. */
+  uint64_t epoch;
+  char **strs;
+  size_t nstrs, capstrs;
+  struct thr *thr;
+  size_t nthr, capthr;
+  struct apidef *api;
+  size_t napi, capapi;
+  struct dev *dev; /* dev[WSLOT] is the "any device" timeline */
+  size_t ndev, capdev;
+  struct kst *k;
+  size_t nk, capk;
+  struct phase *ph;
+  size_t nph, capph;
+  uint32_t *active;
+  size_t nactive, capactive;
+  uint32_t *und; /* open undecided calls, oldest first */
+  size_t nund, capund;
+  POOL(struct acall) calls;
+  POOL(struct cwait) waits;
+  POOL(struct mblk) blks;
+  POOL(struct ropen) ropens;
+  struct hev *heap;
+  size_t nheap, capheap;
+  /* Expiries of held async copies and copy records, in the order queued.
+   * They change no counter, so an expiry handled a little late (when ends
+   * arrive out of order) changes nothing but memory; they stay out of the
+   * heap, which then holds only what is running. */
+  struct hev *hold;
+  size_t hhead, nhold, caphold;
+  uint32_t w_call[3]; /* calls with device -1, by CALL_* */
+  int started;
+  uint64_t wstart, wend, T;
+  uint64_t host_cur, host_peak;
+  int saw_state1, state_on, has_summary;
+  uint64_t state_since, state_reason, n_devrec, lost;
+  uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
+  struct gp_diag diag;
+};
+
+/* growth of a dynamic array: 0, or -1 (and a->oom) when out of memory */
+int gp_attr_grow(struct gp_attr *a, void **v, size_t *cap, size_t need,
+                 size_t elt);
+#define GROW(a, v, cap, need)                                                 \
+  gp_attr_grow((a), (void **)&(v), &(cap), (need), sizeof *(v))
+
+const char *gp_attr_str(const struct gp_attr *a, uint64_t id);
+struct dev *gp_attr_dev(struct gp_attr *a, int64_t id);
+struct thr *gp_attr_thr(struct gp_attr *a, uint64_t index);
+struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
+                                uint32_t slot);
+
+/* attr_sweep.c */
+void gp_sweep_start(struct gp_attr *a, uint64_t t);
+void gp_sweep_advance(struct gp_attr *a, uint64_t t);
+int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
+                  uint16_t flags, uint32_t slot, uint32_t x, uint32_t y);
+int gp_hold_push(struct gp_attr *a, struct hev ev);
+void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t);
+void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
+void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t);
+void gp_epoch_end(struct gp_attr *a, uint64_t t);
+struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d, size_t idx);
+size_t gp_win_idx(const struct gp_attr *a, uint64_t t);
+void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev,
+                   int state, int delta);
+void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);
+void gp_call_release(struct gp_attr *a, uint32_t ci);
+void gp_wait_release(struct gp_attr *a, uint32_t wi);
+void gp_run_close(struct run *r, uint64_t t);
+
+/* attr_feed.c */
+void gp_phase_open(struct gp_attr *a, uint32_t pi, uint64_t t);
+void gp_phase_close(struct gp_attr *a, uint32_t pi, uint64_t start,
+                    uint64_t t);
+void gp_mem_fill(struct gp_attr *a, struct dev *d, size_t upto);
+
+#endif

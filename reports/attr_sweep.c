@@ -1,0 +1,445 @@
+/* The timeline sweep: every device and host thread is accounted lazily, from
+ * the time it was last accounted (seg_t) to the time one of its counters is
+ * about to change, so that each stretch of constant state is booked once, to
+ * one category, into the device total, the open phases and the fixed
+ * windows it crosses. */
+#include "attr_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- heap of pending ends, ordered by time ---- */
+
+/* Fields one by one: a whole struct built on the stack and copied made
+ * the hottest store of the sweep stall. */
+int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
+                  uint16_t flags, uint32_t slot, uint32_t x, uint32_t y) {
+  if (GROW(a, a->heap, a->capheap, a->nheap + 1) < 0) return -1;
+  size_t i = a->nheap++;
+  while (i && a->heap[(i - 1) / 2].t > t) {
+    a->heap[i] = a->heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  struct hev *e = &a->heap[i];
+  e->t = t;
+  e->kind = kind;
+  e->flags = flags;
+  e->slot = slot;
+  e->a = x;
+  e->b = y;
+  return 0;
+}
+
+int gp_hold_push(struct gp_attr *a, struct hev ev) {
+  if (a->nhold == a->caphold) { /* grow the ring, unwrapping it */
+    size_t cap = a->caphold ? 2 * a->caphold : 64;
+    struct hev *v = malloc(cap * sizeof *v);
+    if (!v) {
+      a->oom = 1;
+      return -1;
+    }
+    for (size_t i = 0; i < a->nhold; i++)
+      v[i] = a->hold[(a->hhead + i) % a->caphold];
+    free(a->hold);
+    a->hold = v;
+    a->caphold = cap;
+    a->hhead = 0;
+  }
+  a->hold[(a->hhead + a->nhold++) % a->caphold] = ev;
+  return 0;
+}
+
+static struct hev pop(struct gp_attr *a) {
+  struct hev top = a->heap[0], last = a->heap[--a->nheap];
+  size_t i = 0, n = a->nheap;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && a->heap[c + 1].t < a->heap[c].t) c++;
+    if (a->heap[c].t >= last.t) break;
+    a->heap[i] = a->heap[c];
+    i = c;
+  }
+  if (n) a->heap[i] = last;
+  return top;
+}
+
+/* ---- what one stretch of constant state is ---- */
+
+struct seg {
+  int cat, sub, prov, idle, idle_deg, xover, cover;
+  uint32_t n_kern, n_small, n_occ;
+  double cov, occ; /* cov: min(1, sum blocks/SMs); occ: sum of occupancies */
+};
+
+static struct seg seg_of(const struct gp_attr *a, const struct dev *d) {
+  struct seg s = {0};
+  uint32_t blk = d->n_call[CALL_BLK] + a->w_call[CALL_BLK];
+  uint32_t nb = d->n_call[CALL_NB] + a->w_call[CALL_NB];
+  uint32_t und = d->n_call[CALL_UND] + a->w_call[CALL_UND];
+  s.sub = -1;
+  if (d->n_kern) {
+    s.cat = GP_CAT_KERNEL;
+    s.sub = d->n_kern > d->n_comm ? GP_SUB_COMPUTE : GP_SUB_COMMUNICATION;
+    s.xover = d->n_xfer > 0;
+    s.cover = d->n_comm && d->n_kern > d->n_comm;
+    s.n_kern = d->n_kern;
+    s.n_small = d->n_small;
+    s.n_occ = d->n_occ;
+    s.cov = d->cov_rate >= FIX_ONE ? 1.0 : (double)d->cov_rate / FIX_ONE;
+    s.occ = (double)d->occ_rate / FIX_ONE;
+  } else if (d->n_xfer) {
+    s.cat = GP_CAT_TRANSFER;
+    for (int x = 0; x < GP_XFER_N && s.sub < 0; x++)
+      if (d->n_xk[x]) s.sub = GP_SUB_XFER + x;
+  } else if (blk) {
+    s.cat = GP_CAT_SYNC_IDLE;
+  } else if (nb || und) {
+    s.cat = GP_CAT_LAUNCH;
+    s.prov = und > 0; /* becomes sync_idle if that copy turns out blocking */
+  } else {
+    s.cat = GP_CAT_HOST_WAIT;
+  }
+  s.idle = s.cat >= GP_CAT_LAUNCH;
+  s.idle_deg = s.idle && s.cat != GP_CAT_SYNC_IDLE;
+  return s;
+}
+
+static void bd_add(struct gp_breakdown *b, const struct seg *s, uint64_t len) {
+  b->cat[s->cat] += len;
+  if (s->sub >= 0) b->sub[s->sub] += len;
+  if (s->cat != GP_CAT_KERNEL) return;
+  if (s->xover) b->kernel_xfer_overlap += len;
+  if (s->cover) b->comm_overlap += len;
+  b->kernel_nsum += len * s->n_kern;
+  b->small_nsum += len * s->n_small;
+  b->occ_nsum += len * s->n_occ;
+  b->occ_wsum += (double)len * s->occ;
+  b->cov_ns += (double)len * s->cov;
+}
+
+/* ---- fixed windows ---- */
+
+size_t gp_win_idx(const struct gp_attr *a, uint64_t t) {
+  return t <= a->wstart ? 0 : (size_t)((t - a->wstart) / a->o.window_ns);
+}
+
+struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d, size_t idx) {
+  if (idx >= d->capwin) {
+    size_t old = d->capwin;
+    if (GROW(a, d->win, d->capwin, idx + 1) < 0) return NULL;
+    memset(d->win + old, 0, (d->capwin - old) * sizeof *d->win);
+  }
+  return &d->win[idx];
+}
+
+/* ---- provisional time of undecided async copies ---- */
+
+static struct acall *oldest_und(struct gp_attr *a, int by_thread, uint32_t k) {
+  for (size_t i = 0; i < a->nund; i++) {
+    struct acall *c = &a->calls.v[a->und[i]];
+    if (by_thread ? c->thread == k
+                  : (c->dev == NODEV || (k != WSLOT && c->dev == k)))
+      return c;
+  }
+  return NULL;
+}
+
+static void led_add(struct gp_attr *a, struct acall *c, uint32_t dev,
+                    uint32_t phase, uint64_t win, uint64_t ns) {
+  for (size_t i = c->nled; i-- > 0;) {
+    struct lent *l = &c->led[i];
+    if (l->dev == dev && l->phase == phase && l->win == win &&
+        l->epoch == a->epoch) {
+      l->ns += ns;
+      return;
+    }
+  }
+  if (GROW(a, c->led, c->capled, c->nled + 1) < 0) return;
+  c->led[c->nled++] = (struct lent){dev, phase, win, a->epoch, ns};
+}
+
+static void run_add(struct run *r, int idle, uint64_t from) {
+  if (idle && !r->in) {
+    r->in = 1;
+    r->start = from;
+  } else if (!idle && r->in) {
+    gp_run_close(r, from);
+  }
+}
+
+void gp_run_close(struct run *r, uint64_t t) {
+  if (!r->in) return;
+  r->in = 0;
+  if (t - r->start > r->best) {
+    r->best = t - r->start;
+    r->best_at = r->start;
+  }
+}
+
+/* Books [from, to) of device d, whose state has been constant since from. */
+static void account(struct gp_attr *a, struct dev *d, uint64_t from,
+                    uint64_t to) {
+  struct seg s = seg_of(a, d);
+  uint32_t slot = (uint32_t)(d - a->dev);
+  struct acall *c = s.prov ? oldest_und(a, 0, slot) : NULL;
+  bd_add(&d->tot, &s, to - from);
+  for (size_t i = 0; c && i < a->nactive; i++)
+    led_add(a, c, slot, a->active[i], 0, to - from);
+  for (uint64_t t = from; t < to;) {
+    if (t >= d->wcur_end) {
+      d->wcur = gp_win_idx(a, t);
+      d->wcur_end = a->wstart + (d->wcur + 1) * a->o.window_ns;
+    }
+    uint64_t end = d->wcur_end < to ? d->wcur_end : to;
+    struct gp_win *w = gp_win_at(a, d, d->wcur);
+    if (!w) return;
+    w->cat[s.cat] += end - t;
+    if (s.cat == GP_CAT_KERNEL) w->cov_ns += (double)(end - t) * s.cov;
+    if (c) led_add(a, c, slot, NOPHASE, d->wcur, end - t);
+    t = end;
+  }
+  run_add(&d->idle[0], s.idle, from);
+  run_add(&d->idle[1], s.idle_deg, from);
+}
+
+static void bd_delta(struct gp_breakdown *d, const struct gp_breakdown *now,
+                     const struct gp_breakdown *then) {
+  for (int i = 0; i < GP_CAT_N; i++) d->cat[i] += now->cat[i] - then->cat[i];
+  for (int i = 0; i < GP_SUB_N; i++) d->sub[i] += now->sub[i] - then->sub[i];
+  d->kernel_xfer_overlap += now->kernel_xfer_overlap - then->kernel_xfer_overlap;
+  d->comm_overlap += now->comm_overlap - then->comm_overlap;
+  d->kernel_nsum += now->kernel_nsum - then->kernel_nsum;
+  d->small_nsum += now->small_nsum - then->small_nsum;
+  d->occ_nsum += now->occ_nsum - then->occ_nsum;
+  d->occ_wsum += now->occ_wsum - then->occ_wsum;
+  d->cov_ns += now->cov_ns - then->cov_ns;
+}
+
+/* The set of open phases is about to change at t: credit each open phase
+ * with what every device accumulated since the epoch began. */
+void gp_epoch_end(struct gp_attr *a, uint64_t t) {
+  gp_flush_devs(a, NODEV, t);
+  for (size_t i = 0; i < a->ndev; i++) {
+    struct dev *d = &a->dev[i];
+    for (size_t p = 0; p < a->nactive; p++) {
+      struct gp_phase_dev *pd = gp_attr_pd(a, &a->ph[a->active[p]], (uint32_t)i);
+      if (pd) bd_delta(&pd->bd, &d->tot, &d->snap);
+    }
+    d->snap = d->tot;
+  }
+  a->epoch++;
+}
+
+void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
+  if (!a->started || t <= d->seg_t) return;
+  account(a, d, d->seg_t, t);
+  d->seg_t = t;
+}
+
+/* slot NODEV: every device, the "any device" timeline included */
+void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t) {
+  if (slot != NODEV) {
+    gp_flush_dev(a, &a->dev[slot], t);
+    return;
+  }
+  for (size_t i = 0; i < a->ndev; i++) gp_flush_dev(a, &a->dev[i], t);
+}
+
+void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
+  if (!a->started || t <= th->seg_t) return;
+  uint64_t len = t - th->seg_t;
+  th->seg_t = t;
+  if (th->n_call[CALL_BLK]) {
+    th->blocked += len;
+  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND]) {
+    th->submit += len;
+    if (th->n_call[CALL_UND]) {
+      struct acall *c = oldest_und(a, 1, (uint32_t)(th - a->thr));
+      if (c) c->thread_ns += len;
+    }
+  } else {
+    th->cpu += len;
+  }
+}
+
+void gp_sweep_start(struct gp_attr *a, uint64_t t) {
+  a->started = 1;
+  a->wstart = a->wend = a->T = t;
+  for (size_t i = 0; i < a->ndev; i++) {
+    a->dev[i].seg_t = a->dev[i].mem_t = t;
+    a->dev[i].wcur_end = 0;
+  }
+  for (size_t i = 0; i < a->nthr; i++) a->thr[i].seg_t = t;
+}
+
+/* ---- host calls ---- */
+
+/* Accounts what the change will affect up to now, then changes it. */
+void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev,
+                   int state, int delta) {
+  gp_flush_thr(a, &a->thr[thread], a->T);
+  gp_flush_devs(a, dev, a->T);
+  a->thr[thread].n_call[state] += (uint32_t)delta;
+  if (dev == NODEV)
+    a->w_call[state] += (uint32_t)delta;
+  else
+    a->dev[dev].n_call[state] += (uint32_t)delta;
+}
+
+static void und_remove(struct gp_attr *a, uint32_t ci) {
+  for (size_t i = 0; i < a->nund; i++) {
+    if (a->und[i] != ci) continue;
+    memmove(a->und + i, a->und + i + 1, (a->nund - i - 1) * sizeof *a->und);
+    a->nund--;
+    return;
+  }
+}
+
+static void move_launch(uint64_t *cat, uint64_t ns) {
+  cat[GP_CAT_LAUNCH] -= ns;
+  cat[GP_CAT_SYNC_IDLE] += ns;
+}
+
+/* The provisional launch time of a copy that turned out blocking was
+ * time a thread waited in a blocking call: rebook it where it went. */
+/* The provisional launch time of a copy that turned out blocking was
+ * time a thread waited in a blocking call: rebook it where it went. Time
+ * booked in the current epoch reaches the open phases through the device
+ * totals; older time is moved in the phases directly and kept out of the
+ * current epoch by moving the snapshot too. */
+static void ledger_move(struct gp_attr *a, struct acall *c) {
+  for (size_t i = 0; i < c->nled; i++) {
+    struct lent *l = &c->led[i];
+    struct dev *d = &a->dev[l->dev];
+    if (l->phase == NOPHASE) {
+      move_launch(d->tot.cat, l->ns);
+      move_launch(d->win[l->win].cat, l->ns);
+      if (l->epoch != a->epoch) move_launch(d->snap.cat, l->ns);
+    } else if (l->epoch != a->epoch) {
+      struct gp_phase_dev *pd = gp_attr_pd(a, &a->ph[l->phase], l->dev);
+      if (pd) move_launch(pd->bd.cat, l->ns);
+    }
+  }
+  struct thr *th = &a->thr[c->thread];
+  th->submit -= c->thread_ns;
+  th->blocked += c->thread_ns;
+}
+
+/* Settles an undecided copy at the current sweep time. */
+void gp_decide(struct gp_attr *a, uint32_t ci, int blocking) {
+  struct acall *c = &a->calls.v[ci];
+  if (c->state != CALL_UND) return;
+  if (c->open) {
+    gp_call_count(a, c->thread, c->dev, CALL_UND, -1);
+    gp_call_count(a, c->thread, c->dev, blocking ? CALL_BLK : CALL_NB, 1);
+    und_remove(a, ci);
+  }
+  c->state = blocking ? CALL_BLK : CALL_NB;
+  if (blocking) {
+    ledger_move(a, c);
+    a->api[c->api].blocked += c->end - c->start;
+  }
+  free(c->led);
+  c->led = NULL;
+  c->nled = c->capled = 0;
+}
+
+void gp_call_release(struct gp_attr *a, uint32_t ci) {
+  struct acall *c = &a->calls.v[ci];
+  free(c->led);
+  uint32_t gen = c->gen + 1;
+  memset(c, 0, sizeof *c);
+  c->gen = gen;
+  c->next_free = a->calls.free;
+  a->calls.free = ci + 1;
+}
+
+void gp_wait_release(struct gp_attr *a, uint32_t wi) {
+  struct cwait *w = &a->waits.v[wi];
+  w->live = 0;
+  w->gen++;
+  w->next_free = a->waits.free;
+  a->waits.free = wi + 1;
+}
+
+/* ---- pending ends ---- */
+
+static void kernel_end(struct gp_attr *a, const struct hev *e) {
+  struct dev *d = &a->dev[e->slot];
+  gp_flush_dev(a, d, e->t);
+  d->n_kern--;
+  d->cov_rate -= e->a;
+  if (e->flags & HF_COMM) d->n_comm--;
+  if (e->flags & HF_SMALL) d->n_small--;
+  if (e->flags & HF_OCC) {
+    d->n_occ--;
+    d->occ_rate -= e->b;
+  }
+}
+
+static void acall_end(struct gp_attr *a, const struct hev *e) {
+  struct acall *c = &a->calls.v[e->slot];
+  gp_call_count(a, c->thread, c->dev, c->state, -1);
+  c->open = 0;
+  if (c->state != CALL_UND) {
+    gp_call_release(a, e->slot);
+    return;
+  }
+  /* Still undecided: its device copy may yet show it pageable. */
+  und_remove(a, e->slot);
+  struct hev h = {c->end + a->o.hold_ns, e->slot, c->gen, 0, HEV_HOLD_CALL, 0};
+  gp_hold_push(a, h);
+}
+
+static void process(struct gp_attr *a, const struct hev *e) {
+  switch (e->kind) {
+  case HEV_KERNEL:
+    kernel_end(a, e);
+    break;
+  case HEV_XFER: {
+    struct dev *d = &a->dev[e->slot];
+    gp_flush_dev(a, d, e->t);
+    d->n_xfer--;
+    d->n_xk[e->a]--;
+    break;
+  }
+  case HEV_CALL:
+    gp_call_count(a, e->slot, e->a, (int)e->b, -1);
+    break;
+  case HEV_ACALL:
+    acall_end(a, e);
+    break;
+  case HEV_HOLD_CALL: {
+    struct acall *c = &a->calls.v[e->slot];
+    if (!c->live || c->gen != e->a || c->state != CALL_UND) break;
+    gp_u64map_del(&a->corr, c->corr, NULL);
+    gp_decide(a, e->slot, 0);
+    a->diag.unresolved_copies++;
+    gp_call_release(a, e->slot);
+    break;
+  }
+  case HEV_HOLD_COPY: {
+    struct cwait *w = &a->waits.v[e->slot];
+    if (!w->live || w->gen != e->a) break;
+    gp_u64map_del(&a->corr, w->corr, NULL);
+    gp_wait_release(a, e->slot);
+    break;
+  }
+  }
+}
+
+void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
+  while (a->nhold && a->hold[a->hhead].t <= t) {
+    struct hev e = a->hold[a->hhead];
+    a->hhead = (a->hhead + 1) % a->caphold;
+    a->nhold--;
+    process(a, &e);
+  }
+  while (a->nheap && a->heap[0].t <= t) {
+    struct hev e = pop(a);
+    a->T = e.t > a->T ? e.t : a->T;
+    process(a, &e);
+  }
+  if (t > a->T) a->T = t;
+}

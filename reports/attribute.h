@@ -1,0 +1,26 @@
+/* The attribution engine: one streaming sweep over the records of one
+ * process, in the order gpuphase_reader_open_sorted yields them (metadata
+ * first, then timed records by ascending start). Memory is bounded by the
+ * number of devices, threads, streams, distinct names and concurrently open
+ * intervals, never by the number of events. Rules: docs/attribution.md. */
+#ifndef GP_ATTRIBUTE_H
+#define GP_ATTRIBUTE_H
+
+#include "gpuphase/trace.h"
+#include "report.h"
+
+typedef struct gp_attr gp_attr;
+
+gp_attr *gp_attr_new(const struct gp_report_opts *o); /* NULL: no memory */
+void gp_attr_free(gp_attr *a);                        /* accepts NULL */
+
+/* Takes one record (blob contents are copied where kept). Returns 0, or -1
+ * when out of memory (the engine is then unusable). */
+int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec);
+
+/* Ends the sweep at the last recorded event and returns the result (owned
+ * by the caller, gp_res_free), derived fields included; NULL when out of
+ * memory. The engine can only be freed afterwards. */
+struct gp_proc_res *gp_attr_finish(gp_attr *a);
+
+#endif

@@ -1,0 +1,90 @@
+#include "pipeline.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attribute.h"
+#include "gpuphase/trace.h"
+#include "reader_ext.h"
+
+static char *dup0(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
+                     const char *path) {
+  const struct gpuphase_header *h = gpuphase_reader_header(rd);
+  r->file = dup0(path);
+  r->pid = h->pid;
+  r->ppid = h->ppid;
+  r->rank = h->rank;
+  r->host = dup0(h->host);
+  r->cmdline = dup0(h->cmdline);
+}
+
+/* Feeds every record; 0 at the end of the trace, else the reader's error. */
+static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
+                    gp_progress_fn progress, void *ctx, int *oom) {
+  struct gpuphase_record rec;
+  uint64_t n = 0, size = gpuphase_reader_file_size(rd);
+  int rc;
+  while ((rc = gpuphase_reader_next(rd, &rec)) == 1) {
+    if (gp_attr_feed(a, &rec) < 0) {
+      *oom = 1;
+      return 0;
+    }
+    if (progress && (++n & 0xffff) == 0)
+      progress(ctx, path, gpuphase_reader_offset(rd), size, n);
+  }
+  if (progress) progress(ctx, path, size, size, n);
+  return rc;
+}
+
+struct gp_proc_res *gp_report_file(const char *path,
+                                   const struct gp_report_opts *o,
+                                   gp_progress_fn progress, void *ctx,
+                                   int *status, char *err, size_t errlen) {
+  int code = 0, oom = 0;
+  char msg[256] = "";
+  *status = GP_PIPE_BAD_INPUT;
+  gpuphase_reader *rd = gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg,
+                                          sizeof msg);
+  if (!rd) {
+    snprintf(err, errlen, "%s: %s", path,
+             code == GPUPHASE_E_IO ? strerror(errno)
+             : *msg                ? msg
+                                   : gpuphase_strerror(code));
+    if (code == GPUPHASE_E_NOMEM) *status = GP_PIPE_NOMEM;
+    return NULL;
+  }
+  gp_attr *a = gp_attr_new(o);
+  int rc = a ? feed_all(rd, a, path, progress, ctx, &oom) : 0;
+  struct gp_proc_res *r = NULL;
+  if (!a || oom) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    *status = GP_PIPE_NOMEM;
+  } else if (rc < 0) {
+    const char *m = gpuphase_reader_errmsg(rd);
+    if (m && strstr(m, "byte"))
+      snprintf(err, errlen, "%s: corrupt trace: %s", path, m);
+    else
+      snprintf(err, errlen, "%s: corrupt trace at byte %llu: %s", path,
+               (unsigned long long)gpuphase_reader_offset(rd),
+               m && *m ? m : gpuphase_strerror(rc));
+  } else if (!(r = gp_attr_finish(a))) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    *status = GP_PIPE_NOMEM;
+  } else {
+    identity(r, rd, path);
+    r->truncated = gpuphase_reader_truncated(rd);
+    if (r->truncated)
+      gp_res_note(r, "the trace is truncated (process killed or file cut): "
+                     "it was read up to its last complete frame");
+    *status = GP_PIPE_OK;
+  }
+  gp_attr_free(a);
+  gpuphase_reader_close(rd);
+  return r;
+}

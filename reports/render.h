@@ -1,0 +1,38 @@
+/* Renderers: one entry per output format in gp_renderers (render.c). A new
+ * format (HTML, Perfetto) is one more file and one more table row. */
+#ifndef GP_RENDER_H
+#define GP_RENDER_H
+
+#include <stdio.h>
+
+#include "report.h"
+
+struct gp_render_opts {
+  int color;  /* ANSI colour in text output */
+  size_t top; /* rows of the kernel/API/phase tables; 0: 15 */
+};
+
+/* What is rendered: each process, and everything together (the process
+ * itself when there is one, else the sum). */
+struct gp_report_set {
+  struct gp_proc_res **procs;
+  size_t n;
+  const struct gp_proc_res *total;
+};
+
+struct gp_renderer {
+  const char *name;
+  /* 0, or -1 when writing failed */
+  int (*render)(FILE *f, const struct gp_report_set *s,
+                const struct gp_render_opts *o);
+};
+
+int gp_render_text(FILE *f, const struct gp_report_set *s,
+                   const struct gp_render_opts *o);
+int gp_render_json(FILE *f, const struct gp_report_set *s,
+                   const struct gp_render_opts *o);
+
+extern const struct gp_renderer gp_renderers[]; /* ends with {NULL, NULL} */
+const struct gp_renderer *gp_renderer_find(const char *name);
+
+#endif

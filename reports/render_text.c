@@ -1,0 +1,376 @@
+/* Text output for a terminal: at most 100 columns; names are cleaned of
+ * control bytes (a kernel name must not be able to drive the terminal). */
+#include <stdio.h>
+#include <string.h>
+
+#include "render.h"
+#include "util.h"
+
+#define WIDTH 100
+
+struct out {
+  FILE *f;
+  const char *bold, *warn, *bad, *dim, *off;
+  size_t top;
+};
+
+static double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* Short duration for table cells: at most 8 characters. */
+static const char *sdur(char *b, size_t n, uint64_t ns) {
+  if (ns >= 100000000000ull) snprintf(b, n, "%.0f s", ns / 1e9);
+  else if (ns >= 1000000000ull) snprintf(b, n, "%.2f s", ns / 1e9);
+  else if (ns >= 1000000) snprintf(b, n, "%.1f ms", ns / 1e6);
+  else if (ns >= 1000) snprintf(b, n, "%.1f us", ns / 1e3);
+  else snprintf(b, n, "%llu ns", (unsigned long long)ns);
+  return b;
+}
+
+static const char *pcts(char *b, size_t n, double v) {
+  if (v < 0) snprintf(b, n, "?");
+  else snprintf(b, n, "%.0f%%", v);
+  return b;
+}
+
+/* Words of s, wrapped at WIDTH, each line after the first indented. */
+static void wrap(struct out *o, const char *lead, const char *s, int indent) {
+  char clean[2048];
+  gp_text_clean(s, clean, sizeof clean, sizeof clean);
+  int col = fprintf(o->f, "%s", lead);
+  const char *p = clean;
+  while (*p) {
+    const char *sp = strchr(p, ' ');
+    int len = sp ? (int)(sp - p) : (int)strlen(p);
+    if (col + len + 1 > WIDTH && col > indent) {
+      col = fprintf(o->f, "\n%*s", indent, "");
+      col--;
+    } else if (p != clean) {
+      fputc(' ', o->f);
+      col++;
+    }
+    fwrite(p, 1, (size_t)len, o->f);
+    col += len;
+    p += len;
+    while (*p == ' ') p++;
+  }
+  fputc('\n', o->f);
+}
+
+static void bar(struct out *o, double p) {
+  int n = (int)(p * 40 / 100 + 0.5);
+  if (n > 40) n = 40;
+  fputc('|', o->f);
+  for (int i = 0; i < 40; i++) fputc(i < n ? '#' : '.', o->f);
+  fputc('|', o->f);
+}
+
+static void cat_lines(struct out *o, const struct gp_device_res *d) {
+  const struct gp_breakdown *b = &d->bd;
+  char t[32];
+  for (int c = 0; c < GP_CAT_N; c++) {
+    double p = pct(b->cat[c], d->window_ns);
+    fprintf(o->f, "  %-10s %12s %6.1f%% ", gp_cat_label[c],
+            gp_fmt_dur(t, sizeof t, b->cat[c]), p);
+    bar(o, p);
+    fputc('\n', o->f);
+    if (c == GP_CAT_KERNEL && b->cat[c]) {
+      fprintf(o->f, "%s    compute %s", o->dim,
+              gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_COMPUTE]));
+      fprintf(o->f, "  communication %s%s\n",
+              gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_COMMUNICATION]), o->off);
+      if (b->comm_overlap || b->kernel_xfer_overlap) {
+        fprintf(o->f, "%s    overlapped: communication with compute %s", o->dim,
+                gp_fmt_dur(t, sizeof t, b->comm_overlap));
+        fprintf(o->f, ", copies with kernels %s%s\n",
+                gp_fmt_dur(t, sizeof t, b->kernel_xfer_overlap), o->off);
+      }
+    }
+    if (c == GP_CAT_TRANSFER && b->cat[c]) {
+      fprintf(o->f, "%s   ", o->dim);
+      for (int x = 0; x < GP_XFER_N; x++)
+        if (b->sub[GP_SUB_XFER + x])
+          fprintf(o->f, " %s %s", gp_xfer_label[x],
+                  gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_XFER + x]));
+      fprintf(o->f, "%s\n", o->off);
+    }
+  }
+}
+
+static void util_lines(struct out *o, const struct gp_device_res *d) {
+  char a[16], b[16], c[16], m1[32], m2[32], m3[32];
+  fprintf(o->f, "  %sbusy %.1f%%%s   SM coverage %s   occupancy %s   "
+                "small kernels %s of kernel time\n",
+          o->bold, d->util.busy_pct, o->off, pcts(a, sizeof a, d->util.cov_pct),
+          pcts(b, sizeof b, d->util.occ_pct),
+          pcts(c, sizeof c, d->util.small_pct));
+  fprintf(o->f, "  memory peak %s", gp_fmt_bytes(m1, sizeof m1, (double)d->mem_peak));
+  if (d->mem_peak_pct >= 0)
+    fprintf(o->f, " (%.1f%% of %s)", d->mem_peak_pct,
+            gp_fmt_bytes(m2, sizeof m2, (double)d->mem_total));
+  fprintf(o->f, ", mean %s", gp_fmt_bytes(m3, sizeof m3, d->mem_mean));
+  if (d->mem_mean_pct >= 0) fprintf(o->f, " (%.1f%%)", d->mem_mean_pct);
+  fputc('\n', o->f);
+  char line[512];
+  size_t len = 0;
+  for (int x = 0; x < GP_XFER_N; x++) {
+    const struct gp_copy_row *r = &d->copies[x];
+    if (!r->ns || x == GP_XFER_MEMSET) continue;
+    double gbps = (double)r->bytes / (double)r->ns;
+    double peak = x == GP_XFER_D2D ? d->d2d_gbps
+                  : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps : 0;
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s %s %.2f GB/s",
+                            len ? "," : "", gp_xfer_label[x], gbps);
+    if (peak > 0 && len < sizeof line)
+      len += (size_t)snprintf(line + len, sizeof line - len, " (%.0f%% of %.0f)",
+                              100 * gbps / peak, peak);
+    if (len >= sizeof line) break;
+  }
+  if (len) wrap(o, "  copies", line, 4);
+}
+
+static void spark(struct out *o, const struct gp_device_res *d) {
+  static const char ramp[] = "_.:-=+*#%@";
+  size_t cols = d->nwin < 80 ? d->nwin : 80;
+  fprintf(o->f, "    busy |");
+  for (size_t c = 0; c < cols; c++) {
+    size_t a = c * d->nwin / cols, b = (c + 1) * d->nwin / cols;
+    uint64_t k = 0, len = 0;
+    for (size_t i = a; i < b; i++) {
+      k += d->win[i].cat[GP_CAT_KERNEL];
+      uint64_t w = d->window_ns - i * d->win_ns;
+      len += w < d->win_ns ? w : d->win_ns;
+    }
+    int lvl = (int)(pct(k, len) / 10);
+    fputc(ramp[lvl > 9 ? 9 : lvl], o->f);
+  }
+  fprintf(o->f, "|\n");
+}
+
+static void time_lines(struct out *o, const struct gp_device_res *d) {
+  if (!d->nwin) return;
+  char w[32], a[32], b[32], c[32];
+  fprintf(o->f, "  over time (%s windows): busy p5 %.0f%%  p50 %.0f%%  p95 %.0f%%"
+                "  p99 %.0f%%\n",
+          gp_fmt_dur(w, sizeof w, d->win_ns), d->busy_p5, d->busy_p50,
+          d->busy_p95, d->busy_p99);
+  fprintf(o->f, "    longest idle %s at +%s", gp_fmt_dur(a, sizeof a, d->idle_longest),
+          gp_fmt_dur(b, sizeof b, d->idle_longest_at));
+  if (d->busy_run)
+    fprintf(o->f, "; longest run > 90%% busy %s at +%s",
+            gp_fmt_dur(c, sizeof c, d->busy_run * d->win_ns),
+            gp_fmt_dur(w, sizeof w, d->busy_run_at * d->win_ns));
+  fputc('\n', o->f);
+  spark(o, d);
+}
+
+static void device(struct out *o, const struct gp_device_res *d) {
+  char name[64], mem[32];
+  if (d->id < 0)
+    fprintf(o->f, "\n%sGPU (unknown ordinal)%s", o->bold, o->off);
+  else
+    fprintf(o->f, "\n%sGPU %lld%s", o->bold, (long long)d->id, o->off);
+  if (d->host) {
+    gp_text_clean(d->host, name, sizeof name, 16);
+    fprintf(o->f, " on %s", name);
+  }
+  if (d->name) {
+    gp_text_clean(d->name, name, sizeof name, d->host ? 20 : 32);
+    fprintf(o->f, "  %s", name);
+  }
+  if (d->has_props)
+    fprintf(o->f, "  %llu SMs  %s  cc %llu.%llu", (unsigned long long)d->sms,
+            gp_fmt_bytes(mem, sizeof mem, (double)d->mem_total),
+            (unsigned long long)d->cc_major, (unsigned long long)d->cc_minor);
+  fprintf(o->f, "  window %s\n", gp_fmt_dur(mem, sizeof mem, d->window_ns));
+  cat_lines(o, d);
+  util_lines(o, d);
+  time_lines(o, d);
+}
+
+static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
+  if (!r->nthreads) return;
+  fprintf(o->f, "\n%s%-26s %17s %17s %17s %9s%s\n", o->bold, "Host threads",
+          "CPU work", "submitting", "blocked on GPU", "calls", o->off);
+  for (size_t i = 0; i < r->nthreads && i < o->top; i++) {
+    const struct gp_thread_res *t = &r->threads[i];
+    char label[64], nm[32], a[16], b[16], c[16];
+    gp_text_clean(t->name ? t->name : "", nm, sizeof nm, 10);
+    snprintf(label, sizeof label, "#%llu tid %llu %s", (unsigned long long)t->index,
+             (unsigned long long)t->tid, nm);
+    gp_text_clean(label, nm, sizeof nm, 24);
+    fprintf(o->f, "  %-24s %8s %7.1f%% %8s %7.1f%% %8s %7.1f%% %9llu\n", nm,
+            sdur(a, sizeof a, t->cpu), pct(t->cpu, win),
+            sdur(b, sizeof b, t->submit), pct(t->submit, win),
+            sdur(c, sizeof c, t->blocked), pct(t->blocked, win),
+            (unsigned long long)t->calls);
+  }
+  if (r->nthreads > o->top)
+    fprintf(o->f, "  (%zu more)\n", r->nthreads - o->top);
+}
+
+static void phases(struct out *o, const struct gp_proc_res *r) {
+  if (!r->nphases) return;
+  fprintf(o->f, "\n%s%-20s %7s %8s %8s %8s %5s %5s %5s %5s %5s %5s %5s%s\n", o->bold,
+          "Phases", "count", "total", "mean", "p95", "kern", "xfer", "launc",
+          "sync", "host", "busy", "SMcov", o->off);
+  for (size_t i = 0; i < r->nphases && i < o->top; i++) {
+    const struct gp_phase_res *p = &r->phases[i];
+    uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
+    char nm[80], a[16], b[16], c[16], cv[16];
+    gp_text_clean(p->name, nm, sizeof nm, 20);
+    fprintf(o->f, "  %-18s %7llu %8s %8s %8s", nm, (unsigned long long)p->count,
+            sdur(a, sizeof a, p->union_ns),
+            sdur(b, sizeof b, p->count ? p->inst_ns / p->count : 0),
+            sdur(c, sizeof c, gp_hist_pct(&p->dur, 95)));
+    for (int k = 0; k < GP_CAT_N; k++)
+      fprintf(o->f, " %4.0f%%", pct(p->all.cat[k], span));
+    fprintf(o->f, " %4.0f%% %5s\n", p->util.busy_pct,
+            pcts(cv, sizeof cv, p->util.cov_pct));
+  }
+  if (r->nphases > o->top) fprintf(o->f, "  (%zu more)\n", r->nphases - o->top);
+}
+
+static void kernels(struct out *o, const struct gp_proc_res *r) {
+  if (!r->nkernels) return;
+  fprintf(o->f, "\n%s%-28s %7s %8s %8s %8s %8s %8s %6s %6s%s\n", o->bold,
+          "Top kernels", "count", "total", "mean", "p50", "p95", "grid", "block",
+          "SMcov", o->off);
+  for (size_t i = 0; i < r->nkernels && i < o->top; i++) {
+    const struct gp_kernel_res *k = &r->kernels[i];
+    char nm[128], a[16], b[16], c[16], d[16], g[24], bl[24], cv[16];
+    gp_text_clean(k->name, nm, sizeof nm, 26);
+    snprintf(g, sizeof g, "%llu%s", (unsigned long long)k->grid,
+             k->grid_varies ? "*" : "");
+    snprintf(bl, sizeof bl, "%llu%s", (unsigned long long)k->block,
+             k->block_varies ? "*" : "");
+    fprintf(o->f, "  %-26s %7llu %8s %8s %8s %8s %8s %6s %6s\n", nm,
+            (unsigned long long)k->count, sdur(a, sizeof a, k->total),
+            sdur(b, sizeof b, k->count ? k->total / k->count : 0),
+            sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
+            sdur(d, sizeof d, gp_hist_pct(&k->dur, 95)), g, bl,
+            pcts(cv, sizeof cv,
+                 k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1));
+  }
+  if (r->nkernels > o->top)
+    fprintf(o->f, "  (%zu more; * = varies between launches)\n", r->nkernels - o->top);
+}
+
+static void copies(struct out *o, const struct gp_proc_res *r) {
+  int head = 0;
+  for (size_t i = 0; i < r->ndev; i++) {
+    const struct gp_device_res *d = &r->dev[i];
+    for (int x = 0; x < GP_XFER_N; x++) {
+      const struct gp_copy_row *c = &d->copies[x];
+      if (!c->count) continue;
+      if (!head++)
+        fprintf(o->f, "\n%s%-16s %9s %10s %9s %9s %8s %9s %9s%s\n", o->bold,
+                "Copies", "count", "bytes", "time", "GB/s", "of peak",
+                "pageable", "pinned", o->off);
+      char lab[32], by[32], t[16], pk[16];
+      double gbps = c->ns ? (double)c->bytes / (double)c->ns : 0;
+      double peak = x == GP_XFER_D2D ? d->d2d_gbps
+                    : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps : 0;
+      snprintf(lab, sizeof lab, "GPU %lld %s", (long long)d->id, gp_xfer_label[x]);
+      fprintf(o->f, "  %-14s %9llu %10s %9s %9.2f %8s %9llu %9llu\n", lab,
+              (unsigned long long)c->count,
+              gp_fmt_bytes(by, sizeof by, (double)c->bytes), sdur(t, sizeof t, c->ns),
+              gbps, pcts(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
+              (unsigned long long)c->pageable, (unsigned long long)c->pinned);
+    }
+  }
+}
+
+static void apis(struct out *o, const struct gp_proc_res *r) {
+  if (!r->napis) return;
+  fprintf(o->f, "\n%s%-34s %9s %10s %10s %8s%s\n", o->bold, "CUDA API calls",
+          "count", "total", "blocked", "errors", o->off);
+  for (size_t i = 0; i < r->napis && i < o->top; i++) {
+    const struct gp_api_res *a = &r->apis[i];
+    char nm[128], t[16], b[16];
+    gp_text_clean(a->name, nm, sizeof nm, 32);
+    fprintf(o->f, "  %-32s %9llu %10s %10s %8llu\n", nm,
+            (unsigned long long)a->count, sdur(t, sizeof t, a->total),
+            sdur(b, sizeof b, a->blocked), (unsigned long long)a->errors);
+  }
+  if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);
+}
+
+static void header(struct out *o, const struct gp_proc_res *r) {
+  char w[32], host[64], cmd[128], file[128];
+  if (!r->file) {
+    fprintf(o->f, "\n%s=== All %llu processes together (sums over processes) ===%s\n",
+            o->bold, (unsigned long long)r->nprocs, o->off);
+  } else {
+    gp_text_clean(r->host ? r->host : "?", host, sizeof host, 30);
+    fprintf(o->f, "\n%s=== Process %lld", o->bold, (long long)r->pid);
+    if (r->ppid >= 0) fprintf(o->f, " (parent %lld)", (long long)r->ppid);
+    if (r->rank >= 0) fprintf(o->f, " rank %lld", (long long)r->rank);
+    fprintf(o->f, " on %s ===%s\n", host, o->off);
+    gp_text_clean(r->cmdline ? r->cmdline : "", cmd, sizeof cmd, 88);
+    gp_text_clean(r->file, file, sizeof file, 60);
+    fprintf(o->f, "  command %s\n  file %s\n", cmd, file);
+  }
+  fprintf(o->f, "  window %s (first CUDA call to last event)%s\n",
+          gp_fmt_dur(w, sizeof w, r->window_ns),
+          r->truncated ? "; TRUNCATED trace" : "");
+}
+
+static void findings(struct out *o, const struct gp_proc_res *r) {
+  if (!r->nfindings) return;
+  fprintf(o->f, "\n%sFindings%s\n", o->bold, o->off);
+  for (size_t i = 0; i < r->nfindings; i++) {
+    char lead[48];
+    snprintf(lead, sizeof lead, "  %s*%s GPU %lld: ", o->warn, o->off,
+             (long long)r->findings[i].device);
+    wrap(o, lead, r->findings[i].text, 4);
+  }
+}
+
+static void notes(struct out *o, const struct gp_proc_res *r) {
+  if (!r->nnotes) return;
+  fprintf(o->f, "\n%sNotes%s\n", o->bold, o->off);
+  for (size_t i = 0; i < r->nnotes; i++) wrap(o, "  - ", r->notes[i], 4);
+}
+
+static void section(struct out *o, const struct gp_proc_res *r) {
+  header(o, r);
+  for (size_t i = 0; i < r->ndev; i++) device(o, &r->dev[i]);
+  findings(o, r);
+  threads(o, r, r->window_ns);
+  phases(o, r);
+  kernels(o, r);
+  copies(o, r);
+  apis(o, r);
+  notes(o, r);
+}
+
+int gp_render_text(FILE *f, const struct gp_report_set *s,
+                   const struct gp_render_opts *ro) {
+  int c = ro && ro->color;
+  struct out o = {f,
+                  c ? "\033[1m" : "",
+                  c ? "\033[33m" : "",
+                  c ? "\033[1;31m" : "",
+                  c ? "\033[2m" : "",
+                  c ? "\033[0m" : "",
+                  ro && ro->top ? ro->top : 15};
+  size_t degraded = 0;
+  for (size_t i = 0; i < s->n; i++) degraded += s->procs[i]->degraded != 0;
+  if (degraded == s->n) /* first line, where nobody can miss it */
+    fprintf(f,
+            "%sDEGRADED: no device activity recorded (CUPTI unavailable?): "
+            "host-side times only%s\n",
+            o.bad, o.off);
+  else if (degraded)
+    fprintf(f,
+            "%sDEGRADED: %zu of %zu traces hold no device activity: host-side "
+            "times only there%s\n",
+            o.bad, degraded, s->n, o.off);
+  fprintf(f, "%sgpuphase report%s: %zu process%s\n", o.bold, o.off, s->n,
+          s->n == 1 ? "" : "es");
+  for (size_t i = 0; i < s->n; i++) section(&o, s->procs[i]);
+  if (s->n > 1) section(&o, s->total);
+  return ferror(f) ? -1 : 0;
+}

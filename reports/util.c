@@ -1,0 +1,120 @@
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gp_parse_duration(const char *s, uint64_t *ns) {
+  static const struct {
+    const char *unit;
+    double ns;
+  } units[] = {{"ns", 1},   {"us", 1e3},   {"ms", 1e6},
+               {"s", 1e9},  {"m", 60e9},   {"min", 60e9}};
+  if (!s || !*s || !(*s >= '0' && *s <= '9') ) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !isfinite(v)) return -1;
+  for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+    if (strcmp(end, units[i].unit) != 0) continue;
+    double t = v * units[i].ns;
+    if (t < 1 || t > 1e18) return -1;
+    *ns = (uint64_t)(t + 0.5);
+    return 0;
+  }
+  return -1;
+}
+
+const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns) {
+  if (ns >= 1000000000ull)
+    snprintf(buf, n, "%.3f s", ns / 1e9);
+  else if (ns >= 1000000)
+    snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(buf, n, "%.3f us", ns / 1e3);
+  else
+    snprintf(buf, n, "%llu ns", (unsigned long long)ns);
+  return buf;
+}
+
+const char *gp_fmt_bytes(char *buf, size_t n, double b) {
+  static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  while (b >= 1024 && i < 5) {
+    b /= 1024;
+    i++;
+  }
+  if (i == 0)
+    snprintf(buf, n, "%.0f B", b);
+  else
+    snprintf(buf, n, "%.1f %s", b, u[i]);
+  return buf;
+}
+
+size_t gp_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp) {
+  unsigned c = s[0];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  size_t need;
+  uint32_t v, min;
+  if (c >= 0xc2 && c <= 0xdf) need = 2, v = c & 0x1f, min = 0x80;
+  else if (c >= 0xe0 && c <= 0xef) need = 3, v = c & 0x0f, min = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4) need = 4, v = c & 0x07, min = 0x10000;
+  else return 0;
+  if (len < need) return 0;
+  for (size_t i = 1; i < need; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    v = v << 6 | (s[i] & 0x3f);
+  }
+  /* overlong forms, UTF-16 surrogates and values past U+10FFFF */
+  if (v < min || (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff) return 0;
+  *cp = v;
+  return need;
+}
+
+/* One character of s at p: its length in bytes, and whether it is valid. */
+static size_t char_at(const unsigned char *p, size_t len, uint32_t *cp) {
+  size_t k = gp_utf8_seq(p, len, cp);
+  return k ? k : 1;
+}
+
+static size_t count_chars(const unsigned char *p, size_t len) {
+  size_t chars = 0;
+  uint32_t cp;
+  for (size_t i = 0; i < len; chars++) i += char_at(p + i, len - i, &cp);
+  return chars;
+}
+
+size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t len = strlen((const char *)p), o = 0, chars = 0;
+  size_t keep = count_chars(p, len) <= cols ? cols : cols >= 2 ? cols - 2 : 0;
+  if (!n) return 0;
+  for (size_t i = 0; i < len && chars < keep && o + 5 < n; chars++) {
+    uint32_t cp;
+    size_t k = gp_utf8_seq(p + i, len - i, &cp);
+    if (!k) { /* invalid byte: U+FFFD */
+      memcpy(out + o, "\xef\xbf\xbd", 3);
+      o += 3;
+      i++;
+    } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+      out[o++] = '?';
+      i += k;
+    } else {
+      memcpy(out + o, p + i, k);
+      o += k;
+      i += k;
+    }
+  }
+  if (keep < cols && o + 3 <= n) { /* the name was cut */
+    out[o++] = '.';
+    out[o++] = '.';
+    chars += 2;
+  }
+  out[o] = 0;
+  return chars;
+}

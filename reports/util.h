@@ -1,0 +1,25 @@
+/* Small helpers shared by the renderers and the command line. */
+#ifndef GP_REPORT_UTIL_H
+#define GP_REPORT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "10ms", "1s", "500us", "2.5s", "250000ns", "1m" (minute): > 0, with a
+ * unit. Returns 0, or -1 when s is not such a duration. */
+int gp_parse_duration(const char *s, uint64_t *ns);
+
+/* Human-readable duration / byte count / rate into buf. */
+const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns);
+const char *gp_fmt_bytes(char *buf, size_t n, double bytes);
+
+/* Length of the valid UTF-8 sequence at s (s has len bytes left), 0 if the
+ * bytes there are not valid UTF-8; *cp gets the code point. */
+size_t gp_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp);
+
+/* Copies s into out (size n) for a terminal: control characters become
+ * '?', invalid UTF-8 becomes U+FFFD, and at most cols characters are kept
+ * (".." marks a cut). Returns the number of characters written. */
+size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
+
+#endif

@@ -1,0 +1,77 @@
+/* Lifecycle scenarios, chosen by argv[1]:
+ *   fork     parent and child both use CUDA; the child writes its own file
+ *   forknocuda  the child never calls CUDA (must write nothing)
+ *   exit N   some CUDA work, then exit(N)
+ *   _exit N  some CUDA work, then _exit(N)
+ *   abort    some CUDA work, then abort()
+ *   sleep N  N launches, then sleep forever (killed by the test)
+ *   errno    checks that errno and return values pass through
+ *   none     never calls CUDA
+ */
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void k_life(void) {}
+
+static int work(int launches) {
+  dim3 g = {132, 1, 1}, b = {64, 1, 1};
+  for (int i = 0; i < launches; i++)
+    if (cudaLaunchKernel((const void *)k_life, g, b, NULL, 0, 0) != cudaSuccess)
+      return 1;
+  return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "none";
+  int n = argc > 2 ? atoi(argv[2]) : 0;
+  if (!strcmp(mode, "fork") || !strcmp(mode, "forknocuda")) {
+    int cuda_in_child = !strcmp(mode, "fork");
+    if (work(3)) return 1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (cuda_in_child && work(5)) _exit(1);
+      exit(0);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+      return 1;
+    printf("child %d\n", (int)pid);
+    return work(2);
+  }
+  if (!strcmp(mode, "exit")) {
+    if (work(4)) return 1;
+    exit(n);
+  }
+  if (!strcmp(mode, "_exit")) {
+    if (work(4)) return 1;
+    _exit(n);
+  }
+  if (!strcmp(mode, "abort")) {
+    if (work(4)) return 1;
+    abort();
+  }
+  if (!strcmp(mode, "sleep")) {
+    if (work(n)) return 1;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) pause();
+  }
+  if (!strcmp(mode, "errno")) {
+    errno = 0;
+    void *p;
+    cudaError_t r = cudaMalloc(&p, (size_t)1 << 62);
+    int e1 = errno;
+    errno = EINVAL;
+    cudaError_t r2 = cudaFree(NULL);
+    int e2 = errno;
+    printf("%d %d %d %d\n", (int)r, e1, (int)r2, e2);
+    return 0;
+  }
+  return 0;
+}

@@ -1,0 +1,235 @@
+"""End-to-end tests of recording on the simulated GPU (tests/simcuda).
+Expected values come from the simulator's documented timing model."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gptest import *  # noqa: E402,F401,F403
+
+MB = 1 << 20
+
+
+def t_basic():
+    d = workdir()
+    p = run([prog("e2e-prog-basic")], d)
+    check(p.returncode == 0, f"program failed: {p.returncode} {p.stderr}")
+    files = traces(d)
+    check(len(files) == 1, f"expected one trace, got {files}")
+    recs, _ = dump(files[0])
+    calls = api_calls(recs)
+    names = [c["fn"] for c in calls]
+    expect = (["cudaMalloc"] * 2 + ["cudaMallocHost", "cudaMemcpy"] +
+              ["cudaLaunchKernel"] * 15 +
+              ["cudaMemsetAsync", "cudaMemcpyAsync", "cudaStreamSynchronize",
+               "cudaDeviceSynchronize", "cudaFree", "cudaFree", "cudaFreeHost",
+               "cudaMalloc"])
+    check(names == expect, f"API calls differ:\n got {names}\nwant {expect}")
+    check(calls[-1]["ret"] == 2, "failed cudaMalloc must record cudaErrorMemoryAllocation (2)")
+    kernels = sorted(by_kind(recs, "kernel"), key=lambda r: r["start"])
+    copies = sorted(by_kind(recs, "memcpy"), key=lambda r: r["start"])
+    sets = by_kind(recs, "memset")
+    syncs = by_kind(recs, "sync")
+    check(len(kernels) == 15, f"15 kernel records expected, got {len(kernels)}")
+    check(len(copies) == 2 and len(sets) == 1, f"copies {len(copies)} memsets {len(sets)}")
+    check(len(syncs) == 2, f"2 sync records expected (stream, context), got {len(syncs)}")
+    # durations from the model
+    for k in kernels[:10]:
+        check(k["name"] == "k_big", f"kernel name {k['name']}")
+        check(k["end"] - k["start"] == kernel_ns(264), f"k_big lasted {k['end'] - k['start']}")
+        check((k["grid_x"], k["block_x"]) == (264, 128), "grid/block of k_big")
+    for k in kernels[10:]:
+        check(k["name"] == "k_small", f"kernel name {k['name']}")
+        check(k["end"] - k["start"] == kernel_ns(1), f"k_small lasted {k['end'] - k['start']}")
+    for c in copies:
+        check(c["bytes"] == MB and c["end"] - c["start"] == copy_ns(MB, PCIE_GBPS),
+              f"copy of {c['bytes']} B lasted {c['end'] - c['start']}")
+    check(sets[0]["end"] - sets[0]["start"] == copy_ns(MB, HBM_GBPS), "memset duration")
+    # stream FIFO: each kernel starts when the previous one on the stream ends,
+    # or when it was issued if the stream was idle
+    by_corr = {c["corr"]: c for c in calls if c["corr"]}
+    for prev, k in zip(kernels, kernels[1:]):
+        issued = by_corr[k["corr"]]
+        check(k["start"] >= prev["end"], "kernels on one stream overlap")
+        check(k["start"] == prev["end"] or issued["start"] <= k["start"] <= issued["end"],
+              "kernel started neither at the previous end nor at its issue")
+    # every device record is linked to exactly one call of the right family
+    family = {"kernel": "cudaLaunchKernel", "memset": "cudaMemsetAsync",
+              "memcpy": ("cudaMemcpy", "cudaMemcpyAsync"),
+              "sync": ("cudaStreamSynchronize", "cudaDeviceSynchronize")}
+    corrs = [c["corr"] for c in calls if c["corr"]]
+    check(len(corrs) == len(set(corrs)), "correlation ids repeat across calls")
+    for kind, fns in family.items():
+        for r in by_kind(recs, kind):
+            c = by_corr.get(r["corr"])
+            check(c is not None, f"{kind} record corr={r['corr']} has no API call")
+            check(c["fn"] in (fns if isinstance(fns, tuple) else (fns,)),
+                  f"{kind} linked to {c['fn']}")
+            check(r["start"] >= c["start"], f"{kind} started before its call")
+    # the synchronous pageable copy returns at its completion
+    sync_copy = [c for c in calls if c["fn"] == "cudaMemcpy"][0]
+    dev_copy = [c for c in copies if c["corr"] == sync_copy["corr"]][0]
+    check(sync_copy["end"] >= dev_copy["end"], "cudaMemcpy returned before the copy ended")
+    check(dev_copy["src_mem"] == 1 and dev_copy["dst_mem"] == 3, "H2D copy: pageable -> device")
+    # allocations carry size and address; frees the address
+    mallocs = [c for c in calls if c["fn"] == "cudaMalloc" and c["ret"] == 0]
+    frees = [c for c in calls if c["fn"] == "cudaFree"]
+    check([m["bytes"] for m in mallocs] == [MB, MB], "allocation sizes")
+    check(sorted(m["ptr"] for m in mallocs) == sorted(f["ptr"] for f in frees),
+          "freed addresses are the allocated ones")
+    devs = by_kind(recs, "device")
+    check(len(devs) == 1 and devs[0]["name"] == "gpuphase-sim" and devs[0]["sms"] == 132
+          and devs[0]["mem_total"] == 141000000000 and devs[0]["cc_major"] == 9,
+          f"device record {devs}")
+    check(len(by_kind(recs, "thread")) == 1, "one thread expected")
+    check(len(by_kind(recs, "summary")) == 1, "summary frame missing")
+    s = by_kind(recs, "summary")[0]
+    check(s["lost"] == 0, "events lost")
+    check(s["events"] >= 26 + 20, f"summary counts {s['events']} events")
+    check(not by_kind(recs, "state"), "trace unexpectedly degraded")
+
+
+def t_fork():
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "fork"], d)
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    child = int(re.search(r"child (\d+)", p.stdout).group(1))
+    files = traces(d)
+    check(len(files) == 2, f"two traces expected, got {files}")
+    mine = [f for f in files if f"-{child}." in os.path.basename(f)]
+    check(len(mine) == 1, f"no trace named after the child pid {child}: {files}")
+    parent = [f for f in files if f not in mine][0]
+    crecs, _ = dump(mine[0])
+    precs, _ = dump(parent)
+    # parent: 3 launches + sync before, 2 launches + sync after; child: 5 + sync
+    check(len(by_kind(precs, "kernel")) == 5, f"parent kernels {len(by_kind(precs, 'kernel'))}")
+    check(len(by_kind(crecs, "kernel")) == 5, f"child kernels {len(by_kind(crecs, 'kernel'))}")
+    check(len(api_calls(crecs)) == 6, "child API calls")
+    ppid = re.search(r"ppid\W+(\d+)", info(mine[0]).stdout)
+    ppid_parent = re.search(r"\bpid\W+(\d+)", info(parent).stdout)
+    check(ppid and ppid_parent and ppid.group(1) == ppid_parent.group(1),
+          "child header must name the parent pid")
+
+
+def t_forknocuda():
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "forknocuda"], d)
+    check(p.returncode == 0, f"program failed: {p.stderr}")
+    check(len(traces(d)) == 1, f"only the parent writes a trace: {traces(d)}")
+
+
+def t_exit_codes():
+    for mode, code in (("exit", 7), ("_exit", 9)):
+        d = workdir()
+        p = run([prog("e2e-prog-lifecycle"), mode, str(code)], d)
+        check(p.returncode == code, f"{mode}({code}) returned {p.returncode}")
+        files = traces(d)
+        check(len(files) == 1, f"{mode}: traces {files}")
+        recs, _ = dump(files[0])
+        check(len(by_kind(recs, "kernel")) == 4, f"{mode}: kernels lost")
+        check(len(by_kind(recs, "summary")) == 1, f"{mode}: no summary")
+
+
+def t_abort():
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "abort"], d)
+    check(p.returncode == -signal.SIGABRT, f"abort gave {p.returncode}")
+    files = traces(d)
+    check(len(files) == 1, "abort: trace missing")
+    recs, _ = dump(files[0])
+    check(len(by_kind(recs, "api")) == 5, f"abort: {len(by_kind(recs, 'api'))} API records")
+
+
+def t_sigkill():
+    d = workdir()
+    flush_ms = 100
+    e = env({"GPUPHASE_FLUSH_MS": str(flush_ms)})
+    pr = subprocess.Popen([prog("e2e-prog-lifecycle"), "sleep", "50"], cwd=d, env=e,
+                          stdout=subprocess.PIPE, text=True)
+    line = pr.stdout.readline()
+    check(line.strip() == "ready", "program did not start")
+    time.sleep(3 * flush_ms / 1000)  # three flush intervals after the work
+    pr.kill()
+    pr.wait()
+    files = traces(d)
+    check(len(files) == 1, "SIGKILL: trace missing")
+    recs, p = dump(files[0])
+    check(len(by_kind(recs, "kernel")) == 50, f"SIGKILL: {len(by_kind(recs, 'kernel'))} kernels")
+    check(len(by_kind(recs, "api")) == 51, "SIGKILL: API records")
+    check(not by_kind(recs, "summary"), "a killed process cannot have written a summary")
+
+
+def t_ctypes():
+    d = workdir()
+    cudart = os.path.join(SIMDIR, "libcudart.so.13")
+    p = run([sys.executable, os.path.join(os.path.dirname(__file__), "prog_ctypes.py"),
+             cudart, "4", "5"], d)
+    check(p.returncode == 5, f"os._exit(5) returned {p.returncode}: {p.stderr}")
+    files = traces(d)
+    check(len(files) == 1, f"traces {files}")
+    recs, _ = dump(files[0])
+    names = [c["fn"] for c in api_calls(recs)]
+    check(names == ["cudaMalloc"] + ["cudaMemcpy"] * 4 + ["cudaDeviceSynchronize", "cudaFree"],
+          f"calls {names}")
+    check(len(by_kind(recs, "memcpy")) == 4, "copies")
+    check(len(by_kind(recs, "summary")) == 1, "os._exit must leave a complete trace")
+
+
+def t_cupti_busy():
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "exit", "3"], d, {"GPUSIM_CUPTI": "busy"})
+    check(p.returncode == 3, f"exit code changed: {p.returncode}")
+    lines = [l for l in p.stderr.splitlines() if l.startswith("gpuphase:")]
+    check(len(lines) == 1 and "degraded" in lines[0], f"stderr: {p.stderr!r}")
+    recs, _ = dump(traces(d)[0])
+    states = by_kind(recs, "state")
+    check(len(states) == 1 and states[0]["state"] == 1, "degraded state record")
+    check(len(by_kind(recs, "api")) == 5 and not by_kind(recs, "kernel"), "host calls only")
+    s = by_kind(recs, "summary")[0]
+    check(s["flags"] & 1, "summary must carry the degraded flag")
+
+
+def t_disable():
+    d = workdir()
+    p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": "1"})
+    check(p.returncode == 0 and not traces(d), "GPUPHASE_DISABLE=1 must record nothing")
+
+
+def t_run_tool():
+    d = workdir()
+    p = run([RUN, "run", "-o", "out-%p.gph", "--", prog("e2e-prog-lifecycle"), "exit", "7"], d,
+            preload=False)
+    check(p.returncode == 7, f"gpuphase run returned {p.returncode}")
+    files = traces(d)
+    check(len(files) == 1 and re.fullmatch(r"out-\d+\.gph", os.path.basename(files[0])),
+          f"files {files}")
+    check(f"trace written to {files[0]}" in p.stderr, f"stderr {p.stderr!r}")
+    p = run([RUN, "run", "--", prog("e2e-prog-lifecycle"), "none"], d, preload=False)
+    check(p.returncode == 0 and "no trace written" in p.stderr, f"no-CUDA run: {p.stderr!r}")
+    check(len(traces(d)) == 1, "a process without CUDA must write nothing")
+    p = run([RUN, "run", "--", "/nonexistent/program"], d, preload=False)
+    check(p.returncode == 127 and "cannot run" in p.stderr, f"missing program: {p.returncode}")
+    p = run([RUN, "run"], d, preload=False)
+    check(p.returncode == 2, "usage error must exit 2")
+    p = run([RUN, "run", "--", prog("e2e-prog-lifecycle"), "abort"], d, preload=False)
+    check(p.returncode == -signal.SIGABRT, f"signal must pass through: {p.returncode}")
+
+
+def t_errno():
+    d = workdir()
+    a = run([prog("e2e-prog-lifecycle"), "errno"], d)
+    b = run([prog("e2e-prog-lifecycle"), "errno"], d, preload=False)
+    check(a.returncode == 0 and a.stdout == b.stdout,
+          f"errno/returns differ with the shim: {a.stdout!r} vs {b.stdout!r}")
+
+
+TESTS = {"basic": t_basic, "fork": t_fork, "forknocuda": t_forknocuda,
+         "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
+         "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
+         "run_tool": t_run_tool, "errno": t_errno}
+
+if __name__ == "__main__":
+    sys.exit(main(TESTS))

@@ -1,0 +1,610 @@
+/* Attribution engine on hand-built timelines. Every expected number is
+ * worked out by hand in the comment above its check (intervals in ns,
+ * half-open). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tl.h"
+
+enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC, QUERY, MALLOC, FREE, HOSTALLOC };
+enum { S_GEMM = 10, S_NCCL, S_STEP, S_FWD, S_WHY, S_SMALL };
+
+static void base(struct tl *t) {
+  tl_init(t);
+  static const char *names[] = {"",           "cudaLaunchKernel",
+                                "cudaDeviceSynchronize", "cudaMemcpy",
+                                "cudaMemcpyAsync",       "cudaGetDevice",
+                                "cudaMalloc",            "cudaFree",
+                                "cudaHostAlloc"};
+  static const uint64_t cls[] = {
+      0,
+      GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
+      GPUPHASE_API_SYNC,
+      GPUPHASE_API_COPY,
+      GPUPHASE_API_COPY | GPUPHASE_API_ASYNC,
+      GPUPHASE_API_QUERY,
+      GPUPHASE_API_ALLOC,
+      GPUPHASE_API_FREE,
+      GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM};
+  for (uint64_t i = 1; i <= HOSTALLOC; i++) {
+    tl_str(t, i, names[i]);
+    tl_api_def(t, i, i, cls[i]);
+  }
+  tl_str(t, S_GEMM, "gemm");
+  tl_str(t, S_NCCL, "ncclAllReduce_sum_f32");
+  tl_str(t, S_STEP, "step");
+  tl_str(t, S_FWD, "fwd");
+  tl_str(t, S_WHY, "CUPTI unavailable");
+  tl_str(t, S_SMALL, "small");
+}
+
+/* One thread, one device: every category once.
+ *   [100,150) launch call; kernel [140,400); sync call [160,420);
+ *   launch [500,520); kernel [600,700); sync memcpy [710,800) with its
+ *   H2D copy [720,790).  Window [100,800) = 700:
+ *   launch  [100,140) 40 + [500,520) 20            = 60
+ *   kernel  [140,400) 260 + [600,700) 100          = 360
+ *   sync    [400,420) 20 + [710,720) 10 + [790,800) 10 = 40
+ *   host    [420,500) 80 + [520,600) 80 + [700,710) 10 = 170
+ *   transfer [720,790) 70 (all H2D)
+ * Thread: submit 50+20, blocked 260+90, cpu 700-420. */
+static void test_basic(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 100, 150, 0, 0);
+  tl_kernel(&t, 0, 140, 400, S_GEMM, 10, 128);
+  tl_api(&t, 1, SYNC, 160, 420, 0, 0);
+  tl_api(&t, 1, LAUNCH, 500, 520, 0, 0);
+  tl_kernel(&t, 0, 600, 700, S_GEMM, 10, 128);
+  tl_api(&t, 1, MEMCPY, 710, 800, 0, 0);
+  tl_copy(&t, 0, 720, 790, 700, GPUPHASE_COPY_HTOD, TL_PINNED, TL_DEVMEM, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(r->ndev, 1);
+  EQ(r->degraded, 0);
+  EQ(d->window_ns, 700);
+  CATS(d->bd, 360, 70, 60, 40, 170);
+  EQ(d->bd.sub[GP_SUB_XFER + GP_XFER_H2D], 70);
+  EQ(d->bd.sub[GP_SUB_COMPUTE], 360);
+  const struct gp_thread_res *th = tl_thr(r, 1);
+  EQ(th->submit, 70);
+  EQ(th->blocked, 350);
+  EQ(th->cpu, 280);
+  EQ(th->calls, 4);
+  EQ(tl_apires(r, "cudaLaunchKernel")->count, 2);
+  EQ(tl_apires(r, "cudaLaunchKernel")->total, 70);
+  EQ(tl_apires(r, "cudaLaunchKernel")->blocked, 0);
+  EQ(tl_apires(r, "cudaDeviceSynchronize")->blocked, 260);
+  EQ(tl_apires(r, "cudaMemcpy")->blocked, 90);
+  const struct gp_kernel_res *k = tl_kern(r, "gemm");
+  EQ(k->count, 2);
+  EQ(k->total, 360);
+  EQ(gp_hist_pct(&k->dur, 50), 100);
+  EQ(gp_hist_pct(&k->dur, 95), 260);
+  NEAR(d->util.busy_pct, 100.0 * 360 / 700, 1e-9);
+  /* 700 bytes in 70 ns = 10 GB/s */
+  EQ(d->copies[GP_XFER_H2D].bytes, 700);
+  EQ(d->copies[GP_XFER_H2D].ns, 70);
+  EQ(d->copies[GP_XFER_H2D].pinned, 1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Overlapping kernels on two streams, a copy under them, a memset alone,
+ * idle edges at both ends; 100 SMs.
+ *   launches [1000,1010) [1010,1020); async copy call [1020,1030) whose pinned
+ *   H2D copy runs [1500,1800) (call ends first: not blocking);
+ *   kernel A [1100,1600) 50 blocks x 256 threads, 64 regs;
+ *   kernel B [1400,2000) 200 blocks x 128 threads, 10000 B static smem;
+ *   memset [2100,2200); sync call [2000,2500).  Window [1000,2500) = 1500:
+ *   launch [1000,1030) 30; host [1030,1100) 70; kernel [1100,2000) 900;
+ *   sync [2000,2100) 100 + [2200,2500) 300 = 400; transfer (memset) 100.
+ * Coverage: A covers 0.5, B 1: [1100,1400) 0.5x300 = 150, [1400,1600)
+ *   min(1, 1.5) x 200 = 200, [1600,2000) 400: 750 of 1500 = 50%.
+ * Occupancy (64 warps/SM): A 8 warps/block, 2048 regs/warp -> 32 warps ->
+ *   4 blocks -> 32/64 = 0.5; B 4 warps/block, smem 10112 -> 6 blocks ->
+ *   24/64 = 0.375; time-weighted (500x0.5 + 600x0.375)/1100 = 0.431818.
+ * Windows of 500: busy 400/500, 500/500, 0/500 -> p5 0, p50 80, p95 100;
+ *   one window > 90%, at index 1. Longest idle run [2200,2500) at +1200. */
+static void test_overlap(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 500;
+  tl_device(&t, 0, 100);
+  tl_api(&t, 1, LAUNCH, 1000, 1010, 0, 0);
+  tl_api(&t, 1, LAUNCH, 1010, 1020, 0, 0);
+  tl_api(&t, 1, MEMCPY_ASYNC, 1020, 1030, 0, 7);
+  struct gpuphase_kernel *a = tl_kernel(&t, 0, 1100, 1600, S_GEMM, 50, 256);
+  a->regs = 64;
+  a->stream = 1;
+  struct gpuphase_kernel *b = tl_kernel(&t, 0, 1400, 2000, S_SMALL, 200, 128);
+  b->smem_static = 10000;
+  b->stream = 2;
+  tl_copy(&t, 0, 1500, 1800, 3000, GPUPHASE_COPY_HTOD, TL_PINNED, TL_DEVMEM, 7);
+  tl_memset(&t, 0, 2100, 2200);
+  tl_api(&t, 1, SYNC, 2000, 2500, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->window_ns, 1500);
+  CATS(d->bd, 900, 100, 30, 400, 70);
+  EQ(d->bd.sub[GP_SUB_XFER + GP_XFER_MEMSET], 100);
+  EQ(d->bd.sub[GP_SUB_XFER + GP_XFER_H2D], 0);
+  EQ(d->bd.kernel_xfer_overlap, 300);
+  EQ(d->bd.kernel_nsum, 1100);
+  NEAR(d->util.cov_pct, 50.0, 1e-9);
+  NEAR(d->util.small_pct, 0.0, 1e-9);
+  NEAR(d->util.occ_pct, 100.0 * 475 / 1100, 1e-6);
+  EQ(tl_apires(r, "cudaMemcpyAsync")->blocked, 0);
+  EQ(d->nwin, 3);
+  EQ(d->win[0].cat[GP_CAT_KERNEL], 400);
+  EQ(d->win[2].cat[GP_CAT_SYNC_IDLE], 400);
+  NEAR(d->busy_p5, 0, 1e-9);
+  NEAR(d->busy_p50, 80, 1e-9);
+  NEAR(d->busy_p95, 100, 1e-9);
+  NEAR(d->busy_p99, 100, 1e-9);
+  EQ(d->busy_run, 1);
+  EQ(d->busy_run_at, 1);
+  EQ(d->idle_longest, 300);
+  EQ(d->idle_longest_at, 1200);
+  /* kernel A alone covers 0.5 of the SMs */
+  NEAR(tl_kern(r, "gemm")->cov_wsum / tl_kern(r, "gemm")->cov_ns, 0.5, 1e-9);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Pageable async copy seen while the call is still open:
+ *   call [100,500) corr 5, pageable H2D [300,450), launch [600,610).
+ *   Window [100,610) = 510: [100,300) sync (undecided until 300, then
+ *   blocking) 200; transfer 150; [450,500) sync 50; host [500,600) 100;
+ *   launch 10.  Thread: blocked 400, submit 10, cpu 100. */
+static void test_pageable_open(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, MEMCPY_ASYNC, 100, 500, 0, 5);
+  tl_copy(&t, 0, 300, 450, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE, TL_DEVMEM, 5);
+  tl_api(&t, 1, LAUNCH, 600, 610, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 0, 150, 10, 250, 100);
+  EQ(tl_thr(r, 1)->blocked, 400);
+  EQ(tl_thr(r, 1)->submit, 10);
+  EQ(tl_thr(r, 1)->cpu, 100);
+  EQ(tl_apires(r, "cudaMemcpyAsync")->blocked, 400);
+  EQ(d->copies[GP_XFER_H2D].pageable, 1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Pageable copy staged: the device copy starts after the call returned.
+ *   call [100,200) corr 9, pageable copy [300,350), launch [400,410).
+ *   Window [100,410) = 310: [100,200) sync 100 (booked as launch, moved
+ *   when the copy showed pageable memory); host [200,300) + [350,400) 150;
+ *   transfer 50; launch 10.  Windows of 100: [100,200) sync 100;
+ *   [300,400) transfer 50 + host 50; [400,410) launch 10. */
+static void test_pageable_late(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 100;
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 50, S_STEP, 0);
+  tl_api(&t, 1, MEMCPY_ASYNC, 100, 200, 0, 9);
+  tl_copy(&t, 0, 300, 350, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE, TL_DEVMEM, 9);
+  tl_api(&t, 1, LAUNCH, 400, 410, 0, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 405, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 0, 50, 10, 100, 150);
+  EQ(d->nwin, 4);
+  CATS(d->win[0], 0, 0, 0, 100, 0);
+  CATS(d->win[2], 0, 50, 0, 0, 50);
+  CATS(d->win[3], 0, 0, 10, 0, 0);
+  EQ(tl_thr(r, 1)->blocked, 100);
+  EQ(tl_thr(r, 1)->submit, 10);
+  /* the phase (opened before the window) sees the same move:
+   * [100,405): sync 100, host 150, transfer 50, launch 5 */
+  const struct gp_phase_res *p = tl_phase(r, "step");
+  EQ(p->union_ns, 305);
+  CATS(p->dev[0].bd, 0, 50, 5, 100, 150);
+  EQ(p->count, 1);
+  EQ(gp_hist_pct(&p->dur, 95), 355);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* The move of provisional time reaches exactly the phases open when that
+ * time passed: call [100,200) corr 9, its pageable copy [300,350) shows it
+ * blocking at 300; fwd [150,180) closed before that, step [250,400) opened
+ * after the call.  fwd: sync 30.  step: host [250,300) + [350,400) 100,
+ * transfer 50, no sync. */
+static void test_pageable_epochs(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, MEMCPY_ASYNC, 100, 200, 0, 9);
+  tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 150, S_FWD, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_POP, 180, 0, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 250, S_STEP, 0);
+  tl_copy(&t, 0, 300, 350, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE, TL_DEVMEM, 9);
+  tl_range(&t, 2, GPUPHASE_RANGE_POP, 400, 0, 0);
+  tl_api(&t, 1, LAUNCH, 400, 410, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  CATS(tl_dev(r, 0)->bd, 0, 50, 10, 100, 150);
+  CATS(tl_phase(r, "fwd")->dev[0].bd, 0, 0, 0, 30, 0);
+  CATS(tl_phase(r, "step")->dev[0].bd, 0, 50, 0, 0, 100);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Pinned async copies: one returns before its copy ends (not blocking), one
+ * after (blocking).
+ *   call [100,200) copy [150,300): launch 50, transfer 150.
+ *   call [400,700) copy [450,600): sync [400,450) 50 + [600,700) 100,
+ *   transfer 150; host [300,400) 100.  Window [100,700). */
+static void test_pinned_async(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, MEMCPY_ASYNC, 100, 200, 0, 1);
+  tl_copy(&t, 0, 150, 300, 64, GPUPHASE_COPY_DTOH, TL_DEVMEM, TL_PINNED, 1);
+  tl_api(&t, 1, MEMCPY_ASYNC, 400, 700, 0, 2);
+  tl_copy(&t, 0, 450, 600, 64, GPUPHASE_COPY_DTOH, TL_DEVMEM, TL_PINNED, 2);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 0, 300, 50, 150, 100);
+  EQ(d->bd.sub[GP_SUB_XFER + GP_XFER_D2H], 300);
+  EQ(tl_apires(r, "cudaMemcpyAsync")->blocked, 300);
+  EQ(tl_thr(r, 1)->blocked, 300);
+  EQ(tl_thr(r, 1)->submit, 100);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Three threads, three devices; a call with device -1 counts for every
+ * device; device 2 is first seen by a kernel at 140.
+ *   T1 sync dev0 [0,100); T2 launch dev0 [50,150); T3 launch dev1 [20,80);
+ *   kernel dev1 [90,130); T1 query dev -1 [120,125) and [160,170);
+ *   kernel dev2 [140,150).  Window [0,170).
+ *   dev0: sync 100 (T2's launch inside is outranked), launch [100,150) 50 +
+ *         [160,170) 10, host 10.
+ *   dev1: host [0,20) 20 + [80,90) 10 + [130,160) 30; launch 60 + 10; kernel
+ *         40 (the query at 120 falls inside it).
+ *   dev2: host [0,120) 120 + [125,140) 15 + [150,160) 10; launch [120,125)
+ *         5 + [160,170) 10; kernel 10.
+ *   T1 blocked 100, submit 15, cpu 55; T2 submit 100; T3 submit 60. */
+static void test_threads_devices(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_device(&t, 1, 10);
+  tl_api(&t, 1, SYNC, 0, 100, 0, 0);
+  tl_api(&t, 2, LAUNCH, 50, 150, 0, 0);
+  tl_api(&t, 3, LAUNCH, 20, 80, 1, 0);
+  tl_kernel(&t, 1, 90, 130, S_GEMM, 10, 32);
+  tl_api(&t, 1, QUERY, 120, 125, -1, 0);
+  tl_kernel(&t, 2, 140, 150, S_GEMM, 10, 32);
+  tl_api(&t, 1, QUERY, 160, 170, -1, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->ndev, 3);
+  CATS(tl_dev(r, 0)->bd, 0, 0, 60, 100, 10);
+  CATS(tl_dev(r, 1)->bd, 40, 0, 70, 0, 60);
+  CATS(tl_dev(r, 2)->bd, 10, 0, 15, 0, 145);
+  EQ(tl_thr(r, 1)->blocked, 100);
+  EQ(tl_thr(r, 1)->submit, 15);
+  EQ(tl_thr(r, 1)->cpu, 55);
+  EQ(tl_thr(r, 2)->submit, 100);
+  EQ(tl_thr(r, 2)->cpu, 70);
+  EQ(tl_thr(r, 3)->submit, 60);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Nested phases: T1 pushes step@0, fwd@10, step@20 (nested, same name),
+ * pops @30 (inner step), @40 (fwd), @100 (outer step); T2 step [90,150).
+ * Device: launch [0,5), kernel [50,120), sync call [130,160).
+ *   step: union [0,150): launch 5, host [5,50) 45 + [120,130) 10, kernel
+ *         70, sync [130,150) 20. Instances 100, 10, 60: count 3, p95 100.
+ *   fwd:  [10,40): host 30. */
+static void test_phases(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 5, 0, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 0, S_STEP, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 10, S_FWD, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 20, S_STEP, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 30, 0, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 40, 0, 0);
+  tl_kernel(&t, 0, 50, 120, S_GEMM, 1, 32);
+  tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 90, S_STEP, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 100, 0, 0);
+  tl_api(&t, 1, SYNC, 130, 160, 0, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_POP, 150, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_phase_res *s = tl_phase(r, "step");
+  EQ(s->count, 3);
+  EQ(s->inst_ns, 170);
+  EQ(s->union_ns, 150);
+  CATS(s->dev[0].bd, 70, 0, 5, 20, 55);
+  EQ(gp_hist_pct(&s->dur, 95), 100);
+  EQ(gp_hist_pct(&s->dur, 50), 60);
+  NEAR(s->util.busy_pct, 100.0 * 70 / 150, 1e-9);
+  const struct gp_phase_res *f = tl_phase(r, "fwd");
+  EQ(f->count, 1);
+  EQ(f->union_ns, 30);
+  CATS(f->dev[0].bd, 0, 0, 0, 0, 30);
+  EQ(r->phases[0].union_ns, 150); /* longest first */
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* START/END ranges pair by id across threads; an END without START and a
+ * range left open are counted, the open one closed at the window end.
+ *   A: START id 7 on T1 @10, END id 7 on T2 @40 -> 30.
+ *   B: START id 8 @50, never ended -> closed at the end (100) -> 50.
+ *   Device idle, launch call [0,100): the phase is all launch. */
+static void test_start_end(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 100, 0, 0);
+  tl_range(&t, 1, GPUPHASE_RANGE_START, 10, S_FWD, 7);
+  tl_range(&t, 2, GPUPHASE_RANGE_END, 40, 0, 7);
+  tl_range(&t, 2, GPUPHASE_RANGE_END, 45, 0, 99);
+  tl_range(&t, 1, GPUPHASE_RANGE_START, 50, S_FWD, 8);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_phase_res *f = tl_phase(r, "fwd");
+  EQ(f->count, 2);
+  EQ(f->inst_ns, 80);
+  EQ(f->union_ns, 80);
+  CATS(f->dev[0].bd, 0, 0, 80, 0, 0);
+  EQ(r->diag.unmatched_end, 1);
+  EQ(r->diag.open_at_end, 1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* No device record and a STATE 1: degraded. Blocking calls count as kernel.
+ *   launch [10,20), sync [20,100), memcpy (sync) [150,200), launch [200,210).
+ *   Window [10,210): kernel 80 + 50, launch 20, host [100,150) 50. */
+static void test_degraded(void) {
+  struct tl t;
+  base(&t);
+  tl_state(&t, 0, 1, S_WHY);
+  tl_api(&t, 1, LAUNCH, 10, 20, 0, 0);
+  tl_api(&t, 1, SYNC, 20, 100, 0, 0);
+  tl_api(&t, 1, MEMCPY, 150, 200, 0, 0);
+  tl_api(&t, 1, LAUNCH, 200, 210, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->degraded, 1);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 130, 0, 20, 0, 50);
+  EQ(d->idle_longest, 50);
+  EQ(d->idle_longest_at, 90);
+  NEAR(d->util.cov_pct, -1, 0);
+  EQ(r->nnotes >= 1, 1);
+  EQ(strncmp(r->notes[0], "DEGRADED", 8), 0);
+  EQ(strstr(r->notes[0], "CUPTI unavailable") != NULL, 1);
+  gp_res_free(r);
+  /* the same calls with one kernel recorded: not degraded */
+  tl_kernel(&t, 0, 150, 160, S_GEMM, 1, 32);
+  r = tl_run(&t);
+  EQ(r->degraded, 0);
+  CATS(tl_dev(r, 0)->bd, 10, 0, 20, 120, 50);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Records out of order are clipped to the sweep time.
+ *   launch [0,10); kernel A [100,200); launch [250,260); then kernel B
+ *   [150,300) arrives (late: from 250) and kernel C [120,180) (entirely in
+ *   the past: dropped from the timeline, still in the kernel table).
+ *   Window [0,300): launch 10, host 90 + 50, kernel 100 + 50. */
+static void test_late(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 100, 200, S_GEMM, 1, 32);
+  tl_api(&t, 1, LAUNCH, 250, 260, 0, 0);
+  tl_kernel(&t, 0, 150, 300, S_GEMM, 1, 32);
+  tl_kernel(&t, 0, 120, 180, S_GEMM, 1, 32);
+  struct gp_proc_res *r = tl_run_raw(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->window_ns, 300);
+  CATS(d->bd, 150, 0, 10, 0, 140);
+  EQ(r->diag.late, 2);
+  EQ(r->diag.late_dropped, 1);
+  EQ(tl_kern(r, "gemm")->count, 3);
+  EQ(tl_kern(r, "gemm")->total, 100 + 150 + 60);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Communication kernels: nccl [0,100), gemm [50,150). Window [0,150):
+ * communication alone [0,50) 50, compute 100, both at once [50,100) 50. */
+static void test_comm(void) {
+  struct tl t;
+  base(&t);
+  tl_kernel(&t, 0, 0, 100, S_NCCL, 4, 64);
+  tl_kernel(&t, 0, 50, 150, S_GEMM, 4, 64);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 150, 0, 0, 0, 0);
+  EQ(d->bd.sub[GP_SUB_COMMUNICATION], 50);
+  EQ(d->bd.sub[GP_SUB_COMPUTE], 100);
+  EQ(d->bd.comm_overlap, 50);
+  EQ(tl_kern(r, "ncclAllReduce_sum_f32")->communication, 1);
+  EQ(tl_kern(r, "gemm")->communication, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Device memory from allocation calls (booked at the call's start):
+ *   malloc 1000 @0, malloc 3000 @20, free the first @50, pinned host 500
+ *   @60, launch [90,100).  Levels: [0,20) 1000, [20,50) 4000, [50,100)
+ *   3000: peak 4000, mean (20000 + 120000 + 150000)/100 = 2900; of 10000.
+ *   Windows of 40: peaks 4000, 4000, 3000. */
+static void test_memory(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 40;
+  tl_device(&t, 0, 10)->mem_total = 10000;
+  struct gpuphase_api *a = tl_api(&t, 1, MALLOC, 0, 10, 0, 0);
+  a->ptr = 0x1000, a->bytes = 1000;
+  a = tl_api(&t, 1, MALLOC, 20, 30, 0, 0);
+  a->ptr = 0x2000, a->bytes = 3000;
+  a = tl_api(&t, 1, FREE, 50, 60, 0, 0);
+  a->ptr = 0x1000;
+  a = tl_api(&t, 1, HOSTALLOC, 60, 70, 0, 0);
+  a->ptr = 0x9000, a->bytes = 500;
+  a = tl_api(&t, 1, MALLOC, 70, 80, 0, 0); /* failed: not counted */
+  a->ptr = 0x3000, a->bytes = 100000, a->ret = 2;
+  tl_api(&t, 1, FREE, 80, 85, 0, 0)->ptr = 0x7777; /* unknown pointer */
+  tl_api(&t, 1, LAUNCH, 90, 100, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->mem_peak, 4000);
+  NEAR(d->mem_mean, 2900, 1e-6);
+  NEAR(d->mem_peak_pct, 40, 1e-9);
+  NEAR(d->mem_mean_pct, 29, 1e-9);
+  EQ(r->host_pinned_peak, 500);
+  EQ(r->diag.unknown_free, 1);
+  EQ(d->nwin, 3);
+  EQ(d->win[0].mem_peak, 4000);
+  EQ(d->win[1].mem_peak, 4000);
+  EQ(d->win[2].mem_peak, 3000);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Two processes added together: windows and categories sum per device. */
+static void test_merge(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 30, S_GEMM, 1, 32);
+  struct gp_proc_res *a = tl_run(&t), *b = tl_run(&t);
+  struct gp_proc_res *sum = gp_res_new_sum();
+  EQ(gp_res_merge(sum, a), 0);
+  EQ(gp_res_merge(sum, b), 0);
+  EQ(gp_res_derive(sum, NULL), 0);
+  EQ(sum->nprocs, 2);
+  EQ(sum->ndev, 1);
+  EQ(sum->dev[0].window_ns, 60);
+  CATS(sum->dev[0].bd, 40, 0, 20, 0, 0);
+  EQ(tl_kern(sum, "gemm")->count, 2);
+  EQ(tl_apires(sum, "cudaLaunchKernel")->total, 20);
+  gp_res_free(a);
+  gp_res_free(b);
+  gp_res_free(sum);
+  tl_free(&t);
+}
+
+/* Every nanosecond of the window in exactly one category, per device, per
+ * window and per phase, on a busier timeline with many overlaps. */
+static void test_sums(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 37;
+  tl_device(&t, 0, 8);
+  uint64_t x = 12345;
+  for (int i = 0; i < 400; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t s = (x >> 33) % 5000, len = (x >> 20) % 90;
+    int what = (int)((x >> 13) % 6);
+    if (what == 0) tl_kernel(&t, 0, s, s + len, S_GEMM, (x >> 7) % 20, 64);
+    if (what == 1) tl_copy(&t, 0, s, s + len, 8, 1 + (x >> 9) % 3, 2, 3, 0);
+    if (what == 2) tl_api(&t, (x >> 5) % 3, LAUNCH, s, s + len, 0, 0);
+    if (what == 3) tl_api(&t, (x >> 5) % 3, SYNC, s, s + len, -1, 0);
+    if (what == 4)
+      tl_api(&t, 1, MEMCPY_ASYNC, s, s + len, 0, 1000 + (uint64_t)i);
+    if (what == 5) tl_range(&t, (x >> 5) % 2, 1 + (x >> 8) % 2, s, S_STEP, 0);
+  }
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(gp_breakdown_total(&d->bd), d->window_ns);
+  uint64_t w = 0;
+  for (size_t i = 0; i < d->nwin; i++) {
+    uint64_t n = 0;
+    for (int c = 0; c < GP_CAT_N; c++) n += d->win[i].cat[c];
+    EQ(n, i + 1 < d->nwin ? 37 : d->window_ns - i * 37);
+    w += n;
+  }
+  EQ(w, d->window_ns);
+  const struct gp_phase_res *p = tl_phase(r, "step");
+  EQ(gp_breakdown_total(&p->dev[0].bd), p->union_ns);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Malformed and out-of-order input never breaks the invariants: every
+ * category of every device stays within its window and they sum to it. */
+static void test_garbage(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 50;
+  t.o.hold_ns = 200;
+  tl_device(&t, 1, 4);
+  uint64_t x = 99;
+  for (int i = 0; i < 3000; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t s = (x >> 30) % 20000, e = s + (x >> 12) % 400 - 50;
+    uint32_t kind = 5 + (uint32_t)((x >> 8) % 8); /* API .. STATE */
+    struct gpuphase_record *r = tl_add(&t, kind);
+    uint64_t *f = (uint64_t *)&r->u; /* fill every field with noise */
+    for (size_t k = 0; k < sizeof r->u / 8; k++)
+      f[k] = (x >> (k % 40)) % (k % 3 ? 7 : 3);
+    switch (kind) {
+    case GPUPHASE_REC_API:
+      r->u.api.start = s, r->u.api.end = e, r->u.api.api = (x >> 3) % 10;
+      r->u.api.device = (int64_t)((x >> 5) % 4) - 1;
+      r->u.api.corr = (x >> 7) % 20, r->u.api.ptr = (x >> 9) % 16;
+      r->u.api.bytes = (x >> 11) % 1000;
+      break;
+    case GPUPHASE_REC_KERNEL:
+      r->u.kernel.start = s, r->u.kernel.end = e;
+      r->u.kernel.name = (x >> 4) % 20, r->u.kernel.device = (x >> 6) % 3;
+      break;
+    case GPUPHASE_REC_MEMCPY:
+      r->u.memcpy.start = s, r->u.memcpy.end = e;
+      r->u.memcpy.corr = (x >> 7) % 20, r->u.memcpy.device = (x >> 6) % 3;
+      break;
+    case GPUPHASE_REC_MEMSET: r->u.memset.start = s, r->u.memset.end = e; break;
+    case GPUPHASE_REC_SYNC: r->u.sync.start = s, r->u.sync.end = e; break;
+    case GPUPHASE_REC_RANGE:
+      r->u.range.start = s, r->u.range.op = (x >> 3) % 6;
+      r->u.range.name = (x >> 5) % 16, r->u.range.id = (x >> 7) % 4;
+      break;
+    case GPUPHASE_REC_LOST: r->u.lost.start = s; break;
+    case GPUPHASE_REC_STATE: r->u.state.start = s; break;
+    }
+  }
+  for (int sorted = 0; sorted < 2; sorted++) {
+    struct gp_proc_res *r = sorted ? tl_run(&t) : tl_run_raw(&t);
+    for (size_t d = 0; d < r->ndev; d++) {
+      EQ(gp_breakdown_total(&r->dev[d].bd), r->dev[d].window_ns);
+      for (int c = 0; c < GP_CAT_N; c++)
+        EQ(r->dev[d].bd.cat[c] <= r->dev[d].window_ns, 1);
+    }
+    for (size_t p = 0; p < r->nphases; p++)
+      for (size_t d = 0; d < r->ndev; d++)
+        EQ(gp_breakdown_total(&r->phases[p].dev[d].bd), r->phases[p].union_ns);
+    gp_res_free(r);
+  }
+  tl_free(&t);
+}
+
+int main(void) {
+  test_basic();
+  test_overlap();
+  test_pageable_open();
+  test_pageable_late();
+  test_pageable_epochs();
+  test_pinned_async();
+  test_threads_devices();
+  test_phases();
+  test_start_end();
+  test_degraded();
+  test_late();
+  test_comm();
+  test_memory();
+  test_merge();
+  test_sums();
+  test_garbage();
+  if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
+  return tl_failures ? 1 : 0;
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""gpuphase-report end to end on traces written by mktrace, whose timeline
+(see mktrace.c) gives, by hand, over the window [1000,1800) = 800 ns:
+  launch [1000,1100) 100; host wait [1100,1150) 50; sync idle [1150,1200)
+  + [1700,1800) 150; kernel [1200,1700) 500.  SM coverage 5/10 blocks per SM
+  x 500 / 800 = 31.25%.  Degraded (no kernel record): the sync call
+  [1150,1800) 650 counts as kernel, launch 100, host wait 50.
+Usage: test_cli.py GPUPHASE_REPORT MKTRACE"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+REPORT, MKTRACE = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="gp-report-test-")
+failures = 0
+HOSTILE = 'k<a&b>"q\\\x01\x1b[31m\ufffd\u00e9nd'  # \xff decodes as U+FFFD
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(*args, ok=(0,)):
+    p = subprocess.run([REPORT, *args], capture_output=True)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def trace(name, *flags):
+    path = os.path.join(TMP, name)
+    subprocess.run([MKTRACE, *flags, path], check=True)
+    return path
+
+
+def report_json(*args):
+    rc, out, err = run("--format", "json", *args)
+    check(rc == 0, f"json report of {args} exits 0 (got {rc}: {err})")
+    text = out.decode("utf-8")  # must be valid UTF-8
+    check(all(c >= " " or c == "\n" for c in text),
+          "no raw control characters in JSON")
+    return json.loads(text), text
+
+
+def cats(dev_or_phase):
+    return {k: v["ns"] for k, v in dev_or_phase["breakdown"].items()}
+
+
+def test_json():
+    j, text = report_json(trace("a.gph"))
+    check(j["schema"] == 1, "schema 1")
+    check(j["degraded"] is False, "not degraded")
+    check(j["processes_count"] == 1 and len(j["processes"]) == 1, "one process")
+    d = j["devices"][0]
+    check(d["window_ns"] == 800, "window 800 ns")
+    check(cats(d) == {"kernel": 500, "transfer": 0, "launch": 100,
+                      "sync_idle": 150, "host_wait": 50}, f"breakdown {cats(d)}")
+    check(d["breakdown"]["kernel"]["pct"] == 62.5, "kernel 62.5%")
+    check(d["breakdown"]["sync_idle"]["pct"] == 18.75, "sync idle 18.75%")
+    u = d["utilization"]
+    for key in ("device_busy_pct", "sm_coverage_pct", "mem_peak_bytes",
+                "mem_peak_pct"):
+        check(key in u, f"utilization has {key}")
+    check(u["device_busy_pct"] == 62.5, "busy 62.5%")
+    check(u["sm_coverage_pct"] == 31.25, f"coverage {u['sm_coverage_pct']}")
+    check(u["mem_peak_bytes"] == 0 and u["mem_peak_pct"] == 0, "no memory")
+    ph = j["phases"]
+    check(len(ph) == 1 and ph[0]["name"] == "step" and ph[0]["count"] == 1,
+          "phase step once")
+    check(cats(ph[0])["kernel"] == 500 and ph[0]["total_ns"] == 800,
+          "phase breakdown")
+    k = j["kernels"]
+    check(len(k) == 1 and k[0]["name"] == HOSTILE, f"kernel name {k[0]['name']!r}")
+    check(k[0]["count"] == 1 and k[0]["total_ns"] == 500, "kernel totals")
+    api = {a["name"]: a for a in j["api"]}
+    check(api["cudaLaunchKernel"]["count"] == 1
+          and api["cudaLaunchKernel"]["total_ns"] == 100, "launch api")
+    check(api["cudaDeviceSynchronize"]["total_ns"] == 650
+          and api["cudaDeviceSynchronize"]["blocked_ns"] == 650, "sync api")
+    check("<" not in text and "\\u003c" in text, "< escaped")
+    check("\\u001b" in text and "\\u0001" in text, "control bytes escaped")
+
+
+def test_windows():
+    j, _ = report_json("--window", "100ns", trace("w.gph"))
+    w = j["devices"][0]["windows"]
+    check(w["count"] == 8 and w["length_ns"] == 100, "8 windows of 100 ns")
+    check(w["series"]["kernel"] == [0, 0, 100, 100, 100, 100, 100, 0],
+          f"kernel series {w['series']['kernel']}")
+    check(w["busy_pct"]["p5"] == 0 and w["busy_pct"]["p50"] == 100,
+          "busy percentiles")
+    check(w["longest_idle"] == {"ns": 200, "start_offset_ns": 0}, "idle run")
+    check(w["longest_busy_run"]["windows"] == 5
+          and w["longest_busy_run"]["start_offset_ns"] == 200, "busy run")
+
+
+def text_checks(out, what):
+    text = out.decode("utf-8")  # valid UTF-8
+    for line in text.splitlines():
+        check(len(line) <= 100, f"{what}: line over 100 columns: {line!r}")
+    return text
+
+
+def test_text():
+    path = trace("t.gph")
+    rc, out, _ = run("--color=never", path)
+    check(rc == 0, "text report exits 0")
+    text = text_checks(out, "text")
+    check("\x1b" not in text and "\x01" not in text, "no control bytes in text")
+    check("k<a&b>\"q\\??[31m\ufffd\u00e9nd" in text, "kernel name cleaned")
+    check("62.5%" in text and "sync idle" in text, "breakdown shown")
+    rc, out, _ = run("--color=always", path)
+    text = out.decode("utf-8")
+    check("\x1b[1m" in text, "colour when asked")
+    check("\x1b[31m" not in text, "the kernel name cannot colour the terminal")
+    env = dict(os.environ, NO_COLOR="1")
+    p = subprocess.run([REPORT, path], capture_output=True, env=env)
+    check(b"\x1b" not in p.stdout, "no colour into a pipe")
+
+
+def test_degraded():
+    path = trace("d.gph", "--degraded")
+    rc, out, _ = run(path)
+    first = out.decode().splitlines()[0]
+    check(rc == 0 and first.startswith("DEGRADED"), f"first line {first!r}")
+    j, _ = report_json(path)
+    check(j["degraded"] is True, "json degraded")
+    check(any("DEGRADED" in n and "CUPTI unavailable" in n for n in j["notes"]),
+          "degraded note")
+    check(cats(j["devices"][0]) == {"kernel": 650, "transfer": 0, "launch": 100,
+                                    "sync_idle": 0, "host_wait": 50},
+          f"degraded breakdown {cats(j['devices'][0])}")
+
+
+def test_several():
+    a, b = trace("p1.gph"), trace("p2.gph", "--degraded", "--pid", "77")
+    j, _ = report_json(a, b)
+    check(j["processes_count"] == 2 and len(j["processes"]) == 2, "2 processes")
+    check([p["pid"] for p in j["processes"]] == [4242, 77], "pids")
+    d = j["devices"][0]
+    check(d["window_ns"] == 1600, "summed windows")
+    check(cats(d)["kernel"] == 1150 and cats(d)["sync_idle"] == 150,
+          f"summed breakdown {cats(d)}")
+    check(j["degraded"] is False, "a sum is degraded only if all are")
+    rc, out, _ = run("--color=never", a, b)
+    text = text_checks(out, "two files")
+    check("All 2 processes" in text and "Process 77" in text, "sections")
+    check(text.splitlines()[0].startswith("DEGRADED: 1 of 2"), "degraded line")
+
+
+def test_output_file():
+    out = os.path.join(TMP, "out.json")
+    rc, stdout, _ = run("-f", "json", "-o", out, trace("o.gph"))
+    check(rc == 0 and stdout == b"", "-o leaves stdout empty")
+    with open(out) as f:
+        check(json.load(f)["schema"] == 1, "-o file is the JSON report")
+    rc, _, err = run("-o", os.path.join(TMP, "no", "such", "dir"), trace("o2.gph"))
+    check(rc == 1 and err.strip(), "unwritable -o: exit 1 with a message")
+
+
+def one_line(err):
+    return len(err.strip().splitlines()) == 1
+
+
+def test_errors():
+    good = trace("e.gph")
+    missing = os.path.join(TMP, "missing.gph")
+    rc, _, err = run(missing)
+    check(rc == 1 and one_line(err) and missing in err
+          and "No such file" in err, f"missing file: {rc} {err!r}")
+    for args in (["--bogus", good], ["--window", "abc", good],
+                 ["--window", "0ms", good], ["--window", "10", good],
+                 ["--format", "xml", good], ["--color=sometimes", good],
+                 ["--top", "0", good], ["--window"], []):
+        rc, out, err = run(*args)
+        check(rc == 2 and one_line(err) and out == b"",
+              f"usage error {args}: {rc} {err!r}")
+    rc, _, err = run("--window", "abc", good)
+    check("--window" in err and "abc" in err, "bad --window is named")
+    rc, out, _ = run("--help")
+    check(rc == 0 and b"Usage" in out, "--help")
+    rc, out, _ = run("--window", "2.5ms", good)
+    check(rc == 0, "2.5ms is a window")
+    junk = os.path.join(TMP, "junk.gph")
+    with open(junk, "w") as f:
+        f.write("not a trace at all, just text\n" * 10)
+    rc, _, err = run(junk)
+    check(rc == 1 and one_line(err) and junk in err, f"not a trace: {err!r}")
+
+
+def test_damaged():
+    data = open(trace("c.gph"), "rb").read()
+    first = data.find(b"GPFR")
+    second = data.find(b"GPFR", first + 1)
+    check(first > 0 and second > first, "trace has several frames")
+    bad = os.path.join(TMP, "corrupt.gph")
+    with open(bad, "wb") as f:
+        f.write(data[:second] + b"XXXX" + data[second + 4:])
+    rc, _, err = run(bad)
+    check(rc == 1 and one_line(err) and bad in err and f"byte {second}" in err,
+          f"corrupt: {rc} {err!r}")
+    cut = os.path.join(TMP, "cut.gph")
+    with open(cut, "wb") as f:
+        f.write(data[:-7])
+    rc, out, err = run("-f", "json", cut)
+    check(rc == 0 and "truncated" in err, f"truncated: warning ({err!r})")
+    check(json.loads(out)["truncated"] is True, "truncated in JSON")
+
+
+for t in (test_json, test_windows, test_text, test_degraded, test_several,
+          test_output_file, test_errors, test_damaged):
+    t()
+print("failures:", failures)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,263 @@
+/* Simulated driver: kernels (named CUfunctions), launches and host
+ * functions in streams. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv.h"
+
+static sim_function *functions;
+static int64_t grid_ids;
+
+/* Functions are interned by name and never freed, so that the name
+ * pointers handed to CUPTI records stay valid for the process lifetime. */
+GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
+  if (!name || !*name)
+    return NULL;
+  pthread_mutex_lock(&gp_lock);
+  sim_function *f = functions;
+  while (f && strcmp(f->name, name) != 0)
+    f = f->next;
+  if (!f && (f = calloc(1, sizeof *f))) {
+    if ((f->name = strdup(name))) {
+      f->next = functions;
+      functions = f;
+    } else {
+      free(f);
+      f = NULL;
+    }
+  }
+  pthread_mutex_unlock(&gp_lock);
+  return (CUfunction)f;
+}
+
+static sim_function *function_check(const void *p) {
+  for (sim_function *f = functions; f; f = f->next)
+    if ((const void *)f == p)
+      return f;
+  return NULL;
+}
+
+GPUSIM_EXPORT const char *gpusim_function_name(const void *maybe_function) {
+  pthread_mutex_lock(&gp_lock);
+  sim_function *f = function_check(maybe_function);
+  pthread_mutex_unlock(&gp_lock);
+  return f ? f->name : NULL;
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name,
+                                            CUfunction hfunc) {
+  DRV_ENTER(cuFuncGetName, name, hfunc);
+  const char *n = gpusim_function_name(hfunc);
+  if (!name)
+    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  *name = n;
+  DRV_RETURN(n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+}
+
+typedef struct launch {
+  const sim_function *f;
+  unsigned grid[3], block[3];
+  unsigned shmem;
+  CUstream stream;
+  bool pt;
+  uint8_t type; /* CUpti_ActivityLaunchType */
+} launch;
+
+static void kernel_record(const launch *l, const sim_op *op, uint64_t gid) {
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (!gp_activity_on(kind)) {
+    kind = CUPTI_ACTIVITY_KIND_KERNEL;
+    if (!gp_activity_on(kind))
+      return;
+  }
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = kind;
+  k.registersPerThread = 32;
+  k.start = gp_ts(op->start);
+  k.end = gp_ts(op->end);
+  k.completed = k.end;
+  k.deviceId = (uint32_t)op->dev;
+  k.contextId = op->ctx_id;
+  k.streamId = op->stream_id;
+  k.gridX = (int32_t)l->grid[0];
+  k.gridY = (int32_t)l->grid[1];
+  k.gridZ = (int32_t)l->grid[2];
+  k.blockX = (int32_t)l->block[0];
+  k.blockY = (int32_t)l->block[1];
+  k.blockZ = (int32_t)l->block[2];
+  k.dynamicSharedMemory = (int32_t)l->shmem;
+  k.sharedMemoryExecuted = l->shmem;
+  k.correlationId = gp_corr();
+  k.gridId = (int64_t)gid;
+  k.name = l->f->name;
+  k.launchType = l->type;
+  gp_emit(&k, sizeof k);
+}
+
+static CUresult do_launch(const launch *l) {
+  if (!gp_inited)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+  if (!l->f)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (blocks == 0 || threads == 0 || threads > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  sim_stream *s;
+  sim_op op;
+  pthread_mutex_lock(&gp_lock);
+  CUresult r = gp_stream_get(l->stream, l->pt, &s);
+  if (r == CUDA_SUCCESS)
+    gp_schedule(s, gp_kernel_ns(blocks), &op);
+  int64_t gid = ++grid_ids;
+  pthread_mutex_unlock(&gp_lock);
+  if (r == CUDA_SUCCESS)
+    kernel_record(l, &op, (uint64_t)gid);
+  return r;
+}
+
+/* Resolves the handle before the CUPTI enter callback so that the
+ * callback can report the kernel's name as symbolName. */
+#define LAUNCH_ENTER(fn, func, ...)                                            \
+  fn##_params prm_ = {__VA_ARGS__};                                            \
+  gpusim_api_frame fr_;                                                        \
+  const char *sym_ = gpusim_function_name(func);                               \
+  gpusim_api_enter(&fr_, CUPTI_CB_DOMAIN_DRIVER_API,                           \
+                   CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &prm_, sym_)
+
+static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy,
+                              unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned shmem, CUstream h,
+                              bool pt, uint8_t type) {
+  pthread_mutex_lock(&gp_lock);
+  launch l = {function_check(f), {gx, gy, gz}, {bx, by, bz}, shmem, h, pt,
+              type};
+  pthread_mutex_unlock(&gp_lock);
+  return do_launch(&l);
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernel(
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+    CUstream h, void **kernelParams, void **extra) {
+  LAUNCH_ENTER(cuLaunchKernel, f, f, gx, gy, gz, bx, by, bz, shmem, h,
+               kernelParams, extra);
+  DRV_RETURN(launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, h, false,
+                           CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+    CUstream h, void **kernelParams, void **extra) {
+  LAUNCH_ENTER(cuLaunchKernel_ptsz, f, f, gx, gy, gz, bx, by, bz, shmem, h,
+               kernelParams, extra);
+  DRV_RETURN(launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, h, true,
+                           CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+    CUstream h, void **kernelParams) {
+  LAUNCH_ENTER(cuLaunchCooperativeKernel, f, f, gx, gy, gz, bx, by, bz, shmem,
+               h, kernelParams);
+  DRV_RETURN(
+      launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, h, false,
+                    CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+    CUstream h, void **kernelParams) {
+  LAUNCH_ENTER(cuLaunchCooperativeKernel_ptsz, f, f, gx, gy, gz, bx, by, bz,
+               shmem, h, kernelParams);
+  DRV_RETURN(
+      launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, h, true,
+                    CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE));
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool pt) {
+  if (!c)
+    return CUDA_ERROR_INVALID_VALUE;
+  uint8_t type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+  for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE &&
+        c->attrs[i].value.cooperative)
+      type = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
+  return launch_kernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                       c->blockDimY, c->blockDimZ, c->sharedMemBytes,
+                       c->hStream, pt, type);
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config,
+                                               CUfunction f,
+                                               void **kernelParams,
+                                               void **extra) {
+  LAUNCH_ENTER(cuLaunchKernelEx, f, config, f, kernelParams, extra);
+  DRV_RETURN(launch_ex(config, f, false));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(
+    const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+    void **extra) {
+  LAUNCH_ENTER(cuLaunchKernelEx_ptsz, f, config, f, kernelParams, extra);
+  DRV_RETURN(launch_ex(config, f, true));
+}
+
+/* Host functions run at once on the calling thread (documented) and
+ * take no device time; later work on the stream starts no earlier than
+ * their return. */
+static CUresult host_fn(CUstream h, bool pt, CUhostFn fn, void *ud,
+                        CUstreamCallback cb) {
+  if (!fn && !cb)
+    return CUDA_ERROR_INVALID_VALUE;
+  sim_stream *s;
+  pthread_mutex_lock(&gp_lock);
+  CUresult r = gp_stream_get(h, pt, &s);
+  pthread_mutex_unlock(&gp_lock);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (fn)
+    fn(ud);
+  else
+    cb(h, CUDA_SUCCESS, ud);
+  pthread_mutex_lock(&gp_lock);
+  /* The stream may have been destroyed by the callback. */
+  if (gp_stream_get(h, pt, &s) == CUDA_SUCCESS) {
+    uint64_t ready = gp_stream_ready(s), now = gp_now();
+    s->tail = ready > now ? ready : now;
+  }
+  pthread_mutex_unlock(&gp_lock);
+  return CUDA_SUCCESS;
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
+                                               void *userData) {
+  DRV_ENTER(cuLaunchHostFunc, hStream, fn, userData);
+  DRV_RETURN(host_fn(hStream, false, fn, userData, NULL));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream,
+                                                    CUhostFn fn,
+                                                    void *userData) {
+  DRV_ENTER(cuLaunchHostFunc_ptsz, hStream, fn, userData);
+  DRV_RETURN(host_fn(hStream, true, fn, userData, NULL));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream hStream,
+                                                  CUstreamCallback callback,
+                                                  void *userData,
+                                                  unsigned int flags) {
+  DRV_ENTER(cuStreamAddCallback, hStream, callback, userData, flags);
+  DRV_RETURN(host_fn(hStream, false, NULL, userData, callback));
+}
+
+GPUSIM_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(
+    CUstream hStream, CUstreamCallback callback, void *userData,
+    unsigned int flags) {
+  DRV_ENTER(cuStreamAddCallback_ptsz, hStream, callback, userData, flags);
+  DRV_RETURN(host_fn(hStream, true, NULL, userData, callback));
+}

@@ -1,0 +1,263 @@
+/* gpuphase: run a program under the profiler.
+ *
+ *   gpuphase run [-o PATTERN] [--] CMD [ARGS...]
+ *
+ * Sets LD_PRELOAD (and the output pattern), runs CMD, passes its exit
+ * status through and says where the traces went. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gp_config.h"
+
+static const char usage_text[] =
+    "usage: gpuphase run [-o PATTERN] [-q] [--] COMMAND [ARGS...]\n"
+    "       gpuphase --help | --version\n"
+    "\n"
+    "Runs COMMAND with libgpuphase preloaded; every process of it that uses\n"
+    "CUDA writes one trace file. Read them with gpuphase-report.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATTERN  trace file name; %p pid, %h host, %r rank,\n"
+    "                        %q{VAR} environment variable, %% a percent sign\n"
+    "                        (default: $GPUPHASE_OUTPUT or gpuphase-%h-%p.gph)\n"
+    "  -q, --quiet           do not list the traces written\n"
+    "  -h, --help            this help\n"
+    "  -V, --version         print the version\n"
+    "\n"
+    "environment: GPUPHASE_LIB overrides the library to preload; the\n"
+    "GPUPHASE_* variables of the library are passed through (see README).\n"
+    "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
+    "cannot be run, 2 for a usage error.\n";
+
+static int usage_error(const char *msg) {
+  fprintf(stderr, "gpuphase: %s\n", msg);
+  fprintf(stderr, "Try 'gpuphase --help'.\n");
+  return 2;
+}
+
+static int readable(const char *p) {
+  return access(p, R_OK) == 0;
+}
+
+/* The library to preload: $GPUPHASE_LIB, the build tree beside this
+ * executable, then the install location. */
+static int find_library(char *out, size_t cap) {
+  const char *env = getenv("GPUPHASE_LIB");
+  if (env && *env) {
+    if (!readable(env)) {
+      fprintf(stderr, "gpuphase: GPUPHASE_LIB=%s: %s\n", env, strerror(errno));
+      return -1;
+    }
+    snprintf(out, cap, "%s", env);
+    return 0;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      static const char *const rel[] = {"../preload/libgpuphase.so",
+                                        "../lib/libgpuphase.so",
+                                        "../lib64/libgpuphase.so"};
+      for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
+        char real[PATH_MAX];
+        if (readable(cand) && realpath(cand, real)) {
+          snprintf(out, cap, "%s", real);
+          return 0;
+        }
+      }
+    }
+  }
+  char cand[PATH_MAX];
+  snprintf(cand, sizeof cand, "%s/libgpuphase.so", GP_LIBDIR);
+  if (readable(cand)) {
+    snprintf(out, cap, "%s", cand);
+    return 0;
+  }
+  fprintf(stderr,
+          "gpuphase: cannot find libgpuphase.so (looked beside %s and in %s); "
+          "set GPUPHASE_LIB\n",
+          n > 0 ? exe : "this program", GP_LIBDIR);
+  return -1;
+}
+
+static int setup_env(const char *lib, const char *output, char *manifest,
+                     size_t cap) {
+  const char *old = getenv("LD_PRELOAD");
+  size_t len = strlen(lib) + (old ? strlen(old) : 0) + 2;
+  char *pre = malloc(len);
+  if (!pre) return -1;
+  if (old && *old) snprintf(pre, len, "%s:%s", lib, old);
+  else snprintf(pre, len, "%s", lib);
+  int rc = setenv("LD_PRELOAD", pre, 1);
+  free(pre);
+  if (rc != 0) return -1;
+  if (output && setenv("GPUPHASE_OUTPUT", output, 1) != 0) return -1;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(manifest, cap, "%s/gpuphase-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemp(manifest);
+  if (fd < 0) {
+    manifest[0] = 0; /* still run; we just cannot list the traces */
+    return 0;
+  }
+  close(fd);
+  return setenv("GPUPHASE_MANIFEST", manifest, 1);
+}
+
+static void report_traces(const char *manifest, int quiet) {
+  if (!manifest[0]) return;
+  FILE *f = fopen(manifest, "r");
+  char line[PATH_MAX + 2];
+  int count = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!line[0]) continue;
+    if (!quiet) fprintf(stderr, "gpuphase: trace written to %s\n", line);
+    count++;
+  }
+  if (f) fclose(f);
+  unlink(manifest);
+  if (!count && !quiet)
+    fprintf(stderr, "gpuphase: no trace written (no process made a CUDA "
+                    "call)\n");
+}
+
+static pid_t child;
+
+static void forward(int sig) {
+  if (child > 0) kill(child, sig);
+}
+
+static int run(int argc, char **argv) {
+  const char *output = NULL;
+  int quiet = 0, i = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+      if (i + 1 >= argc) return usage_error("option -o needs a PATTERN");
+      output = argv[++i];
+      if (!*output) return usage_error("empty output pattern");
+    } else if (strncmp(a, "--output=", 9) == 0) {
+      output = a + 9;
+      if (!*output) return usage_error("empty output pattern");
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      quiet = 1;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (a[0] == '-' && a[1]) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "unknown option '%s'", a);
+      return usage_error(msg);
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) return usage_error("no command given");
+  char lib[PATH_MAX], manifest[PATH_MAX];
+  if (find_library(lib, sizeof lib) != 0) return 1;
+  if (setup_env(lib, output, manifest, sizeof manifest) != 0) {
+    fprintf(stderr, "gpuphase: cannot set up the environment: %s\n",
+            strerror(errno));
+    return 1;
+  }
+  /* Like system(): the terminal's ^C and ^\ go to the child, not to us. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
+  struct sigaction old_int, old_quit;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  sigaction(SIGTERM, &fwd, NULL);
+  sigaction(SIGHUP, &fwd, NULL);
+  int errpipe[2];
+  if (pipe2(errpipe, O_CLOEXEC) != 0) errpipe[0] = errpipe[1] = -1;
+  child = fork();
+  if (child < 0) {
+    fprintf(stderr, "gpuphase: fork: %s\n", strerror(errno));
+    return 1;
+  }
+  if (child == 0) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    execvp(argv[i], argv + i);
+    int e = errno;
+    if (errpipe[1] >= 0) {
+      ssize_t w = write(errpipe[1], &e, sizeof e);
+      (void)w;
+    }
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  if (errpipe[1] >= 0) close(errpipe[1]);
+  int exec_errno = 0;
+  if (errpipe[0] >= 0) {
+    if (read(errpipe[0], &exec_errno, sizeof exec_errno) != sizeof exec_errno)
+      exec_errno = 0;
+    close(errpipe[0]);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "gpuphase: waitpid: %s\n", strerror(errno));
+      return 1;
+    }
+  }
+  if (exec_errno) {
+    fprintf(stderr, "gpuphase: cannot run '%s': %s\n", argv[i],
+            strerror(exec_errno));
+    if (manifest[0]) unlink(manifest);
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+  report_traces(manifest, quiet);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    /* Die the same way, so callers see the same termination. */
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    if (sig != SIGKILL && sig != SIGSTOP) {
+      struct rlimit no_core = {0, 0};
+      setrlimit(RLIMIT_CORE, &no_core); /* the child already dumped */
+      raise(sig);
+    }
+    return 128 + sig;
+  }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage_error("missing command (try 'gpuphase run -- CMD')");
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+      strcmp(cmd, "help") == 0) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("gpuphase %s\n", GP_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0) return run(argc - 2, argv + 2);
+  char msg[256];
+  snprintf(msg, sizeof msg, "unknown command '%s'", cmd);
+  return usage_error(msg);
+}

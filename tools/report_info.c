@@ -1,0 +1,417 @@
+/* gpuphase-report info FILE... and gpuphase-report dump FILE.
+ *
+ * info states the facts of each file (who wrote it, on which devices, how
+ * many records of each kind, whether it is complete) without analysing
+ * anything; dump lists the records as `kind field=value ...`, strings
+ * resolved, for debugging and for scripts. */
+#include "report_info.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+#include "gpuphase/trace.h"
+#include "reader_ext.h"
+
+#define MAX_DEVICES 64
+
+static const char info_usage[] =
+    "usage: gpuphase-report info FILE...\n"
+    "\n"
+    "For each trace file: format and gpuphase version, host, process, rank,\n"
+    "command line, start time (UTC), clock, devices, records by kind,\n"
+    "events and lost events, degraded recording, completeness, and the\n"
+    "first and last timestamps.\n"
+    "\n"
+    "exit status: 0 all files read, 1 a file is missing, not a trace, too\n"
+    "new or corrupt, 2 usage error. A truncated file is reported, with a\n"
+    "warning, and is not an error.\n";
+
+static const char dump_usage[] =
+    "usage: gpuphase-report dump [--sorted] FILE\n"
+    "\n"
+    "Prints every record of FILE, one per line: `kind field=value ...`.\n"
+    "Fields holding string ids (name, reason, domain) are printed resolved\n"
+    "as name=\"...\"; non-printable bytes are escaped as \\xHH.\n"
+    "\n"
+    "options:\n"
+    "  --sorted    records in time order (metadata first) instead of file\n"
+    "              order\n"
+    "  -h, --help  this help\n"
+    "\n"
+    "exit status: 0 read to the end (a truncated file gives a warning), 1 the\n"
+    "file is missing, not a trace, too new or corrupt (records before the\n"
+    "damage are printed), 2 usage error.\n";
+
+static int usage_error(const char *cmd, const char *what, const char *arg) {
+  fprintf(stderr, "gpuphase-report %s: %s%s%s\n", cmd, what, arg ? " " : "",
+          arg ? arg : "");
+  fprintf(stderr, "Try 'gpuphase-report %s --help'.\n", cmd);
+  return 2;
+}
+
+/* One line naming the file and why it cannot be read. */
+static void open_error(const char *cmd, const char *path, int err,
+                       const char *msg) {
+  const char *what = "";
+  if (err == GPUPHASE_E_IO)
+    what = "cannot open: ";
+  else if (err == GPUPHASE_E_VERSION)
+    what = "written by a newer gpuphase: ";
+  else if (err == GPUPHASE_E_NOMEM)
+    what = "cannot read: ";
+  fprintf(stderr, "gpuphase-report %s: %s: %s%s\n", cmd, path, what,
+          msg[0] ? msg : gpuphase_strerror(err));
+}
+
+static void read_error(const char *cmd, const char *path, gpuphase_reader *r,
+                       int rc) {
+  const char *m = gpuphase_reader_errmsg(r);
+  if (rc == GPUPHASE_E_CORRUPT)
+    fprintf(stderr, "gpuphase-report %s: %s: corrupt %s%s\n", cmd, path,
+            strncmp(m, "frame at", 8) ? "trace: " : "", m);
+  else
+    fprintf(stderr, "gpuphase-report %s: %s: %s: %s\n", cmd, path,
+            gpuphase_strerror(rc), m);
+}
+
+static void truncated_warning(const char *cmd, const char *path) {
+  fprintf(stderr,
+          "gpuphase-report %s: %s: warning: truncated trace (cut inside a "
+          "frame); read up to the last whole frame\n",
+          cmd, path);
+}
+
+static gpuphase_reader *open_trace(const char *cmd, const char *path,
+                                   int mode) {
+  int err = 0;
+  char msg[256] = "";
+  gpuphase_reader *r = gp_reader_open_ex(path, mode, &err, msg, sizeof msg);
+  if (!r)
+    open_error(cmd, path, err, msg);
+  return r;
+}
+
+static void put_escaped(FILE *out, const char *s, uint64_t len) {
+  putc('"', out);
+  for (uint64_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c == '\n')
+      fputs("\\n", out);
+    else if (c == '\t')
+      fputs("\\t", out);
+    else if (c < 0x20 || c > 0x7e)
+      fprintf(out, "\\x%02x", c);
+    else
+      putc(c, out);
+  }
+  putc('"', out);
+}
+
+static int is_string_field(const char *name) {
+  return !strcmp(name, "name") || !strcmp(name, "reason") ||
+         !strcmp(name, "domain");
+}
+
+struct dump_ctx {
+  FILE *out;
+  const gpuphase_reader *r;
+};
+
+static void dump_field(void *ctx, const char *name, char coding, uint64_t v,
+                       const gpuphase_blob *b) {
+  struct dump_ctx *d = ctx;
+  fprintf(d->out, " %s=", name);
+  gpuphase_blob s;
+  if (coding == 'B')
+    put_escaped(d->out, b->data, b->len);
+  else if (coding == 'S')
+    fprintf(d->out, "%" PRId64, (int64_t)v);
+  else if (!is_string_field(name))
+    fprintf(d->out, "%" PRIu64, v);
+  else if (v == 0)
+    fputs("\"\"", d->out);
+  else if (gp_reader_string_blob(d->r, v, &s))
+    put_escaped(d->out, s.data, s.len);
+  else
+    fprintf(d->out, "#%" PRIu64, v); /* an id never defined */
+}
+
+int gp_cmd_dump(int argc, char **argv) {
+  const char *cmd = argv[0], *path = NULL;
+  int mode = GP_OPEN_FILE_ORDER, opts = 1;
+  for (int i = 1; i < argc; i++) {
+    if (opts && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+      fputs(dump_usage, stdout);
+      return 0;
+    }
+    if (opts && !strcmp(argv[i], "--"))
+      opts = 0;
+    else if (opts && !strcmp(argv[i], "--sorted"))
+      mode = GP_OPEN_SORTED;
+    else if (opts && argv[i][0] == '-' && argv[i][1])
+      return usage_error(cmd, "unknown option", argv[i]);
+    else if (path)
+      return usage_error(cmd, "takes one FILE; extra argument", argv[i]);
+    else
+      path = argv[i];
+  }
+  if (!path)
+    return usage_error(cmd, "missing FILE", NULL);
+  gpuphase_reader *r = open_trace(cmd, path, mode);
+  if (!r)
+    return 1;
+  struct dump_ctx d = {stdout, r};
+  struct gpuphase_record rec;
+  int rc;
+  while ((rc = gpuphase_reader_next(r, &rec)) == 1) {
+    fputs(gpuphase_kind_name(rec.kind), stdout);
+    gp_record_fields(&rec, dump_field, &d);
+    putc('\n', stdout);
+  }
+  fflush(stdout);
+  if (rc < 0)
+    read_error(cmd, path, r, rc);
+  else if (gpuphase_reader_truncated(r))
+    truncated_warning(cmd, path);
+  gpuphase_reader_close(r);
+  return rc < 0;
+}
+
+struct facts {
+  uint64_t count[GPUPHASE_REC_MAX];
+  uint64_t events, lost;
+  uint64_t first, last;
+  int timed;
+  int degraded;
+  uint64_t reason; /* of the first STATE that degraded recording */
+  struct gpuphase_device dev[MAX_DEVICES];
+  unsigned ndev, more_dev;
+};
+
+static void observe_time(struct facts *f, const struct gpuphase_record *rec) {
+  int timed;
+  uint64_t t = gp_record_start(rec, &timed);
+  if (!timed)
+    return;
+  uint64_t last = t;
+  const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
+  for (unsigned i = 0; k->nends && i < k->nfields; i++) {
+    uint64_t end;
+    memcpy(&end, (const char *)&rec->u + k->fields[i].offset, 8);
+    if (k->fields[i].coding == 'E' && end > last)
+      last = end;
+  }
+  if (!f->timed || t < f->first)
+    f->first = t;
+  if (!f->timed || last > f->last)
+    f->last = last;
+  f->timed = 1;
+}
+
+static void observe(struct facts *f, const struct gpuphase_record *rec) {
+  if (rec->kind < GPUPHASE_REC_MAX)
+    f->count[rec->kind]++;
+  if (rec->kind != GPUPHASE_REC_STRING && rec->kind != GPUPHASE_REC_SUMMARY)
+    f->events++;
+  if (rec->kind == GPUPHASE_REC_LOST)
+    f->lost += rec->u.lost.count;
+  if (rec->kind == GPUPHASE_REC_STATE && rec->u.state.state == 1 &&
+      !f->degraded) {
+    f->degraded = 1;
+    f->reason = rec->u.state.reason;
+  }
+  if (rec->kind == GPUPHASE_REC_DEVICE) {
+    if (f->ndev < MAX_DEVICES)
+      f->dev[f->ndev++] = rec->u.device;
+    else
+      f->more_dev++;
+  }
+  observe_time(f, rec);
+}
+
+static void print_duration(const char *label, uint64_t ns, int sign) {
+  printf("%-14s%s%" PRIu64 ".%09" PRIu64 " s", label, sign ? "+" : "",
+         ns / 1000000000u, ns % 1000000000u);
+}
+
+static void print_start(const struct gpuphase_header *h) {
+  time_t sec = (time_t)(h->start_real_ns / 1000000000u);
+  struct tm tm;
+  char buf[64] = "?";
+  if (gmtime_r(&sec, &tm))
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  printf("%-14s%s.%03" PRIu64 "Z\n", "started:", buf,
+         h->start_real_ns % 1000000000u / 1000000u);
+}
+
+static void print_identity(const char *path, const gpuphase_reader *r) {
+  const struct gpuphase_header *h = gpuphase_reader_header(r);
+  printf("%-14s%s (%" PRIu64 " bytes)\n", "file:", path,
+         gpuphase_reader_file_size(r));
+  printf("%-14sversion %u (readable by readers >= %u), written by gpuphase "
+         "%s\n",
+         "format:", h->version, h->min_reader, h->version_str);
+  printf("%-14s%s\n", "host:", h->host);
+  printf("%-14spid %" PRId64 ", ppid %" PRId64 "\n", "process:", h->pid,
+         h->ppid);
+  printf("%-14s", "rank:");
+  if (h->rank < 0)
+    printf("unknown");
+  else
+    printf("%" PRId64, h->rank);
+  if (h->local_rank < 0)
+    printf(" (local rank unknown)\n");
+  else
+    printf(" (local rank %" PRId64 ")\n", h->local_rank);
+  printf("%-14s%s\n", "command:", h->cmdline);
+  print_start(h);
+  printf("%-14s%s\n", "clock:", h->clock);
+}
+
+static void print_devices(const gpuphase_reader *r, const struct facts *f) {
+  printf("%-14s%u\n", "devices:", f->ndev + f->more_dev);
+  for (unsigned i = 0; i < f->ndev; i++) {
+    const struct gpuphase_device *d = &f->dev[i];
+    const char *name = gpuphase_reader_string(r, d->name);
+    printf("  device %" PRIu64 ": %s, %" PRIu64 " SMs, %.1f GiB, compute "
+           "capability %" PRIu64 ".%" PRIu64 "\n",
+           d->device, name && *name ? name : "(unnamed)", d->sms,
+           (double)d->mem_total / (1024.0 * 1024.0 * 1024.0), d->cc_major,
+           d->cc_minor);
+  }
+  if (f->more_dev)
+    printf("  (%u more not listed)\n", f->more_dev);
+}
+
+static void print_counts(const struct facts *f) {
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < GPUPHASE_REC_MAX; k++)
+    total += f->count[k];
+  printf("%-14s%" PRIu64, "records:", total);
+  const char *sep = " (";
+  for (uint32_t k = 0; k < GPUPHASE_REC_MAX; k++) {
+    if (!f->count[k])
+      continue;
+    printf("%s%s %" PRIu64, sep, gpuphase_kind_name(k), f->count[k]);
+    sep = ", ";
+  }
+  printf("%s\n", total ? ")" : "");
+}
+
+static void print_events(const gpuphase_reader *r, const struct facts *f) {
+  struct gpuphase_summary s;
+  int have = gpuphase_reader_summary(r, &s);
+  printf("%-14s%" PRIu64, "events:", f->events);
+  if (have)
+    printf(" (summary: %" PRIu64 ")", s.events);
+  printf("\n%-14s%" PRIu64 " in LOST records", "lost events:", f->lost);
+  if (have)
+    printf(" (summary: %" PRIu64 ")", s.lost);
+  const struct gpuphase_header *h = gpuphase_reader_header(r);
+  const char *why = NULL;
+  if (f->degraded)
+    why = gpuphase_reader_string(r, f->reason);
+  else if (have && (s.flags & GPUPHASE_FLAG_DEGRADED))
+    why = "flagged in the summary";
+  else if (h->flags & GPUPHASE_FLAG_DEGRADED)
+    why = "flagged in the header";
+  if (!why)
+    printf("\n%-14sno\n", "degraded:");
+  else
+    printf("\n%-14syes (%s)\n", "degraded:", *why ? why : "no reason given");
+}
+
+static void print_status(const gpuphase_reader *r, int rc) {
+  printf("%-14s", "status:");
+  if (rc < 0)
+    printf("corrupt (%s)\n", gpuphase_reader_errmsg(r));
+  else if (gpuphase_reader_truncated(r))
+    printf("truncated (cut inside a frame; read up to the last whole "
+           "frame)\n");
+  else if (!gpuphase_reader_summary(r, NULL))
+    printf("no summary (the process did not finish writing: crash or "
+           "kill)\n");
+  else
+    printf("complete\n");
+}
+
+static void print_times(const gpuphase_reader *r, const struct facts *f) {
+  if (!f->timed) {
+    printf("%-14snone\n", "first event:");
+    return;
+  }
+  uint64_t t0 = gpuphase_reader_header(r)->start_mono_ns;
+  const char *labels[2] = {"first event:", "last event:"};
+  uint64_t t[2] = {f->first, f->last};
+  for (int i = 0; i < 2; i++) {
+    if (t[i] >= t0)
+      print_duration(labels[i], t[i] - t0, 1);
+    else
+      printf("%-14s-%" PRIu64 ".%09" PRIu64 " s", labels[i],
+             (t0 - t[i]) / 1000000000u, (t0 - t[i]) % 1000000000u);
+    printf(" after start (monotonic %" PRIu64 " ns)\n", t[i]);
+  }
+  print_duration("span:", f->last - f->first, 0);
+  printf("\n");
+}
+
+/* Reads one file and prints its facts: 0, or 1 if it cannot be read. */
+static int info_one(const char *cmd, const char *path) {
+  gpuphase_reader *r = open_trace(cmd, path, GP_OPEN_FILE_ORDER);
+  if (!r)
+    return 1;
+  static struct facts f;
+  memset(&f, 0, sizeof f);
+  struct gpuphase_record rec;
+  int rc;
+  while ((rc = gpuphase_reader_next(r, &rec)) == 1)
+    observe(&f, &rec);
+  print_identity(path, r);
+  print_devices(r, &f);
+  print_status(r, rc);
+  print_counts(&f);
+  print_events(r, &f);
+  print_times(r, &f);
+  fflush(stdout);
+  if (rc < 0)
+    read_error(cmd, path, r, rc);
+  else if (gpuphase_reader_truncated(r))
+    truncated_warning(cmd, path);
+  gpuphase_reader_close(r);
+  return rc < 0;
+}
+
+int gp_cmd_info(int argc, char **argv) {
+  const char *cmd = argv[0];
+  int files = 0, status = 0, opts = 1;
+  for (int i = 1; i < argc; i++) {
+    if (opts && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+      fputs(info_usage, stdout);
+      return 0;
+    }
+    if (opts && !strcmp(argv[i], "--"))
+      opts = 0;
+    else if (opts && argv[i][0] == '-' && argv[i][1])
+      return usage_error(cmd, "unknown option", argv[i]);
+    else
+      files++;
+  }
+  if (!files)
+    return usage_error(cmd, "missing FILE", NULL);
+  opts = 1;
+  for (int i = 1, n = 0; i < argc; i++) {
+    if (opts && !strcmp(argv[i], "--")) {
+      opts = 0;
+      continue;
+    }
+    if (n++)
+      printf("\n");
+    status |= info_one(cmd, argv[i]);
+  }
+  return status;
+}

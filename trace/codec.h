@@ -1,0 +1,97 @@
+/* Record codec: descriptors generated from GPUPHASE_RECORD_KINDS, and the
+ * column-delta encoding of records inside a frame payload (docs/format.md,
+ * "Records"). Internal to trace/, tools and tests. */
+#ifndef GP_TRACE_CODEC_H
+#define GP_TRACE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuphase/trace.h"
+
+/* Longest LEB128 encoding of a 64-bit value. */
+#define GP_VARINT_MAX 10
+
+struct gp_field_desc {
+  const char *name;
+  uint16_t offset; /* within the kind's struct (= within rec->u) */
+  char coding;     /* 'V', 'E' or 'B' as in trace_records.h */
+  uint8_t is_signed;
+};
+
+struct gp_kind_desc {
+  const char *name;
+  const struct gp_field_desc *fields;
+  uint16_t nfields;
+  uint16_t slot;      /* first delta slot of this kind in struct gp_delta */
+  uint16_t start_off; /* offset of the field named "start" if has_start */
+  uint8_t has_start;
+  uint8_t nends; /* number of E fields */
+};
+
+/* Delta slots: one per 8 bytes of each kind's struct, so a field's slot is
+ * its offset / 8 within its kind's range (blob fields waste one). The enum
+ * chain numbers the ranges kind after kind. */
+enum {
+#define GP_SLOT_ENUM(num, UP, low, FIELDS)                                    \
+  GP_SLOT_##UP,                                                               \
+      GP_SLOT_LAST_##UP = GP_SLOT_##UP + sizeof(struct gpuphase_##low) / 8 - 1,
+  GPUPHASE_RECORD_KINDS(GP_SLOT_ENUM)
+#undef GP_SLOT_ENUM
+  GP_SLOTS
+};
+
+/* The widest kind bounds the per-record scratch arrays. */
+#define GP_MAX_FIELDS 32
+
+/* Previous value of every field, per kind; all zero at a frame start. E
+ * fields keep end - start. */
+struct gp_delta {
+  uint64_t prev[GP_SLOTS];
+};
+
+void gp_delta_reset(struct gp_delta *d);
+
+/* Descriptor of a known kind, NULL otherwise. */
+const struct gp_kind_desc *gp_kind_desc(uint32_t kind);
+
+size_t gp_put_varint(uint8_t *dst, uint64_t v);
+/* Reads one varint from [*pp, end). 0 on success (advances *pp),
+ * GPUPHASE_E_CORRUPT if it runs past end, exceeds 10 bytes or 64 bits. */
+int gp_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v);
+
+static inline uint64_t gp_zigzag(uint64_t d) {
+  return (d << 1) ^ (0 - (d >> 63));
+}
+static inline uint64_t gp_unzigzag(uint64_t z) {
+  return (z >> 1) ^ (0 - (z & 1));
+}
+
+/* Upper bound of the encoded size of rec (kind and length prefixes
+ * included); 0 for an unknown kind. */
+size_t gp_record_bound(const struct gpuphase_record *rec);
+
+/* Encodes rec at dst (which has gp_record_bound() bytes) and advances the
+ * delta state. Returns the bytes written, 0 for an unknown kind. */
+size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
+                        const struct gpuphase_record *rec);
+
+/* Decodes the record at *pp. Returns 1 (known kind: *out filled, blobs
+ * point into the input), 0 (unknown kind skipped), or GPUPHASE_E_CORRUPT;
+ * on success *pp is past the record. */
+int gp_decode_record(const uint8_t **pp, const uint8_t *end,
+                     struct gp_delta *d, struct gpuphase_record *out);
+
+/* Value of the record's `start` field; *has = 0 if its kind has none. */
+uint64_t gp_record_start(const struct gpuphase_record *rec, int *has);
+
+/* Calls cb for every field of rec in table order. coding is 'V'
+ * (unsigned), 'S' (signed: v holds the two's complement), 'E' (end time)
+ * or 'B' (blob in *b, v = its length). Returns the number of fields, or
+ * GPUPHASE_E_ARG for an unknown kind. */
+typedef void gp_field_cb(void *ctx, const char *name, char coding, uint64_t v,
+                         const gpuphase_blob *b);
+int gp_record_fields(const struct gpuphase_record *rec, gp_field_cb *cb,
+                     void *ctx);
+
+#endif

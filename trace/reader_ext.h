@@ -1,0 +1,26 @@
+/* Internal reader entry points for tools, tests and fuzzers: open with a
+ * detailed message on failure, open a trace held in memory, and strings
+ * with their exact length. Not part of the installed API. */
+#ifndef GP_TRACE_READER_EXT_H
+#define GP_TRACE_READER_EXT_H
+
+#include <stddef.h>
+
+#include "gpuphase/trace.h"
+
+enum { GP_OPEN_FILE_ORDER = 0, GP_OPEN_SORTED = 1 };
+
+/* As gpuphase_reader_open(_sorted), and on failure also writes a one-line
+ * explanation (without the path) to msg when msg != NULL. */
+gpuphase_reader *gp_reader_open_ex(const char *path, int mode, int *err,
+                                   char *msg, size_t msglen);
+
+/* Reads a trace from [data, data + len), which must outlive the reader. */
+gpuphase_reader *gp_reader_open_mem(const void *data, size_t len, int mode,
+                                    int *err, char *msg, size_t msglen);
+
+/* Interned string with its length (it may hold NUL bytes); 0 if unknown. */
+int gp_reader_string_blob(const gpuphase_reader *r, uint64_t id,
+                          gpuphase_blob *out);
+
+#endif

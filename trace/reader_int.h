@@ -1,0 +1,88 @@
+/* Reader internals shared by reader.c (header, frames, file order),
+ * sorted.c (time-ordered merge) and strtab.c. */
+#ifndef GP_TRACE_READER_INT_H
+#define GP_TRACE_READER_INT_H
+
+#include <stdint.h>
+
+#include <zstd.h>
+
+#include "codec.h"
+#include "gpuphase/trace.h"
+
+/* read_frame_header result besides error codes */
+enum { GP_FRAME_OK = 1, GP_FRAME_END = 0, GP_FRAME_CUT = 2 };
+
+struct gp_frame_info {
+  uint64_t off; /* of the frame header */
+  uint32_t csize, usize, source;
+  uint8_t type;
+};
+
+/* The decoded payload of one frame and the position in it. */
+struct gp_cursor {
+  uint8_t *buf;
+  size_t cap;
+  const uint8_t *p, *end;
+  uint64_t off; /* frame offset, for messages */
+  struct gp_delta d;
+};
+
+struct gp_strent {
+  uint64_t id;
+  const char *s; /* NUL-terminated copy; NULL: empty slot */
+  uint64_t len;
+};
+
+struct gp_strtab {
+  struct gp_strent *t;
+  size_t mask, count;
+  struct gp_strchunk *chunks;
+};
+
+int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
+                  uint64_t len);
+const struct gp_strent *gp_strtab_get(const struct gp_strtab *st,
+                                      uint64_t id);
+void gp_strtab_free(struct gp_strtab *st);
+
+struct gp_sorted;
+
+struct gpuphase_reader {
+  int fd; /* -1 when reading from memory */
+  const uint8_t *mem;
+  uint64_t size;
+  int swap; /* the file was written with the other byte order */
+  struct gpuphase_header hdr;
+  char *hdr_strings;
+  int err; /* sticky once set */
+  char msg[256];
+  int truncated;
+  int have_summary;
+  struct gpuphase_summary summary;
+  ZSTD_DCtx *dctx;
+  uint8_t *cbuf; /* compressed payload scratch */
+  size_t ccap;
+  struct gp_strtab strings;
+  uint64_t off;      /* frame of the record last returned */
+  uint64_t next_off; /* file order: next frame header */
+  struct gp_cursor fc;
+  struct gp_sorted *sorted; /* NULL in file order */
+};
+
+int gp_reader_fail(gpuphase_reader *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
+                         struct gp_frame_info *fi);
+int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
+                  struct gp_cursor *c);
+int gp_check_summary(gpuphase_reader *r, const struct gp_cursor *c);
+int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
+                   struct gpuphase_record *out);
+void gp_cursor_free(struct gp_cursor *c);
+
+int gp_sorted_init(gpuphase_reader *r);
+int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out);
+void gp_sorted_free(struct gp_sorted *s);
+
+#endif

@@ -1,0 +1,380 @@
+/* Time-ordered reading (gpuphase_reader_open_sorted). Pass 1 walks the
+ * frame headers, indexes frames by source and decodes only the metadata
+ * frames (source 0) for their strings; pass 2 emits the untimed metadata in
+ * file order, then merges the sources by `start` with a binary heap holding
+ * one decoded frame per source, then the summary. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "reader_int.h"
+
+enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
+
+struct frame_ref {
+  uint64_t off;
+  uint32_t csize, usize;
+};
+
+struct source {
+  uint32_t id;
+  struct frame_ref *frames;
+  uint32_t nframes, fcap, next;
+  struct gp_cursor c;
+  struct gpuphase_record head; /* next record of this source */
+  uint64_t key;                /* its start, or the last start before it */
+};
+
+struct heap_ent {
+  uint64_t key;
+  uint32_t id, idx;
+};
+
+struct gp_sorted {
+  struct source *src;
+  uint32_t nsrc, cap;
+  uint32_t *slot; /* source id hash -> index + 1 */
+  uint32_t mask;
+  struct heap_ent *heap;
+  uint32_t nheap;
+  int phase;
+  int advance; /* the heap top was returned: refill it on the next call */
+  int pending; /* damage found by pass 1, reported after the merge */
+  char pending_msg[sizeof((gpuphase_reader *)0)->msg];
+};
+
+static uint32_t hash_id(uint32_t id, uint32_t mask) {
+  return (uint32_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+static int find_slot(const struct gp_sorted *s, uint32_t id, uint32_t *h) {
+  for (*h = hash_id(id, s->mask); s->slot[*h]; *h = (*h + 1) & s->mask)
+    if (s->src[s->slot[*h] - 1].id == id)
+      return 1;
+  return 0;
+}
+
+static int grow_index(struct gp_sorted *s) {
+  uint32_t n = s->mask ? (s->mask + 1) * 2 : 16;
+  uint32_t *slot = calloc(n, sizeof *slot);
+  if (!slot)
+    return -1;
+  free(s->slot);
+  s->slot = slot;
+  s->mask = n - 1;
+  for (uint32_t i = 0; i < s->nsrc; i++) {
+    uint32_t h;
+    find_slot(s, s->src[i].id, &h);
+    s->slot[h] = i + 1;
+  }
+  return 0;
+}
+
+static int add_source(gpuphase_reader *r, uint32_t id, uint32_t *idx) {
+  struct gp_sorted *s = r->sorted;
+  if (s->nsrc == GP_MAX_SOURCES)
+    return gp_reader_fail(r, GPUPHASE_E_CORRUPT, "more than %u sources",
+                          GP_MAX_SOURCES);
+  if ((s->nsrc + 1) * 2 > s->mask + 1 && grow_index(s))
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  if (s->nsrc == s->cap) {
+    uint32_t cap = s->cap ? s->cap * 2 : 8;
+    struct source *src = realloc(s->src, cap * sizeof *src);
+    if (!src)
+      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    s->src = src;
+    s->cap = cap;
+  }
+  memset(&s->src[s->nsrc], 0, sizeof s->src[0]);
+  s->src[s->nsrc].id = id;
+  uint32_t h;
+  find_slot(s, id, &h);
+  s->slot[h] = ++s->nsrc;
+  *idx = s->nsrc - 1;
+  return GPUPHASE_OK;
+}
+
+static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
+  struct gp_sorted *s = r->sorted;
+  uint32_t h, idx = 0;
+  if (find_slot(s, fi->source, &h)) {
+    idx = s->slot[h] - 1;
+  } else {
+    int rc = add_source(r, fi->source, &idx);
+    if (rc)
+      return rc;
+  }
+  struct source *src = &s->src[idx];
+  if (src->nframes == src->fcap) {
+    uint32_t cap = src->fcap ? src->fcap * 2 : 4;
+    struct frame_ref *f = realloc(src->frames, cap * sizeof *f);
+    if (!f)
+      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    src->frames = f;
+    src->fcap = cap;
+  }
+  src->frames[src->nframes++] = (struct frame_ref){fi->off, fi->csize,
+                                                   fi->usize};
+  return GPUPHASE_OK;
+}
+
+static int load_strings(gpuphase_reader *r, struct gp_cursor *c) {
+  struct gpuphase_record rec;
+  int rc;
+  while ((rc = gp_cursor_next(r, c, &rec)) == 1)
+    if (rec.kind == GPUPHASE_REC_STRING &&
+        gp_strtab_add(&r->strings, rec.u.string.id, rec.u.string.text.data,
+                      rec.u.string.text.len))
+      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  return rc;
+}
+
+/* Pass 1 for one frame: index it; decode it only if it is metadata. */
+static int index_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
+  if (fi->type == GP_FRAME_SUMMARY) {
+    int rc = gp_load_frame(r, fi, &r->fc);
+    return rc ? rc : gp_check_summary(r, &r->fc);
+  }
+  if (fi->type != GP_FRAME_RECORDS)
+    return GPUPHASE_OK;
+  int rc = add_frame(r, fi);
+  if (rc || fi->source != 0)
+    return rc;
+  rc = gp_load_frame(r, fi, &r->fc);
+  if (!rc)
+    rc = load_strings(r, &r->fc);
+  if (rc) {
+    /* the merge covers whole, valid frames only */
+    uint32_t h;
+    find_slot(r->sorted, 0, &h);
+    r->sorted->src[r->sorted->slot[h] - 1].nframes--;
+  }
+  return rc;
+}
+
+/* Damage found while indexing ends the index there; it is reported once
+ * the frames before it have been returned, as in file order. */
+static void defer_error(gpuphase_reader *r) {
+  struct gp_sorted *s = r->sorted;
+  s->pending = r->err;
+  memcpy(s->pending_msg, r->msg, sizeof s->pending_msg);
+  r->err = 0;
+  r->msg[0] = 0;
+}
+
+int gp_sorted_init(gpuphase_reader *r) {
+  struct gp_sorted *s = r->sorted = calloc(1, sizeof *r->sorted);
+  if (!s || grow_index(s))
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  uint64_t off = r->hdr.header_size;
+  for (;;) {
+    struct gp_frame_info fi;
+    int rc = gp_read_frame_header(r, off, &fi);
+    if (rc == GP_FRAME_END || rc == GP_FRAME_CUT) {
+      r->truncated = rc == GP_FRAME_CUT;
+      break;
+    }
+    if (rc == GP_FRAME_OK)
+      rc = index_frame(r, &fi);
+    if (rc == GPUPHASE_E_NOMEM)
+      return rc;
+    if (rc < 0) {
+      defer_error(r);
+      break;
+    }
+    off = fi.off + GP_FRAME_HDR + fi.csize;
+  }
+  gp_cursor_free(&r->fc);
+  s->phase = PHASE_META;
+  return GPUPHASE_OK;
+}
+
+void gp_sorted_free(struct gp_sorted *s) {
+  if (!s)
+    return;
+  for (uint32_t i = 0; i < s->nsrc; i++) {
+    free(s->src[i].frames);
+    gp_cursor_free(&s->src[i].c);
+  }
+  free(s->src);
+  free(s->slot);
+  free(s->heap);
+  free(s);
+}
+
+static struct source *source0(struct gp_sorted *s) {
+  uint32_t h;
+  return find_slot(s, 0, &h) ? &s->src[s->slot[h] - 1] : NULL;
+}
+
+static int load_next_frame(gpuphase_reader *r, struct source *src) {
+  if (src->next == src->nframes)
+    return 0;
+  const struct frame_ref *f = &src->frames[src->next++];
+  struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
+                             GP_FRAME_RECORDS};
+  int rc = gp_load_frame(r, &fi, &src->c);
+  return rc ? rc : 1;
+}
+
+/* Phase 1: the untimed records of source 0 in file order. */
+static int next_meta(gpuphase_reader *r, struct gpuphase_record *out) {
+  struct source *m = source0(r->sorted);
+  if (!m)
+    return 0;
+  for (;;) {
+    int rc = gp_cursor_next(r, &m->c, out);
+    if (rc == 1) {
+      int timed;
+      gp_record_start(out, &timed);
+      if (timed)
+        continue;
+      r->off = m->c.off;
+      return 1;
+    }
+    if (rc == 0)
+      rc = load_next_frame(r, m);
+    if (rc <= 0)
+      break;
+  }
+  /* the merge reads source 0 again, for its timed records */
+  m->next = 0;
+  m->c.p = m->c.end;
+  return r->err;
+}
+
+/* Decodes the next record of src into src->head: 1, 0 when the source is
+ * exhausted, or an error. */
+static int fetch_head(gpuphase_reader *r, struct source *src) {
+  for (;;) {
+    int rc = gp_cursor_next(r, &src->c, &src->head);
+    if (rc == 1) {
+      int timed;
+      uint64_t t = gp_record_start(&src->head, &timed);
+      if (timed) {
+        src->key = t;
+        return 1;
+      }
+      if (src->id == 0)
+        continue; /* returned in the metadata phase */
+      if (src->head.kind == GPUPHASE_REC_STRING &&
+          gp_strtab_add(&r->strings, src->head.u.string.id,
+                        src->head.u.string.text.data,
+                        src->head.u.string.text.len))
+        return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+      return 1; /* untimed elsewhere: emitted where it stands */
+    }
+    if (rc == 0)
+      rc = load_next_frame(r, src);
+    if (rc == 0)
+      gp_cursor_free(&src->c);
+    if (rc <= 0)
+      return rc;
+  }
+}
+
+/* Sources interleave record by record, so these comparisons are coin
+ * flips to the branch predictor: keep them free of short-circuit jumps. */
+static inline int less(const struct heap_ent *a, const struct heap_ent *b) {
+  return (a->key < b->key) | ((a->key == b->key) & (a->id < b->id));
+}
+
+static void sift_down(struct heap_ent *h, uint32_t n, uint32_t i) {
+  struct heap_ent e = h[i];
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n)
+      c += (uint32_t)less(&h[c + 1], &h[c]);
+    if (!less(&h[c], &e))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = e;
+}
+
+static void sift_up(struct heap_ent *h, uint32_t i) {
+  struct heap_ent e = h[i];
+  while (i > 0 && less(&e, &h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = e;
+}
+
+static int start_merge(gpuphase_reader *r) {
+  struct gp_sorted *s = r->sorted;
+  s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
+  if (!s->heap)
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < s->nsrc; i++) {
+    int rc = fetch_head(r, &s->src[i]);
+    if (rc < 0)
+      return rc;
+    if (rc == 0)
+      continue;
+    s->heap[s->nheap] = (struct heap_ent){s->src[i].key, s->src[i].id, i};
+    sift_up(s->heap, s->nheap++);
+  }
+  return GPUPHASE_OK;
+}
+
+static int next_merge(gpuphase_reader *r, struct gpuphase_record *out) {
+  struct gp_sorted *s = r->sorted;
+  if (s->advance) {
+    s->advance = 0;
+    struct source *top = &s->src[s->heap[0].idx];
+    int rc = fetch_head(r, top);
+    if (rc < 0)
+      return rc;
+    if (rc == 0)
+      s->heap[0] = s->heap[--s->nheap];
+    else
+      s->heap[0].key = top->key;
+    if (s->nheap > 1)
+      sift_down(s->heap, s->nheap, 0);
+  }
+  if (!s->nheap)
+    return 0;
+  const struct source *top = &s->src[s->heap[0].idx];
+  *out = top->head;
+  r->off = top->c.off;
+  s->advance = 1;
+  return 1;
+}
+
+int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out) {
+  struct gp_sorted *s = r->sorted;
+  for (;;) {
+    int rc = 0;
+    switch (s->phase) {
+    case PHASE_META:
+      rc = next_meta(r, out);
+      if (rc == 0) {
+        s->phase = PHASE_MERGE;
+        rc = start_merge(r);
+      }
+      break;
+    case PHASE_MERGE:
+      rc = next_merge(r, out);
+      s->phase += rc == 0;
+      break;
+    case PHASE_SUMMARY:
+      s->phase = PHASE_DONE;
+      if (!r->have_summary)
+        break;
+      out->kind = GPUPHASE_REC_SUMMARY;
+      out->u.summary = r->summary;
+      return 1;
+    default:
+      if (s->pending)
+        return gp_reader_fail(r, s->pending, "%s", s->pending_msg);
+      return 0;
+    }
+    if (rc)
+      return rc;
+  }
+}

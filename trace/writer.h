@@ -1,0 +1,55 @@
+/* Internal trace writer, used by the preload library's writer thread and by
+ * tests/benchmarks that synthesise traces. Not thread-safe: one thread
+ * drives a writer. */
+#ifndef GP_TRACE_WRITER_H
+#define GP_TRACE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuphase/trace.h"
+
+struct gp_process_info {
+  const char *host;
+  int64_t pid, ppid, rank, local_rank; /* rank/local_rank -1 if unknown */
+  const char *cmdline;                 /* arguments joined by spaces */
+  uint64_t start_mono_ns, start_real_ns;
+  const char *clock; /* e.g. "tsc" or "clock_gettime" */
+  uint32_t flags;
+};
+
+typedef struct gp_writer gp_writer;
+
+/* Writes the header to fd (which the writer then owns and closes).
+ * frame_bytes: uncompressed size at which a frame is cut (0 = default
+ * 256 KiB). Returns NULL with *err set on failure. */
+gp_writer *gp_writer_open(int fd, const struct gp_process_info *info,
+                          size_t frame_bytes, int *err);
+
+/* Appends a record to the pending frame of `source` (0 = metadata: STRING,
+ * THREAD, API_DEF, DEVICE, STATE, LOST; other ids are chosen by the caller,
+ * one per host thread or device stream, and each source's records must be
+ * added in non-decreasing `start` order). A source's frame is written when
+ * it reaches frame_bytes; before any frame of another source is written the
+ * pending metadata frame is written first, so a sequential reader always
+ * sees a string before its first use. STRING records are written by
+ * gp_writer_intern, not here. Returns GPUPHASE_OK or an error code. */
+int gp_writer_add(gp_writer *w, uint32_t source,
+                  const struct gpuphase_record *rec);
+
+/* Returns the id of s (len bytes), emitting a STRING record into the
+ * current frame the first time it is seen. 0 for an empty string. */
+uint64_t gp_writer_intern(gp_writer *w, const char *s, size_t len);
+
+/* Compresses and writes every pending frame (metadata first). */
+int gp_writer_flush(gp_writer *w);
+
+/* Events (non-STRING records) added so far. */
+uint64_t gp_writer_events(const gp_writer *w);
+uint64_t gp_writer_bytes(const gp_writer *w); /* bytes written to the fd */
+
+/* Flushes, writes the summary frame (if sum != NULL), closes the fd and
+ * frees. Accepts NULL. */
+int gp_writer_close(gp_writer *w, const struct gpuphase_summary *sum);
+
+#endif
