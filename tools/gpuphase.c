@@ -100,7 +100,9 @@ static int setup_env(const char *lib, const char *output, char *manifest,
   size_t len = strlen(lib) + (old ? strlen(old) : 0) + 2;
   char *pre = malloc(len);
   if (!pre) return -1;
-  if (old && *old) snprintf(pre, len, "%s:%s", lib, old);
+  /* After what is already there: a sanitizer runtime or allocator the user
+   * preloads keeps its place; we still come before every CUDA library. */
+  if (old && *old) snprintf(pre, len, "%s:%s", old, lib);
   else snprintf(pre, len, "%s", lib);
   int rc = setenv("LD_PRELOAD", pre, 1);
   free(pre);

@@ -42,6 +42,8 @@ def env(extra=None, preload=True):
     e["LD_LIBRARY_PATH"] = SIMDIR + (":" + e["LD_LIBRARY_PATH"] if e.get("LD_LIBRARY_PATH") else "")
     if preload:
         e["LD_PRELOAD"] = (PRELOAD_PREFIX + ":" if PRELOAD_PREFIX else "") + LIB
+    elif PRELOAD_PREFIX:
+        e["LD_PRELOAD"] = PRELOAD_PREFIX  # sanitizer runtime, never the shim
     else:
         e.pop("LD_PRELOAD", None)
     e.pop("GPUPHASE_OUTPUT", None)
