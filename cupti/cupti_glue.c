@@ -67,7 +67,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom,
                                  CUpti_CallbackId cbid, const void *data) {
   (void)ud;
   (void)cbid;
-  if (dom != CUPTI_CB_DOMAIN_RUNTIME_API || !data) return;
+  if ((dom != CUPTI_CB_DOMAIN_RUNTIME_API &&
+       dom != CUPTI_CB_DOMAIN_DRIVER_API) ||
+      !data)
+    return;
   const CUpti_CallbackData *cb = data;
   if (cb->callbackSite == CUPTI_API_ENTER)
     hooks->on_api_enter(cb->correlationId);
@@ -232,6 +235,8 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
                                             buffer_completed)) !=
           CUPTI_SUCCESS ||
       (r = p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API)) !=
+          CUPTI_SUCCESS ||
+      (r = p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API)) !=
           CUPTI_SUCCESS) {
     snprintf(reason, sizeof reason, "CUPTI setup failed (%s)",
              result_text(r));

@@ -188,7 +188,7 @@ static void define_api(uint32_t id) {
   r.u.api_def.api = id;
   r.u.api_def.name = gp_writer_intern(W.w, name, strlen(name));
   r.u.api_def.cls = gp_api_cls(id);
-  r.u.api_def.layer = GPUPHASE_LAYER_RUNTIME;
+  r.u.api_def.layer = gp_api_layer(id);
   add(0, &r);
 }
 

@@ -1,12 +1,30 @@
-/* API ids, names and classes generated from the wrapper tables. */
+/* API ids, names and classes generated from the wrapper tables, and the
+ * index the dlsym and entry-point interposers use. */
 #ifndef GP_API_H
 #define GP_API_H
 #include <stdint.h>
 
+struct gp_tstate;
+
 uint32_t gp_api_count(void);
 const char *gp_api_name(uint32_t id);
 uint32_t gp_api_cls(uint32_t id);
-/* The real runtime function `name` (RTLD_NEXT, then a loaded libcudart). */
+uint32_t gp_api_layer(uint32_t id);
+
+/* One wrapped exported function. */
+struct gp_wrap_entry {
+  const char *name;
+  void *wrapper;
+  void **real; /* resolved lazily; NULL until first use */
+  uint32_t layer;
+};
+const struct gp_wrap_entry *gp_wrap_lookup(const char *name);
+
+/* The real function `name` of the runtime (layer 0) or driver (layer 1). */
+void *gp_real_layer(uint32_t layer, const char *name);
 void *gp_real_runtime(const char *name);
+
+/* After a context change: the calling thread's current device. */
+void gp_track_ctx_device(struct gp_tstate *ts);
 
 #endif

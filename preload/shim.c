@@ -93,24 +93,6 @@ __attribute__((constructor)) static void gp_init(void) {
   errno = saved;
 }
 
-/* ---- real functions ---- */
-void *gp_real_runtime(const char *name) {
-  void *f = dlsym(RTLD_NEXT, name);
-  if (f) return f;
-  /* A runtime opened with RTLD_LOCAL (e.g. by ctypes) is not in the global
-   * scope: look it up by soname. */
-  static const char *const sonames[] = {"libcudart.so.13", "libcudart.so.12",
-                                        "libcudart.so"};
-  for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-    void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    f = dlsym(h, name);
-    dlclose(h);
-    if (f) return f;
-  }
-  return NULL;
-}
-
 /* ---- per-thread rings ---- */
 static void tbuf_thread_exit(void *p) {
   struct gp_tbuf *b = p;

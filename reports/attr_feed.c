@@ -8,7 +8,8 @@ int gp_attr_grow(struct gp_attr *a, void **v, size_t *cap, size_t need,
                  size_t elt) {
   if (need <= *cap) return 0;
   size_t ncap = *cap ? *cap * 2 : 8;
-  while (ncap < need) ncap *= 2;
+  while (ncap < need)
+    ncap *= 2;
   void *p = realloc(*v, ncap * elt);
   if (!p) {
     a->oom = 1;
@@ -19,17 +20,17 @@ int gp_attr_grow(struct gp_attr *a, void **v, size_t *cap, size_t need,
   return 0;
 }
 
-#define POOL_GET(a, pool, out)                                                \
-  do {                                                                        \
-    if ((pool).free) {                                                        \
-      out = (pool).free - 1;                                                  \
-      (pool).free = (pool).v[out].next_free;                                  \
-    } else if (GROW(a, (pool).v, (pool).cap, (pool).n + 1) == 0) {            \
-      out = (uint32_t)(pool).n++;                                             \
-      memset(&(pool).v[out], 0, sizeof *(pool).v);                            \
-    } else {                                                                  \
-      out = UINT32_MAX;                                                       \
-    }                                                                         \
+#define POOL_GET(a, pool, out)                                                 \
+  do {                                                                         \
+    if ((pool).free) {                                                         \
+      out = (pool).free - 1;                                                   \
+      (pool).free = (pool).v[out].next_free;                                   \
+    } else if (GROW(a, (pool).v, (pool).cap, (pool).n + 1) == 0) {             \
+      out = (uint32_t)(pool).n++;                                              \
+      memset(&(pool).v[out], 0, sizeof *(pool).v);                             \
+    } else {                                                                   \
+      out = UINT32_MAX;                                                        \
+    }                                                                          \
   } while (0)
 
 const char *gp_attr_str(const struct gp_attr *a, uint64_t id) {
@@ -50,9 +51,7 @@ static int put_idx(struct gp_attr *a, struct gp_idx *x, uint64_t k, size_t i) {
   return -1;
 }
 
-struct dev *gp_attr_dev(struct gp_attr *a, int64_t id) {
-  uint32_t i;
-  if (gp_idx_get(&a->dev_map, (uint64_t)id, &i)) return &a->dev[i];
+struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id) {
   if (GROW(a, a->dev, a->capdev, a->ndev + 1) < 0) return NULL;
   /* A device first seen now was idle until now, exactly like the "any
    * device" timeline: start from a copy of it. */
@@ -86,9 +85,7 @@ struct dev *gp_attr_dev(struct gp_attr *a, int64_t id) {
   return d;
 }
 
-struct thr *gp_attr_thr(struct gp_attr *a, uint64_t index) {
-  uint32_t i;
-  if (gp_idx_get(&a->thr_map, index, &i)) return &a->thr[i];
+struct thr *gp_attr_thr_add(struct gp_attr *a, uint64_t index) {
   if (GROW(a, a->thr, a->capthr, a->nthr + 1) < 0) return NULL;
   struct thr *t = &a->thr[a->nthr];
   memset(t, 0, sizeof *t);
@@ -156,19 +153,25 @@ void gp_attr_free(gp_attr *a) {
   if (!a) return;
   struct gp_idx *idx[] = {&a->str_map, &a->thr_map, &a->api_map,
                           &a->dev_map, &a->k_map,   &a->ph_map};
-  for (size_t i = 0; i < sizeof idx / sizeof *idx; i++) gp_idx_free(idx[i]);
+  for (size_t i = 0; i < sizeof idx / sizeof *idx; i++)
+    gp_idx_free(idx[i]);
   gp_u64map_free(&a->corr);
   gp_u64map_free(&a->allocs);
   gp_u64map_free(&a->ranges);
-  for (size_t i = 0; i < a->nstrs; i++) free(a->strs[i]);
-  for (size_t i = 0; i < a->nthr; i++) free(a->thr[i].stk);
-  for (size_t i = 0; i < a->ndev; i++) free(a->dev[i].win);
-  for (size_t i = 0; i < a->nk; i++) gp_hist_free(&a->k[i].dur);
+  for (size_t i = 0; i < a->nstrs; i++)
+    free(a->strs[i]);
+  for (size_t i = 0; i < a->nthr; i++)
+    free(a->thr[i].stk);
+  for (size_t i = 0; i < a->ndev; i++)
+    free(a->dev[i].win);
+  for (size_t i = 0; i < a->nk; i++)
+    gp_hist_free(&a->k[i].dur);
   for (size_t i = 0; i < a->nph; i++) {
     gp_hist_free(&a->ph[i].dur);
     free(a->ph[i].pd);
   }
-  for (size_t i = 0; i < a->calls.n; i++) free(a->calls.v[i].led);
+  for (size_t i = 0; i < a->calls.n; i++)
+    free(a->calls.v[i].led);
   free(a->strs);
   free(a->thr);
   free(a->api);
@@ -258,8 +261,7 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
         gp_phase_close(a, a->ropens.v[ri].phase, a->ropens.v[ri].start, s);
       } else {
         POOL_GET(a, a->ropens, ri);
-        if (ri == UINT32_MAX || put_index(a, &a->ranges, r->id, ri) < 0)
-          return;
+        if (ri == UINT32_MAX || put_index(a, &a->ranges, r->id, ri) < 0) return;
       }
       a->ropens.v[ri].phase = pi;
       a->ropens.v[ri].start = r->start;
@@ -298,8 +300,8 @@ void gp_mem_fill(struct gp_attr *a, struct dev *d, size_t upto) {
   d->mem_widx = upto;
 }
 
-static void mem_change(struct gp_attr *a, uint32_t slot, uint64_t size,
-                       int add, uint64_t t) {
+static void mem_change(struct gp_attr *a, uint32_t slot, uint64_t size, int add,
+                       uint64_t t) {
   if (slot == NODEV) {
     a->host_cur = add ? a->host_cur + size : a->host_cur - size;
     if (a->host_cur > a->host_peak) a->host_peak = a->host_cur;
@@ -554,16 +556,23 @@ static int is_host(uint64_t m) {
 
 static int xfer_of(const struct gpuphase_memcpy *r) {
   switch (r->copy_kind) {
-  case GPUPHASE_COPY_HTOD: return GP_XFER_H2D;
-  case GPUPHASE_COPY_DTOH: return GP_XFER_D2H;
-  case GPUPHASE_COPY_DTOD: return GP_XFER_D2D;
-  case GPUPHASE_COPY_PTOP: return GP_XFER_P2P;
-  case GPUPHASE_COPY_HTOH: return GP_XFER_OTHER;
+  case GPUPHASE_COPY_HTOD:
+    return GP_XFER_H2D;
+  case GPUPHASE_COPY_DTOH:
+    return GP_XFER_D2H;
+  case GPUPHASE_COPY_DTOD:
+    return GP_XFER_D2D;
+  case GPUPHASE_COPY_PTOP:
+    return GP_XFER_P2P;
+  case GPUPHASE_COPY_HTOH:
+    return GP_XFER_OTHER;
   }
   /* default/unknown: inferred from the memory on either side */
   int sh = is_host(r->src_mem), dh = is_host(r->dst_mem);
-  int sd = r->src_mem == GPUPHASE_MEM_DEVICE || r->src_mem == GPUPHASE_MEM_ARRAY;
-  int dd = r->dst_mem == GPUPHASE_MEM_DEVICE || r->dst_mem == GPUPHASE_MEM_ARRAY;
+  int sd =
+      r->src_mem == GPUPHASE_MEM_DEVICE || r->src_mem == GPUPHASE_MEM_ARRAY;
+  int dd =
+      r->dst_mem == GPUPHASE_MEM_DEVICE || r->dst_mem == GPUPHASE_MEM_ARRAY;
   if (sh && dd) return GP_XFER_H2D;
   if (sd && dh) return GP_XFER_D2H;
   if (sd && dd)
@@ -606,8 +615,8 @@ static void link_copy(struct gp_attr *a, const struct gpuphase_memcpy *r,
   w->live = 1;
   if (put_index(a, &a->corr, r->corr, ((uint64_t)CORR_WAIT << 32) | wi) < 0)
     return;
-  gp_hold_push(a, (struct hev){end + a->o.hold_ns, wi, w->gen, 0,
-                                HEV_HOLD_COPY, 0});
+  gp_hold_push(
+      a, (struct hev){end + a->o.hold_ns, wi, w->gen, 0, HEV_HOLD_COPY, 0});
 }
 
 static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
@@ -674,7 +683,8 @@ static void on_device(struct gp_attr *a, const struct gpuphase_device *r) {
   if (!d) return;
   d->props = *r;
   d->has_props = 1;
-  for (size_t i = 0; i < a->nk; i++) a->k[i].c_dev = -2; /* recompute */
+  for (size_t i = 0; i < a->nk; i++)
+    a->k[i].c_dev = -2; /* recompute */
 }
 
 static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
@@ -700,7 +710,9 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   if (a->oom) return -1;
   a->diag.records++;
   switch (rec->kind) {
-  case GPUPHASE_REC_STRING: on_string(a, &rec->u.string); break;
+  case GPUPHASE_REC_STRING:
+    on_string(a, &rec->u.string);
+    break;
   case GPUPHASE_REC_THREAD: {
     struct thr *t = gp_attr_thr(a, rec->u.thread.thread);
     if (t) t->tid = rec->u.thread.tid, t->name = rec->u.thread.name;
@@ -715,23 +727,37 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
     }
     break;
   }
-  case GPUPHASE_REC_DEVICE: on_device(a, &rec->u.device); break;
-  case GPUPHASE_REC_API: on_api(a, &rec->u.api); break;
-  case GPUPHASE_REC_KERNEL: on_kernel(a, &rec->u.kernel); break;
-  case GPUPHASE_REC_MEMCPY: on_memcpy(a, &rec->u.memcpy); break;
-  case GPUPHASE_REC_MEMSET: on_memset(a, &rec->u.memset); break;
+  case GPUPHASE_REC_DEVICE:
+    on_device(a, &rec->u.device);
+    break;
+  case GPUPHASE_REC_API:
+    on_api(a, &rec->u.api);
+    break;
+  case GPUPHASE_REC_KERNEL:
+    on_kernel(a, &rec->u.kernel);
+    break;
+  case GPUPHASE_REC_MEMCPY:
+    on_memcpy(a, &rec->u.memcpy);
+    break;
+  case GPUPHASE_REC_MEMSET:
+    on_memset(a, &rec->u.memset);
+    break;
   case GPUPHASE_REC_SYNC: {
     const struct gpuphase_sync *r = &rec->u.sync;
     a->n_devrec++;
     timed(a, r->start, r->end > r->start ? r->end : r->start, 1);
     break;
   }
-  case GPUPHASE_REC_RANGE: on_range(a, &rec->u.range); break;
+  case GPUPHASE_REC_RANGE:
+    on_range(a, &rec->u.range);
+    break;
   case GPUPHASE_REC_LOST:
     timed(a, rec->u.lost.start, rec->u.lost.start, 0);
     a->lost += rec->u.lost.count;
     break;
-  case GPUPHASE_REC_STATE: on_state(a, &rec->u.state); break;
+  case GPUPHASE_REC_STATE:
+    on_state(a, &rec->u.state);
+    break;
   case GPUPHASE_REC_SUMMARY:
     a->has_summary = 1;
     if (rec->u.summary.lost > a->lost) a->lost = rec->u.summary.lost;

@@ -21,7 +21,7 @@ struct dev {
   /* what runs now */
   uint32_t n_kern, n_comm, n_small, n_occ, n_xfer;
   uint32_t n_xk[GP_XFER_N];
-  uint32_t n_call[3]; /* host calls naming this device, by CALL_* */
+  uint32_t n_call[3];          /* host calls naming this device, by CALL_* */
   uint64_t cov_rate, occ_rate; /* sums over running kernels, FIX_ONE based */
   uint64_t seg_t;              /* accounted up to here */
   /* what was accounted */
@@ -111,8 +111,14 @@ struct ropen {
   uint64_t start;
 };
 
-enum hev_kind { HEV_KERNEL, HEV_XFER, HEV_CALL, HEV_ACALL, HEV_HOLD_CALL,
-                HEV_HOLD_COPY };
+enum hev_kind {
+  HEV_KERNEL,
+  HEV_XFER,
+  HEV_CALL,
+  HEV_ACALL,
+  HEV_HOLD_CALL,
+  HEV_HOLD_COPY
+};
 enum { HF_COMM = 1, HF_SMALL = 2, HF_OCC = 4 };
 
 struct hev { /* a pending event of the sweep, ordered by t */
@@ -121,11 +127,11 @@ struct hev { /* a pending event of the sweep, ordered by t */
   uint16_t kind, flags;
 };
 
-#define POOL(T)                                                               \
-  struct {                                                                    \
-    T *v;                                                                     \
-    size_t n, cap;                                                            \
-    uint32_t free;                                                            \
+#define POOL(T)                                                                \
+  struct {                                                                     \
+    T *v;                                                                      \
+    size_t n, cap;                                                             \
+    uint32_t free;                                                             \
   }
 
 struct gp_attr {
@@ -179,29 +185,67 @@ struct gp_attr {
 /* growth of a dynamic array: 0, or -1 (and a->oom) when out of memory */
 int gp_attr_grow(struct gp_attr *a, void **v, size_t *cap, size_t need,
                  size_t elt);
-#define GROW(a, v, cap, need)                                                 \
-  gp_attr_grow((a), (void **)&(v), &(cap), (need), sizeof *(v))
+#define GROW(a, v, cap, need)                                                  \
+  ((need) <= (cap)                                                             \
+       ? 0                                                                     \
+       : gp_attr_grow((a), (void **)&(v), &(cap), (need), sizeof *(v)))
 
 const char *gp_attr_str(const struct gp_attr *a, uint64_t id);
-struct dev *gp_attr_dev(struct gp_attr *a, int64_t id);
-struct thr *gp_attr_thr(struct gp_attr *a, uint64_t index);
+struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id);
+struct thr *gp_attr_thr_add(struct gp_attr *a, uint64_t index);
+
+/* The device / thread of an id, added when first seen; NULL: no memory. */
+static inline struct dev *gp_attr_dev(struct gp_attr *a, int64_t id) {
+  uint32_t i;
+  return gp_idx_get(&a->dev_map, (uint64_t)id, &i) ? &a->dev[i]
+                                                   : gp_attr_dev_add(a, id);
+}
+
+static inline struct thr *gp_attr_thr(struct gp_attr *a, uint64_t index) {
+  uint32_t i;
+  return gp_idx_get(&a->thr_map, index, &i) ? &a->thr[i]
+                                            : gp_attr_thr_add(a, index);
+}
 struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
                                 uint32_t slot);
 
 /* attr_sweep.c */
 void gp_sweep_start(struct gp_attr *a, uint64_t t);
 void gp_sweep_advance(struct gp_attr *a, uint64_t t);
-int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
-                  uint16_t flags, uint32_t slot, uint32_t x, uint32_t y);
+int gp_heap_grow(struct gp_attr *a);
+/* Queues the end of an interval. Fields one by one: a whole struct built on
+ * the stack and copied made the hottest store of the sweep stall. */
+static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
+                                uint16_t flags, uint32_t slot, uint32_t x,
+                                uint32_t y) {
+  if (a->nheap == a->capheap && gp_heap_grow(a) < 0) return -1;
+  size_t i = a->nheap++;
+  while (i && a->heap[(i - 1) / 2].t > t) {
+    a->heap[i] = a->heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  struct hev *e = &a->heap[i];
+  e->t = t;
+  e->kind = kind;
+  e->flags = flags;
+  e->slot = slot;
+  e->a = x;
+  e->b = y;
+  return 0;
+}
 int gp_hold_push(struct gp_attr *a, struct hev ev);
 void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t);
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
 void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t);
 void gp_epoch_end(struct gp_attr *a, uint64_t t);
-struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d, size_t idx);
+struct gp_win *gp_win_grow(struct gp_attr *a, struct dev *d, size_t idx);
+static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
+                                       size_t idx) {
+  return idx < d->capwin ? &d->win[idx] : gp_win_grow(a, d, idx);
+}
 size_t gp_win_idx(const struct gp_attr *a, uint64_t t);
-void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev,
-                   int state, int delta);
+void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
+                   int delta);
 void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);
 void gp_call_release(struct gp_attr *a, uint32_t ci);
 void gp_wait_release(struct gp_attr *a, uint32_t wi);
@@ -209,8 +253,7 @@ void gp_run_close(struct run *r, uint64_t t);
 
 /* attr_feed.c */
 void gp_phase_open(struct gp_attr *a, uint32_t pi, uint64_t t);
-void gp_phase_close(struct gp_attr *a, uint32_t pi, uint64_t start,
-                    uint64_t t);
+void gp_phase_close(struct gp_attr *a, uint32_t pi, uint64_t start, uint64_t t);
 void gp_mem_fill(struct gp_attr *a, struct dev *d, size_t upto);
 
 #endif

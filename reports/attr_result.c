@@ -39,7 +39,8 @@ static void end_sweep(struct gp_attr *a) {
   gp_sweep_advance(a, t);
   close_ranges(a, t);
   gp_flush_devs(a, NODEV, t);
-  for (size_t i = 0; i < a->nthr; i++) gp_flush_thr(a, &a->thr[i], t);
+  for (size_t i = 0; i < a->nthr; i++)
+    gp_flush_thr(a, &a->thr[i], t);
   /* Copies still waiting for their device record never got one: what
    * they were booked as (launch) stands. */
   for (size_t i = 0; i < a->calls.n; i++) {
@@ -77,7 +78,8 @@ static void degrade(struct gp_attr *a) {
   for (size_t i = 0; i < a->ndev; i++) {
     struct dev *d = &a->dev[i];
     fold_degraded(d->tot.cat);
-    for (size_t w = 0; w < d->capwin; w++) fold_degraded(d->win[w].cat);
+    for (size_t w = 0; w < d->capwin; w++)
+      fold_degraded(d->win[w].cat);
     d->idle[0] = d->idle[1];
   }
   for (size_t p = 0; p < a->nph; p++)
@@ -127,9 +129,10 @@ static int build_devs(struct gp_attr *a, struct gp_proc_res *r,
                       uint32_t **slots) {
   size_t first = a->ndev > 1 ? 1 : 0;
   size_t n = a->started || a->ndev > 1 ? a->ndev - first : 0;
-  size_t nwin = a->started ? (size_t)((a->wend - a->wstart + a->o.window_ns -
-                                       1) / a->o.window_ns)
-                           : 0;
+  size_t nwin = a->started
+                    ? (size_t)((a->wend - a->wstart + a->o.window_ns - 1) /
+                               a->o.window_ns)
+                    : 0;
   r->dev = calloc(n ? n : 1, sizeof *r->dev);
   *slots = calloc(n ? n : 1, sizeof **slots);
   if (!r->dev || !*slots) return -1;
@@ -278,6 +281,7 @@ struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   r->has_summary = a->has_summary;
   r->lost = a->lost;
   r->nprocs = 1;
+  r->ndegraded = (uint64_t)r->degraded;
   r->host_pinned_peak = a->host_peak;
   r->diag = a->diag;
   r->pid = r->ppid = r->rank = -1;

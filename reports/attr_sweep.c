@@ -10,24 +10,8 @@
 
 /* ---- heap of pending ends, ordered by time ---- */
 
-/* Fields one by one: a whole struct built on the stack and copied made
- * the hottest store of the sweep stall. */
-int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
-                  uint16_t flags, uint32_t slot, uint32_t x, uint32_t y) {
-  if (GROW(a, a->heap, a->capheap, a->nheap + 1) < 0) return -1;
-  size_t i = a->nheap++;
-  while (i && a->heap[(i - 1) / 2].t > t) {
-    a->heap[i] = a->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  struct hev *e = &a->heap[i];
-  e->t = t;
-  e->kind = kind;
-  e->flags = flags;
-  e->slot = slot;
-  e->a = x;
-  e->b = y;
-  return 0;
+int gp_heap_grow(struct gp_attr *a) {
+  return GROW(a, a->heap, a->capheap, a->nheap + 1);
 }
 
 int gp_hold_push(struct gp_attr *a, struct hev ev) {
@@ -124,12 +108,10 @@ size_t gp_win_idx(const struct gp_attr *a, uint64_t t) {
   return t <= a->wstart ? 0 : (size_t)((t - a->wstart) / a->o.window_ns);
 }
 
-struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d, size_t idx) {
-  if (idx >= d->capwin) {
-    size_t old = d->capwin;
-    if (GROW(a, d->win, d->capwin, idx + 1) < 0) return NULL;
-    memset(d->win + old, 0, (d->capwin - old) * sizeof *d->win);
-  }
+struct gp_win *gp_win_grow(struct gp_attr *a, struct dev *d, size_t idx) {
+  size_t old = d->capwin;
+  if (GROW(a, d->win, d->capwin, idx + 1) < 0) return NULL;
+  memset(d->win + old, 0, (d->capwin - old) * sizeof *d->win);
   return &d->win[idx];
 }
 
@@ -186,7 +168,14 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
   bd_add(&d->tot, &s, to - from);
   for (size_t i = 0; c && i < a->nactive; i++)
     led_add(a, c, slot, a->active[i], 0, to - from);
-  for (uint64_t t = from; t < to;) {
+  uint64_t t = from;
+  if (!c && from < d->wcur_end && to <= d->wcur_end) { /* one window */
+    struct gp_win *w = &d->win[d->wcur];
+    w->cat[s.cat] += to - from;
+    if (s.cat == GP_CAT_KERNEL) w->cov_ns += (double)(to - from) * s.cov;
+    t = to;
+  }
+  while (t < to) {
     if (t >= d->wcur_end) {
       d->wcur = gp_win_idx(a, t);
       d->wcur_end = a->wstart + (d->wcur + 1) * a->o.window_ns;
@@ -205,9 +194,12 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
 
 static void bd_delta(struct gp_breakdown *d, const struct gp_breakdown *now,
                      const struct gp_breakdown *then) {
-  for (int i = 0; i < GP_CAT_N; i++) d->cat[i] += now->cat[i] - then->cat[i];
-  for (int i = 0; i < GP_SUB_N; i++) d->sub[i] += now->sub[i] - then->sub[i];
-  d->kernel_xfer_overlap += now->kernel_xfer_overlap - then->kernel_xfer_overlap;
+  for (int i = 0; i < GP_CAT_N; i++)
+    d->cat[i] += now->cat[i] - then->cat[i];
+  for (int i = 0; i < GP_SUB_N; i++)
+    d->sub[i] += now->sub[i] - then->sub[i];
+  d->kernel_xfer_overlap +=
+      now->kernel_xfer_overlap - then->kernel_xfer_overlap;
   d->comm_overlap += now->comm_overlap - then->comm_overlap;
   d->kernel_nsum += now->kernel_nsum - then->kernel_nsum;
   d->small_nsum += now->small_nsum - then->small_nsum;
@@ -223,7 +215,8 @@ void gp_epoch_end(struct gp_attr *a, uint64_t t) {
   for (size_t i = 0; i < a->ndev; i++) {
     struct dev *d = &a->dev[i];
     for (size_t p = 0; p < a->nactive; p++) {
-      struct gp_phase_dev *pd = gp_attr_pd(a, &a->ph[a->active[p]], (uint32_t)i);
+      struct gp_phase_dev *pd =
+          gp_attr_pd(a, &a->ph[a->active[p]], (uint32_t)i);
       if (pd) bd_delta(&pd->bd, &d->tot, &d->snap);
     }
     d->snap = d->tot;
@@ -243,7 +236,8 @@ void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t) {
     gp_flush_dev(a, &a->dev[slot], t);
     return;
   }
-  for (size_t i = 0; i < a->ndev; i++) gp_flush_dev(a, &a->dev[i], t);
+  for (size_t i = 0; i < a->ndev; i++)
+    gp_flush_dev(a, &a->dev[i], t);
 }
 
 void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
@@ -270,16 +264,27 @@ void gp_sweep_start(struct gp_attr *a, uint64_t t) {
     a->dev[i].seg_t = a->dev[i].mem_t = t;
     a->dev[i].wcur_end = 0;
   }
-  for (size_t i = 0; i < a->nthr; i++) a->thr[i].seg_t = t;
+  for (size_t i = 0; i < a->nthr; i++)
+    a->thr[i].seg_t = t;
 }
 
 /* ---- host calls ---- */
 
+/* While a device runs a kernel or a copy, host calls do not change what its
+ * time is booked as: the stretch goes on unbroken. */
+static void flush_if_idle(struct gp_attr *a, struct dev *d) {
+  if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
+}
+
 /* Accounts what the change will affect up to now, then changes it. */
-void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev,
-                   int state, int delta) {
+void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
+                   int delta) {
   gp_flush_thr(a, &a->thr[thread], a->T);
-  gp_flush_devs(a, dev, a->T);
+  if (dev != NODEV)
+    flush_if_idle(a, &a->dev[dev]);
+  else
+    for (size_t i = 0; i < a->ndev; i++)
+      flush_if_idle(a, &a->dev[i]);
   a->thr[thread].n_call[state] += (uint32_t)delta;
   if (dev == NODEV)
     a->w_call[state] += (uint32_t)delta;

@@ -32,10 +32,12 @@ static double gib(double bytes) {
   return bytes / (1024.0 * 1024.0 * 1024.0);
 }
 
-/* Kernels keep the GPU "busy" without filling its SMs. */
+/* Kernels keep the GPU "busy" without filling its SMs. (Not where degraded
+ * processes count blocking calls as kernel time.) */
 static int low_coverage(const struct ctx *c, char *buf, size_t n) {
   const struct gp_util *u = &c->d->util;
-  if (u->busy_pct < 50 || u->cov_pct < 0 || u->cov_pct >= u->busy_pct / 2)
+  if (c->r->ndegraded || u->busy_pct < 50 || u->cov_pct < 0 ||
+      u->cov_pct >= u->busy_pct / 2)
     return 0;
   unsigned long long sms = (unsigned long long)c->d->sms;
   if (u->small_pct >= 50)
@@ -51,7 +53,8 @@ static int low_coverage(const struct ctx *c, char *buf, size_t n) {
 
 static int low_occupancy(const struct ctx *c, char *buf, size_t n) {
   const struct gp_util *u = &c->d->util;
-  if (u->busy_pct < 50 || u->occ_pct < 0 || u->occ_pct >= 25) return 0;
+  if (c->r->ndegraded || u->busy_pct < 50 || u->occ_pct < 0 || u->occ_pct >= 25)
+    return 0;
   return say(buf, n,
              "kernels run at %.0f%% theoretical occupancy (time-weighted): "
              "registers, shared memory or block size limit the resident warps",
@@ -157,8 +160,7 @@ static const struct rule {
 
 static int add(struct gp_proc_res *r, const char *id, int64_t dev,
                const char *text) {
-  struct gp_finding *v =
-      realloc(r->findings, (r->nfindings + 1) * sizeof *v);
+  struct gp_finding *v = realloc(r->findings, (r->nfindings + 1) * sizeof *v);
   if (!v) return -1;
   r->findings = v;
   v[r->nfindings].rule = id;
@@ -177,7 +179,8 @@ int gp_findings_run(struct gp_proc_res *r) {
     }
     char buf[512];
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
-      if (rules[k].fn(&c, buf, sizeof buf) && add(r, rules[k].id, c.d->id, buf) < 0)
+      if (rules[k].fn(&c, buf, sizeof buf) &&
+          add(r, rules[k].id, c.d->id, buf) < 0)
         return -1;
   }
   return 0;

@@ -10,7 +10,8 @@ void gp_hist_init(struct gp_hist *h) {
 
 void gp_hist_free(struct gp_hist *h) {
   if (!h) return;
-  for (int i = 0; i < GP_HIST_OCTAVES; i++) free(h->oct[i]);
+  for (int i = 0; i < GP_HIST_OCTAVES; i++)
+    free(h->oct[i]);
   gp_hist_init(h);
 }
 
@@ -51,7 +52,8 @@ static void bucket_add(struct gp_hist *h, uint64_t v, uint64_t count) {
 static void to_buckets(struct gp_hist *h) {
   if (h->bucketed) return;
   h->bucketed = 1;
-  for (uint64_t i = 0; i < h->n; i++) bucket_add(h, h->exact[i], 1);
+  for (uint64_t i = 0; i < h->n; i++)
+    bucket_add(h, h->exact[i], 1);
 }
 
 static void note_range(struct gp_hist *h, uint64_t lo, uint64_t hi) {
@@ -72,7 +74,8 @@ void gp_hist_add(struct gp_hist *h, uint64_t v) {
 
 void gp_hist_merge(struct gp_hist *dst, const struct gp_hist *src) {
   if (!src->bucketed) {
-    for (uint64_t i = 0; i < src->n; i++) gp_hist_add(dst, src->exact[i]);
+    for (uint64_t i = 0; i < src->n; i++)
+      gp_hist_add(dst, src->exact[i]);
     return;
   }
   to_buckets(dst);

@@ -15,7 +15,8 @@ void gp_json_init(struct gp_json *j, FILE *f, int pretty) {
 static void indent(struct gp_json *j) {
   if (!j->pretty) return;
   fputc('\n', j->f);
-  for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
+  for (int i = 0; i < j->depth; i++)
+    fputs("  ", j->f);
 }
 
 /* Separator, indentation and key before a value. */
@@ -111,11 +112,21 @@ void gp_json_quote(FILE *f, const char *s) {
       continue;
     }
     switch (cp) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\r': fputs("\\r", f); break;
+    case '"':
+      fputs("\\\"", f);
+      break;
+    case '\\':
+      fputs("\\\\", f);
+      break;
+    case '\n':
+      fputs("\\n", f);
+      break;
+    case '\t':
+      fputs("\\t", f);
+      break;
+    case '\r':
+      fputs("\\r", f);
+      break;
     default:
       /* <>& too, so that the output can be pasted into HTML as is */
       if (cp < 0x20 || cp == 0x7f || cp == '<' || cp == '>' || cp == '&' ||

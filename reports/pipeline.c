@@ -49,8 +49,8 @@ struct gp_proc_res *gp_report_file(const char *path,
   int code = 0, oom = 0;
   char msg[256] = "";
   *status = GP_PIPE_BAD_INPUT;
-  gpuphase_reader *rd = gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg,
-                                          sizeof msg);
+  gpuphase_reader *rd =
+      gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg, sizeof msg);
   if (!rd) {
     snprintf(err, errlen, "%s: %s", path,
              code == GPUPHASE_E_IO ? strerror(errno)

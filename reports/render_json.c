@@ -21,7 +21,8 @@ static void nspct(struct gp_json *j, const char *key, uint64_t ns,
 static void breakdown(struct gp_json *j, const struct gp_breakdown *b,
                       uint64_t span) {
   gp_json_obj(j, "breakdown");
-  for (int c = 0; c < GP_CAT_N; c++) nspct(j, gp_cat_key[c], b->cat[c], span);
+  for (int c = 0; c < GP_CAT_N; c++)
+    nspct(j, gp_cat_key[c], b->cat[c], span);
   gp_json_end(j);
   gp_json_obj(j, "subcategories");
   nspct(j, "compute", b->sub[GP_SUB_COMPUTE], span);
@@ -68,14 +69,17 @@ static void series(struct gp_json *j, const struct gp_device_res *d) {
   gp_json_obj(j, "series");
   for (int c = 0; c < GP_CAT_N; c++) {
     gp_json_arr(j, gp_cat_key[c]);
-    for (size_t i = 0; i < d->nwin; i++) gp_json_u64(j, NULL, d->win[i].cat[c]);
+    for (size_t i = 0; i < d->nwin; i++)
+      gp_json_u64(j, NULL, d->win[i].cat[c]);
     gp_json_end(j);
   }
   gp_json_arr(j, "sm_coverage_ns");
-  for (size_t i = 0; i < d->nwin; i++) gp_json_num(j, NULL, d->win[i].cov_ns, 0, 0);
+  for (size_t i = 0; i < d->nwin; i++)
+    gp_json_num(j, NULL, d->win[i].cov_ns, 0, 0);
   gp_json_end(j);
   gp_json_arr(j, "mem_peak_bytes");
-  for (size_t i = 0; i < d->nwin; i++) gp_json_u64(j, NULL, d->win[i].mem_peak);
+  for (size_t i = 0; i < d->nwin; i++)
+    gp_json_u64(j, NULL, d->win[i].mem_peak);
   gp_json_end(j);
   gp_json_end(j);
 }
@@ -228,7 +232,8 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
   gp_json_u64(j, "window_ns", r->window_ns);
   gp_json_u64(j, "host_pinned_peak_bytes", r->host_pinned_peak);
   gp_json_arr(j, "notes");
-  for (size_t i = 0; i < r->nnotes; i++) gp_json_str(j, NULL, r->notes[i]);
+  for (size_t i = 0; i < r->nnotes; i++)
+    gp_json_str(j, NULL, r->notes[i]);
   gp_json_end(j);
   gp_json_arr(j, "findings");
   for (size_t i = 0; i < r->nfindings; i++) {
@@ -240,13 +245,16 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
   }
   gp_json_end(j);
   gp_json_arr(j, "devices");
-  for (size_t i = 0; i < r->ndev; i++) device(j, &r->dev[i]);
+  for (size_t i = 0; i < r->ndev; i++)
+    device(j, &r->dev[i]);
   gp_json_end(j);
   gp_json_arr(j, "phases");
-  for (size_t i = 0; i < r->nphases; i++) phase(j, r, &r->phases[i]);
+  for (size_t i = 0; i < r->nphases; i++)
+    phase(j, r, &r->phases[i]);
   gp_json_end(j);
   gp_json_arr(j, "kernels");
-  for (size_t i = 0; i < r->nkernels; i++) kernel(j, &r->kernels[i]);
+  for (size_t i = 0; i < r->nkernels; i++)
+    kernel(j, &r->kernels[i]);
   gp_json_end(j);
   host(j, r);
   diag(j, &r->diag);

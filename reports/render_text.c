@@ -20,18 +20,35 @@ static double pct(uint64_t part, uint64_t whole) {
 
 /* Short duration for table cells: at most 8 characters. */
 static const char *sdur(char *b, size_t n, uint64_t ns) {
-  if (ns >= 100000000000ull) snprintf(b, n, "%.0f s", ns / 1e9);
-  else if (ns >= 1000000000ull) snprintf(b, n, "%.2f s", ns / 1e9);
-  else if (ns >= 1000000) snprintf(b, n, "%.1f ms", ns / 1e6);
-  else if (ns >= 1000) snprintf(b, n, "%.1f us", ns / 1e3);
-  else snprintf(b, n, "%llu ns", (unsigned long long)ns);
+  if (ns >= 100000000000ull)
+    snprintf(b, n, "%.0f s", ns / 1e9);
+  else if (ns >= 1000000000ull)
+    snprintf(b, n, "%.2f s", ns / 1e9);
+  else if (ns >= 1000000)
+    snprintf(b, n, "%.1f ms", ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(b, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(b, n, "%llu ns", (unsigned long long)ns);
   return b;
 }
 
 static const char *pcts(char *b, size_t n, double v) {
-  if (v < 0) snprintf(b, n, "?");
-  else snprintf(b, n, "%.0f%%", v);
+  if (v < 0)
+    snprintf(b, n, "?");
+  else
+    snprintf(b, n, "%.0f%%", v);
   return b;
+}
+
+/* A name in a column of `cols` characters: cleaned, cut, padded by
+ * characters (printf pads by bytes, which misaligns UTF-8). */
+static void cell(struct out *o, const char *s, size_t cols) {
+  char buf[512];
+  size_t n = gp_text_clean(s ? s : "", buf, sizeof buf, cols);
+  fputs(buf, o->f);
+  for (; n < cols; n++)
+    fputc(' ', o->f);
 }
 
 /* Words of s, wrapped at WIDTH, each line after the first indented. */
@@ -53,7 +70,8 @@ static void wrap(struct out *o, const char *lead, const char *s, int indent) {
     fwrite(p, 1, (size_t)len, o->f);
     col += len;
     p += len;
-    while (*p == ' ') p++;
+    while (*p == ' ')
+      p++;
   }
   fputc('\n', o->f);
 }
@@ -62,7 +80,8 @@ static void bar(struct out *o, double p) {
   int n = (int)(p * 40 / 100 + 0.5);
   if (n > 40) n = 40;
   fputc('|', o->f);
-  for (int i = 0; i < 40; i++) fputc(i < n ? '#' : '.', o->f);
+  for (int i = 0; i < 40; i++)
+    fputc(i < n ? '#' : '.', o->f);
   fputc('|', o->f);
 }
 
@@ -75,7 +94,7 @@ static void cat_lines(struct out *o, const struct gp_device_res *d) {
             gp_fmt_dur(t, sizeof t, b->cat[c]), p);
     bar(o, p);
     fputc('\n', o->f);
-    if (c == GP_CAT_KERNEL && b->cat[c]) {
+    if (c == GP_CAT_KERNEL && b->kernel_nsum) { /* not in degraded traces */
       fprintf(o->f, "%s    compute %s", o->dim,
               gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_COMPUTE]));
       fprintf(o->f, "  communication %s%s\n",
@@ -100,12 +119,14 @@ static void cat_lines(struct out *o, const struct gp_device_res *d) {
 
 static void util_lines(struct out *o, const struct gp_device_res *d) {
   char a[16], b[16], c[16], m1[32], m2[32], m3[32];
-  fprintf(o->f, "  %sbusy %.1f%%%s   SM coverage %s   occupancy %s   "
-                "small kernels %s of kernel time\n",
+  fprintf(o->f,
+          "  %sbusy %.1f%%%s   SM coverage %s   occupancy %s   "
+          "small kernels %s of kernel time\n",
           o->bold, d->util.busy_pct, o->off, pcts(a, sizeof a, d->util.cov_pct),
           pcts(b, sizeof b, d->util.occ_pct),
           pcts(c, sizeof c, d->util.small_pct));
-  fprintf(o->f, "  memory peak %s", gp_fmt_bytes(m1, sizeof m1, (double)d->mem_peak));
+  fprintf(o->f, "  memory peak %s",
+          gp_fmt_bytes(m1, sizeof m1, (double)d->mem_peak));
   if (d->mem_peak_pct >= 0)
     fprintf(o->f, " (%.1f%% of %s)", d->mem_peak_pct,
             gp_fmt_bytes(m2, sizeof m2, (double)d->mem_total));
@@ -118,13 +139,14 @@ static void util_lines(struct out *o, const struct gp_device_res *d) {
     const struct gp_copy_row *r = &d->copies[x];
     if (!r->ns || x == GP_XFER_MEMSET) continue;
     double gbps = (double)r->bytes / (double)r->ns;
-    double peak = x == GP_XFER_D2D ? d->d2d_gbps
-                  : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps : 0;
+    double peak = x == GP_XFER_D2D                       ? d->d2d_gbps
+                  : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps
+                                                         : 0;
     len += (size_t)snprintf(line + len, sizeof line - len, "%s %s %.2f GB/s",
                             len ? "," : "", gp_xfer_label[x], gbps);
     if (peak > 0 && len < sizeof line)
-      len += (size_t)snprintf(line + len, sizeof line - len, " (%.0f%% of %.0f)",
-                              100 * gbps / peak, peak);
+      len += (size_t)snprintf(line + len, sizeof line - len,
+                              " (%.0f%% of %.0f)", 100 * gbps / peak, peak);
     if (len >= sizeof line) break;
   }
   if (len) wrap(o, "  copies", line, 4);
@@ -151,11 +173,13 @@ static void spark(struct out *o, const struct gp_device_res *d) {
 static void time_lines(struct out *o, const struct gp_device_res *d) {
   if (!d->nwin) return;
   char w[32], a[32], b[32], c[32];
-  fprintf(o->f, "  over time (%s windows): busy p5 %.0f%%  p50 %.0f%%  p95 %.0f%%"
-                "  p99 %.0f%%\n",
-          gp_fmt_dur(w, sizeof w, d->win_ns), d->busy_p5, d->busy_p50,
-          d->busy_p95, d->busy_p99);
-  fprintf(o->f, "    longest idle %s at +%s", gp_fmt_dur(a, sizeof a, d->idle_longest),
+  fprintf(o->f,
+          "  over time (%s windows): busy p5 %.0f%%  p50 %.0f%%  p95 %.0f%%"
+          "  p99 %.0f%%\n",
+          sdur(w, sizeof w, d->win_ns), d->busy_p5, d->busy_p50, d->busy_p95,
+          d->busy_p99);
+  fprintf(o->f, "    longest idle %s at +%s",
+          gp_fmt_dur(a, sizeof a, d->idle_longest),
           gp_fmt_dur(b, sizeof b, d->idle_longest_at));
   if (d->busy_run)
     fprintf(o->f, "; longest run > 90%% busy %s at +%s",
@@ -197,10 +221,11 @@ static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
     const struct gp_thread_res *t = &r->threads[i];
     char label[64], nm[32], a[16], b[16], c[16];
     gp_text_clean(t->name ? t->name : "", nm, sizeof nm, 10);
-    snprintf(label, sizeof label, "#%llu tid %llu %s", (unsigned long long)t->index,
-             (unsigned long long)t->tid, nm);
-    gp_text_clean(label, nm, sizeof nm, 24);
-    fprintf(o->f, "  %-24s %8s %7.1f%% %8s %7.1f%% %8s %7.1f%% %9llu\n", nm,
+    snprintf(label, sizeof label, "#%llu tid %llu %s",
+             (unsigned long long)t->index, (unsigned long long)t->tid, nm);
+    fputs("  ", o->f);
+    cell(o, label, 24);
+    fprintf(o->f, " %8s %7.1f%% %8s %7.1f%% %8s %7.1f%% %9llu\n",
             sdur(a, sizeof a, t->cpu), pct(t->cpu, win),
             sdur(b, sizeof b, t->submit), pct(t->submit, win),
             sdur(c, sizeof c, t->blocked), pct(t->blocked, win),
@@ -212,15 +237,16 @@ static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
 
 static void phases(struct out *o, const struct gp_proc_res *r) {
   if (!r->nphases) return;
-  fprintf(o->f, "\n%s%-20s %7s %8s %8s %8s %5s %5s %5s %5s %5s %5s %5s%s\n", o->bold,
-          "Phases", "count", "total", "mean", "p95", "kern", "xfer", "launc",
-          "sync", "host", "busy", "SMcov", o->off);
+  fprintf(o->f, "\n%s%-20s %7s %8s %8s %8s %5s %5s %5s %5s %5s %5s %5s%s\n",
+          o->bold, "Phases", "count", "total", "mean", "p95", "kern", "xfer",
+          "lnch", "sync", "host", "busy", "SMcov", o->off);
   for (size_t i = 0; i < r->nphases && i < o->top; i++) {
     const struct gp_phase_res *p = &r->phases[i];
     uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
-    char nm[80], a[16], b[16], c[16], cv[16];
-    gp_text_clean(p->name, nm, sizeof nm, 20);
-    fprintf(o->f, "  %-18s %7llu %8s %8s %8s", nm, (unsigned long long)p->count,
+    char a[16], b[16], c[16], cv[16];
+    fputs("  ", o->f);
+    cell(o, p->name, 18);
+    fprintf(o->f, " %7llu %8s %8s %8s", (unsigned long long)p->count,
             sdur(a, sizeof a, p->union_ns),
             sdur(b, sizeof b, p->count ? p->inst_ns / p->count : 0),
             sdur(c, sizeof c, gp_hist_pct(&p->dur, 95)));
@@ -235,17 +261,18 @@ static void phases(struct out *o, const struct gp_proc_res *r) {
 static void kernels(struct out *o, const struct gp_proc_res *r) {
   if (!r->nkernels) return;
   fprintf(o->f, "\n%s%-28s %7s %8s %8s %8s %8s %8s %6s %6s%s\n", o->bold,
-          "Top kernels", "count", "total", "mean", "p50", "p95", "grid", "block",
-          "SMcov", o->off);
+          "Top kernels", "count", "total", "mean", "p50", "p95", "grid",
+          "block", "SMcov", o->off);
   for (size_t i = 0; i < r->nkernels && i < o->top; i++) {
     const struct gp_kernel_res *k = &r->kernels[i];
-    char nm[128], a[16], b[16], c[16], d[16], g[24], bl[24], cv[16];
-    gp_text_clean(k->name, nm, sizeof nm, 26);
+    char a[16], b[16], c[16], d[16], g[24], bl[24], cv[16];
     snprintf(g, sizeof g, "%llu%s", (unsigned long long)k->grid,
              k->grid_varies ? "*" : "");
     snprintf(bl, sizeof bl, "%llu%s", (unsigned long long)k->block,
              k->block_varies ? "*" : "");
-    fprintf(o->f, "  %-26s %7llu %8s %8s %8s %8s %8s %6s %6s\n", nm,
+    fputs("  ", o->f);
+    cell(o, k->name, 26);
+    fprintf(o->f, " %7llu %8s %8s %8s %8s %8s %6s %6s\n",
             (unsigned long long)k->count, sdur(a, sizeof a, k->total),
             sdur(b, sizeof b, k->count ? k->total / k->count : 0),
             sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
@@ -254,7 +281,8 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
                  k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1));
   }
   if (r->nkernels > o->top)
-    fprintf(o->f, "  (%zu more; * = varies between launches)\n", r->nkernels - o->top);
+    fprintf(o->f, "  (%zu more; * = varies between launches)\n",
+            r->nkernels - o->top);
 }
 
 static void copies(struct out *o, const struct gp_proc_res *r) {
@@ -270,13 +298,16 @@ static void copies(struct out *o, const struct gp_proc_res *r) {
                 "pageable", "pinned", o->off);
       char lab[32], by[32], t[16], pk[16];
       double gbps = c->ns ? (double)c->bytes / (double)c->ns : 0;
-      double peak = x == GP_XFER_D2D ? d->d2d_gbps
-                    : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps : 0;
-      snprintf(lab, sizeof lab, "GPU %lld %s", (long long)d->id, gp_xfer_label[x]);
+      double peak = x == GP_XFER_D2D                       ? d->d2d_gbps
+                    : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps
+                                                           : 0;
+      snprintf(lab, sizeof lab, "GPU %lld %s", (long long)d->id,
+               gp_xfer_label[x]);
       fprintf(o->f, "  %-14s %9llu %10s %9s %9.2f %8s %9llu %9llu\n", lab,
               (unsigned long long)c->count,
-              gp_fmt_bytes(by, sizeof by, (double)c->bytes), sdur(t, sizeof t, c->ns),
-              gbps, pcts(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
+              gp_fmt_bytes(by, sizeof by, (double)c->bytes),
+              sdur(t, sizeof t, c->ns), gbps,
+              pcts(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
               (unsigned long long)c->pageable, (unsigned long long)c->pinned);
     }
   }
@@ -288,11 +319,12 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
           "count", "total", "blocked", "errors", o->off);
   for (size_t i = 0; i < r->napis && i < o->top; i++) {
     const struct gp_api_res *a = &r->apis[i];
-    char nm[128], t[16], b[16];
-    gp_text_clean(a->name, nm, sizeof nm, 32);
-    fprintf(o->f, "  %-32s %9llu %10s %10s %8llu\n", nm,
-            (unsigned long long)a->count, sdur(t, sizeof t, a->total),
-            sdur(b, sizeof b, a->blocked), (unsigned long long)a->errors);
+    char t[16], b[16];
+    fputs("  ", o->f);
+    cell(o, a->name, 32);
+    fprintf(o->f, " %9llu %10s %10s %8llu\n", (unsigned long long)a->count,
+            sdur(t, sizeof t, a->total), sdur(b, sizeof b, a->blocked),
+            (unsigned long long)a->errors);
   }
   if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);
 }
@@ -300,7 +332,8 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
 static void header(struct out *o, const struct gp_proc_res *r) {
   char w[32], host[64], cmd[128], file[128];
   if (!r->file) {
-    fprintf(o->f, "\n%s=== All %llu processes together (sums over processes) ===%s\n",
+    fprintf(o->f,
+            "\n%s=== All %llu processes together (sums over processes) ===%s\n",
             o->bold, (unsigned long long)r->nprocs, o->off);
   } else {
     gp_text_clean(r->host ? r->host : "?", host, sizeof host, 30);
@@ -331,12 +364,14 @@ static void findings(struct out *o, const struct gp_proc_res *r) {
 static void notes(struct out *o, const struct gp_proc_res *r) {
   if (!r->nnotes) return;
   fprintf(o->f, "\n%sNotes%s\n", o->bold, o->off);
-  for (size_t i = 0; i < r->nnotes; i++) wrap(o, "  - ", r->notes[i], 4);
+  for (size_t i = 0; i < r->nnotes; i++)
+    wrap(o, "  - ", r->notes[i], 4);
 }
 
 static void section(struct out *o, const struct gp_proc_res *r) {
   header(o, r);
-  for (size_t i = 0; i < r->ndev; i++) device(o, &r->dev[i]);
+  for (size_t i = 0; i < r->ndev; i++)
+    device(o, &r->dev[i]);
   findings(o, r);
   threads(o, r, r->window_ns);
   phases(o, r);
@@ -357,7 +392,8 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
                   c ? "\033[0m" : "",
                   ro && ro->top ? ro->top : 15};
   size_t degraded = 0;
-  for (size_t i = 0; i < s->n; i++) degraded += s->procs[i]->degraded != 0;
+  for (size_t i = 0; i < s->n; i++)
+    degraded += s->procs[i]->degraded != 0;
   if (degraded == s->n) /* first line, where nobody can miss it */
     fprintf(f,
             "%sDEGRADED: no device activity recorded (CUPTI unavailable?): "
@@ -370,7 +406,8 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
             o.bad, degraded, s->n, o.off);
   fprintf(f, "%sgpuphase report%s: %zu process%s\n", o.bold, o.off, s->n,
           s->n == 1 ? "" : "es");
-  for (size_t i = 0; i < s->n; i++) section(&o, s->procs[i]);
+  for (size_t i = 0; i < s->n; i++)
+    section(&o, s->procs[i]);
   if (s->n > 1) section(&o, s->total);
   return ferror(f) ? -1 : 0;
 }

@@ -16,8 +16,10 @@ const char *const gp_xfer_label[GP_XFER_N] = {GP_XFERS(GP_X)};
 #undef GP_X
 
 void gp_breakdown_add(struct gp_breakdown *d, const struct gp_breakdown *s) {
-  for (int i = 0; i < GP_CAT_N; i++) d->cat[i] += s->cat[i];
-  for (int i = 0; i < GP_SUB_N; i++) d->sub[i] += s->sub[i];
+  for (int i = 0; i < GP_CAT_N; i++)
+    d->cat[i] += s->cat[i];
+  for (int i = 0; i < GP_SUB_N; i++)
+    d->sub[i] += s->sub[i];
   d->kernel_xfer_overlap += s->kernel_xfer_overlap;
   d->comm_overlap += s->comm_overlap;
   d->kernel_nsum += s->kernel_nsum;
@@ -29,7 +31,8 @@ void gp_breakdown_add(struct gp_breakdown *d, const struct gp_breakdown *s) {
 
 uint64_t gp_breakdown_total(const struct gp_breakdown *b) {
   uint64_t t = 0;
-  for (int i = 0; i < GP_CAT_N; i++) t += b->cat[i];
+  for (int i = 0; i < GP_CAT_N; i++)
+    t += b->cat[i];
   return t;
 }
 
@@ -72,7 +75,8 @@ void gp_res_free(struct gp_proc_res *r) {
     free(r->dev[i].name);
     free(r->dev[i].win);
   }
-  for (size_t i = 0; i < r->nthreads; i++) free(r->threads[i].name);
+  for (size_t i = 0; i < r->nthreads; i++)
+    free(r->threads[i].name);
   for (size_t i = 0; i < r->nphases; i++) {
     free(r->phases[i].name);
     free(r->phases[i].dev);
@@ -82,9 +86,12 @@ void gp_res_free(struct gp_proc_res *r) {
     free(r->kernels[i].name);
     gp_hist_free(&r->kernels[i].dur);
   }
-  for (size_t i = 0; i < r->napis; i++) free(r->apis[i].name);
-  for (size_t i = 0; i < r->nnotes; i++) free(r->notes[i]);
-  for (size_t i = 0; i < r->nfindings; i++) free(r->findings[i].text);
+  for (size_t i = 0; i < r->napis; i++)
+    free(r->apis[i].name);
+  for (size_t i = 0; i < r->nnotes; i++)
+    free(r->notes[i]);
+  for (size_t i = 0; i < r->nfindings; i++)
+    free(r->findings[i].text);
   free(r->dev);
   free(r->threads);
   free(r->phases);
@@ -137,7 +144,8 @@ static int derive_windows(struct gp_device_res *d) {
 
 /* Host<->device peak: --link-gbps, else by compute capability (PCIe 5.0,
  * 4.0, 3.0 x16); device memory: double data rate x bus width. */
-static void derive_peaks(struct gp_device_res *d, const struct gp_report_opts *o) {
+static void derive_peaks(struct gp_device_res *d,
+                         const struct gp_report_opts *o) {
   if (o && o->link_gbps > 0)
     d->link_gbps = o->link_gbps;
   else
@@ -187,14 +195,18 @@ int gp_res_derive(struct gp_proc_res *r, const struct gp_report_opts *o) {
   for (size_t i = 0; i < r->nphases; i++) {
     struct gp_phase_res *p = &r->phases[i];
     memset(&p->all, 0, sizeof p->all);
-    for (size_t d = 0; d < r->ndev; d++) gp_breakdown_add(&p->all, &p->dev[d].bd);
-    p->util = gp_util_of(&p->all, p->union_ns * (r->ndev ? r->ndev : 1),
-                         sms_known);
+    for (size_t d = 0; d < r->ndev; d++)
+      gp_breakdown_add(&p->all, &p->dev[d].bd);
+    p->util =
+        gp_util_of(&p->all, p->union_ns * (r->ndev ? r->ndev : 1), sms_known);
   }
-  qsort(r->phases, r->nphases, sizeof *r->phases, cmp_phase);
-  qsort(r->kernels, r->nkernels, sizeof *r->kernels, cmp_kernel);
-  qsort(r->apis, r->napis, sizeof *r->apis, cmp_api);
-  for (size_t i = 0; i < r->nfindings; i++) free(r->findings[i].text);
+  /* (a sum may hold no array at all, and qsort wants one) */
+  if (r->nphases) qsort(r->phases, r->nphases, sizeof *r->phases, cmp_phase);
+  if (r->nkernels)
+    qsort(r->kernels, r->nkernels, sizeof *r->kernels, cmp_kernel);
+  if (r->napis) qsort(r->apis, r->napis, sizeof *r->apis, cmp_api);
+  for (size_t i = 0; i < r->nfindings; i++)
+    free(r->findings[i].text);
   free(r->findings);
   r->findings = NULL;
   r->nfindings = 0;
@@ -221,7 +233,8 @@ static char *dup0(const char *s) {
 static long merge_dev(struct gp_proc_res *d, const struct gp_proc_res *s,
                       const struct gp_device_res *x) {
   size_t i = 0;
-  while (i < d->ndev && !(d->dev[i].id == x->id && same(d->dev[i].host, s->host)))
+  while (i < d->ndev &&
+         !(d->dev[i].id == x->id && same(d->dev[i].host, s->host)))
     i++;
   if (i == d->ndev) {
     struct gp_device_res *v = realloc(d->dev, (d->ndev + 1) * sizeof *v);
@@ -264,7 +277,8 @@ static long merge_dev(struct gp_proc_res *d, const struct gp_proc_res *s,
 static int merge_phase(struct gp_proc_res *d, const struct gp_phase_res *x,
                        const long *map, size_t nmap) {
   size_t i = 0;
-  while (i < d->nphases && strcmp(d->phases[i].name, x->name)) i++;
+  while (i < d->nphases && strcmp(d->phases[i].name, x->name))
+    i++;
   if (i == d->nphases) {
     struct gp_phase_res *v = realloc(d->phases, (d->nphases + 1) * sizeof *v);
     if (!v) return -1;
@@ -289,7 +303,8 @@ static int merge_phase(struct gp_proc_res *d, const struct gp_phase_res *x,
 
 static int merge_kernel(struct gp_proc_res *d, const struct gp_kernel_res *x) {
   size_t i = 0;
-  while (i < d->nkernels && strcmp(d->kernels[i].name, x->name)) i++;
+  while (i < d->nkernels && strcmp(d->kernels[i].name, x->name))
+    i++;
   if (i == d->nkernels) {
     struct gp_kernel_res *v = realloc(d->kernels, (i + 1) * sizeof *v);
     if (!v) return -1;
@@ -317,7 +332,8 @@ static int merge_kernel(struct gp_proc_res *d, const struct gp_kernel_res *x) {
 
 static int merge_api(struct gp_proc_res *d, const struct gp_api_res *x) {
   size_t i = 0;
-  while (i < d->napis && strcmp(d->apis[i].name, x->name)) i++;
+  while (i < d->napis && strcmp(d->apis[i].name, x->name))
+    i++;
   if (i == d->napis) {
     struct gp_api_res *v = realloc(d->apis, (i + 1) * sizeof *v);
     if (!v) return -1;
@@ -363,6 +379,7 @@ int gp_res_merge(struct gp_proc_res *d, const struct gp_proc_res *s) {
   d->truncated |= s->truncated;
   d->lost += s->lost;
   d->nprocs += s->nprocs;
+  d->ndegraded += s->ndegraded;
   d->window_ns += s->window_ns;
   d->win_ns = s->win_ns;
   d->host_pinned_peak += s->host_pinned_peak;

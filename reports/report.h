@@ -13,11 +13,11 @@
 #include "hist.h"
 
 /* X(UPPER, key, label): first match wins, in this order. */
-#define GP_CATEGORIES(X)                                                      \
-  X(KERNEL, kernel, "kernel")                                                 \
-  X(TRANSFER, transfer, "transfer")                                           \
-  X(LAUNCH, launch, "launch")                                                 \
-  X(SYNC_IDLE, sync_idle, "sync idle")                                        \
+#define GP_CATEGORIES(X)                                                       \
+  X(KERNEL, kernel, "kernel")                                                  \
+  X(TRANSFER, transfer, "transfer")                                            \
+  X(LAUNCH, launch, "launch")                                                  \
+  X(SYNC_IDLE, sync_idle, "sync idle")                                         \
   X(HOST_WAIT, host_wait, "host wait")
 
 enum gp_cat {
@@ -29,12 +29,12 @@ enum gp_cat {
 
 /* Transfer kinds, in the order that decides which one a moment of transfer
  * time is booked to when several run at once. X(UPPER, key, label) */
-#define GP_XFERS(X)                                                           \
-  X(H2D, h2d, "H2D")                                                          \
-  X(D2H, d2h, "D2H")                                                          \
-  X(D2D, d2d, "D2D")                                                          \
-  X(P2P, p2p, "P2P")                                                          \
-  X(MEMSET, memset, "memset")                                                 \
+#define GP_XFERS(X)                                                            \
+  X(H2D, h2d, "H2D")                                                           \
+  X(D2H, d2h, "D2H")                                                           \
+  X(D2D, d2d, "D2D")                                                           \
+  X(P2P, p2p, "P2P")                                                           \
+  X(MEMSET, memset, "memset")                                                  \
   X(OTHER, other, "other")
 
 enum gp_xfer {
@@ -93,10 +93,10 @@ struct gp_util {
 };
 
 struct gp_device_res {
-  int64_t id;      /* CUDA ordinal; -1: "any device" (no device was named) */
-  char *host;      /* host of the process, to tell GPUs of several hosts apart */
-  char *name;      /* NULL if unknown */
-  int has_props;   /* the fields below come from a DEVICE record */
+  int64_t id;    /* CUDA ordinal; -1: "any device" (no device was named) */
+  char *host;    /* host of the process, to tell GPUs of several hosts apart */
+  char *name;    /* NULL if unknown */
+  int has_props; /* the fields below come from a DEVICE record */
   uint64_t sms, mem_total, cc_major, cc_minor, max_threads_per_sm,
       max_blocks_per_sm, regs_per_sm, smem_per_sm, warp_size, clock_khz,
       mem_clock_khz, mem_bus_width;
@@ -179,12 +179,12 @@ struct gp_proc_res {
   uint64_t win_ns;            /* the --window length */
   int started;                /* 0: no CUDA call in the trace */
   int degraded, truncated, has_summary;
-  uint64_t lost, nprocs;
-  uint64_t host_pinned_peak; /* cudaHostAlloc & co., not device memory */
+  uint64_t lost, nprocs, ndegraded; /* ndegraded: processes degraded */
+  uint64_t host_pinned_peak;        /* cudaHostAlloc & co., not device memory */
   size_t ndev, nthreads, nphases, nkernels, napis, nnotes, nfindings;
   struct gp_device_res *dev;
   struct gp_thread_res *threads;
-  struct gp_phase_res *phases;  /* by union time, longest first */
+  struct gp_phase_res *phases;   /* by union time, longest first */
   struct gp_kernel_res *kernels; /* by total time, longest first */
   struct gp_api_res *apis;       /* by total time, longest first */
   char **notes;

@@ -30,8 +30,8 @@ uint64_t *gp_u64map_get(const struct gp_u64map *m, uint64_t key) {
 
 static int grow(struct gp_u64map *m) {
   size_t ncap = m->cap ? m->cap * 2 : 16;
-  struct gp_u64map g = {calloc(ncap, 8), calloc(ncap, 8), calloc(ncap, 1),
-                        ncap, 0};
+  struct gp_u64map g = {calloc(ncap, 8), calloc(ncap, 8), calloc(ncap, 1), ncap,
+                        0};
   if (!g.keys || !g.vals || !g.used) {
     gp_u64map_free(&g);
     return -1;
@@ -51,7 +51,8 @@ int gp_u64map_put(struct gp_u64map *m, uint64_t key, uint64_t val) {
   }
   if ((m->n + 1) * 4 > m->cap * 3 && grow(m) < 0) return -1;
   size_t i = slot_of(key, m->cap);
-  while (m->used[i]) i = (i + 1) & (m->cap - 1);
+  while (m->used[i])
+    i = (i + 1) & (m->cap - 1);
   m->used[i] = 1;
   m->keys[i] = key;
   m->vals[i] = val;
@@ -62,7 +63,8 @@ int gp_u64map_put(struct gp_u64map *m, uint64_t key, uint64_t val) {
 int gp_u64map_del(struct gp_u64map *m, uint64_t key, uint64_t *val) {
   if (!m->cap) return 0;
   size_t mask = m->cap - 1, i = slot_of(key, m->cap);
-  while (m->used[i] && m->keys[i] != key) i = (i + 1) & mask;
+  while (m->used[i] && m->keys[i] != key)
+    i = (i + 1) & mask;
   if (!m->used[i]) return 0;
   if (val) *val = m->vals[i];
   /* Backward shift: pull later members of the probe run into the hole
@@ -70,8 +72,8 @@ int gp_u64map_del(struct gp_u64map *m, uint64_t key, uint64_t *val) {
   size_t hole = i;
   for (size_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
     size_t home = slot_of(m->keys[j], m->cap);
-    int movable = hole <= j ? (home <= hole || home > j)
-                            : (home <= hole && home > j);
+    int movable =
+        hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
     if (movable) {
       m->keys[hole] = m->keys[j];
       m->vals[hole] = m->vals[j];
@@ -94,7 +96,8 @@ int gp_idx_put(struct gp_idx *x, uint64_t key, uint32_t val) {
   if (key >= GP_IDX_DENSE) return gp_u64map_put(&x->sparse, key, val);
   if (key >= x->ndense) {
     size_t n = x->ndense ? x->ndense : 64;
-    while (n <= key) n *= 2;
+    while (n <= key)
+      n *= 2;
     if (n > GP_IDX_DENSE) n = GP_IDX_DENSE;
     uint32_t *d = realloc(x->dense, n * sizeof *d);
     if (!d) return -1;

@@ -25,7 +25,6 @@ int gp_u64map_put(struct gp_u64map *m, uint64_t key, uint64_t val);
 /* Removes key; returns 1 if it was present (and stores its value). */
 int gp_u64map_del(struct gp_u64map *m, uint64_t key, uint64_t *val);
 
-
 /* Index of small ids: ids of the trace (strings, threads, APIs, devices) are
  * small and dense, so below GP_IDX_DENSE they live in an array (bounded by
  * the largest id seen), above it in a hash map. Values are uint32_t. */

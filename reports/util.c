@@ -10,9 +10,9 @@ int gp_parse_duration(const char *s, uint64_t *ns) {
   static const struct {
     const char *unit;
     double ns;
-  } units[] = {{"ns", 1},   {"us", 1e3},   {"ms", 1e6},
-               {"s", 1e9},  {"m", 60e9},   {"min", 60e9}};
-  if (!s || !*s || !(*s >= '0' && *s <= '9') ) return -1;
+  } units[] = {{"ns", 1},  {"us", 1e3}, {"ms", 1e6},
+               {"s", 1e9}, {"m", 60e9}, {"min", 60e9}};
+  if (!s || !*s || !(*s >= '0' && *s <= '9')) return -1;
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -61,10 +61,14 @@ size_t gp_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp) {
   }
   size_t need;
   uint32_t v, min;
-  if (c >= 0xc2 && c <= 0xdf) need = 2, v = c & 0x1f, min = 0x80;
-  else if (c >= 0xe0 && c <= 0xef) need = 3, v = c & 0x0f, min = 0x800;
-  else if (c >= 0xf0 && c <= 0xf4) need = 4, v = c & 0x07, min = 0x10000;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    need = 2, v = c & 0x1f, min = 0x80;
+  else if (c >= 0xe0 && c <= 0xef)
+    need = 3, v = c & 0x0f, min = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4)
+    need = 4, v = c & 0x07, min = 0x10000;
+  else
+    return 0;
   if (len < need) return 0;
   for (size_t i = 1; i < need; i++) {
     if ((s[i] & 0xc0) != 0x80) return 0;
@@ -85,7 +89,8 @@ static size_t char_at(const unsigned char *p, size_t len, uint32_t *cp) {
 static size_t count_chars(const unsigned char *p, size_t len) {
   size_t chars = 0;
   uint32_t cp;
-  for (size_t i = 0; i < len; chars++) i += char_at(p + i, len - i, &cp);
+  for (size_t i = 0; i < len; chars++)
+    i += char_at(p + i, len - i, &cp);
   return chars;
 }
 

@@ -21,19 +21,24 @@ static const char usage[] =
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
     "\n"
-    "Says where the time of each GPU went (kernel, transfer, launch, sync idle,\n"
-    "host wait), how busy, covered and filled it was, over time and per phase.\n"
-    "Several files (a parent and its children, the ranks of a job) are reported\n"
+    "Says where the time of each GPU went (kernel, transfer, launch, sync "
+    "idle,\n"
+    "host wait), how busy, covered and filled it was, over time and per "
+    "phase.\n"
+    "Several files (a parent and its children, the ranks of a job) are "
+    "reported\n"
     "one by one and then added together.\n"
     "\n"
     "Options:\n"
-    "  -f, --format FMT   text (default) or json (schema: docs/report-json.md)\n"
+    "  -f, --format FMT   text (default) or json (schema: "
+    "docs/report-json.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "  -w, --window DUR   length of the over-time windows: 100ms by default;\n"
     "                     e.g. 500us, 10ms, 1s, 2.5s\n"
     "      --link-gbps N  host<->device link peak in GB/s (default by compute\n"
     "                     capability: >= 9.0 64, 8.x 32, older 16)\n"
-    "      --top N        rows of the kernel, phase, thread and API tables (15)\n"
+    "      --top N        rows of the kernel, phase, thread and API tables "
+    "(15)\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
     "  -h, --help         show this help\n"
@@ -60,9 +65,50 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
   return *s && !*end && *v >= lo && *v <= hi ? 0 : -1;
 }
 
+enum { O_LINK = 256, O_TOP, O_COLOR };
+
+/* One option with a value; -1 to go on, else the exit status. */
+static int apply(struct opts *o, int c, const char *arg) {
+  double v;
+  switch (c) {
+  case 'f':
+    if (!(o->fmt = gp_renderer_find(arg)))
+      return usage_error("unknown format '%s': text or json", arg);
+    break;
+  case 'o':
+    o->out = arg;
+    break;
+  case 'w':
+    if (gp_parse_duration(arg, &o->ro.window_ns) < 0)
+      return usage_error("invalid --window '%s': expected a duration such "
+                         "as 500us, 10ms or 1s",
+                         arg);
+    break;
+  case O_LINK:
+    if (parse_num(arg, 0.001, 1e6, &o->ro.link_gbps) < 0)
+      return usage_error("invalid --link-gbps '%s': expected GB/s > 0", arg);
+    break;
+  case O_TOP:
+    if (parse_num(arg, 1, 1e6, &v) < 0 || v != (size_t)v)
+      return usage_error("invalid --top '%s': expected a count >= 1", arg);
+    o->rend.top = (size_t)v;
+    break;
+  case O_COLOR:
+    if (!arg || !strcmp(arg, "always"))
+      o->color = 1;
+    else if (!strcmp(arg, "never"))
+      o->color = 0;
+    else if (!strcmp(arg, "auto"))
+      o->color = -1;
+    else
+      return usage_error("invalid --color '%s': auto, always or never", arg);
+    break;
+  }
+  return -1;
+}
+
 /* Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct opts *o) {
-  enum { O_LINK = 256, O_TOP, O_COLOR };
   static const struct option longs[] = {
       {"format", required_argument, 0, 'f'},
       {"output", required_argument, 0, 'o'},
@@ -74,41 +120,20 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
-  int c;
-  double v;
+  int c, rc;
+  char opt[3] = "-?";
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":f:o:w:hV", longs, NULL)) != -1) {
-    switch (c) {
-    case 'f':
-      if (!(o->fmt = gp_renderer_find(optarg)))
-        return usage_error("unknown format '%s': text or json", optarg);
-      break;
-    case 'o': o->out = optarg; break;
-    case 'w':
-      if (gp_parse_duration(optarg, &o->ro.window_ns) < 0)
-        return usage_error("invalid --window '%s': expected a duration such "
-                           "as 500us, 10ms or 1s", optarg);
-      break;
-    case O_LINK:
-      if (parse_num(optarg, 0.001, 1e6, &o->ro.link_gbps) < 0)
-        return usage_error("invalid --link-gbps '%s': expected GB/s > 0", optarg);
-      break;
-    case O_TOP:
-      if (parse_num(optarg, 1, 1e6, &v) < 0 || v != (size_t)v)
-        return usage_error("invalid --top '%s': expected a count >= 1", optarg);
-      o->rend.top = (size_t)v;
-      break;
-    case O_COLOR:
-      if (!optarg || !strcmp(optarg, "always")) o->color = 1;
-      else if (!strcmp(optarg, "never")) o->color = 0;
-      else if (!strcmp(optarg, "auto")) o->color = -1;
-      else return usage_error("invalid --color '%s': auto, always or never", optarg);
-      break;
-    case 'h': fputs(usage, stdout); return 0;
-    case 'V': printf("gpuphase-report %s\n", GP_VERSION); return 0;
-    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error("unknown option '%s'", argv[optind - 1]);
-    }
+    /* the option as typed: "--name" from argv, "-x" from optopt (argv
+     * may hold a cluster such as "-xy") */
+    const char *last = argv[optind - 1];
+    opt[1] = (char)optopt;
+    const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
+    if (c == 'h') return fputs(usage, stdout) == EOF;
+    if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION) < 0;
+    if (c == ':') return usage_error("option '%s' needs a value", name);
+    if (c == '?') return usage_error("unknown option '%s'", name);
+    if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
   if (optind >= argc) return usage_error("%s", "no trace file given");
   return -1;
@@ -146,16 +171,18 @@ static int read_all(int n, char **files, const struct opts *o,
   for (int i = 0; i < n; i++) {
     int st;
     char err[512];
-    procs[i] = gp_report_file(files[i], &o->ro, pg.on ? on_progress : NULL,
-                              &pg, &st, err, sizeof err);
+    procs[i] = gp_report_file(files[i], &o->ro, pg.on ? on_progress : NULL, &pg,
+                              &st, err, sizeof err);
     if (pg.shown) fputs("\r\033[K", stderr), pg.shown = 0;
     if (!procs[i]) {
       fprintf(stderr, "gpuphase-report: %s\n", err);
       return 1;
     }
     if (procs[i]->truncated)
-      fprintf(stderr, "gpuphase-report: warning: %s is truncated: reporting up "
-                      "to its last complete frame\n", files[i]);
+      fprintf(stderr,
+              "gpuphase-report: warning: %s is truncated: reporting up "
+              "to its last complete frame\n",
+              files[i]);
   }
   return 0;
 }
@@ -169,8 +196,8 @@ static int render(const struct opts *o, struct gp_proc_res **procs, size_t n,
   }
   struct gp_render_opts ro = o->rend;
   const char *nc = getenv("NO_COLOR");
-  ro.color = o->color == 1 ||
-             (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
+  ro.color =
+      o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
   struct gp_report_set set = {procs, n, total};
   int rc = o->fmt->render(f, &set, &ro);
   if ((o->out ? fclose(f) : fflush(f)) != 0 || rc < 0) {
@@ -181,8 +208,10 @@ static int render(const struct opts *o, struct gp_proc_res **procs, size_t n,
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && !strcmp(argv[1], "info")) return gp_cmd_info(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "dump")) return gp_cmd_dump(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "info"))
+    return gp_cmd_info(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "dump"))
+    return gp_cmd_dump(argc - 1, argv + 1);
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
@@ -194,13 +223,20 @@ int main(int argc, char **argv) {
     sum = gp_res_new_sum();
     for (size_t i = 0; sum && i < n; i++)
       if (gp_res_merge(sum, procs[i]) < 0) rc = 1;
+    if (sum && !rc && sum->ndegraded &&
+        gp_res_note(sum,
+                    "%llu of %zu processes are degraded: their kernel "
+                    "time is the host's view (blocking calls)",
+                    (unsigned long long)sum->ndegraded, n) < 0)
+      rc = 1;
     if (!sum || rc || gp_res_derive(sum, &o.ro) < 0) {
       fprintf(stderr, "gpuphase-report: out of memory\n");
       rc = 1;
     }
   }
   if (!rc) rc = render(&o, procs, n, sum ? sum : procs[0]);
-  for (size_t i = 0; i < n; i++) gp_res_free(procs[i]);
+  for (size_t i = 0; i < n; i++)
+    gp_res_free(procs[i]);
   gp_res_free(sum);
   free(procs);
   return rc;

@@ -89,8 +89,7 @@ static gpuphase_reader *open_trace(const char *cmd, const char *path,
   int err = 0;
   char msg[256] = "";
   gpuphase_reader *r = gp_reader_open_ex(path, mode, &err, msg, sizeof msg);
-  if (!r)
-    open_error(cmd, path, err, msg);
+  if (!r) open_error(cmd, path, err, msg);
   return r;
 }
 
@@ -160,11 +159,9 @@ int gp_cmd_dump(int argc, char **argv) {
     else
       path = argv[i];
   }
-  if (!path)
-    return usage_error(cmd, "missing FILE", NULL);
+  if (!path) return usage_error(cmd, "missing FILE", NULL);
   gpuphase_reader *r = open_trace(cmd, path, mode);
-  if (!r)
-    return 1;
+  if (!r) return 1;
   struct dump_ctx d = {stdout, r};
   struct gpuphase_record rec;
   int rc;
@@ -196,30 +193,24 @@ struct facts {
 static void observe_time(struct facts *f, const struct gpuphase_record *rec) {
   int timed;
   uint64_t t = gp_record_start(rec, &timed);
-  if (!timed)
-    return;
+  if (!timed) return;
   uint64_t last = t;
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
   for (unsigned i = 0; k->nends && i < k->nfields; i++) {
     uint64_t end;
     memcpy(&end, (const char *)&rec->u + k->fields[i].offset, 8);
-    if (k->fields[i].coding == 'E' && end > last)
-      last = end;
+    if (k->fields[i].coding == 'E' && end > last) last = end;
   }
-  if (!f->timed || t < f->first)
-    f->first = t;
-  if (!f->timed || last > f->last)
-    f->last = last;
+  if (!f->timed || t < f->first) f->first = t;
+  if (!f->timed || last > f->last) f->last = last;
   f->timed = 1;
 }
 
 static void observe(struct facts *f, const struct gpuphase_record *rec) {
-  if (rec->kind < GPUPHASE_REC_MAX)
-    f->count[rec->kind]++;
+  if (rec->kind < GPUPHASE_REC_MAX) f->count[rec->kind]++;
   if (rec->kind != GPUPHASE_REC_STRING && rec->kind != GPUPHASE_REC_SUMMARY)
     f->events++;
-  if (rec->kind == GPUPHASE_REC_LOST)
-    f->lost += rec->u.lost.count;
+  if (rec->kind == GPUPHASE_REC_LOST) f->lost += rec->u.lost.count;
   if (rec->kind == GPUPHASE_REC_STATE && rec->u.state.state == 1 &&
       !f->degraded) {
     f->degraded = 1;
@@ -243,8 +234,7 @@ static void print_start(const struct gpuphase_header *h) {
   time_t sec = (time_t)(h->start_real_ns / 1000000000u);
   struct tm tm;
   char buf[64] = "?";
-  if (gmtime_r(&sec, &tm))
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (gmtime_r(&sec, &tm)) strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   printf("%-14s%s.%03" PRIu64 "Z\n", "started:", buf,
          h->start_real_ns % 1000000000u / 1000000u);
 }
@@ -284,8 +274,7 @@ static void print_devices(const gpuphase_reader *r, const struct facts *f) {
            (double)d->mem_total / (1024.0 * 1024.0 * 1024.0), d->cc_major,
            d->cc_minor);
   }
-  if (f->more_dev)
-    printf("  (%u more not listed)\n", f->more_dev);
+  if (f->more_dev) printf("  (%u more not listed)\n", f->more_dev);
 }
 
 static void print_counts(const struct facts *f) {
@@ -295,8 +284,7 @@ static void print_counts(const struct facts *f) {
   printf("%-14s%" PRIu64, "records:", total);
   const char *sep = " (";
   for (uint32_t k = 0; k < GPUPHASE_REC_MAX; k++) {
-    if (!f->count[k])
-      continue;
+    if (!f->count[k]) continue;
     printf("%s%s %" PRIu64, sep, gpuphase_kind_name(k), f->count[k]);
     sep = ", ";
   }
@@ -307,11 +295,9 @@ static void print_events(const gpuphase_reader *r, const struct facts *f) {
   struct gpuphase_summary s;
   int have = gpuphase_reader_summary(r, &s);
   printf("%-14s%" PRIu64, "events:", f->events);
-  if (have)
-    printf(" (summary: %" PRIu64 ")", s.events);
+  if (have) printf(" (summary: %" PRIu64 ")", s.events);
   printf("\n%-14s%" PRIu64 " in LOST records", "lost events:", f->lost);
-  if (have)
-    printf(" (summary: %" PRIu64 ")", s.lost);
+  if (have) printf(" (summary: %" PRIu64 ")", s.lost);
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   const char *why = NULL;
   if (f->degraded)
@@ -363,8 +349,7 @@ static void print_times(const gpuphase_reader *r, const struct facts *f) {
 /* Reads one file and prints its facts: 0, or 1 if it cannot be read. */
 static int info_one(const char *cmd, const char *path) {
   gpuphase_reader *r = open_trace(cmd, path, GP_OPEN_FILE_ORDER);
-  if (!r)
-    return 1;
+  if (!r) return 1;
   static struct facts f;
   memset(&f, 0, sizeof f);
   struct gpuphase_record rec;
@@ -401,16 +386,14 @@ int gp_cmd_info(int argc, char **argv) {
     else
       files++;
   }
-  if (!files)
-    return usage_error(cmd, "missing FILE", NULL);
+  if (!files) return usage_error(cmd, "missing FILE", NULL);
   opts = 1;
   for (int i = 1, n = 0; i < argc; i++) {
     if (opts && !strcmp(argv[i], "--")) {
       opts = 0;
       continue;
     }
-    if (n++)
-      printf("\n");
+    if (n++) printf("\n");
     status |= info_one(cmd, argv[i]);
   }
   return status;

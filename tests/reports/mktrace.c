@@ -37,16 +37,56 @@ static void api_def(uint64_t id, const char *name, uint64_t cls) {
 
 static void api(uint64_t id, uint64_t start, uint64_t end, uint64_t corr) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
-  r.u.api = (struct gpuphase_api){.thread = 1, .api = id, .start = start,
-                                  .end = end, .corr = corr};
+  r.u.api = (struct gpuphase_api){
+      .thread = 1, .api = id, .start = start, .end = end, .corr = corr};
   add(1, &r);
 }
 
 static void range(uint64_t op, uint64_t at, uint64_t name) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
-  r.u.range = (struct gpuphase_range){.thread = 1, .op = op, .start = at,
-                                      .name = name};
+  r.u.range =
+      (struct gpuphase_range){.thread = 1, .op = op, .start = at, .name = name};
   add(1, &r);
+}
+
+static void metadata(int degraded) {
+  api_def(1, "cudaLaunchKernel", GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);
+  api_def(2, "cudaDeviceSynchronize", GPUPHASE_API_SYNC);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
+  struct gpuphase_device *d = &r.u.device;
+  d->name = str("Test GPU");
+  d->sms = 10;
+  d->mem_total = 1u << 30;
+  d->cc_major = 8;
+  d->max_threads_per_sm = 2048;
+  d->max_blocks_per_sm = 32;
+  d->regs_per_sm = d->smem_per_sm = 65536;
+  d->warp_size = 32;
+  add(0, &r);
+  if (degraded) {
+    r.kind = GPUPHASE_REC_STATE;
+    r.u.state = (struct gpuphase_state){900, 1, str("CUPTI unavailable")};
+    add(0, &r);
+  }
+}
+
+static void timeline(int degraded) {
+  uint64_t step = str("step"), kname = str(hostile);
+  range(GPUPHASE_RANGE_PUSH, 1000, step);
+  api(1, 1000, 1100, 1);
+  api(2, 1150, 1800, 0);
+  range(GPUPHASE_RANGE_POP, 1800, 0);
+  if (degraded) return;
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_KERNEL};
+  struct gpuphase_kernel *k = &r.u.kernel;
+  k->corr = 1;
+  k->start = 1200;
+  k->end = 1700;
+  k->name = kname;
+  k->grid_x = 5;
+  k->block_x = 128;
+  k->grid_y = k->grid_z = k->block_y = k->block_z = 1;
+  add(10, &r);
 }
 
 int main(int argc, char **argv) {
@@ -54,43 +94,28 @@ int main(int argc, char **argv) {
   int64_t pid = 4242;
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--degraded")) degraded = 1;
-    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = atoll(argv[++i]);
-    else path = argv[i];
+    if (!strcmp(argv[i], "--degraded"))
+      degraded = 1;
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
+      pid = atoll(argv[++i]);
+    else
+      path = argv[i];
   }
   if (!path) return fprintf(stderr, "usage: mktrace [--degraded] FILE\n"), 2;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  struct gp_process_info info = {"test-host", pid, 1, -1, -1, "./app --test",
-                                 1000, 1700000000000000000ull, "clock_gettime",
-                                 0};
+  struct gp_process_info info = {0};
+  info.host = "test-host";
+  info.pid = pid;
+  info.ppid = 1;
+  info.rank = info.local_rank = -1;
+  info.cmdline = "./app --test";
+  info.start_mono_ns = 1000;
+  info.start_real_ns = 1700000000000000000ull;
+  info.clock = "clock_gettime";
   if (fd < 0 || !(w = gp_writer_open(fd, &info, 200, &err)))
     return perror(path), 1;
-  api_def(1, "cudaLaunchKernel", GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);
-  api_def(2, "cudaDeviceSynchronize", GPUPHASE_API_SYNC);
-  struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
-  r.u.device = (struct gpuphase_device){
-      .device = 0, .name = str("Test GPU"), .sms = 10, .mem_total = 1u << 30,
-      .cc_major = 8, .max_threads_per_sm = 2048, .max_blocks_per_sm = 32,
-      .regs_per_sm = 65536, .smem_per_sm = 65536, .warp_size = 32};
-  add(0, &r);
-  if (degraded) {
-    r.kind = GPUPHASE_REC_STATE;
-    r.u.state = (struct gpuphase_state){900, 1, str("CUPTI unavailable")};
-    add(0, &r);
-  }
-  uint64_t step = str("step"), kname = str(hostile);
-  range(GPUPHASE_RANGE_PUSH, 1000, step);
-  api(1, 1000, 1100, 1);
-  api(2, 1150, 1800, 0);
-  range(GPUPHASE_RANGE_POP, 1800, 0);
-  if (!degraded) {
-    r.kind = GPUPHASE_REC_KERNEL;
-    r.u.kernel = (struct gpuphase_kernel){
-        .device = 0, .corr = 1, .start = 1200, .end = 1700, .name = kname,
-        .grid_x = 5, .grid_y = 1, .grid_z = 1, .block_x = 128, .block_y = 1,
-        .block_z = 1};
-    add(10, &r);
-  }
+  metadata(degraded);
+  timeline(degraded);
   struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, 1800};
   return gp_writer_close(w, &sum) == GPUPHASE_OK ? 0 : 1;
 }

@@ -11,21 +11,19 @@ enum { S_GEMM = 10, S_NCCL, S_STEP, S_FWD, S_WHY, S_SMALL };
 
 static void base(struct tl *t) {
   tl_init(t);
-  static const char *names[] = {"",           "cudaLaunchKernel",
-                                "cudaDeviceSynchronize", "cudaMemcpy",
-                                "cudaMemcpyAsync",       "cudaGetDevice",
-                                "cudaMalloc",            "cudaFree",
-                                "cudaHostAlloc"};
-  static const uint64_t cls[] = {
-      0,
-      GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
-      GPUPHASE_API_SYNC,
-      GPUPHASE_API_COPY,
-      GPUPHASE_API_COPY | GPUPHASE_API_ASYNC,
-      GPUPHASE_API_QUERY,
-      GPUPHASE_API_ALLOC,
-      GPUPHASE_API_FREE,
-      GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM};
+  static const char *names[] = {
+      "",           "cudaLaunchKernel", "cudaDeviceSynchronize",
+      "cudaMemcpy", "cudaMemcpyAsync",  "cudaGetDevice",
+      "cudaMalloc", "cudaFree",         "cudaHostAlloc"};
+  static const uint64_t cls[] = {0,
+                                 GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
+                                 GPUPHASE_API_SYNC,
+                                 GPUPHASE_API_COPY,
+                                 GPUPHASE_API_COPY | GPUPHASE_API_ASYNC,
+                                 GPUPHASE_API_QUERY,
+                                 GPUPHASE_API_ALLOC,
+                                 GPUPHASE_API_FREE,
+                                 GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM};
   for (uint64_t i = 1; i <= HOSTALLOC; i++) {
     tl_str(t, i, names[i]);
     tl_api_def(t, i, i, cls[i]);
@@ -229,6 +227,27 @@ static void test_pageable_epochs(void) {
   CATS(tl_dev(r, 0)->bd, 0, 50, 10, 100, 150);
   CATS(tl_phase(r, "fwd")->dev[0].bd, 0, 0, 0, 30, 0);
   CATS(tl_phase(r, "step")->dev[0].bd, 0, 50, 0, 0, 100);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* A copy record that comes after the hold (1000 ns here) no longer decides
+ * its call: call [100,200) corr 4 stays launch; its pageable copy [3000,3100)
+ * is only a transfer.  Window [100,3100): launch 100 + [2000,2010) 10,
+ * host [200,2000) 1800 + [2010,3000) 990, transfer 100. */
+static void test_hold_expired(void) {
+  struct tl t;
+  base(&t);
+  t.o.hold_ns = 1000;
+  tl_api(&t, 1, MEMCPY_ASYNC, 100, 200, 0, 4);
+  tl_api(&t, 1, LAUNCH, 2000, 2010, 0, 0);
+  tl_copy(&t, 0, 3000, 3100, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE, TL_DEVMEM,
+          4);
+  struct gp_proc_res *r = tl_run(&t);
+  CATS(tl_dev(r, 0)->bd, 0, 100, 110, 0, 2790);
+  EQ(r->diag.unresolved_copies, 1);
+  EQ(tl_apires(r, "cudaMemcpyAsync")->blocked, 0);
+  EQ(tl_thr(r, 1)->submit, 110);
   gp_res_free(r);
   tl_free(&t);
 }
@@ -520,7 +539,8 @@ static void test_sums(void) {
   uint64_t w = 0;
   for (size_t i = 0; i < d->nwin; i++) {
     uint64_t n = 0;
-    for (int c = 0; c < GP_CAT_N; c++) n += d->win[i].cat[c];
+    for (int c = 0; c < GP_CAT_N; c++)
+      n += d->win[i].cat[c];
     EQ(n, i + 1 < d->nwin ? 37 : d->window_ns - i * 37);
     w += n;
   }
@@ -529,6 +549,48 @@ static void test_sums(void) {
   EQ(gp_breakdown_total(&p->dev[0].bd), p->union_ns);
   gp_res_free(r);
   tl_free(&t);
+}
+
+/* One record of random kind with noise in every field, times near s. */
+static void garbage(struct tl *t, uint64_t x) {
+  uint64_t s = (x >> 30) % 20000, e = s + (x >> 12) % 400 - 50;
+  uint32_t kind = 5 + (uint32_t)((x >> 8) % 8); /* API .. STATE */
+  struct gpuphase_record *r = tl_add(t, kind);
+  uint64_t *f = (uint64_t *)&r->u;
+  for (size_t k = 0; k < sizeof r->u / 8; k++)
+    f[k] = (x >> (k % 40)) % (k % 3 ? 7 : 3);
+  switch (kind) {
+  case GPUPHASE_REC_API:
+    r->u.api.start = s, r->u.api.end = e, r->u.api.api = (x >> 3) % 10;
+    r->u.api.device = (int64_t)((x >> 5) % 4) - 1;
+    r->u.api.corr = (x >> 7) % 20, r->u.api.ptr = (x >> 9) % 16;
+    r->u.api.bytes = (x >> 11) % 1000;
+    break;
+  case GPUPHASE_REC_KERNEL:
+    r->u.kernel.start = s, r->u.kernel.end = e;
+    r->u.kernel.name = (x >> 4) % 20, r->u.kernel.device = (x >> 6) % 3;
+    break;
+  case GPUPHASE_REC_MEMCPY:
+    r->u.memcpy.start = s, r->u.memcpy.end = e;
+    r->u.memcpy.corr = (x >> 7) % 20, r->u.memcpy.device = (x >> 6) % 3;
+    break;
+  case GPUPHASE_REC_MEMSET:
+    r->u.memset.start = s, r->u.memset.end = e;
+    break;
+  case GPUPHASE_REC_SYNC:
+    r->u.sync.start = s, r->u.sync.end = e;
+    break;
+  case GPUPHASE_REC_RANGE:
+    r->u.range.start = s, r->u.range.op = (x >> 3) % 6;
+    r->u.range.name = (x >> 5) % 16, r->u.range.id = (x >> 7) % 4;
+    break;
+  case GPUPHASE_REC_LOST:
+    r->u.lost.start = s;
+    break;
+  case GPUPHASE_REC_STATE:
+    r->u.state.start = s;
+    break;
+  }
 }
 
 /* Malformed and out-of-order input never breaks the invariants: every
@@ -542,36 +604,7 @@ static void test_garbage(void) {
   uint64_t x = 99;
   for (int i = 0; i < 3000; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t s = (x >> 30) % 20000, e = s + (x >> 12) % 400 - 50;
-    uint32_t kind = 5 + (uint32_t)((x >> 8) % 8); /* API .. STATE */
-    struct gpuphase_record *r = tl_add(&t, kind);
-    uint64_t *f = (uint64_t *)&r->u; /* fill every field with noise */
-    for (size_t k = 0; k < sizeof r->u / 8; k++)
-      f[k] = (x >> (k % 40)) % (k % 3 ? 7 : 3);
-    switch (kind) {
-    case GPUPHASE_REC_API:
-      r->u.api.start = s, r->u.api.end = e, r->u.api.api = (x >> 3) % 10;
-      r->u.api.device = (int64_t)((x >> 5) % 4) - 1;
-      r->u.api.corr = (x >> 7) % 20, r->u.api.ptr = (x >> 9) % 16;
-      r->u.api.bytes = (x >> 11) % 1000;
-      break;
-    case GPUPHASE_REC_KERNEL:
-      r->u.kernel.start = s, r->u.kernel.end = e;
-      r->u.kernel.name = (x >> 4) % 20, r->u.kernel.device = (x >> 6) % 3;
-      break;
-    case GPUPHASE_REC_MEMCPY:
-      r->u.memcpy.start = s, r->u.memcpy.end = e;
-      r->u.memcpy.corr = (x >> 7) % 20, r->u.memcpy.device = (x >> 6) % 3;
-      break;
-    case GPUPHASE_REC_MEMSET: r->u.memset.start = s, r->u.memset.end = e; break;
-    case GPUPHASE_REC_SYNC: r->u.sync.start = s, r->u.sync.end = e; break;
-    case GPUPHASE_REC_RANGE:
-      r->u.range.start = s, r->u.range.op = (x >> 3) % 6;
-      r->u.range.name = (x >> 5) % 16, r->u.range.id = (x >> 7) % 4;
-      break;
-    case GPUPHASE_REC_LOST: r->u.lost.start = s; break;
-    case GPUPHASE_REC_STATE: r->u.state.start = s; break;
-    }
+    garbage(&t, x);
   }
   for (int sorted = 0; sorted < 2; sorted++) {
     struct gp_proc_res *r = sorted ? tl_run(&t) : tl_run_raw(&t);
@@ -588,6 +621,53 @@ static void test_garbage(void) {
   tl_free(&t);
 }
 
+static const char *finding(const struct gp_proc_res *r, const char *rule) {
+  for (size_t i = 0; i < r->nfindings; i++)
+    if (strcmp(r->findings[i].rule, rule) == 0) return r->findings[i].text;
+  return "";
+}
+
+/* The findings table on cases small enough to compute by hand. */
+static void test_findings(void) {
+  struct tl t;
+  /* 100 SMs; launch [0,10), a 10-block kernel [10,100): busy 90%, coverage
+   * 0.1 x 90 / 100 = 9%, all kernel time in kernels of < 50 blocks. */
+  base(&t);
+  tl_device(&t, 0, 100);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 100, S_GEMM, 10, 64);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(strcmp(finding(r, "low_sm_coverage"),
+            "busy 90% but SM coverage 9%: most kernel time (100%) is in "
+            "kernels of < 50 blocks on 100 SMs"),
+     0);
+  EQ(r->nfindings, 1);
+  gp_res_free(r);
+  tl_free(&t);
+  /* launch [0,10), kernel [10,20), launch [90,100): host wait 70%. */
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 20, S_GEMM, 1, 64);
+  tl_api(&t, 1, LAUNCH, 90, 100, 0, 0);
+  r = tl_run(&t);
+  EQ(strcmp(finding(r, "host_bound"), "the GPU waits for the host 70% of "
+                                      "the time: data loading or CPU work"),
+     0);
+  gp_res_free(r);
+  tl_free(&t);
+  /* launch [0,50), kernel [50,60): idle while submitting 50 of 60. */
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 50, 0, 0);
+  tl_kernel(&t, 0, 50, 60, S_GEMM, 1, 64);
+  r = tl_run(&t);
+  EQ(strcmp(finding(r, "launch_bound"),
+            "launch-bound: kernels are shorter than their submission (idle "
+            "while submitting 83% vs kernel 17%)"),
+     0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -595,6 +675,7 @@ int main(void) {
   test_pageable_late();
   test_pageable_epochs();
   test_pinned_async();
+  test_hold_expired();
   test_threads_devices();
   test_phases();
   test_start_end();
@@ -605,6 +686,7 @@ int main(void) {
   test_merge();
   test_sums();
   test_garbage();
+  test_findings();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }

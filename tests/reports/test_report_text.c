@@ -9,13 +9,13 @@
 #include "u64map.h"
 #include "util.h"
 
-#define STREQ(got, want)                                                      \
-  do {                                                                        \
-    if (strcmp((got), (want)) != 0) {                                         \
-      fprintf(stderr, "%s:%d: got \"%s\", expected \"%s\"\n", __FILE__,       \
-              __LINE__, (got), (want));                                       \
-      tl_failures++;                                                          \
-    }                                                                         \
+#define STREQ(got, want)                                                       \
+  do {                                                                         \
+    if (strcmp((got), (want)) != 0) {                                          \
+      fprintf(stderr, "%s:%d: got \"%s\", expected \"%s\"\n", __FILE__,        \
+              __LINE__, (got), (want));                                        \
+      tl_failures++;                                                           \
+    }                                                                          \
   } while (0)
 
 static void test_durations(void) {
@@ -30,8 +30,8 @@ static void test_durations(void) {
     EQ(gp_parse_duration(ok[i].s, &ns), 0);
     EQ(ns, ok[i].ns);
   }
-  static const char *bad[] = {"", "abc", "10", "-5ms", "0ms", "10 ms",
-                              "5xs", "ms", "1e400s", "0.1ns", "nan s"};
+  static const char *bad[] = {"",    "abc", "10",     "-5ms",  "0ms",  "10 ms",
+                              "5xs", "ms",  "1e400s", "0.1ns", "nan s"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     uint64_t ns;
     if (!EQ(gp_parse_duration(bad[i], &ns), (uint64_t)-1))
@@ -53,7 +53,9 @@ static void test_clean(void) {
   STREQ(out, "abc..");
   EQ(gp_text_clean("\xc3\xa9\xc3\xa9\xc3\xa9", out, sizeof out, 3), 3);
   STREQ(out, "\xc3\xa9\xc3\xa9\xc3\xa9");
-  gp_text_clean("\xc2\x9b" "x", out, sizeof out, 10); /* C1 CSI */
+  gp_text_clean("\xc2\x9b"
+                "x",
+                out, sizeof out, 10); /* C1 CSI */
   STREQ(out, "?x");
   gp_text_clean(NULL, out, sizeof out, 10);
   STREQ(out, "");
@@ -74,8 +76,8 @@ static void test_json_quote(void) {
   } cases[] = {
       {"a\"b\\c\n\x01<\xc3\xa9\xff",
        "\"a\\\"b\\\\c\\n\\u0001\\u003c\xc3\xa9\\ufffd\""},
-      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},             /* overlong '/' */
-      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},  /* UTF-16 surrogate */
+      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},            /* overlong '/' */
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""}, /* UTF-16 surrogate */
       {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* > U+10FFFF */
       {"\xe2\x80\xa8&>", "\"\\u2028\\u0026\\u003e\""},
       {"\x7f\t\r", "\"\\u007f\\t\\r\""},
@@ -115,11 +117,13 @@ static void test_hist(void) {
   struct gp_hist h;
   gp_hist_init(&h);
   EQ(gp_hist_pct(&h, 50), 0);
-  for (uint64_t v = 10; v <= 300; v += 10) gp_hist_add(&h, v); /* 30 exact */
+  for (uint64_t v = 10; v <= 300; v += 10)
+    gp_hist_add(&h, v);         /* 30 exact */
   EQ(gp_hist_pct(&h, 50), 150); /* rank 15 */
   EQ(gp_hist_pct(&h, 95), 290); /* rank ceil(28.5) = 29 */
   EQ(gp_hist_pct(&h, 100), 300);
-  for (uint64_t v = 310; v <= 1000; v += 10) gp_hist_add(&h, v); /* 100 */
+  for (uint64_t v = 310; v <= 1000; v += 10)
+    gp_hist_add(&h, v); /* 100 */
   /* rank 50 is 500: in [496,512), reported as 504 (within 1/32) */
   EQ(gp_hist_pct(&h, 50), 504);
   EQ(gp_hist_pct(&h, 100), 1000); /* clamped to the maximum */
@@ -138,8 +142,10 @@ static void test_hist(void) {
 
 static void test_map(void) {
   struct gp_u64map m = {0};
-  for (uint64_t k = 0; k < 5000; k++) EQ(gp_u64map_put(&m, k * 7919, k), 0);
-  for (uint64_t k = 0; k < 5000; k += 2) EQ(gp_u64map_del(&m, k * 7919, NULL), 1);
+  for (uint64_t k = 0; k < 5000; k++)
+    EQ(gp_u64map_put(&m, k * 7919, k), 0);
+  for (uint64_t k = 0; k < 5000; k += 2)
+    EQ(gp_u64map_del(&m, k * 7919, NULL), 1);
   EQ(m.n, 2500);
   for (uint64_t k = 0; k < 5000; k++) {
     uint64_t *v = gp_u64map_get(&m, k * 7919);

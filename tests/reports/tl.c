@@ -124,14 +124,22 @@ static int untimed(uint32_t k) {
 
 static uint64_t start_of(const struct gpuphase_record *r) {
   switch (r->kind) {
-  case GPUPHASE_REC_API: return r->u.api.start;
-  case GPUPHASE_REC_KERNEL: return r->u.kernel.start;
-  case GPUPHASE_REC_MEMCPY: return r->u.memcpy.start;
-  case GPUPHASE_REC_MEMSET: return r->u.memset.start;
-  case GPUPHASE_REC_SYNC: return r->u.sync.start;
-  case GPUPHASE_REC_RANGE: return r->u.range.start;
-  case GPUPHASE_REC_LOST: return r->u.lost.start;
-  case GPUPHASE_REC_STATE: return r->u.state.start;
+  case GPUPHASE_REC_API:
+    return r->u.api.start;
+  case GPUPHASE_REC_KERNEL:
+    return r->u.kernel.start;
+  case GPUPHASE_REC_MEMCPY:
+    return r->u.memcpy.start;
+  case GPUPHASE_REC_MEMSET:
+    return r->u.memset.start;
+  case GPUPHASE_REC_SYNC:
+    return r->u.sync.start;
+  case GPUPHASE_REC_RANGE:
+    return r->u.range.start;
+  case GPUPHASE_REC_LOST:
+    return r->u.lost.start;
+  case GPUPHASE_REC_STATE:
+    return r->u.state.start;
   }
   return 0;
 }
@@ -154,8 +162,8 @@ struct gp_proc_res *tl_run(struct tl *t) {
   for (size_t i = 0; i < t->n; i++)
     if (!untimed(t->v[i].kind)) ord[k++] = i;
   for (size_t i = first + 1; i < k; i++) /* stable insertion sort */
-    for (size_t j = i; j > first && start_of(&t->v[ord[j - 1]]) >
-                                        start_of(&t->v[ord[j]]);
+    for (size_t j = i;
+         j > first && start_of(&t->v[ord[j - 1]]) > start_of(&t->v[ord[j]]);
          j--) {
       size_t x = ord[j];
       ord[j] = ord[j - 1];
@@ -182,10 +190,10 @@ const struct gp_device_res *tl_dev(const struct gp_proc_res *r, int64_t id) {
   abort();
 }
 
-#define FIND(T, arr, n, key, what)                                            \
-  for (size_t i = 0; i < r->n; i++)                                           \
-    if (strcmp(r->arr[i].name, key) == 0) return &r->arr[i];                  \
-  fprintf(stderr, "no %s %s in the result\n", what, key);                     \
+#define FIND(T, arr, n, key, what)                                             \
+  for (size_t i = 0; i < r->n; i++)                                            \
+    if (strcmp(r->arr[i].name, key) == 0) return &r->arr[i];                   \
+  fprintf(stderr, "no %s %s in the result\n", what, key);                      \
   abort();
 
 const struct gp_phase_res *tl_phase(const struct gp_proc_res *r,

@@ -14,8 +14,11 @@ struct tl {
   struct gp_report_opts o;
 };
 
-enum { TL_PINNED = GPUPHASE_MEM_PINNED, TL_PAGEABLE = GPUPHASE_MEM_PAGEABLE,
-       TL_DEVMEM = GPUPHASE_MEM_DEVICE };
+enum {
+  TL_PINNED = GPUPHASE_MEM_PINNED,
+  TL_PAGEABLE = GPUPHASE_MEM_PAGEABLE,
+  TL_DEVMEM = GPUPHASE_MEM_DEVICE
+};
 
 void tl_init(struct tl *t);
 struct gpuphase_record *tl_add(struct tl *t, uint32_t kind);
@@ -57,13 +60,13 @@ int tl_near(double got, double want, double eps, const char *what,
 #define EQ(a, b) tl_eq((uint64_t)(a), (uint64_t)(b), #a, __FILE__, __LINE__)
 #define NEAR(a, b, e) tl_near((a), (b), (e), #a, __FILE__, __LINE__)
 /* the five categories of a breakdown, in table order */
-#define CATS(bd, k, x, l, s, h)                                               \
-  do {                                                                        \
-    EQ((bd).cat[GP_CAT_KERNEL], k);                                           \
-    EQ((bd).cat[GP_CAT_TRANSFER], x);                                         \
-    EQ((bd).cat[GP_CAT_LAUNCH], l);                                           \
-    EQ((bd).cat[GP_CAT_SYNC_IDLE], s);                                        \
-    EQ((bd).cat[GP_CAT_HOST_WAIT], h);                                        \
+#define CATS(bd, k, x, l, s, h)                                                \
+  do {                                                                         \
+    EQ((bd).cat[GP_CAT_KERNEL], k);                                            \
+    EQ((bd).cat[GP_CAT_TRANSFER], x);                                          \
+    EQ((bd).cat[GP_CAT_LAUNCH], l);                                            \
+    EQ((bd).cat[GP_CAT_SYNC_IDLE], s);                                         \
+    EQ((bd).cat[GP_CAT_HOST_WAIT], h);                                         \
   } while (0)
 
 #endif

@@ -14,7 +14,7 @@ static const gpusim_cupti_ops *ops;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  void *h = gp_sim_open_driver();
   const gpusim_cupti_ops *(*get)(void) =
       h ? (const gpusim_cupti_ops *(*)(void))dlsym(h, "gpusim_cupti") : NULL;
   ops = get ? get() : NULL;
@@ -30,8 +30,7 @@ static const gpusim_cupti_ops *drv(void) {
 #define FWD(call) return drv() ? drv()->call : CUPTI_ERROR_NOT_INITIALIZED
 
 API CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version) {
-  if (!version)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!version) return CUPTI_ERROR_INVALID_PARAMETER;
   *version = CUPTI_API_VERSION;
   return CUPTI_SUCCESS;
 }
@@ -57,9 +56,8 @@ static const struct {
 };
 
 API CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result,
-                                             const char **str) {
-  if (!str)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+                                              const char **str) {
+  if (!str) return CUPTI_ERROR_INVALID_PARAMETER;
   for (size_t i = 0; i < sizeof results / sizeof results[0]; i++) {
     if (results[i].code == result) {
       *str = results[i].text;
@@ -71,15 +69,15 @@ API CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result,
 }
 
 API CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
-                                       CUpti_CallbackFunc callback,
-                                       void *userdata) {
+                                        CUpti_CallbackFunc callback,
+                                        void *userdata) {
   FWD(subscribe(subscriber, callback, userdata));
 }
 
 API CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
-                                          CUpti_CallbackFunc callback,
-                                          void *userdata,
-                                          CUpti_SubscriberParams *params) {
+                                           CUpti_CallbackFunc callback,
+                                           void *userdata,
+                                           CUpti_SubscriberParams *params) {
   (void)params;
   FWD(subscribe(subscriber, callback, userdata));
 }
@@ -89,22 +87,21 @@ API CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 }
 
 API CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable,
-                                            CUpti_SubscriberHandle subscriber,
-                                            CUpti_CallbackDomain domain,
-                                            CUpti_CallbackId cbid) {
+                                             CUpti_SubscriberHandle subscriber,
+                                             CUpti_CallbackDomain domain,
+                                             CUpti_CallbackId cbid) {
   FWD(enable_callback(enable, subscriber, domain, cbid));
 }
 
 API CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable,
-                                          CUpti_SubscriberHandle subscriber,
-                                          CUpti_CallbackDomain domain) {
+                                           CUpti_SubscriberHandle subscriber,
+                                           CUpti_CallbackDomain domain) {
   FWD(enable_domain(enable, subscriber, domain));
 }
 
-API CUptiResult CUPTIAPI cuptiEnableAllDomains(
-    uint32_t enable, CUpti_SubscriberHandle subscriber) {
-  if (!drv())
-    return CUPTI_ERROR_NOT_INITIALIZED;
+API CUptiResult CUPTIAPI
+cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
+  if (!drv()) return CUPTI_ERROR_NOT_INITIALIZED;
   CUptiResult r =
       drv()->enable_domain(enable, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   if (r == CUPTI_SUCCESS)
@@ -113,9 +110,9 @@ API CUptiResult CUPTIAPI cuptiEnableAllDomains(
 }
 
 API CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *enable,
-                                              CUpti_SubscriberHandle sub,
-                                              CUpti_CallbackDomain domain,
-                                              CUpti_CallbackId cbid) {
+                                               CUpti_SubscriberHandle sub,
+                                               CUpti_CallbackDomain domain,
+                                               CUpti_CallbackId cbid) {
   FWD(get_callback_state(enable, sub, domain, cbid));
 }
 
@@ -141,13 +138,13 @@ API CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
 /* Buffers are process-wide in the simulation, so per-context enabling is
  * global enabling. */
 API CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context,
-                                                   CUpti_ActivityKind kind) {
+                                                    CUpti_ActivityKind kind) {
   (void)context;
   FWD(activity_enable(kind, 1));
 }
 
 API CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context,
-                                                    CUpti_ActivityKind kind) {
+                                                     CUpti_ActivityKind kind) {
   (void)context;
   FWD(activity_enable(kind, 0));
 }
@@ -157,7 +154,7 @@ API CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
 }
 
 API CUptiResult CUPTIAPI cuptiActivityFlush(CUcontext context,
-                                           uint32_t streamId, uint32_t flag) {
+                                            uint32_t streamId, uint32_t flag) {
   (void)context, (void)streamId;
   FWD(flush_all(flag));
 }
@@ -169,8 +166,8 @@ API CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time) {
 }
 
 API CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
-                                                          uint32_t streamId,
-                                                          size_t *dropped) {
+                                                           uint32_t streamId,
+                                                           size_t *dropped) {
   (void)context, (void)streamId;
   FWD(dropped(dropped));
 }
@@ -184,24 +181,23 @@ API CUptiResult CUPTIAPI cuptiFinalize(void) {
 }
 
 API CUptiResult CUPTIAPI cuptiGetContextId(CUcontext context,
-                                          uint32_t *contextId) {
+                                           uint32_t *contextId) {
   FWD(context_id(context, contextId));
 }
 
 API CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context,
-                                         uint32_t *deviceId) {
+                                          uint32_t *deviceId) {
   FWD(device_id(context, deviceId));
 }
 
 API CUptiResult CUPTIAPI cuptiGetStreamId(CUcontext context, CUstream stream,
-                                         uint32_t *streamId) {
+                                          uint32_t *streamId) {
   FWD(stream_id(context, stream, 0, streamId));
 }
 
-API CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext context,
-                                           CUstream stream,
-                                           uint8_t perThreadStream,
-                                           uint32_t *streamId) {
+API CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext context, CUstream stream,
+                                            uint8_t perThreadStream,
+                                            uint32_t *streamId) {
   FWD(stream_id(context, stream, perThreadStream, streamId));
 }
 
@@ -231,10 +227,9 @@ static size_t align8(size_t n) {
 /* Walks the records of a completed buffer; *record == NULL starts at the
  * beginning, otherwise the record after *record is returned. */
 API CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer,
-                                                   size_t validBufferSizeBytes,
-                                                   CUpti_Activity **record) {
-  if (!buffer || !record)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+                                                    size_t validBufferSizeBytes,
+                                                    CUpti_Activity **record) {
+  if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
   size_t off = 0;
   if (*record) {
     size_t cur = (size_t)((uint8_t *)*record - buffer);
@@ -247,10 +242,8 @@ API CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer,
     return CUPTI_ERROR_MAX_LIMIT_REACHED;
   CUpti_Activity *next = (CUpti_Activity *)(buffer + off);
   size_t size = record_size(next->kind);
-  if (!size)
-    return CUPTI_ERROR_INVALID_KIND;
-  if (off + size > validBufferSizeBytes)
-    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  if (!size) return CUPTI_ERROR_INVALID_KIND;
+  if (off + size > validBufferSizeBytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = next;
   return CUPTI_SUCCESS;
 }

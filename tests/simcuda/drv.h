@@ -47,7 +47,7 @@ typedef struct sim_device {
   int ordinal;
   sim_ctx ctx;
   sim_stream legacy;
-  sim_stream *streams; /* user-created and per-thread streams */
+  sim_stream *streams;       /* user-created and per-thread streams */
   uint64_t retired_blocking; /* tails of destroyed blocking streams */
   uint64_t retired_all;
   uintptr_t va_base; /* reserved, never accessible address range */
@@ -92,7 +92,10 @@ typedef struct sim_op {
 extern pthread_mutex_t gp_lock;
 extern gpusim_config gp_cfg;
 extern sim_device gp_dev[GPUSIM_MAX_DEVICES];
-extern bool gp_inited;
+extern bool gp_inited; /* set once by cuInit, under gp_lock */
+static inline bool gp_ready(void) {
+  return __atomic_load_n(&gp_inited, __ATOMIC_ACQUIRE);
+}
 void gp_config_load(void);
 uint64_t gp_now(void);
 void gp_sleep_until(uint64_t t);

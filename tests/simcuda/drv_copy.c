@@ -21,16 +21,14 @@ static bool on_device(int kind) {
 
 /* Device-side ranges must lie inside one live allocation. */
 static bool range_ok(uintptr_t p, sim_where w, uint64_t extent) {
-  if (!on_device(w.kind))
-    return p != 0;
+  if (!on_device(w.kind)) return p != 0;
   const sim_alloc *a = gp_find_alloc(p);
   return a && extent <= a->base + a->size - p;
 }
 
 static void memcpy_record(const copy_req *q, const sim_op *op, int kind,
                           sim_where ws, sim_where wd) {
-  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY))
-    return;
+  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
   CUpti_ActivityMemcpy6 m;
   memset(&m, 0, sizeof m);
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -52,8 +50,7 @@ static void memcpy_record(const copy_req *q, const sim_op *op, int kind,
 
 static void peer_record(const copy_req *q, const sim_op *op, sim_where ws,
                         sim_where wd) {
-  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY2))
-    return;
+  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY2)) return;
   CUpti_ActivityMemcpyPtoP4 m;
   memset(&m, 0, sizeof m);
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
@@ -80,19 +77,15 @@ static int copy_kind(sim_where ws, sim_where wd) {
   if (sd && dd)
     return ws.dev == wd.dev ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
                             : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-  if (sd)
-    return CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-  return dd ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
-            : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+  if (sd) return CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+  return dd ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
 /* Schedules the copy; synchronous copies and copies touching pageable
  * memory return only once the simulated copy has ended. */
 static CUresult do_copy(const copy_req *q) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (q->bytes == 0)
-    return CUDA_SUCCESS;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (q->bytes == 0) return CUDA_SUCCESS;
   sim_stream *s;
   sim_op op;
   pthread_mutex_lock(&gp_lock);
@@ -105,11 +98,10 @@ static CUresult do_copy(const copy_req *q) {
   bool hbm = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ||
              kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   if (r == CUDA_SUCCESS)
-    gp_schedule(s, gp_copy_ns(q->bytes, hbm ? gp_cfg.hbm_mbps : gp_cfg.pcie_mbps),
-                &op);
+    gp_schedule(
+        s, gp_copy_ns(q->bytes, hbm ? gp_cfg.hbm_mbps : gp_cfg.pcie_mbps), &op);
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS)
-    return r;
+  if (r != CUDA_SUCCESS) return r;
   if (kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP)
     peer_record(q, &op, ws, wd);
   else
@@ -130,104 +122,103 @@ static CUresult copy1d(CUdeviceptr dst, const void *srcp, CUdeviceptr src,
 #define HOSTPTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src,
-                                       size_t n) {
+                                        size_t n) {
   DRV_ENTER(cuMemcpy, dst, src, n);
   DRV_RETURN(copy1d(dst, NULL, src, n, NULL, false, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src,
-                                            size_t n) {
+                                             size_t n) {
   DRV_ENTER(cuMemcpy_ptds, dst, src, n);
   DRV_RETURN(copy1d(dst, NULL, src, n, NULL, true, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
-                                            size_t n, CUstream h) {
+                                             size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyAsync, dst, src, n, h);
   DRV_RETURN(copy1d(dst, NULL, src, n, h, false, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst,
-                                                 CUdeviceptr src, size_t n,
-                                                 CUstream h) {
+                                                  CUdeviceptr src, size_t n,
+                                                  CUstream h) {
   DRV_ENTER(cuMemcpyAsync_ptsz, dst, src, n, h);
   DRV_RETURN(copy1d(dst, NULL, src, n, h, true, true));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst,
-                                              const void *src, size_t n) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
+                                               size_t n) {
   DRV_ENTER(cuMemcpyHtoD_v2, dst, src, n);
   DRV_RETURN(copy1d(dst, src, 0, n, NULL, false, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst,
-                                                   const void *src, size_t n) {
+                                                    const void *src, size_t n) {
   DRV_ENTER(cuMemcpyHtoD_v2_ptds, dst, src, n);
   DRV_RETURN(copy1d(dst, src, 0, n, NULL, true, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src,
-                                              size_t n) {
+                                               size_t n) {
   DRV_ENTER(cuMemcpyDtoH_v2, dst, src, n);
   DRV_RETURN(copy1d(HOSTPTR(dst), NULL, src, n, NULL, false, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst,
-                                                   CUdeviceptr src, size_t n) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src,
+                                                    size_t n) {
   DRV_ENTER(cuMemcpyDtoH_v2_ptds, dst, src, n);
   DRV_RETURN(copy1d(HOSTPTR(dst), NULL, src, n, NULL, true, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst,
-                                              CUdeviceptr src, size_t n) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src,
+                                               size_t n) {
   DRV_ENTER(cuMemcpyDtoD_v2, dst, src, n);
   DRV_RETURN(copy1d(dst, NULL, src, n, NULL, false, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst,
-                                                   CUdeviceptr src, size_t n) {
+                                                    CUdeviceptr src, size_t n) {
   DRV_ENTER(cuMemcpyDtoD_v2_ptds, dst, src, n);
   DRV_RETURN(copy1d(dst, NULL, src, n, NULL, true, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst,
-                                                   const void *src, size_t n,
-                                                   CUstream h) {
+                                                    const void *src, size_t n,
+                                                    CUstream h) {
   DRV_ENTER(cuMemcpyHtoDAsync_v2, dst, src, n, h);
   DRV_RETURN(copy1d(dst, src, 0, n, h, false, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst,
-                                                        const void *src,
-                                                        size_t n, CUstream h) {
+                                                         const void *src,
+                                                         size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyHtoDAsync_v2_ptsz, dst, src, n, h);
   DRV_RETURN(copy1d(dst, src, 0, n, h, true, true));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst,
-                                                   CUdeviceptr src, size_t n,
-                                                   CUstream h) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
+                                                    size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyDtoHAsync_v2, dst, src, n, h);
   DRV_RETURN(copy1d(HOSTPTR(dst), NULL, src, n, h, false, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst,
-                                                        CUdeviceptr src,
-                                                        size_t n, CUstream h) {
+                                                         CUdeviceptr src,
+                                                         size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyDtoHAsync_v2_ptsz, dst, src, n, h);
   DRV_RETURN(copy1d(HOSTPTR(dst), NULL, src, n, h, true, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst,
-                                                   CUdeviceptr src, size_t n,
-                                                   CUstream h) {
+                                                    CUdeviceptr src, size_t n,
+                                                    CUstream h) {
   DRV_ENTER(cuMemcpyDtoDAsync_v2, dst, src, n, h);
   DRV_RETURN(copy1d(dst, NULL, src, n, h, false, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst,
-                                                        CUdeviceptr src,
-                                                        size_t n, CUstream h) {
+                                                         CUdeviceptr src,
+                                                         size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyDtoDAsync_v2_ptsz, dst, src, n, h);
   DRV_RETURN(copy1d(dst, NULL, src, n, h, true, true));
 }
@@ -235,40 +226,39 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst,
 /* Peer copies: the contexts only name the devices, which the pointers
  * already identify. */
 static CUresult peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
-                     CUcontext sc, size_t n, CUstream h, bool pt,
-                     bool async) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+                     CUcontext sc, size_t n, CUstream h, bool pt, bool async) {
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!gp_ctx_lookup(dc) || !gp_ctx_lookup(sc))
     return CUDA_ERROR_INVALID_CONTEXT;
   return copy1d(dst, NULL, src, n, h, pt, async);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc,
-                                           CUdeviceptr src, CUcontext sc,
-                                           size_t n) {
+                                            CUdeviceptr src, CUcontext sc,
+                                            size_t n) {
   DRV_ENTER(cuMemcpyPeer, dst, dc, src, sc, n);
   DRV_RETURN(peer(dst, dc, src, sc, n, NULL, false, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst,
-                                                CUcontext dc, CUdeviceptr src,
-                                                CUcontext sc, size_t n) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc,
+                                                 CUdeviceptr src, CUcontext sc,
+                                                 size_t n) {
   DRV_ENTER(cuMemcpyPeer_ptds, dst, dc, src, sc, n);
   DRV_RETURN(peer(dst, dc, src, sc, n, NULL, true, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst,
-                                                CUcontext dc, CUdeviceptr src,
-                                                CUcontext sc, size_t n,
-                                                CUstream h) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc,
+                                                 CUdeviceptr src, CUcontext sc,
+                                                 size_t n, CUstream h) {
   DRV_ENTER(cuMemcpyPeerAsync, dst, dc, src, sc, n, h);
   DRV_RETURN(peer(dst, dc, src, sc, n, h, false, true));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(
-    CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
-    CUstream h) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst,
+                                                      CUcontext dc,
+                                                      CUdeviceptr src,
+                                                      CUcontext sc, size_t n,
+                                                      CUstream h) {
   DRV_ENTER(cuMemcpyPeerAsync_ptsz, dst, dc, src, sc, n, h);
   DRV_RETURN(peer(dst, dc, src, sc, n, h, true, true));
 }
@@ -291,10 +281,9 @@ static uint64_t extent(size_t pitch, size_t width, size_t rows) {
 
 static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
                        bool async) {
-  if (!p)
-    return CUDA_ERROR_INVALID_VALUE;
-  copy_req q = {0, 0, (uint64_t)p->WidthInBytes * p->Height, 0, 0, h, pt,
-                async};
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  copy_req q = {0,  0,    (uint64_t)p->WidthInBytes * p->Height, 0, 0, h,
+                pt, async};
   if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
       !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -332,7 +321,7 @@ cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
-                                                 CUstream h) {
+                                                  CUstream h) {
   DRV_ENTER(cuMemcpy2DAsync_v2, pCopy, h);
   DRV_RETURN(copy2d(pCopy, h, false, true));
 }
@@ -345,8 +334,7 @@ cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream h) {
 
 static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
                        bool async) {
-  if (!p)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
   uint64_t bytes = (uint64_t)p->WidthInBytes * p->Height * p->Depth;
   copy_req q = {0, 0, bytes, 0, 0, h, pt, async};
   if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
@@ -361,8 +349,10 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
     return CUDA_ERROR_INVALID_VALUE;
   q.src += (p->srcZ * sh + p->srcY) * sp + p->srcXInBytes;
   q.dst += (p->dstZ * dh + p->dstY) * dp + p->dstXInBytes;
-  q.src_extent = extent(sp, p->WidthInBytes, p->Depth ? (p->Depth - 1) * sh + p->Height : 0);
-  q.dst_extent = extent(dp, p->WidthInBytes, p->Depth ? (p->Depth - 1) * dh + p->Height : 0);
+  q.src_extent = extent(sp, p->WidthInBytes,
+                        p->Depth ? (p->Depth - 1) * sh + p->Height : 0);
+  q.dst_extent = extent(dp, p->WidthInBytes,
+                        p->Depth ? (p->Depth - 1) * dh + p->Height : 0);
   return do_copy(&q);
 }
 
@@ -377,7 +367,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
-                                                 CUstream h) {
+                                                  CUstream h) {
   DRV_ENTER(cuMemcpy3DAsync_v2, pCopy, h);
   DRV_RETURN(copy3d(pCopy, h, false, true));
 }
@@ -399,8 +389,7 @@ typedef struct set_req {
 } set_req;
 
 static void memset_record(const set_req *q, const sim_op *op, int kind) {
-  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMSET))
-    return;
+  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMSET)) return;
   CUpti_ActivityMemset4 m;
   memset(&m, 0, sizeof m);
   m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -420,24 +409,20 @@ static void memset_record(const set_req *q, const sim_op *op, int kind) {
 /* Memsets run at the device-to-device rate and never block the caller
  * (device memory only, as real CUDA). */
 static CUresult do_memset(const set_req *q) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (q->bytes == 0)
-    return CUDA_SUCCESS;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (q->bytes == 0) return CUDA_SUCCESS;
   sim_stream *s;
   sim_op op;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(q->stream, q->pt, &s);
   sim_where w = gp_where(q->dst);
-  if (r == CUDA_SUCCESS &&
-      (w.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
-       !range_ok(q->dst, w, q->extent)))
+  if (r == CUDA_SUCCESS && (w.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
+                            !range_ok(q->dst, w, q->extent)))
     r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS)
     gp_schedule(s, gp_copy_ns(q->bytes, gp_cfg.hbm_mbps), &op);
   pthread_mutex_unlock(&gp_lock);
-  if (r == CUDA_SUCCESS)
-    memset_record(q, &op, w.kind);
+  if (r == CUDA_SUCCESS) memset_record(q, &op, w.kind);
   return r;
 }
 
@@ -452,10 +437,9 @@ static CUresult set2d(CUdeviceptr d, size_t pitch, uint32_t v, size_t w,
                       size_t rows, unsigned elem, CUstream h, bool pt,
                       bool async) {
   uint64_t wb = (uint64_t)w * elem;
-  if (rows > 1 && pitch < wb)
-    return CUDA_ERROR_INVALID_VALUE;
-  set_req q = {(uintptr_t)d, v, wb * rows, extent(pitch, wb, rows), h, pt,
-               async};
+  if (rows > 1 && pitch < wb) return CUDA_ERROR_INVALID_VALUE;
+  set_req q = {(uintptr_t)d, v,    wb * rows, extent(pitch, wb, rows), h,
+               pt,           async};
   return do_memset(&q);
 }
 
@@ -472,13 +456,13 @@ static CUresult set2d(CUdeviceptr d, size_t pitch, uint32_t v, size_t w,
     DRV_RETURN(set1d(d, v, n, elem, h, pt, true));                             \
   }
 #define SET2(name, T, elem, pt)                                                \
-  GPUSIM_EXPORT CUresult CUDAAPI name(CUdeviceptr d, size_t p, T v, size_t w, \
+  GPUSIM_EXPORT CUresult CUDAAPI name(CUdeviceptr d, size_t p, T v, size_t w,  \
                                       size_t rows) {                           \
     DRV_ENTER(name, d, p, v, w, rows);                                         \
     DRV_RETURN(set2d(d, p, v, w, rows, elem, NULL, pt, false));                \
   }
 #define SET2A(name, T, elem, pt)                                               \
-  GPUSIM_EXPORT CUresult CUDAAPI name(CUdeviceptr d, size_t p, T v, size_t w, \
+  GPUSIM_EXPORT CUresult CUDAAPI name(CUdeviceptr d, size_t p, T v, size_t w,  \
                                       size_t rows, CUstream h) {               \
     DRV_ENTER(name, d, p, v, w, rows, h);                                      \
     DRV_RETURN(set2d(d, p, v, w, rows, elem, h, pt, true));                    \

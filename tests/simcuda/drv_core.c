@@ -26,8 +26,7 @@ static __thread int ctx_depth;
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t min,
                         uint64_t max) {
   const char *s = getenv(name);
-  if (!s || !*s)
-    return def;
+  if (!s || !*s) return def;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
@@ -42,8 +41,7 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t min,
  * rates like 12.5 GB/s stay exact integers. */
 static uint64_t env_milli(const char *name, uint64_t def_milli) {
   const char *s = getenv(name);
-  if (!s || !*s)
-    return def_milli;
+  if (!s || !*s) return def_milli;
   uint64_t v = 0, frac = 0;
   int fd = -1;
   const char *p = s;
@@ -100,8 +98,7 @@ uint64_t gp_now(void) {
 }
 
 void gp_sleep_until(uint64_t t) {
-  struct timespec ts = {(time_t)(t / 1000000000ull),
-                        (long)(t % 1000000000ull)};
+  struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
     ;
 }
@@ -132,8 +129,7 @@ static CUresult device_setup(int d) {
   void *hint = (void *)(uintptr_t)(0x200000000000ull + (uint64_t)d * span);
   void *p = mmap(hint, span, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   dev->ordinal = d;
   dev->va_base = (uintptr_t)p;
   dev->va_size = span;
@@ -146,22 +142,19 @@ static CUresult device_setup(int d) {
 }
 
 static CUresult init_locked(void) {
-  if (gp_inited)
-    return CUDA_SUCCESS;
+  if (gp_inited) return CUDA_SUCCESS;
   for (int d = 0; d < gp_cfg.devices; d++) {
     CUresult r = device_setup(d);
-    if (r != CUDA_SUCCESS)
-      return r;
+    if (r != CUDA_SUCCESS) return r;
   }
-  gp_inited = true;
+  __atomic_store_n(&gp_inited, true, __ATOMIC_RELEASE);
   return CUDA_SUCCESS;
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
   DRV_ENTER(cuInit, Flags);
   gp_config_load();
-  if (Flags != 0)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (Flags != 0) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   CUresult r = init_locked();
   pthread_mutex_unlock(&gp_lock);
@@ -173,8 +166,7 @@ sim_ctx *gp_current_ctx(void) {
 }
 
 CUresult gp_need_ctx(sim_ctx **out) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   *out = gp_current_ctx();
   return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
@@ -183,25 +175,21 @@ CUresult gp_need_ctx(sim_ctx **out) {
  * contexts exist in the simulation. */
 static sim_ctx *ctx_check(CUcontext c) {
   for (int d = 0; d < gp_cfg.devices; d++)
-    if ((CUcontext)&gp_dev[d].ctx == c)
-      return &gp_dev[d].ctx;
+    if ((CUcontext)&gp_dev[d].ctx == c) return &gp_dev[d].ctx;
   return NULL;
 }
 
 static CUresult dev_check(CUdevice d) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   return d >= 0 && d < gp_cfg.devices ? CUDA_SUCCESS
                                       : CUDA_ERROR_INVALID_DEVICE;
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   DRV_ENTER(cuCtxSetCurrent, ctx);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   sim_ctx *c = ctx ? ctx_check(ctx) : NULL;
-  if (ctx && !c)
-    DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+  if (ctx && !c) DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
   if (ctx_depth == 0 && c)
     ctx_stack[ctx_depth++] = c;
   else if (ctx_depth > 0 && c)
@@ -213,45 +201,36 @@ GPUSIM_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
   DRV_ENTER(cuCtxGetCurrent, pctx);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (!pctx)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!pctx) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   *pctx = (CUcontext)gp_current_ctx();
   DRV_RETURN(CUDA_SUCCESS);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   DRV_ENTER(cuCtxPushCurrent_v2, ctx);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   sim_ctx *c = ctx_check(ctx);
-  if (!c)
-    DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
-  if (ctx_depth == CTX_STACK)
-    DRV_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+  if (!c) DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+  if (ctx_depth == CTX_STACK) DRV_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
   ctx_stack[ctx_depth++] = c;
   DRV_RETURN(CUDA_SUCCESS);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx) {
   DRV_ENTER(cuCtxPopCurrent_v2, pctx);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (ctx_depth == 0)
-    DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (ctx_depth == 0) DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
   sim_ctx *c = ctx_stack[--ctx_depth];
-  if (pctx)
-    *pctx = (CUcontext)c;
+  if (pctx) *pctx = (CUcontext)c;
   DRV_RETURN(CUDA_SUCCESS);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx,
-                                                       CUdevice dev) {
+                                                        CUdevice dev) {
   DRV_ENTER(cuDevicePrimaryCtxRetain, pctx, dev);
   CUresult r = dev_check(dev);
-  if (r == CUDA_SUCCESS && !pctx)
-    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&gp_lock);
     gp_dev[dev].ctx.refs++;
@@ -276,12 +255,11 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev,
-                                                         unsigned int *flags,
-                                                         int *active) {
+                                                          unsigned int *flags,
+                                                          int *active) {
   DRV_ENTER(cuDevicePrimaryCtxGetState, dev, flags, active);
   CUresult r = dev_check(dev);
-  if (r == CUDA_SUCCESS && (!flags || !active))
-    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && (!flags || !active)) r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&gp_lock);
     *flags = 0;
@@ -292,7 +270,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev,
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev,
-                                                            unsigned int f) {
+                                                             unsigned int f) {
   DRV_ENTER(cuDevicePrimaryCtxSetFlags_v2, dev, f);
   DRV_RETURN(dev_check(dev));
 }
@@ -302,8 +280,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev,
 GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   DRV_ENTER(cuDevicePrimaryCtxReset_v2, dev);
   CUresult r = dev_check(dev);
-  if (r != CUDA_SUCCESS)
-    DRV_RETURN(r);
+  if (r != CUDA_SUCCESS) DRV_RETURN(r);
   pthread_mutex_lock(&gp_lock);
   uint64_t until = gp_device_tail(dev);
   pthread_mutex_unlock(&gp_lock);
@@ -318,15 +295,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
 /* cuCtxCreate hands out the device's primary context (documented
  * simplification: one context per device). */
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
-                                             CUctxCreateParams *params,
-                                             unsigned int flags,
-                                             CUdevice dev) {
+                                              CUctxCreateParams *params,
+                                              unsigned int flags,
+                                              CUdevice dev) {
   DRV_ENTER(cuCtxCreate_v4, pctx, params, flags, dev);
   CUresult r = dev_check(dev);
-  if (r == CUDA_SUCCESS && !pctx)
-    r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS && ctx_depth == CTX_STACK)
-    r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && ctx_depth == CTX_STACK) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&gp_lock);
     gp_dev[dev].ctx.refs++;
@@ -339,17 +314,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   DRV_ENTER(cuCtxDestroy_v2, ctx);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   sim_ctx *c = ctx_check(ctx);
-  if (!c)
-    DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+  if (!c) DRV_RETURN(CUDA_ERROR_INVALID_CONTEXT);
   pthread_mutex_lock(&gp_lock);
-  if (c->refs > 0)
-    c->refs--;
+  if (c->refs > 0) c->refs--;
   pthread_mutex_unlock(&gp_lock);
-  if (ctx_depth > 0 && ctx_stack[ctx_depth - 1] == c)
-    ctx_depth--;
+  if (ctx_depth > 0 && ctx_stack[ctx_depth - 1] == c) ctx_depth--;
   DRV_RETURN(CUDA_SUCCESS);
 }
 
@@ -357,43 +328,37 @@ GPUSIM_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
   DRV_ENTER(cuCtxGetDevice, device);
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r == CUDA_SUCCESS && !device)
-    r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
-    *device = c->dev;
+  if (r == CUDA_SUCCESS && !device) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) *device = c->dev;
   DRV_RETURN(r);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device,
-                                                CUcontext ctx) {
+                                                 CUcontext ctx) {
   DRV_ENTER(cuCtxGetDevice_v2, device, ctx);
   sim_ctx *c = NULL;
-  CUresult r = ctx ? (gp_inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED)
+  CUresult r = ctx ? (gp_ready() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED)
                    : gp_need_ctx(&c);
   if (r == CUDA_SUCCESS && ctx && !(c = ctx_check(ctx)))
     r = CUDA_ERROR_INVALID_CONTEXT;
-  if (r == CUDA_SUCCESS && !device)
-    r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
-    *device = c->dev;
+  if (r == CUDA_SUCCESS && !device) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) *device = c->dev;
   DRV_RETURN(r);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx,
-                                         unsigned long long *ctxId) {
+                                          unsigned long long *ctxId) {
   DRV_ENTER(cuCtxGetId, ctx, ctxId);
   sim_ctx *c = NULL;
-  CUresult r = ctx ? (gp_inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED)
+  CUresult r = ctx ? (gp_ready() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED)
                    : gp_need_ctx(&c);
   if (r == CUDA_SUCCESS && ctx && !(c = ctx_check(ctx)))
     r = CUDA_ERROR_INVALID_CONTEXT;
-  if (r == CUDA_SUCCESS && !ctxId)
-    r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
-    *ctxId = c->id;
+  if (r == CUDA_SUCCESS && !ctxId) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) *ctxId = c->id;
   DRV_RETURN(r);
 }
 
 sim_ctx *gp_ctx_lookup(CUcontext c) {
-  return gp_inited ? ctx_check(c) : NULL;
+  return gp_ready() ? ctx_check(c) : NULL;
 }

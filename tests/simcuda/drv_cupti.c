@@ -70,21 +70,18 @@ static bool wants(const gpusim_api_frame *f, CUpti_CallbackFunc *fn,
 }
 
 /* API calls made from inside a callback are not reported again. */
-static void notify(gpusim_api_frame *f, CUpti_ApiCallbackSite site,
-                   void *ret) {
+static void notify(gpusim_api_frame *f, CUpti_ApiCallbackSite site, void *ret) {
   CUpti_CallbackFunc fn;
   void *ud;
-  if (in_callback || !wants(f, &fn, &ud))
-    return;
+  if (in_callback || !wants(f, &fn, &ud)) return;
   sim_ctx *c = gp_current_ctx();
-  CUpti_CallbackData d = {site,         f->name,      f->params,
-                          ret,          f->symbol,    (CUcontext)c,
+  CUpti_CallbackData d = {site,          f->name,       f->params,
+                          ret,           f->symbol,     (CUcontext)c,
                           c ? c->id : 0, &f->corr_data, f->corr};
   in_callback = true;
   fn(ud, f->domain, f->cbid, &d);
   in_callback = false;
-  if (site == CUPTI_API_ENTER)
-    f->notify = 1;
+  if (site == CUPTI_API_ENTER) f->notify = 1;
 }
 
 /* Runtime calls and top-level driver calls get a fresh correlation id;
@@ -105,17 +102,14 @@ GPUSIM_EXPORT void gpusim_api_enter(gpusim_api_frame *f,
     f->corr = __atomic_add_fetch(&corr_counter, 1, __ATOMIC_RELAXED);
   else
     f->corr = outer;
-  if (nframes < FRAMES)
-    frames[nframes] = f;
+  if (nframes < FRAMES) frames[nframes] = f;
   nframes++;
   notify(f, CUPTI_API_ENTER, NULL);
 }
 
 GPUSIM_EXPORT void gpusim_api_exit(gpusim_api_frame *f, void *retval) {
-  if (f->notify)
-    notify(f, CUPTI_API_EXIT, retval);
-  if (nframes > 0)
-    nframes--;
+  if (f->notify) notify(f, CUPTI_API_EXIT, retval);
+  if (nframes > 0) nframes--;
 }
 
 /* ---- activity buffers ---- */
@@ -131,8 +125,7 @@ uint64_t gp_ts(uint64_t mono) {
 
 static void complete(CUpti_BuffersCallbackCompleteFunc done, uint8_t *b,
                      size_t size, size_t valid) {
-  if (done)
-    done(NULL, 0, b, size, valid);
+  if (done) done(NULL, 0, b, size, valid);
 }
 
 /* Gets a fresh buffer from the client; false when it gave none that can
@@ -144,11 +137,9 @@ static bool refill(size_t need) {
   pthread_mutex_unlock(&cupti_lock);
   uint8_t *b = NULL;
   size_t size = 0, maxrec = 0;
-  if (req)
-    req(&b, &size, &maxrec);
+  if (req) req(&b, &size, &maxrec);
   if (!b || size < need) {
-    if (b)
-      complete(done, b, size, 0);
+    if (b) complete(done, b, size, 0);
     return false;
   }
   pthread_mutex_lock(&cupti_lock);
@@ -160,8 +151,7 @@ static bool refill(size_t need) {
     act.maxrec = maxrec;
   }
   pthread_mutex_unlock(&cupti_lock);
-  if (raced)
-    complete(done, b, size, 0);
+  if (raced) complete(done, b, size, 0);
   return true;
 }
 
@@ -197,8 +187,7 @@ void gp_emit(const void *rec, size_t size) {
 void gp_emit_sync(CUpti_ActivitySynchronizationType type, uint64_t start,
                   uint64_t end, uint32_t ctx_id, uint32_t stream_id,
                   uint32_t event_id, CUresult ret) {
-  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
-    return;
+  if (!gp_activity_on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
   CUpti_ActivitySynchronization2 s;
   memset(&s, 0, sizeof s);
   s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
@@ -216,13 +205,11 @@ void gp_emit_sync(CUpti_ActivitySynchronizationType type, uint64_t start,
 
 /* ---- the CUPTI entry points ---- */
 
-static CUptiResult c_subscribe(CUpti_SubscriberHandle *h,
-                               CUpti_CallbackFunc fn, void *ud) {
-  if (!h)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+static CUptiResult c_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn,
+                               void *ud) {
+  if (!h) return CUPTI_ERROR_INVALID_PARAMETER;
   gp_config_load();
-  if (gp_cfg.cupti_busy)
-    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (gp_cfg.cupti_busy) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   pthread_mutex_lock(&cupti_lock);
   bool busy = sub.active;
   if (!busy) {
@@ -232,8 +219,7 @@ static CUptiResult c_subscribe(CUpti_SubscriberHandle *h,
     sub.ud = ud;
   }
   pthread_mutex_unlock(&cupti_lock);
-  if (busy)
-    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (busy) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   *h = (CUpti_SubscriberHandle)&sub;
   return CUPTI_SUCCESS;
 }
@@ -245,8 +231,7 @@ static bool sub_ok(CUpti_SubscriberHandle h) {
 static CUptiResult c_unsubscribe(CUpti_SubscriberHandle h) {
   pthread_mutex_lock(&cupti_lock);
   bool ok = sub_ok(h);
-  if (ok)
-    sub.active = false;
+  if (ok) sub.active = false;
   pthread_mutex_unlock(&cupti_lock);
   return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
@@ -283,8 +268,7 @@ static CUptiResult c_enable_domain(uint32_t en, CUpti_SubscriberHandle h,
 static CUptiResult c_callback_state(uint32_t *en, CUpti_SubscriberHandle h,
                                     CUpti_CallbackDomain d,
                                     CUpti_CallbackId cbid) {
-  if (!en)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!en) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&cupti_lock);
   uint8_t *slot = enabled_slot(d, cbid);
   bool ok = sub_ok(h) && slot;
@@ -297,8 +281,7 @@ static CUptiResult c_register_timestamp(CUpti_TimestampCallbackFunc fn) {
   pthread_mutex_lock(&cupti_lock);
   bool late = act.ever_enabled;
   pthread_mutex_unlock(&cupti_lock);
-  if (late)
-    return CUPTI_ERROR_INVALID_OPERATION;
+  if (late) return CUPTI_ERROR_INVALID_OPERATION;
   int64_t off = fn ? (int64_t)(fn() - gp_now()) : 0;
   pthread_mutex_lock(&cupti_lock);
   act.tsfn = fn;
@@ -309,8 +292,7 @@ static CUptiResult c_register_timestamp(CUpti_TimestampCallbackFunc fn) {
 
 static CUptiResult c_register_buffers(CUpti_BuffersCallbackRequestFunc req,
                                       CUpti_BuffersCallbackCompleteFunc done) {
-  if (!req || !done)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!req || !done) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&cupti_lock);
   act.req = req;
   act.done = done;
@@ -324,8 +306,7 @@ static CUptiResult c_activity_enable(CUpti_ActivityKind kind, int enable) {
     return CUPTI_ERROR_INVALID_KIND;
   pthread_mutex_lock(&cupti_lock);
   __atomic_store_n(&act.on[kind], (uint8_t)(enable != 0), __ATOMIC_RELAXED);
-  if (enable)
-    act.ever_enabled = true;
+  if (enable) act.ever_enabled = true;
   pthread_mutex_unlock(&cupti_lock);
   return CUPTI_SUCCESS;
 }
@@ -338,14 +319,12 @@ static CUptiResult c_flush_all(uint32_t flag) {
   CUpti_BuffersCallbackCompleteFunc done = act.done;
   act.buf = NULL;
   pthread_mutex_unlock(&cupti_lock);
-  if (b)
-    complete(done, b, size, valid);
+  if (b) complete(done, b, size, valid);
   return CUPTI_SUCCESS;
 }
 
 static CUptiResult c_dropped(size_t *n) {
-  if (!n)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!n) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&cupti_lock);
   *n = act.dropped;
   pthread_mutex_unlock(&cupti_lock);
@@ -353,8 +332,7 @@ static CUptiResult c_dropped(size_t *n) {
 }
 
 static CUptiResult c_timestamp(uint64_t *t) {
-  if (!t)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!t) return CUPTI_ERROR_INVALID_PARAMETER;
   *t = gp_ts(gp_now());
   return CUPTI_SUCCESS;
 }
@@ -396,26 +374,23 @@ static CUptiResult c_device_id(CUcontext c, uint32_t *id) {
   return CUPTI_SUCCESS;
 }
 
-static CUptiResult c_stream_id(CUcontext c, CUstream h, int pt,
-                               uint32_t *id) {
+static CUptiResult c_stream_id(CUcontext c, CUstream h, int pt, uint32_t *id) {
   (void)c;
-  if (!id)
-    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!id) return CUPTI_ERROR_INVALID_PARAMETER;
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt != 0, &s);
-  if (r == CUDA_SUCCESS)
-    *id = s->id;
+  if (r == CUDA_SUCCESS) *id = s->id;
   pthread_mutex_unlock(&gp_lock);
   return r == CUDA_SUCCESS ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_STREAM;
 }
 
 static const gpusim_cupti_ops ops = {
-    c_subscribe,          c_unsubscribe,      c_enable_callback,
-    c_enable_domain,      c_callback_state,   c_register_timestamp,
-    c_register_buffers,   c_activity_enable,  c_flush_all,
-    c_dropped,            c_timestamp,        c_finalize,
-    c_context_id,         c_device_id,        c_stream_id,
+    c_subscribe,        c_unsubscribe,     c_enable_callback,
+    c_enable_domain,    c_callback_state,  c_register_timestamp,
+    c_register_buffers, c_activity_enable, c_flush_all,
+    c_dropped,          c_timestamp,       c_finalize,
+    c_context_id,       c_device_id,       c_stream_id,
 };
 
 GPUSIM_EXPORT const gpusim_cupti_ops *gpusim_cupti(void) {

@@ -11,8 +11,7 @@ static int64_t grid_ids;
 /* Functions are interned by name and never freed, so that the name
  * pointers handed to CUPTI records stay valid for the process lifetime. */
 GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
-  if (!name || !*name)
-    return NULL;
+  if (!name || !*name) return NULL;
   pthread_mutex_lock(&gp_lock);
   sim_function *f = functions;
   while (f && strcmp(f->name, name) != 0)
@@ -32,8 +31,7 @@ GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
 
 static sim_function *function_check(const void *p) {
   for (sim_function *f = functions; f; f = f->next)
-    if ((const void *)f == p)
-      return f;
+    if ((const void *)f == p) return f;
   return NULL;
 }
 
@@ -45,11 +43,10 @@ GPUSIM_EXPORT const char *gpusim_function_name(const void *maybe_function) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name,
-                                            CUfunction hfunc) {
+                                             CUfunction hfunc) {
   DRV_ENTER(cuFuncGetName, name, hfunc);
   const char *n = gpusim_function_name(hfunc);
-  if (!name)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!name) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   *name = n;
   DRV_RETURN(n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
 }
@@ -67,8 +64,7 @@ static void kernel_record(const launch *l, const sim_op *op, uint64_t gid) {
   CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   if (!gp_activity_on(kind)) {
     kind = CUPTI_ACTIVITY_KIND_KERNEL;
-    if (!gp_activity_on(kind))
-      return;
+    if (!gp_activity_on(kind)) return;
   }
   CUpti_ActivityKernel10 k;
   memset(&k, 0, sizeof k);
@@ -96,24 +92,20 @@ static void kernel_record(const launch *l, const sim_op *op, uint64_t gid) {
 }
 
 static CUresult do_launch(const launch *l) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
   uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-  if (!l->f)
-    return CUDA_ERROR_INVALID_HANDLE;
+  if (!l->f) return CUDA_ERROR_INVALID_HANDLE;
   if (blocks == 0 || threads == 0 || threads > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
   sim_op op;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(l->stream, l->pt, &s);
-  if (r == CUDA_SUCCESS)
-    gp_schedule(s, gp_kernel_ns(blocks), &op);
+  if (r == CUDA_SUCCESS) gp_schedule(s, gp_kernel_ns(blocks), &op);
   int64_t gid = ++grid_ids;
   pthread_mutex_unlock(&gp_lock);
-  if (r == CUDA_SUCCESS)
-    kernel_record(l, &op, (uint64_t)gid);
+  if (r == CUDA_SUCCESS) kernel_record(l, &op, (uint64_t)gid);
   return r;
 }
 
@@ -128,11 +120,11 @@ static CUresult do_launch(const launch *l) {
 
 static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy,
                               unsigned gz, unsigned bx, unsigned by,
-                              unsigned bz, unsigned shmem, CUstream h,
-                              bool pt, uint8_t type) {
+                              unsigned bz, unsigned shmem, CUstream h, bool pt,
+                              uint8_t type) {
   pthread_mutex_lock(&gp_lock);
-  launch l = {function_check(f), {gx, gy, gz}, {bx, by, bz}, shmem, h, pt,
-              type};
+  launch l = {
+      function_check(f), {gx, gy, gz}, {bx, by, bz}, shmem, h, pt, type};
   pthread_mutex_unlock(&gp_lock);
   return do_launch(&l);
 }
@@ -180,8 +172,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool pt) {
-  if (!c)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
   uint8_t type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE &&
@@ -193,16 +184,16 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool pt) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config,
-                                               CUfunction f,
-                                               void **kernelParams,
-                                               void **extra) {
+                                                CUfunction f,
+                                                void **kernelParams,
+                                                void **extra) {
   LAUNCH_ENTER(cuLaunchKernelEx, f, config, f, kernelParams, extra);
   DRV_RETURN(launch_ex(config, f, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(
-    const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-    void **extra) {
+GPUSIM_EXPORT CUresult CUDAAPI
+cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                      void **kernelParams, void **extra) {
   LAUNCH_ENTER(cuLaunchKernelEx_ptsz, f, config, f, kernelParams, extra);
   DRV_RETURN(launch_ex(config, f, true));
 }
@@ -212,14 +203,12 @@ GPUSIM_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(
  * their return. */
 static CUresult host_fn(CUstream h, bool pt, CUhostFn fn, void *ud,
                         CUstreamCallback cb) {
-  if (!fn && !cb)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!fn && !cb) return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS)
-    return r;
+  if (r != CUDA_SUCCESS) return r;
   if (fn)
     fn(ud);
   else
@@ -235,29 +224,29 @@ static CUresult host_fn(CUstream h, bool pt, CUhostFn fn, void *ud,
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
-                                               void *userData) {
+                                                void *userData) {
   DRV_ENTER(cuLaunchHostFunc, hStream, fn, userData);
   DRV_RETURN(host_fn(hStream, false, fn, userData, NULL));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream,
-                                                    CUhostFn fn,
-                                                    void *userData) {
+                                                     CUhostFn fn,
+                                                     void *userData) {
   DRV_ENTER(cuLaunchHostFunc_ptsz, hStream, fn, userData);
   DRV_RETURN(host_fn(hStream, true, fn, userData, NULL));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream hStream,
-                                                  CUstreamCallback callback,
-                                                  void *userData,
-                                                  unsigned int flags) {
+                                                   CUstreamCallback callback,
+                                                   void *userData,
+                                                   unsigned int flags) {
   DRV_ENTER(cuStreamAddCallback, hStream, callback, userData, flags);
   DRV_RETURN(host_fn(hStream, false, NULL, userData, callback));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(
-    CUstream hStream, CUstreamCallback callback, void *userData,
-    unsigned int flags) {
+GPUSIM_EXPORT CUresult CUDAAPI
+cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                         void *userData, unsigned int flags) {
   DRV_ENTER(cuStreamAddCallback_ptsz, hStream, callback, userData, flags);
   DRV_RETURN(host_fn(hStream, true, NULL, userData, callback));
 }

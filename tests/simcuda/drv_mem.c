@@ -25,8 +25,7 @@ static size_t upper(const sim_ranges *r, uintptr_t p) {
 
 static sim_alloc *containing(const sim_ranges *r, uintptr_t p) {
   size_t i = upper(r, p);
-  if (i == 0)
-    return NULL;
+  if (i == 0) return NULL;
   sim_alloc *a = &r->v[i - 1];
   return p - a->base < a->size ? a : NULL;
 }
@@ -35,8 +34,7 @@ static bool insert_at(sim_ranges *r, size_t i, sim_alloc a) {
   if (r->n == r->cap) {
     size_t cap = r->cap ? r->cap * 2 : 16;
     sim_alloc *v = realloc(r->v, cap * sizeof *v);
-    if (!v)
-      return false;
+    if (!v) return false;
     r->v = v;
     r->cap = cap;
   }
@@ -70,15 +68,13 @@ static CUresult dev_alloc(int d, size_t bytes, uintptr_t *out) {
   uintptr_t cand = dev->va_base;
   size_t i = 0;
   for (; i < dev->allocs.n; i++) {
-    if (cand + size <= dev->allocs.v[i].base)
-      break;
+    if (cand + size <= dev->allocs.v[i].base) break;
     cand = dev->allocs.v[i].base + dev->allocs.v[i].size;
   }
   if (cand + size > dev->va_base + dev->va_size)
     return CUDA_ERROR_OUT_OF_MEMORY;
   sim_alloc a = {cand, size, d, true};
-  if (!insert_at(&dev->allocs, i, a))
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!insert_at(&dev->allocs, i, a)) return CUDA_ERROR_OUT_OF_MEMORY;
   dev->used += size;
   *out = cand;
   return CUDA_SUCCESS;
@@ -90,8 +86,7 @@ static CUresult managed_alloc(int d, size_t bytes, uintptr_t *out) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   sim_alloc a = {(uintptr_t)p, size, d, true};
   if (!insert_at(&managed, upper(&managed, a.base), a)) {
     munmap(p, size);
@@ -104,8 +99,7 @@ static CUresult managed_alloc(int d, size_t bytes, uintptr_t *out) {
 
 static int dev_of(uintptr_t p) {
   for (int d = 0; d < gp_cfg.devices; d++)
-    if (p - gp_dev[d].va_base < gp_dev[d].va_size)
-      return d;
+    if (p - gp_dev[d].va_base < gp_dev[d].va_size) return d;
   return -1;
 }
 
@@ -113,15 +107,13 @@ static CUresult mem_free(uintptr_t p) {
   int d = dev_of(p);
   if (d >= 0) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
-    if (i < 0)
-      return CUDA_ERROR_INVALID_VALUE;
+    if (i < 0) return CUDA_ERROR_INVALID_VALUE;
     gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
     remove_at(&gp_dev[d].allocs, (size_t)i);
     return CUDA_SUCCESS;
   }
   ptrdiff_t i = find_base(&managed, p);
-  if (i < 0)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (i < 0) return CUDA_ERROR_INVALID_VALUE;
   sim_alloc a = managed.v[i];
   gp_dev[a.dev].used -= a.size;
   munmap((void *)a.base, a.size);
@@ -143,8 +135,7 @@ sim_where gp_where(uintptr_t p) {
 
 const sim_alloc *gp_find_alloc(uintptr_t p) {
   int d = dev_of(p);
-  if (d >= 0)
-    return containing(&gp_dev[d].allocs, p);
+  if (d >= 0) return containing(&gp_dev[d].allocs, p);
   const sim_alloc *a = containing(&managed, p);
   return a ? a : containing(&pinned, p);
 }
@@ -162,8 +153,7 @@ void gp_device_reset_mem(int d) {
 
 static CUresult host_alloc(size_t bytes, void **out) {
   void *p = calloc(1, bytes ? bytes : 1);
-  if (!p)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   sim_alloc a = {(uintptr_t)p, bytes ? bytes : 1, -1, true};
   if (!insert_at(&pinned, upper(&pinned, a.base), a)) {
     free(p);
@@ -179,15 +169,13 @@ static CUresult host_free(void *p, bool owned) {
     return owned ? CUDA_ERROR_INVALID_VALUE
                  : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   remove_at(&pinned, (size_t)i);
-  if (owned)
-    free(p);
+  if (owned) free(p);
   return CUDA_SUCCESS;
 }
 
 static CUresult host_register(void *p, size_t bytes) {
   uintptr_t b = (uintptr_t)p;
-  if (!p || !bytes || b + bytes < b)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!p || !bytes || b + bytes < b) return CUDA_ERROR_INVALID_VALUE;
   size_t i = upper(&pinned, b);
   if ((i > 0 && b - pinned.v[i - 1].base < pinned.v[i - 1].size) ||
       (i < pinned.n && pinned.v[i].base < b + bytes))
@@ -202,10 +190,8 @@ static CUresult host_register(void *p, size_t bytes) {
 static CUresult alloc_current(CUdeviceptr *dptr, size_t bytes, bool mgd) {
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r != CUDA_SUCCESS)
-    return r;
-  if (!dptr || !bytes)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (r != CUDA_SUCCESS) return r;
+  if (!dptr || !bytes) return CUDA_ERROR_INVALID_VALUE;
   uintptr_t p = 0;
   pthread_mutex_lock(&gp_lock);
   r = mgd ? managed_alloc(c->dev, bytes, &p) : dev_alloc(c->dev, bytes, &p);
@@ -220,17 +206,15 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
-                                                size_t bytes,
-                                                unsigned int flags) {
+                                                 size_t bytes,
+                                                 unsigned int flags) {
   DRV_ENTER(cuMemAllocManaged, dptr, bytes, flags);
   DRV_RETURN(alloc_current(dptr, bytes, true));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
-                                                 size_t *pPitch,
-                                                 size_t WidthInBytes,
-                                                 size_t Height,
-                                                 unsigned int ElementSizeBytes) {
+GPUSIM_EXPORT CUresult CUDAAPI
+cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                   size_t Height, unsigned int ElementSizeBytes) {
   DRV_ENTER(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height,
             ElementSizeBytes);
   if (!pPitch || !WidthInBytes || !Height ||
@@ -238,20 +222,16 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
        ElementSizeBytes != 16))
     DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   size_t pitch = round_up(WidthInBytes);
-  if (Height > SIZE_MAX / pitch)
-    DRV_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+  if (Height > SIZE_MAX / pitch) DRV_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
   CUresult r = alloc_current(dptr, pitch * Height, false);
-  if (r == CUDA_SUCCESS)
-    *pPitch = pitch;
+  if (r == CUDA_SUCCESS) *pPitch = pitch;
   DRV_RETURN(r);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   DRV_ENTER(cuMemFree_v2, dptr);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (!dptr)
-    DRV_RETURN(CUDA_SUCCESS);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!dptr) DRV_RETURN(CUDA_SUCCESS);
   pthread_mutex_lock(&gp_lock);
   CUresult r = mem_free((uintptr_t)dptr);
   pthread_mutex_unlock(&gp_lock);
@@ -262,69 +242,66 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
  * exists from the call on and is released at the free call. */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream h,
                             bool pt) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (!dptr || !bytes)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dptr || !bytes) return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
   uintptr_t p = 0;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS)
-    r = dev_alloc(s->dev, bytes, &p);
+  if (r == CUDA_SUCCESS) r = dev_alloc(s->dev, bytes, &p);
   pthread_mutex_unlock(&gp_lock);
   *dptr = (CUdeviceptr)p;
   return r;
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream h, bool pt) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS)
-    r = mem_free((uintptr_t)dptr);
+  if (r == CUDA_SUCCESS) r = mem_free((uintptr_t)dptr);
   pthread_mutex_unlock(&gp_lock);
   return r;
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr,
-                                              size_t bytesize,
-                                              CUstream hStream) {
+                                               size_t bytesize,
+                                               CUstream hStream) {
   DRV_ENTER(cuMemAllocAsync, dptr, bytesize, hStream);
   DRV_RETURN(alloc_async(dptr, bytesize, hStream, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
-                                                   size_t bytesize,
-                                                   CUstream hStream) {
+                                                    size_t bytesize,
+                                                    CUstream hStream) {
   DRV_ENTER(cuMemAllocAsync_ptsz, dptr, bytesize, hStream);
   DRV_RETURN(alloc_async(dptr, bytesize, hStream, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
-                                                      size_t bytesize,
-                                                      CUmemoryPool pool,
-                                                      CUstream hStream) {
+                                                       size_t bytesize,
+                                                       CUmemoryPool pool,
+                                                       CUstream hStream) {
   DRV_ENTER(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream);
   DRV_RETURN(alloc_async(dptr, bytesize, hStream, false));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(
-    CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
+                                                            size_t bytesize,
+                                                            CUmemoryPool pool,
+                                                            CUstream hStream) {
   DRV_ENTER(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream);
   DRV_RETURN(alloc_async(dptr, bytesize, hStream, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr,
-                                             CUstream hStream) {
+                                              CUstream hStream) {
   DRV_ENTER(cuMemFreeAsync, dptr, hStream);
   DRV_RETURN(free_async(dptr, hStream, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
-                                                  CUstream hStream) {
+                                                   CUstream hStream) {
   DRV_ENTER(cuMemFreeAsync_ptsz, dptr, hStream);
   DRV_RETURN(free_async(dptr, hStream, true));
 }
@@ -334,24 +311,21 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
 static int pool_tokens[GPUSIM_MAX_DEVICES];
 
 static CUresult pool_of(CUmemoryPool *pool, CUdevice dev) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev < 0 || dev >= gp_cfg.devices)
-    return CUDA_ERROR_INVALID_DEVICE;
-  if (!pool)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= gp_cfg.devices) return CUDA_ERROR_INVALID_DEVICE;
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
   *pool = (CUmemoryPool)&pool_tokens[dev];
   return CUDA_SUCCESS;
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool,
-                                                        CUdevice dev) {
+                                                         CUdevice dev) {
   DRV_ENTER(cuDeviceGetDefaultMemPool, pool, dev);
   DRV_RETURN(pool_of(pool, dev));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool,
-                                                 CUdevice dev) {
+                                                  CUdevice dev) {
   DRV_ENTER(cuDeviceGetMemPool, pool, dev);
   DRV_RETURN(pool_of(pool, dev));
 }
@@ -360,10 +334,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_, size_t *total) {
   DRV_ENTER(cuMemGetInfo_v2, free_, total);
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r != CUDA_SUCCESS)
-    DRV_RETURN(r);
-  if (!free_ || !total)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (r != CUDA_SUCCESS) DRV_RETURN(r);
+  if (!free_ || !total) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   *free_ = gp_cfg.mem_bytes - gp_dev[c->dev].used;
   *total = gp_cfg.mem_bytes;
@@ -372,15 +344,22 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_, size_t *total) {
 }
 
 static CUresult host_op(int op, void *p, size_t n, void **out) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&gp_lock);
   CUresult r;
   switch (op) {
-  case 0: r = host_alloc(n, out); break;
-  case 1: r = host_free(p, true); break;
-  case 2: r = host_register(p, n); break;
-  default: r = host_free(p, false); break;
+  case 0:
+    r = host_alloc(n, out);
+    break;
+  case 1:
+    r = host_free(p, true);
+    break;
+  case 2:
+    r = host_register(p, n);
+    break;
+  default:
+    r = host_free(p, false);
+    break;
   }
   pthread_mutex_unlock(&gp_lock);
   return r;
@@ -388,16 +367,14 @@ static CUresult host_op(int op, void *p, size_t n, void **out) {
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize) {
   DRV_ENTER(cuMemAllocHost_v2, pp, bytesize);
-  if (!pp)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!pp) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   DRV_RETURN(host_op(0, NULL, bytesize, pp));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
-                                             unsigned int Flags) {
+                                              unsigned int Flags) {
   DRV_ENTER(cuMemHostAlloc, pp, bytesize, Flags);
-  if (!pp)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!pp) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   DRV_RETURN(host_op(0, NULL, bytesize, pp));
 }
 
@@ -407,7 +384,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize,
-                                                   unsigned int Flags) {
+                                                    unsigned int Flags) {
   DRV_ENTER(cuMemHostRegister_v2, p, bytesize, Flags);
   DRV_RETURN(host_op(2, p, bytesize, NULL));
 }
@@ -419,14 +396,11 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
 
 /* Unified addressing: pinned memory is device-accessible at its host
  * address. */
-GPUSIM_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr,
-                                                           void *p,
-                                                           unsigned int Flags) {
+GPUSIM_EXPORT CUresult CUDAAPI
+cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
   DRV_ENTER(cuMemHostGetDevicePointer_v2, pdptr, p, Flags);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (!pdptr || Flags)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!pdptr || Flags) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   bool ok = containing(&pinned, (uintptr_t)p) != NULL;
   pthread_mutex_unlock(&gp_lock);
@@ -435,19 +409,16 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr,
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase,
-                                                      size_t *psize,
-                                                      CUdeviceptr dptr) {
+                                                       size_t *psize,
+                                                       CUdeviceptr dptr) {
   DRV_ENTER(cuMemGetAddressRange_v2, pbase, psize, dptr);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   pthread_mutex_lock(&gp_lock);
   int d = dev_of((uintptr_t)dptr);
-  const sim_alloc *a = d >= 0 ? containing(&gp_dev[d].allocs, dptr)
-                              : containing(&managed, dptr);
-  if (a && pbase)
-    *pbase = a->base;
-  if (a && psize)
-    *psize = a->size;
+  const sim_alloc *a =
+      d >= 0 ? containing(&gp_dev[d].allocs, dptr) : containing(&managed, dptr);
+  if (a && pbase) *pbase = a->base;
+  if (a && psize) *psize = a->size;
   pthread_mutex_unlock(&gp_lock);
   DRV_RETURN(a ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND);
 }
@@ -462,8 +433,7 @@ static bool pointer_attr(void *data, CUpointer_attribute attr, uintptr_t p) {
     mgd = true, d = a->dev;
   else if (d < 0 && (a = containing(&pinned, p)))
     host = true;
-  if (!a && d < 0)
-    return false;
+  if (!a && d < 0) return false;
   switch (attr) {
   case CU_POINTER_ATTRIBUTE_CONTEXT:
     *(CUcontext *)data = host ? NULL : (CUcontext)&gp_dev[d].ctx;
@@ -498,13 +468,11 @@ static bool pointer_attr(void *data, CUpointer_attribute attr, uintptr_t p) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data,
-                                                    CUpointer_attribute attr,
-                                                    CUdeviceptr ptr) {
+                                                     CUpointer_attribute attr,
+                                                     CUdeviceptr ptr) {
   DRV_ENTER(cuPointerGetAttribute, data, attr, ptr);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (!data)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!data) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   bool ok = pointer_attr(data, attr, (uintptr_t)ptr);
   pthread_mutex_unlock(&gp_lock);
@@ -517,17 +485,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(
     unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
     CUdeviceptr ptr) {
   DRV_ENTER(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
-  if (!attributes || !data)
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!attributes || !data) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   for (unsigned i = 0; i < numAttributes; i++) {
     uint64_t v = 0;
-    if (!data[i])
-      continue;
-    if (!pointer_attr(&v, attributes[i], (uintptr_t)ptr))
-      v = 0;
+    if (!data[i]) continue;
+    if (!pointer_attr(&v, attributes[i], (uintptr_t)ptr)) v = 0;
     switch (attributes[i]) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:

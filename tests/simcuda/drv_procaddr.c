@@ -8,11 +8,10 @@
 #include "drv.h"
 
 /* Entry points whose symbol differs from what cuda.h maps the name to. */
-CUresult CUDAAPI gp_cuEventElapsedTime_v1(float *, CUevent, CUevent)
-    __asm__("cuEventElapsedTime");
+CUresult CUDAAPI gp_cuEventElapsedTime_v1(float *, CUevent, CUevent) __asm__(
+    "cuEventElapsedTime");
 CUresult CUDAAPI gp_cuGetProcAddress_v1(const char *, void **, int,
-                                        cuuint64_t)
-    __asm__("cuGetProcAddress");
+                                        cuuint64_t) __asm__("cuGetProcAddress");
 
 /* Prototypes cuda.h only declares for its own internal build. */
 #define PT(ret, name, args) ret CUDAAPI name args;
@@ -93,6 +92,7 @@ typedef struct proc {
 #define P(base, ver, f, ptf) {#base, ver, #f, FN(f), FN(ptf)},
 #define P1(base, ver, f) {#base, ver, #f, FN(f), NULL},
 
+/* clang-format off */
 static const proc table[] = {
     P1(cuInit, 0, cuInit)
     P1(cuDriverGetVersion, 0, cuDriverGetVersion)
@@ -200,6 +200,7 @@ static const proc table[] = {
     P1(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)
     P1(cuEventDestroy, 0, cuEventDestroy_v2)
 };
+/* clang-format on */
 
 static unsigned long long resolved;
 
@@ -215,26 +216,22 @@ static const proc *lookup(const char *name, int version, bool *too_old) {
   *too_old = false;
   for (size_t i = 0; i < n; i++) {
     const proc *p = &table[i];
-    if (strcmp(p->base, name) != 0)
-      continue;
+    if (strcmp(p->base, name) != 0) continue;
     if (p->minver > version)
       *too_old = true;
     else if (!best || p->minver > best->minver)
       best = p;
   }
   for (size_t i = 0; !best && !*too_old && i < n; i++)
-    if (strcmp(table[i].sym, name) == 0)
-      best = &table[i];
-  if (best)
-    *too_old = false;
+    if (strcmp(table[i].sym, name) == 0) best = &table[i];
+  if (best) *too_old = false;
   return best;
 }
 
 static CUresult resolve(const char *symbol, void **pfn, int version,
                         cuuint64_t flags,
                         CUdriverProcAddressQueryResult *status) {
-  if (!symbol || !pfn)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   bool too_old;
   const proc *p = lookup(symbol, version, &too_old);
   *pfn = NULL;
@@ -242,8 +239,7 @@ static CUresult resolve(const char *symbol, void **pfn, int version,
     *status = p         ? CU_GET_PROC_ADDRESS_SUCCESS
               : too_old ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                         : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (!p)
-    return CUDA_ERROR_NOT_FOUND;
+  if (!p) return CUDA_ERROR_NOT_FOUND;
   bool pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   *pfn = pt && p->ptfn ? p->ptfn : p->fn;
   __atomic_add_fetch(&resolved, 1, __ATOMIC_RELAXED);
@@ -258,9 +254,9 @@ cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI gp_cuGetProcAddress_v1(const char *symbol,
-                                                     void **pfn,
-                                                     int cudaVersion,
-                                                     cuuint64_t flags) {
+                                                      void **pfn,
+                                                      int cudaVersion,
+                                                      cuuint64_t flags) {
   cuGetProcAddress_params prm_ = {symbol, pfn, cudaVersion, flags};
   gpusim_api_frame fr_;
   gpusim_api_enter(&fr_, CUPTI_CB_DOMAIN_DRIVER_API,

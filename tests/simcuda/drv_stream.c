@@ -40,8 +40,7 @@ static void pt_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&gp_lock);
   for (int d = 0; d < GPUSIM_MAX_DEVICES; d++) {
-    if (pt_streams[d])
-      retire(pt_streams[d]);
+    if (pt_streams[d]) retire(pt_streams[d]);
     pt_streams[d] = NULL;
   }
   pthread_mutex_unlock(&gp_lock);
@@ -53,8 +52,7 @@ static void pt_key_create(void) {
 
 static sim_stream *new_stream(int dev, int kind, unsigned flags, int prio) {
   sim_stream *s = calloc(1, sizeof *s);
-  if (!s)
-    return NULL;
+  if (!s) return NULL;
   s->dev = dev;
   s->kind = kind;
   s->flags = flags;
@@ -75,15 +73,12 @@ static sim_stream *per_thread(int dev) {
 }
 
 CUresult gp_stream_get(CUstream h, bool pt, sim_stream **out) {
-  if (!gp_inited)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  if (!h)
-    h = pt ? GP_STREAM_PER_THREAD_HANDLE : GP_STREAM_LEGACY_HANDLE;
+  if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!h) h = pt ? GP_STREAM_PER_THREAD_HANDLE : GP_STREAM_LEGACY_HANDLE;
   if (h == GP_STREAM_LEGACY_HANDLE || h == GP_STREAM_PER_THREAD_HANDLE) {
     sim_ctx *c;
     CUresult r = gp_need_ctx(&c);
-    if (r != CUDA_SUCCESS)
-      return r;
+    if (r != CUDA_SUCCESS) return r;
     *out = h == GP_STREAM_LEGACY_HANDLE ? &gp_dev[c->dev].legacy
                                         : per_thread(c->dev);
     return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -106,8 +101,7 @@ uint64_t gp_stream_ready(const sim_stream *s) {
   uint64_t t = s->tail;
   if (s->kind == STREAM_LEGACY) {
     for (const sim_stream *x = dev->streams; x; x = x->next)
-      if (blocking(x))
-        t = max64(t, x->tail);
+      if (blocking(x)) t = max64(t, x->tail);
     t = max64(t, dev->retired_blocking);
   } else if (blocking(s)) {
     t = max64(t, dev->legacy.tail);
@@ -141,8 +135,7 @@ static uint64_t stream_done(const sim_stream *s) {
 void gp_device_reset_streams(int d) {
   for (sim_stream *s = gp_dev[d].streams, *next; s; s = next) {
     next = s->next;
-    if (s->kind == STREAM_USER)
-      retire(s);
+    if (s->kind == STREAM_USER) retire(s);
   }
   for (sim_event **pp = &events; *pp;) {
     sim_event *e = *pp;
@@ -170,8 +163,7 @@ CUresult gp_event_get(CUevent h, sim_event **out) {
 static CUresult stream_create(CUstream *ph, unsigned flags, int prio) {
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r != CUDA_SUCCESS)
-    return r;
+  if (r != CUDA_SUCCESS) return r;
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
     return CUDA_ERROR_INVALID_VALUE;
   prio = prio > 0 ? 0 : prio < -5 ? -5 : prio;
@@ -183,38 +175,35 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int prio) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream,
-                                             unsigned int Flags) {
+                                              unsigned int Flags) {
   DRV_ENTER(cuStreamCreate, phStream, Flags);
   DRV_RETURN(stream_create(phStream, Flags, 0));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream,
-                                                         unsigned int flags,
-                                                         int priority) {
+                                                          unsigned int flags,
+                                                          int priority) {
   DRV_ENTER(cuStreamCreateWithPriority, phStream, flags, priority);
   DRV_RETURN(stream_create(phStream, flags, priority));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   DRV_ENTER(cuStreamDestroy_v2, hStream);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
-  CUresult r = hStream ? gp_stream_get(hStream, false, &s)
-                       : CUDA_ERROR_INVALID_HANDLE;
+  CUresult r =
+      hStream ? gp_stream_get(hStream, false, &s) : CUDA_ERROR_INVALID_HANDLE;
   if (r == CUDA_SUCCESS && s->kind != STREAM_USER)
     r = CUDA_ERROR_INVALID_HANDLE;
-  if (r == CUDA_SUCCESS)
-    retire(s);
+  if (r == CUDA_SUCCESS) retire(s);
   pthread_mutex_unlock(&gp_lock);
   DRV_RETURN(r);
 }
 
 /* Reads one property of a stream under the lock. */
 static CUresult stream_prop(CUstream h, bool pt, int which, void *out) {
-  if (!out)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
@@ -236,7 +225,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned *flags) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h,
-                                                    unsigned *flags) {
+                                                     unsigned *flags) {
   DRV_ENTER(cuStreamGetFlags_ptsz, h, flags);
   DRV_RETURN(stream_prop(h, true, 0, flags));
 }
@@ -246,20 +235,19 @@ GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *prio) {
   DRV_RETURN(stream_prop(h, false, 1, prio));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h,
-                                                       int *prio) {
+GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *prio) {
   DRV_ENTER(cuStreamGetPriority_ptsz, h, prio);
   DRV_RETURN(stream_prop(h, true, 1, prio));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h,
-                                            unsigned long long *id) {
+                                             unsigned long long *id) {
   DRV_ENTER(cuStreamGetId, h, id);
   DRV_RETURN(stream_prop(h, false, 2, id));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h,
-                                                 unsigned long long *id) {
+                                                  unsigned long long *id) {
   DRV_ENTER(cuStreamGetId_ptsz, h, id);
   DRV_RETURN(stream_prop(h, true, 2, id));
 }
@@ -270,7 +258,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *dev) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h,
-                                                     CUdevice *dev) {
+                                                      CUdevice *dev) {
   DRV_ENTER(cuStreamGetDevice_ptsz, h, dev);
   DRV_RETURN(stream_prop(h, true, 3, dev));
 }
@@ -284,8 +272,7 @@ static CUresult stream_sync(CUstream h, bool pt) {
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS)
-    return r;
+  if (r != CUDA_SUCCESS) return r;
   gp_sleep_until(until);
   gp_emit_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, begin,
                gp_now(), cid, sid, CUPTI_SYNCHRONIZATION_INVALID_VALUE, r);
@@ -306,8 +293,7 @@ static CUresult stream_query(CUstream h, bool pt) {
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS && gp_now() < stream_done(s))
-    r = CUDA_ERROR_NOT_READY;
+  if (r == CUDA_SUCCESS && gp_now() < stream_done(s)) r = CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&gp_lock);
   return r;
 }
@@ -330,10 +316,8 @@ static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
   sim_event *e = NULL;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS)
-    r = gp_event_get(ev, &e);
-  if (r == CUDA_SUCCESS && e->recorded)
-    s->tail = max64(s->tail, e->time);
+  if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
+  if (r == CUDA_SUCCESS && e->recorded) s->tail = max64(s->tail, e->time);
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
   uint32_t eid = r == CUDA_SUCCESS ? e->id : 0;
@@ -345,15 +329,15 @@ static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream,
-                                                CUevent hEvent,
-                                                unsigned int Flags) {
+                                                 CUevent hEvent,
+                                                 unsigned int Flags) {
   DRV_ENTER(cuStreamWaitEvent, hStream, hEvent, Flags);
   DRV_RETURN(stream_wait(hStream, hEvent, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream,
-                                                     CUevent hEvent,
-                                                     unsigned int Flags) {
+                                                      CUevent hEvent,
+                                                      unsigned int Flags) {
   DRV_ENTER(cuStreamWaitEvent_ptsz, hStream, hEvent, Flags);
   DRV_RETURN(stream_wait(hStream, hEvent, true));
 }
@@ -389,15 +373,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
 /* ---- events ---- */
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent,
-                                            unsigned int Flags) {
+                                             unsigned int Flags) {
   DRV_ENTER(cuEventCreate, phEvent, Flags);
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r == CUDA_SUCCESS && !phEvent)
-    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && !phEvent) r = CUDA_ERROR_INVALID_VALUE;
   sim_event *e = r == CUDA_SUCCESS ? calloc(1, sizeof *e) : NULL;
-  if (r == CUDA_SUCCESS && !e)
-    r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r == CUDA_SUCCESS && !e) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_SUCCESS) {
     e->dev = c->dev;
     e->flags = Flags;
@@ -413,8 +395,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent,
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   DRV_ENTER(cuEventDestroy_v2, hEvent);
-  if (!gp_inited)
-    DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
+  if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   pthread_mutex_lock(&gp_lock);
   CUresult r = CUDA_ERROR_INVALID_HANDLE;
   for (sim_event **pp = &events; *pp; pp = &(*pp)->next) {
@@ -438,8 +419,7 @@ static CUresult event_record(CUevent ev, CUstream h, bool pt) {
   sim_event *e;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS)
-    r = gp_event_get(ev, &e);
+  if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
   if (r == CUDA_SUCCESS) {
     e->time = max64(gp_now(), gp_stream_ready(s));
     e->recorded = true;
@@ -448,28 +428,27 @@ static CUresult event_record(CUevent ev, CUstream h, bool pt) {
   return r;
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent,
-                                            CUstream hStream) {
+GPUSIM_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   DRV_ENTER(cuEventRecord, hEvent, hStream);
   DRV_RETURN(event_record(hEvent, hStream, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent,
-                                                 CUstream hStream) {
+                                                  CUstream hStream) {
   DRV_ENTER(cuEventRecord_ptsz, hEvent, hStream);
   DRV_RETURN(event_record(hEvent, hStream, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent,
-                                                     CUstream hStream,
-                                                     unsigned int flags) {
+                                                      CUstream hStream,
+                                                      unsigned int flags) {
   DRV_ENTER(cuEventRecordWithFlags, hEvent, hStream, flags);
   DRV_RETURN(event_record(hEvent, hStream, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent,
-                                                          CUstream hStream,
-                                                          unsigned flags) {
+                                                           CUstream hStream,
+                                                           unsigned flags) {
   DRV_ENTER(cuEventRecordWithFlags_ptsz, hEvent, hStream, flags);
   DRV_RETURN(event_record(hEvent, hStream, true));
 }
@@ -495,8 +474,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   uint32_t eid = r == CUDA_SUCCESS ? e->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[e->dev].ctx.id : 0;
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS)
-    DRV_RETURN(r);
+  if (r != CUDA_SUCCESS) DRV_RETURN(r);
   gp_sleep_until(until);
   gp_emit_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, begin,
                gp_now(), cid, CUPTI_SYNCHRONIZATION_INVALID_VALUE, eid, r);
@@ -504,16 +482,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
 }
 
 static CUresult elapsed(float *ms, CUevent a, CUevent b) {
-  if (!ms)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
   sim_event *s, *e;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_event_get(a, &s);
-  if (r == CUDA_SUCCESS)
-    r = gp_event_get(b, &e);
-  if (r == CUDA_SUCCESS &&
-      (!s->recorded || !e->recorded ||
-       ((s->flags | e->flags) & CU_EVENT_DISABLE_TIMING)))
+  if (r == CUDA_SUCCESS) r = gp_event_get(b, &e);
+  if (r == CUDA_SUCCESS && (!s->recorded || !e->recorded ||
+                            ((s->flags | e->flags) & CU_EVENT_DISABLE_TIMING)))
     r = CUDA_ERROR_INVALID_HANDLE;
   uint64_t now = gp_now();
   if (r == CUDA_SUCCESS && (now < s->time || now < e->time))
@@ -526,9 +501,8 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b) {
 
 /* cuda.h maps cuEventElapsedTime to _v2; the original symbol is still
  * exported for old binaries and cuGetProcAddress with old versions. */
-GPUSIM_EXPORT CUresult CUDAAPI gp_cuEventElapsedTime_v1(float *ms, CUevent a,
-                                                       CUevent b)
-    __asm__("cuEventElapsedTime");
+GPUSIM_EXPORT CUresult CUDAAPI gp_cuEventElapsedTime_v1(
+    float *ms, CUevent a, CUevent b) __asm__("cuEventElapsedTime");
 CUresult CUDAAPI gp_cuEventElapsedTime_v1(float *ms, CUevent a, CUevent b) {
   gpusim_api_frame fr_;
   cuEventElapsedTime_params prm_ = {ms, a, b};
@@ -539,7 +513,7 @@ CUresult CUDAAPI gp_cuEventElapsedTime_v1(float *ms, CUevent a, CUevent b) {
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a,
-                                                    CUevent b) {
+                                                     CUevent b) {
   DRV_ENTER(cuEventElapsedTime_v2, ms, a, b);
   DRV_RETURN(elapsed(ms, a, b));
 }

@@ -18,15 +18,15 @@
 
 /* Model parameters as the driver parsed them from the environment. */
 typedef struct gpusim_config {
-  int devices;                  /* GPUSIM_DEVICES */
-  int sms;                      /* GPUSIM_SMS */
-  uint64_t mem_bytes;           /* GPUSIM_MEM_BYTES */
-  uint64_t wave_ns;             /* GPUSIM_WAVE_NS */
-  uint64_t pcie_mbps;           /* GPUSIM_PCIE_GBPS x 1000 (bytes per us) */
-  uint64_t hbm_mbps;            /* GPUSIM_HBM_GBPS x 1000 */
-  uint64_t copy_latency_ns;     /* GPUSIM_COPY_LATENCY_NS */
-  uint64_t api_ns;              /* GPUSIM_API_NS (spent by the runtime) */
-  int cupti_busy;               /* GPUSIM_CUPTI=busy */
+  int devices;              /* GPUSIM_DEVICES */
+  int sms;                  /* GPUSIM_SMS */
+  uint64_t mem_bytes;       /* GPUSIM_MEM_BYTES */
+  uint64_t wave_ns;         /* GPUSIM_WAVE_NS */
+  uint64_t pcie_mbps;       /* GPUSIM_PCIE_GBPS x 1000 (bytes per us) */
+  uint64_t hbm_mbps;        /* GPUSIM_HBM_GBPS x 1000 */
+  uint64_t copy_latency_ns; /* GPUSIM_COPY_LATENCY_NS */
+  uint64_t api_ns;          /* GPUSIM_API_NS (spent by the runtime) */
+  int cupti_busy;           /* GPUSIM_CUPTI=busy */
 } gpusim_config;
 
 /* One API call in flight: lives on the caller's stack between enter and
@@ -71,6 +71,9 @@ typedef struct gpusim_cupti_ops {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* sim_open.c, built into libcudart and libcupti (not exported). */
+void *gp_sim_open_driver(void);
 
 /* Exported by libcuda.so.1. */
 const gpusim_config *gpusim_get_config(void);

@@ -122,16 +122,15 @@ cudaError_t gp_rt_symbol(const void *symbol, CUdeviceptr *addr, size_t *size);
   return gp_rt_failure()
 #define RT_ENTER0(name, ver)                                                   \
   gpusim_api_frame fr_;                                                        \
-  if (!gp_rt_enter(&fr_, CUPTI_RUNTIME_TRACE_CBID_##name##_##ver, #name,       \
-                   NULL, NULL))                                                \
+  if (!gp_rt_enter(&fr_, CUPTI_RUNTIME_TRACE_CBID_##name##_##ver, #name, NULL, \
+                   NULL))                                                      \
   return gp_rt_failure()
 #define RT_RETURN(expr) return gp_rt_exit(&fr_, (expr))
 /* Bind the thread's device context first, or fail the call. */
 #define RT_NEED_CTX()                                                          \
   do {                                                                         \
     cudaError_t e_ = gp_rt_ctx();                                              \
-    if (e_ != cudaSuccess)                                                     \
-      RT_RETURN(e_);                                                           \
+    if (e_ != cudaSuccess) RT_RETURN(e_);                                      \
   } while (0)
 /* Driver call through the table, mapped to a runtime error. */
 #define DRV(tab, fn, ...) gp_rt_error(tab.fn(__VA_ARGS__))

@@ -17,8 +17,7 @@ static cudaError_t copy(const rt_driver *d, void *dst, const void *src,
                         size_t n, kind_t k, cudaStream_t s) {
   CUdeviceptr cd = (CUdeviceptr)dst, cs = (CUdeviceptr)src;
   bool sync = s == SYNC;
-  if (!kind_ok(k))
-    return cudaErrorInvalidMemcpyDirection;
+  if (!kind_ok(k)) return cudaErrorInvalidMemcpyDirection;
   switch (k) {
   case cudaMemcpyHostToDevice:
     return gp_rt_error(sync ? d->htod(cd, src, n)
@@ -27,8 +26,7 @@ static cudaError_t copy(const rt_driver *d, void *dst, const void *src,
     return gp_rt_error(sync ? d->dtoh(dst, cs, n)
                             : d->dtoh_async(dst, cs, n, s));
   case cudaMemcpyDeviceToDevice:
-    return gp_rt_error(sync ? d->dtod(cd, cs, n)
-                            : d->dtod_async(cd, cs, n, s));
+    return gp_rt_error(sync ? d->dtod(cd, cs, n) : d->dtod_async(cd, cs, n, s));
   default:
     return gp_rt_error(sync ? d->memcpy(cd, cs, n)
                             : d->memcpy_async(cd, cs, n, s));
@@ -66,30 +64,30 @@ DECL(cudaError_t, cudaMemset3DAsync_ptsz,
      (struct cudaPitchedPtr, int, struct cudaExtent, cudaStream_t))
 
 RT_API cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src,
-                                       size_t count, kind_t kind) {
+                                        size_t count, kind_t kind) {
   RT_ENTER(cudaMemcpy, v3020, dst, src, count, kind);
   RT_NEED_CTX();
   RT_RETURN(copy(&gp_drv, dst, src, count, kind, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src,
-                                            size_t count, kind_t kind) {
+                                             size_t count, kind_t kind) {
   RT_ENTER(cudaMemcpy_ptds, v7000, dst, src, count, kind);
   RT_NEED_CTX();
   RT_RETURN(copy(&gp_drv_pt, dst, src, count, kind, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src,
-                                            size_t count, kind_t kind,
-                                            cudaStream_t stream) {
+                                             size_t count, kind_t kind,
+                                             cudaStream_t stream) {
   RT_ENTER(cudaMemcpyAsync, v3020, dst, src, count, kind, stream);
   RT_NEED_CTX();
   RT_RETURN(copy(&gp_drv, dst, src, count, kind, stream));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src,
-                                                 size_t count, kind_t kind,
-                                                 cudaStream_t stream) {
+                                                  size_t count, kind_t kind,
+                                                  cudaStream_t stream) {
   RT_ENTER(cudaMemcpyAsync_ptsz, v7000, dst, src, count, kind, stream);
   RT_NEED_CTX();
   RT_RETURN(copy(&gp_drv_pt, dst, src, count, kind, stream));
@@ -110,10 +108,8 @@ static void kind_types(kind_t k, CUmemorytype *src, CUmemorytype *dst) {
 static cudaError_t copy2d(const rt_driver *d, void *dst, size_t dpitch,
                           const void *src, size_t spitch, size_t w, size_t h,
                           kind_t k, cudaStream_t s) {
-  if (!kind_ok(k))
-    return cudaErrorInvalidMemcpyDirection;
-  if (w > dpitch || w > spitch)
-    return cudaErrorInvalidPitchValue;
+  if (!kind_ok(k)) return cudaErrorInvalidMemcpyDirection;
+  if (w > dpitch || w > spitch) return cudaErrorInvalidPitchValue;
   CUDA_MEMCPY2D p = {0};
   kind_types(k, &p.srcMemoryType, &p.dstMemoryType);
   p.srcHost = src;
@@ -128,42 +124,43 @@ static cudaError_t copy2d(const rt_driver *d, void *dst, size_t dpitch,
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpy2D(void *dst, size_t dpitch,
-                                         const void *src, size_t spitch,
-                                         size_t width, size_t height,
-                                         kind_t kind) {
-  RT_ENTER(cudaMemcpy2D, v3020, dst, dpitch, src, spitch, width, height,
-           kind);
+                                          const void *src, size_t spitch,
+                                          size_t width, size_t height,
+                                          kind_t kind) {
+  RT_ENTER(cudaMemcpy2D, v3020, dst, dpitch, src, spitch, width, height, kind);
   RT_NEED_CTX();
-  RT_RETURN(copy2d(&gp_drv, dst, dpitch, src, spitch, width, height, kind,
-                   SYNC));
+  RT_RETURN(
+      copy2d(&gp_drv, dst, dpitch, src, spitch, width, height, kind, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpy2D_ptds(void *dst, size_t dpitch,
-                                              const void *src, size_t spitch,
-                                              size_t width, size_t height,
-                                              kind_t kind) {
+                                               const void *src, size_t spitch,
+                                               size_t width, size_t height,
+                                               kind_t kind) {
   RT_ENTER(cudaMemcpy2D_ptds, v7000, dst, dpitch, src, spitch, width, height,
            kind);
   RT_NEED_CTX();
-  RT_RETURN(copy2d(&gp_drv_pt, dst, dpitch, src, spitch, width, height, kind,
-                   SYNC));
+  RT_RETURN(
+      copy2d(&gp_drv_pt, dst, dpitch, src, spitch, width, height, kind, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpy2DAsync(void *dst, size_t dpitch,
-                                              const void *src, size_t spitch,
-                                              size_t width, size_t height,
-                                              kind_t kind,
-                                              cudaStream_t stream) {
+                                               const void *src, size_t spitch,
+                                               size_t width, size_t height,
+                                               kind_t kind,
+                                               cudaStream_t stream) {
   RT_ENTER(cudaMemcpy2DAsync, v3020, dst, dpitch, src, spitch, width, height,
            kind, stream);
   RT_NEED_CTX();
-  RT_RETURN(copy2d(&gp_drv, dst, dpitch, src, spitch, width, height, kind,
-                   stream));
+  RT_RETURN(
+      copy2d(&gp_drv, dst, dpitch, src, spitch, width, height, kind, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(
-    void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-    size_t height, kind_t kind, cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch,
+                                                    const void *src,
+                                                    size_t spitch, size_t width,
+                                                    size_t height, kind_t kind,
+                                                    cudaStream_t stream) {
   RT_ENTER(cudaMemcpy2DAsync_ptsz, v7000, dst, dpitch, src, spitch, width,
            height, kind, stream);
   RT_NEED_CTX();
@@ -174,12 +171,9 @@ RT_API cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(
 /* CUDA arrays are not simulated. */
 static cudaError_t copy3d(const rt_driver *d, const struct cudaMemcpy3DParms *q,
                           cudaStream_t s) {
-  if (!q)
-    return cudaErrorInvalidValue;
-  if (q->srcArray || q->dstArray)
-    return cudaErrorNotSupported;
-  if (!kind_ok(q->kind))
-    return cudaErrorInvalidMemcpyDirection;
+  if (!q) return cudaErrorInvalidValue;
+  if (q->srcArray || q->dstArray) return cudaErrorNotSupported;
+  if (!kind_ok(q->kind)) return cudaErrorInvalidMemcpyDirection;
   CUDA_MEMCPY3D p = {0};
   kind_types(q->kind, &p.srcMemoryType, &p.dstMemoryType);
   p.srcXInBytes = q->srcPos.x;
@@ -232,25 +226,24 @@ cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
 static cudaError_t peer(void *dst, int dd, const void *src, int sd, size_t n,
                         cudaStream_t s) {
   CUcontext dc = gp_rt_primary(dd), sc = gp_rt_primary(sd);
-  if (!dc || !sc)
-    return cudaErrorInvalidDevice;
+  if (!dc || !sc) return cudaErrorInvalidDevice;
   CUdeviceptr d = (CUdeviceptr)dst, c = (CUdeviceptr)src;
   return gp_rt_error(s == SYNC ? gp_drv.peer(d, dc, c, sc, n)
                                : gp_drv.peer_async(d, dc, c, sc, n, s));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyPeer(void *dst, int dstDevice,
-                                           const void *src, int srcDevice,
-                                           size_t count) {
+                                            const void *src, int srcDevice,
+                                            size_t count) {
   RT_ENTER(cudaMemcpyPeer, v4000, dst, dstDevice, src, srcDevice, count);
   RT_NEED_CTX();
   RT_RETURN(peer(dst, dstDevice, src, srcDevice, count, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void *dst, int dstDevice,
-                                                const void *src, int srcDevice,
-                                                size_t count,
-                                                cudaStream_t stream) {
+                                                 const void *src, int srcDevice,
+                                                 size_t count,
+                                                 cudaStream_t stream) {
   RT_ENTER(cudaMemcpyPeerAsync, v4000, dst, dstDevice, src, srcDevice, count,
            stream);
   RT_NEED_CTX();
@@ -265,10 +258,8 @@ static cudaError_t to_symbol(const rt_driver *d, const void *sym,
   CUdeviceptr a;
   size_t size;
   cudaError_t e = gp_rt_symbol(sym, &a, &size);
-  if (e != cudaSuccess)
-    return e;
-  if (off > size || n > size - off)
-    return cudaErrorInvalidValue;
+  if (e != cudaSuccess) return e;
+  if (off > size || n > size - off) return cudaErrorInvalidValue;
   if (k != cudaMemcpyHostToDevice && k != cudaMemcpyDeviceToDevice &&
       k != cudaMemcpyDefault)
     return cudaErrorInvalidMemcpyDirection;
@@ -276,15 +267,12 @@ static cudaError_t to_symbol(const rt_driver *d, const void *sym,
 }
 
 static cudaError_t from_symbol(const rt_driver *d, void *dst, const void *sym,
-                               size_t n, size_t off, kind_t k,
-                               cudaStream_t s) {
+                               size_t n, size_t off, kind_t k, cudaStream_t s) {
   CUdeviceptr a;
   size_t size;
   cudaError_t e = gp_rt_symbol(sym, &a, &size);
-  if (e != cudaSuccess)
-    return e;
-  if (off > size || n > size - off)
-    return cudaErrorInvalidValue;
+  if (e != cudaSuccess) return e;
+  if (off > size || n > size - off) return cudaErrorInvalidValue;
   if (k != cudaMemcpyDeviceToHost && k != cudaMemcpyDeviceToDevice &&
       k != cudaMemcpyDefault)
     return cudaErrorInvalidMemcpyDirection;
@@ -292,64 +280,61 @@ static cudaError_t from_symbol(const rt_driver *d, void *dst, const void *sym,
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void *symbol,
-                                               const void *src, size_t count,
-                                               size_t offset, kind_t kind) {
+                                                const void *src, size_t count,
+                                                size_t offset, kind_t kind) {
   RT_ENTER(cudaMemcpyToSymbol, v3020, symbol, src, count, offset, kind);
   RT_NEED_CTX();
   RT_RETURN(to_symbol(&gp_drv, symbol, src, count, offset, kind, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemcpyToSymbol_ptds(const void *symbol,
-                                                    const void *src,
-                                                    size_t count,
-                                                    size_t offset,
-                                                    kind_t kind) {
+                                                     const void *src,
+                                                     size_t count,
+                                                     size_t offset,
+                                                     kind_t kind) {
   RT_ENTER(cudaMemcpyToSymbol_ptds, v7000, symbol, src, count, offset, kind);
   RT_NEED_CTX();
   RT_RETURN(to_symbol(&gp_drv_pt, symbol, src, count, offset, kind, SYNC));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(
-    const void *symbol, const void *src, size_t count, size_t offset,
-    kind_t kind, cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(const void *symbol,
+                                                     const void *src,
+                                                     size_t count,
+                                                     size_t offset, kind_t kind,
+                                                     cudaStream_t stream) {
   RT_ENTER(cudaMemcpyToSymbolAsync, v3020, symbol, src, count, offset, kind,
            stream);
   RT_NEED_CTX();
   RT_RETURN(to_symbol(&gp_drv, symbol, src, count, offset, kind, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(
-    const void *symbol, const void *src, size_t count, size_t offset,
-    kind_t kind, cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI
+cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count,
+                             size_t offset, kind_t kind, cudaStream_t stream) {
   RT_ENTER(cudaMemcpyToSymbolAsync_ptsz, v7000, symbol, src, count, offset,
            kind, stream);
   RT_NEED_CTX();
   RT_RETURN(to_symbol(&gp_drv_pt, symbol, src, count, offset, kind, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbol(void *dst,
-                                                 const void *symbol,
-                                                 size_t count, size_t offset,
-                                                 kind_t kind) {
+RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbol(void *dst, const void *symbol,
+                                                  size_t count, size_t offset,
+                                                  kind_t kind) {
   RT_ENTER(cudaMemcpyFromSymbol, v3020, dst, symbol, count, offset, kind);
   RT_NEED_CTX();
   RT_RETURN(from_symbol(&gp_drv, dst, symbol, count, offset, kind, SYNC));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbol_ptds(void *dst,
-                                                      const void *symbol,
-                                                      size_t count,
-                                                      size_t offset,
-                                                      kind_t kind) {
-  RT_ENTER(cudaMemcpyFromSymbol_ptds, v7000, dst, symbol, count, offset,
-           kind);
+RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbol_ptds(
+    void *dst, const void *symbol, size_t count, size_t offset, kind_t kind) {
+  RT_ENTER(cudaMemcpyFromSymbol_ptds, v7000, dst, symbol, count, offset, kind);
   RT_NEED_CTX();
   RT_RETURN(from_symbol(&gp_drv_pt, dst, symbol, count, offset, kind, SYNC));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync(
-    void *dst, const void *symbol, size_t count, size_t offset, kind_t kind,
-    cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI
+cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count,
+                          size_t offset, kind_t kind, cudaStream_t stream) {
   RT_ENTER(cudaMemcpyFromSymbolAsync, v3020, dst, symbol, count, offset, kind,
            stream);
   RT_NEED_CTX();
@@ -362,8 +347,7 @@ RT_API cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(
   RT_ENTER(cudaMemcpyFromSymbolAsync_ptsz, v7000, dst, symbol, count, offset,
            kind, stream);
   RT_NEED_CTX();
-  RT_RETURN(
-      from_symbol(&gp_drv_pt, dst, symbol, count, offset, kind, stream));
+  RT_RETURN(from_symbol(&gp_drv_pt, dst, symbol, count, offset, kind, stream));
 }
 
 /* ---- memset: byte values through cuMemsetD8 / cuMemsetD2D8 ---- */
@@ -372,12 +356,9 @@ static cudaError_t set2d(const rt_driver *d, void *p, size_t pitch, int v,
                          size_t w, size_t h, cudaStream_t s) {
   CUdeviceptr dp = (CUdeviceptr)p;
   unsigned char b = (unsigned char)v;
-  if (h == 1 && s == SYNC)
-    return gp_rt_error(d->set8(dp, b, w));
-  if (h == 1)
-    return gp_rt_error(d->set8_async(dp, b, w, s));
-  if (s == SYNC)
-    return gp_rt_error(d->set2d8(dp, pitch, b, w, h));
+  if (h == 1 && s == SYNC) return gp_rt_error(d->set8(dp, b, w));
+  if (h == 1) return gp_rt_error(d->set8_async(dp, b, w, s));
+  if (s == SYNC) return gp_rt_error(d->set2d8(dp, pitch, b, w, h));
   return gp_rt_error(d->set2d8_async(dp, pitch, b, w, h, s));
 }
 
@@ -390,72 +371,69 @@ static cudaError_t set3d(const rt_driver *d, struct cudaPitchedPtr p, int v,
   for (size_t z = 0; z < e.depth; z++) {
     char *slice = (char *)p.ptr + z * p.pitch * p.ysize;
     cudaError_t r = set2d(d, slice, p.pitch, v, e.width, e.height, s);
-    if (r != cudaSuccess)
-      return r;
+    if (r != cudaSuccess) return r;
   }
   return cudaSuccess;
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value,
-                                       size_t count) {
+RT_API cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count) {
   RT_ENTER(cudaMemset, v3020, devPtr, value, count);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv, devPtr, count, value, count, 1, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemset_ptds(void *devPtr, int value,
-                                            size_t count) {
+                                             size_t count) {
   RT_ENTER(cudaMemset_ptds, v7000, devPtr, value, count);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv_pt, devPtr, count, value, count, 1, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value,
-                                            size_t count,
-                                            cudaStream_t stream) {
+                                             size_t count,
+                                             cudaStream_t stream) {
   RT_ENTER(cudaMemsetAsync, v3020, devPtr, value, count, stream);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv, devPtr, count, value, count, 1, stream));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *devPtr, int value,
-                                                 size_t count,
-                                                 cudaStream_t stream) {
+                                                  size_t count,
+                                                  cudaStream_t stream) {
   RT_ENTER(cudaMemsetAsync_ptsz, v7000, devPtr, value, count, stream);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv_pt, devPtr, count, value, count, 1, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemset2D(void *devPtr, size_t pitch,
-                                         int value, size_t width,
-                                         size_t height) {
+RT_API cudaError_t CUDARTAPI cudaMemset2D(void *devPtr, size_t pitch, int value,
+                                          size_t width, size_t height) {
   RT_ENTER(cudaMemset2D, v3020, devPtr, pitch, value, width, height);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv, devPtr, pitch, value, width, height, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemset2D_ptds(void *devPtr, size_t pitch,
-                                              int value, size_t width,
-                                              size_t height) {
+                                               int value, size_t width,
+                                               size_t height) {
   RT_ENTER(cudaMemset2D_ptds, v7000, devPtr, pitch, value, width, height);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv_pt, devPtr, pitch, value, width, height, SYNC));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemset2DAsync(void *devPtr, size_t pitch,
-                                              int value, size_t width,
-                                              size_t height,
-                                              cudaStream_t stream) {
+                                               int value, size_t width,
+                                               size_t height,
+                                               cudaStream_t stream) {
   RT_ENTER(cudaMemset2DAsync, v3020, devPtr, pitch, value, width, height,
            stream);
   RT_NEED_CTX();
   RT_RETURN(set2d(&gp_drv, devPtr, pitch, value, width, height, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void *devPtr,
-                                                   size_t pitch, int value,
-                                                   size_t width, size_t height,
-                                                   cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch,
+                                                    int value, size_t width,
+                                                    size_t height,
+                                                    cudaStream_t stream) {
   RT_ENTER(cudaMemset2DAsync_ptsz, v7000, devPtr, pitch, value, width, height,
            stream);
   RT_NEED_CTX();
@@ -463,7 +441,7 @@ RT_API cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void *devPtr,
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr,
-                                         int value, struct cudaExtent extent) {
+                                          int value, struct cudaExtent extent) {
   RT_ENTER(cudaMemset3D, v3020, pitchedDevPtr, value, extent);
   RT_NEED_CTX();
   RT_RETURN(set3d(&gp_drv, pitchedDevPtr, value, extent, SYNC));
@@ -476,19 +454,18 @@ RT_API cudaError_t CUDARTAPI cudaMemset3D_ptds(
   RT_RETURN(set3d(&gp_drv_pt, pitchedDevPtr, value, extent, SYNC));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemset3DAsync(
-    struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
-    cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI
+cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value,
+                  struct cudaExtent extent, cudaStream_t stream) {
   RT_ENTER(cudaMemset3DAsync, v3020, pitchedDevPtr, value, extent, stream);
   RT_NEED_CTX();
   RT_RETURN(set3d(&gp_drv, pitchedDevPtr, value, extent, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMemset3DAsync_ptsz(
-    struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
-    cudaStream_t stream) {
-  RT_ENTER(cudaMemset3DAsync_ptsz, v7000, pitchedDevPtr, value, extent,
-           stream);
+RT_API cudaError_t CUDARTAPI
+cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value,
+                       struct cudaExtent extent, cudaStream_t stream) {
+  RT_ENTER(cudaMemset3DAsync_ptsz, v7000, pitchedDevPtr, value, extent, stream);
   RT_NEED_CTX();
   RT_RETURN(set3d(&gp_drv_pt, pitchedDevPtr, value, extent, stream));
 }

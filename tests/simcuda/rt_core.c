@@ -48,14 +48,14 @@ static bool resolve_all(proc_fn proc, rt_driver *t, cuuint64_t flags) {
   return true;
 }
 
-/* Like the real runtime: dlopen the driver by soname and find the
- * resolver with dlsym. No driver API call happens here, so that loading
- * (also from nvcc's static registration code) costs no correlation id. */
+/* Like the real runtime: dlopen the driver (by soname, see sim_open.c)
+ * and find the resolver with dlsym. No driver API call happens here, so that
+ * loading (also from nvcc's static registration code) costs no correlation id.
+ */
 static void load(void) {
   drv.status = cudaErrorInsufficientDriver;
-  drv.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (!drv.handle)
-    return;
+  drv.handle = gp_sim_open_driver();
+  if (!drv.handle) return;
   drv.proc = (proc_fn)dlsym(drv.handle, "cuGetProcAddress_v2");
   const gpusim_config *(*cfg)(void) =
       (const gpusim_config *(*)(void))dlsym(drv.handle, "gpusim_get_config");
@@ -77,7 +77,7 @@ static void load(void) {
  * first API call's frame (so those driver calls share its correlation
  * id), followed by cuInit. */
 static void start(void) {
-  if (!resolve_all(drv.proc, &gp_drv, CU_GET_PROC_ADDRESS_LEGACY_STREAM) ||
+  if (!resolve_all(drv.proc, &gp_drv, CU_GET_PROC_ADDRESS_DEFAULT) ||
       !resolve_all(drv.proc, &gp_drv_pt,
                    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     drv.started = cudaErrorInsufficientDriver;
@@ -109,19 +109,17 @@ static void spin(uint64_t ns) {
   clock_gettime(CLOCK_MONOTONIC, &a);
   do {
     clock_gettime(CLOCK_MONOTONIC, &b);
-  } while ((uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
-               (uint64_t)a.tv_nsec <
+  } while ((uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull +
+               (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec <
            ns);
 }
 
 bool gp_rt_enter(gpusim_api_frame *f, CUpti_CallbackId cbid, const char *name,
                  const void *params, const char *symbol) {
-  if (gp_rt_load() != cudaSuccess)
-    return false;
+  if (gp_rt_load() != cudaSuccess) return false;
   drv.enter(f, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name, params, symbol);
   pthread_once(&start_once, start);
-  if (drv.started == cudaSuccess)
-    return true;
+  if (drv.started == cudaSuccess) return true;
   cudaError_t e = drv.started;
   drv.exit(f, &e);
   return false;
@@ -130,31 +128,40 @@ bool gp_rt_enter(gpusim_api_frame *f, CUpti_CallbackId cbid, const char *name,
 /* Every runtime call costs GPUSIM_API_NS of busy CPU before returning;
  * errors other than "not ready" become the thread's last error. */
 cudaError_t gp_rt_exit(gpusim_api_frame *f, cudaError_t e) {
-  if (drv.cfg->api_ns)
-    spin(drv.cfg->api_ns);
-  if (e != cudaSuccess && e != cudaErrorNotReady)
-    tls_error = e;
+  if (drv.cfg->api_ns) spin(drv.cfg->api_ns);
+  if (e != cudaSuccess && e != cudaErrorNotReady) tls_error = e;
   drv.exit(f, &e);
   return e;
 }
 
 cudaError_t gp_rt_error(CUresult r) {
   switch (r) {
-  case CUDA_SUCCESS: return cudaSuccess;
-  case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
-  case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
-  case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
-  case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
-  case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
-  case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
-  case CUDA_ERROR_NOT_READY: return cudaErrorNotReady;
-  case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
-  case CUDA_ERROR_NOT_FOUND: return cudaErrorSymbolNotFound;
+  case CUDA_SUCCESS:
+    return cudaSuccess;
+  case CUDA_ERROR_INVALID_VALUE:
+    return cudaErrorInvalidValue;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return cudaErrorMemoryAllocation;
+  case CUDA_ERROR_NOT_INITIALIZED:
+    return cudaErrorInitializationError;
+  case CUDA_ERROR_INVALID_DEVICE:
+    return cudaErrorInvalidDevice;
+  case CUDA_ERROR_INVALID_CONTEXT:
+    return cudaErrorDeviceUninitialized;
+  case CUDA_ERROR_INVALID_HANDLE:
+    return cudaErrorInvalidResourceHandle;
+  case CUDA_ERROR_NOT_READY:
+    return cudaErrorNotReady;
+  case CUDA_ERROR_NOT_SUPPORTED:
+    return cudaErrorNotSupported;
+  case CUDA_ERROR_NOT_FOUND:
+    return cudaErrorSymbolNotFound;
   case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
     return cudaErrorHostMemoryAlreadyRegistered;
   case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
     return cudaErrorHostMemoryNotRegistered;
-  default: return cudaErrorUnknown;
+  default:
+    return cudaErrorUnknown;
   }
 }
 
@@ -166,13 +173,17 @@ void gp_rt_set_device(int dev) {
   tls_device = dev;
 }
 
-/* The primary context of a device, retained once for the process. */
+/* The primary context of a device, retained for the process. The driver
+ * is called without the lock held: it may call back into CUPTI clients. */
 CUcontext gp_rt_primary(int dev) {
+  if (dev < 0 || dev >= GPUSIM_MAX_DEVICES) return NULL;
   pthread_mutex_lock(&ctx_lock);
   CUcontext c = primary[dev];
-  if (!c && gp_drv.primary_retain(&c, dev) != CUDA_SUCCESS)
-    c = NULL;
-  primary[dev] = c;
+  pthread_mutex_unlock(&ctx_lock);
+  if (c) return c;
+  if (gp_drv.primary_retain(&c, dev) != CUDA_SUCCESS) return NULL;
+  pthread_mutex_lock(&ctx_lock);
+  primary[dev] = c; /* the same context whichever thread got here first */
   pthread_mutex_unlock(&ctx_lock);
   return c;
 }
@@ -180,14 +191,11 @@ CUcontext gp_rt_primary(int dev) {
 /* Makes the thread's device's primary context current in the driver,
  * once per thread and device change. */
 cudaError_t gp_rt_ctx(void) {
-  if (tls_bound == tls_device)
-    return cudaSuccess;
+  if (tls_bound == tls_device) return cudaSuccess;
   CUcontext c = gp_rt_primary(tls_device);
-  if (!c)
-    return cudaErrorInvalidDevice;
+  if (!c) return cudaErrorInvalidDevice;
   cudaError_t e = gp_rt_error(gp_drv.ctx_set(c));
-  if (e == cudaSuccess)
-    tls_bound = tls_device;
+  if (e == cudaSuccess) tls_bound = tls_device;
   return e;
 }
 
@@ -203,8 +211,9 @@ RT_API cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
   RT_RETURN(tls_error);
 }
 
-/* Entry points of rt_unsupported.c. GPUSIM_VERBOSE=1 names each one the
- * first time it is hit in the process. */
+/* Body of every rt_unsupported.c entry point. GPUSIM_VERBOSE=1 names the
+ * call, which is the quickest way to see what a program is missing (a
+ * repeated call is named once). */
 int gp_rt_unsupported(const char *name);
 int gp_rt_unsupported(const char *name) {
   static __thread const char *last;

@@ -52,34 +52,47 @@ static const char *error_text(cudaError_t e, bool name) {
   }
 }
 
+/* API calls like any other, but they must answer even when the driver
+ * cannot be loaded. */
 RT_API const char *CUDARTAPI cudaGetErrorString(cudaError_t error) {
-  return error_text(error, false);
+  cudaGetErrorString_v3020_params prm = {error};
+  gpusim_api_frame fr;
+  bool framed =
+      gp_rt_enter(&fr, CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorString_v3020,
+                  "cudaGetErrorString", &prm, NULL);
+  const char *text = error_text(error, false);
+  if (framed) gp_rt_exit(&fr, cudaSuccess);
+  return text;
 }
 
 RT_API const char *CUDARTAPI cudaGetErrorName(cudaError_t error) {
-  return error_text(error, true);
+  cudaGetErrorName_v6050_params prm = {error};
+  gpusim_api_frame fr;
+  bool framed =
+      gp_rt_enter(&fr, CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorName_v6050,
+                  "cudaGetErrorName", &prm, NULL);
+  const char *text = error_text(error, true);
+  if (framed) gp_rt_exit(&fr, cudaSuccess);
+  return text;
 }
 
 RT_API cudaError_t CUDARTAPI cudaDriverGetVersion(int *driverVersion) {
   RT_ENTER(cudaDriverGetVersion, v3020, driverVersion);
-  if (!driverVersion)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!driverVersion) RT_RETURN(cudaErrorInvalidValue);
   *driverVersion = CUDA_VERSION;
   RT_RETURN(cudaSuccess);
 }
 
 RT_API cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *runtimeVersion) {
   RT_ENTER(cudaRuntimeGetVersion, v3020, runtimeVersion);
-  if (!runtimeVersion)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!runtimeVersion) RT_RETURN(cudaErrorInvalidValue);
   *runtimeVersion = CUDART_VERSION;
   RT_RETURN(cudaSuccess);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetDeviceCount(int *count) {
   RT_ENTER(cudaGetDeviceCount, v3020, count);
-  if (!count)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!count) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, device_count, count));
 }
 
@@ -91,24 +104,22 @@ static bool valid_device(int d) {
 /* As in CUDA 12+, setting a device also initialises its context. */
 RT_API cudaError_t CUDARTAPI cudaSetDevice(int device) {
   RT_ENTER(cudaSetDevice, v3020, device);
-  if (!valid_device(device))
-    RT_RETURN(cudaErrorInvalidDevice);
+  if (!valid_device(device)) RT_RETURN(cudaErrorInvalidDevice);
   gp_rt_set_device(device);
   RT_RETURN(gp_rt_ctx());
 }
 
-RT_API cudaError_t CUDARTAPI cudaInitDevice(int device, unsigned int deviceFlags,
-                                           unsigned int flags) {
+RT_API cudaError_t CUDARTAPI cudaInitDevice(int device,
+                                            unsigned int deviceFlags,
+                                            unsigned int flags) {
   RT_ENTER(cudaInitDevice, v12000, device, deviceFlags, flags);
-  if (!valid_device(device))
-    RT_RETURN(cudaErrorInvalidDevice);
+  if (!valid_device(device)) RT_RETURN(cudaErrorInvalidDevice);
   RT_RETURN(gp_rt_primary(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetDevice(int *device) {
   RT_ENTER(cudaGetDevice, v3020, device);
-  if (!device)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!device) RT_RETURN(cudaErrorInvalidValue);
   *device = gp_rt_device();
   RT_RETURN(cudaSuccess);
 }
@@ -120,18 +131,16 @@ RT_API cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags) {
 
 RT_API cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned int *flags) {
   RT_ENTER(cudaGetDeviceFlags, v7000, flags);
-  if (!flags)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!flags) RT_RETURN(cudaErrorInvalidValue);
   *flags = 0;
   RT_RETURN(cudaSuccess);
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value,
-                                                   enum cudaDeviceAttr attr,
-                                                   int device) {
+                                                    enum cudaDeviceAttr attr,
+                                                    int device) {
   RT_ENTER(cudaDeviceGetAttribute, v5000, value, attr, device);
-  if (!value)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!value) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, device_attr, value, (CUdevice_attribute)attr, device));
 }
 
@@ -192,8 +201,7 @@ static CUresult fill_props(struct cudaDeviceProp *p, int dev) {
     return r;
   gp_drv.device_uuid((CUuuid *)&p->uuid, dev);
 #define X(field, attr)                                                         \
-  if ((r = gp_drv.device_attr(&v, CU_DEVICE_ATTRIBUTE_##attr, dev)))           \
-    return r;                                                                  \
+  if ((r = gp_drv.device_attr(&v, CU_DEVICE_ATTRIBUTE_##attr, dev))) return r; \
   p->field = v;
   PROP_INTS(X)
 #undef X
@@ -201,11 +209,10 @@ static CUresult fill_props(struct cudaDeviceProp *p, int dev) {
   return CUDA_SUCCESS;
 }
 
-RT_API cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *prop,
-                                                    int device) {
+RT_API cudaError_t CUDARTAPI
+cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   RT_ENTER(cudaGetDeviceProperties, v12000, prop, device);
-  if (!prop)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!prop) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(gp_rt_error(fill_props(prop, device)));
 }
 
@@ -227,8 +234,8 @@ RT_API cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free, size_t *total) {
   RT_RETURN(DRV(gp_drv, mem_info, free, total));
 }
 
-RT_API cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(
-    int *leastPriority, int *greatestPriority) {
+RT_API cudaError_t CUDARTAPI
+cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
   RT_ENTER(cudaDeviceGetStreamPriorityRange, v5050, leastPriority,
            greatestPriority);
   RT_NEED_CTX();
@@ -236,8 +243,8 @@ RT_API cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer,
-                                                    int device,
-                                                    int peerDevice) {
+                                                     int device,
+                                                     int peerDevice) {
   RT_ENTER(cudaDeviceCanAccessPeer, v4000, canAccessPeer, device, peerDevice);
   RT_RETURN(DRV(gp_drv, device_peer, canAccessPeer, device, peerDevice));
 }
@@ -245,7 +252,7 @@ RT_API cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer,
 /* Peer access is always possible in the simulation; enabling it is a
  * no-op. */
 RT_API cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice,
-                                                       unsigned int flags) {
+                                                        unsigned int flags) {
   RT_ENTER(cudaDeviceEnablePeerAccess, v4000, peerDevice, flags);
   RT_RETURN(valid_device(peerDevice) ? cudaSuccess : cudaErrorInvalidDevice);
 }
@@ -256,13 +263,13 @@ RT_API cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peerDevice) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char *pciBusId, int len,
-                                                  int device) {
+                                                   int device) {
   RT_ENTER(cudaDeviceGetPCIBusId, v4010, pciBusId, len, device);
   RT_RETURN(DRV(gp_drv, device_pci, pciBusId, len, device));
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool,
-                                                        int device) {
+                                                         int device) {
   RT_ENTER(cudaDeviceGetDefaultMemPool, v11020, memPool, device);
   RT_RETURN(DRV(gp_drv, device_pool, (CUmemoryPool *)memPool, device));
 }
@@ -270,22 +277,21 @@ RT_API cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool,
 /* Limits are accepted and read back as 0: nothing in the model uses
  * them. */
 RT_API cudaError_t CUDARTAPI cudaDeviceSetLimit(enum cudaLimit limit,
-                                               size_t value) {
+                                                size_t value) {
   RT_ENTER(cudaDeviceSetLimit, v3020, limit, value);
   RT_RETURN(cudaSuccess);
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t *pValue,
-                                               enum cudaLimit limit) {
+                                                enum cudaLimit limit) {
   RT_ENTER(cudaDeviceGetLimit, v3020, pValue, limit);
-  if (!pValue)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!pValue) RT_RETURN(cudaErrorInvalidValue);
   *pValue = 0;
   RT_RETURN(cudaSuccess);
 }
 
-RT_API struct cudaChannelFormatDesc CUDARTAPI
-cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
+RT_API struct cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(
+    int x, int y, int z, int w, enum cudaChannelFormatKind f) {
   struct cudaChannelFormatDesc d = {x, y, z, w, f};
   return d;
 }

@@ -37,8 +37,7 @@ DECL(cudaError_t, cudaGetDriverEntryPointByVersion_ptsz,
 /* ---- streams ---- */
 
 static cudaError_t stream_create(cudaStream_t *s, unsigned flags, int prio) {
-  if (!s)
-    return cudaErrorInvalidValue;
+  if (!s) return cudaErrorInvalidValue;
   return DRV(gp_drv, stream_create, (CUstream *)s, flags, prio);
 }
 
@@ -49,14 +48,15 @@ RT_API cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream,
-                                                      unsigned int flags) {
+                                                       unsigned int flags) {
   RT_ENTER(cudaStreamCreateWithFlags, v5000, pStream, flags);
   RT_NEED_CTX();
   RT_RETURN(stream_create(pStream, flags, 0));
 }
 
-RT_API cudaError_t CUDARTAPI cudaStreamCreateWithPriority(
-    cudaStream_t *pStream, unsigned int flags, int priority) {
+RT_API cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream,
+                                                          unsigned int flags,
+                                                          int priority) {
   RT_ENTER(cudaStreamCreateWithPriority, v5050, pStream, flags, priority);
   RT_NEED_CTX();
   RT_RETURN(stream_create(pStream, flags, priority));
@@ -95,12 +95,11 @@ TWIN(cudaStreamWaitEvent, v3020, v7000,
 TWIN(cudaStreamGetFlags, v5050, v7000,
      (cudaStream_t hStream, unsigned int *flags), (hStream, flags),
      DRV((*d), stream_flags, hStream, flags))
-TWIN(cudaStreamGetPriority, v5050, v7000,
-     (cudaStream_t hStream, int *priority), (hStream, priority),
-     DRV((*d), stream_prio, hStream, priority))
+TWIN(cudaStreamGetPriority, v5050, v7000, (cudaStream_t hStream, int *priority),
+     (hStream, priority), DRV((*d), stream_prio, hStream, priority))
 TWIN(cudaStreamGetId, v12000, v12000,
-     (cudaStream_t hStream, unsigned long long *streamId),
-     (hStream, streamId), DRV((*d), stream_id, hStream, streamId))
+     (cudaStream_t hStream, unsigned long long *streamId), (hStream, streamId),
+     DRV((*d), stream_id, hStream, streamId))
 
 TWIN(cudaStreamGetDevice, v12080, v12080, (cudaStream_t hStream, int *device),
      (hStream, device), DRV((*d), stream_device, hStream, device))
@@ -123,7 +122,7 @@ RT_API cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *event) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *event,
-                                                     unsigned int flags) {
+                                                      unsigned int flags) {
   RT_ENTER(cudaEventCreateWithFlags, v3020, event, flags);
   RT_NEED_CTX();
   RT_RETURN(DRV(gp_drv, event_create, (CUevent *)event, flags));
@@ -148,7 +147,7 @@ RT_API cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaEventElapsedTime(float *ms, cudaEvent_t start,
-                                                 cudaEvent_t end) {
+                                                  cudaEvent_t end) {
   RT_ENTER(cudaEventElapsedTime, v12080, ms, start, end);
   RT_NEED_CTX();
   RT_RETURN(DRV(gp_drv, event_elapsed, ms, start, end));
@@ -172,15 +171,13 @@ static bool config_ok(dim3 g, dim3 b) {
 static cudaError_t launch(const rt_driver *d, CUfunction f, dim3 g, dim3 b,
                           void **args, size_t shmem, cudaStream_t s,
                           bool coop) {
-  if (!f)
-    return cudaErrorInvalidDeviceFunction;
-  if (!config_ok(g, b))
-    return cudaErrorInvalidConfiguration;
+  if (!f) return cudaErrorInvalidDeviceFunction;
+  if (!config_ok(g, b)) return cudaErrorInvalidConfiguration;
   if (coop)
     return DRV((*d), launch_coop, f, g.x, g.y, g.z, b.x, b.y, b.z,
                (unsigned)shmem, s, args);
-  return DRV((*d), launch, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem,
-             s, args, NULL);
+  return DRV((*d), launch, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, s,
+             args, NULL);
 }
 
 /* Like RT_ENTER, with the kernel's name as the callback's symbolName. */
@@ -193,9 +190,9 @@ static cudaError_t launch(const rt_driver *d, CUfunction f, dim3 g, dim3 b,
   return gp_rt_failure()
 
 RT_API cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim,
-                                             dim3 blockDim, void **args,
-                                             size_t sharedMem,
-                                             cudaStream_t stream) {
+                                              dim3 blockDim, void **args,
+                                              size_t sharedMem,
+                                              cudaStream_t stream) {
   LAUNCH_ENTER(cudaLaunchKernel, v7000, func, f, func, gridDim, blockDim, args,
                sharedMem, stream);
   RT_NEED_CTX();
@@ -204,9 +201,10 @@ RT_API cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim,
 }
 
 RT_API cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func,
-                                                  dim3 gridDim, dim3 blockDim,
-                                                  void **args, size_t sharedMem,
-                                                  cudaStream_t stream) {
+                                                   dim3 gridDim, dim3 blockDim,
+                                                   void **args,
+                                                   size_t sharedMem,
+                                                   cudaStream_t stream) {
   LAUNCH_ENTER(cudaLaunchKernel_ptsz, v7000, func, f, func, gridDim, blockDim,
                args, sharedMem, stream);
   RT_NEED_CTX();
@@ -236,8 +234,7 @@ RT_API cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(
 
 static cudaError_t launch_ex(const rt_driver *d, const cudaLaunchConfig_t *c,
                              CUfunction f, void **args) {
-  if (!c)
-    return cudaErrorInvalidValue;
+  if (!c) return cudaErrorInvalidValue;
   bool coop = false;
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == cudaLaunchAttributeCooperative &&
@@ -247,8 +244,8 @@ static cudaError_t launch_ex(const rt_driver *d, const cudaLaunchConfig_t *c,
                 c->stream, coop);
 }
 
-RT_API cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
-                                                const void *func, void **args) {
+RT_API cudaError_t CUDARTAPI cudaLaunchKernelExC(
+    const cudaLaunchConfig_t *config, const void *func, void **args) {
   LAUNCH_ENTER(cudaLaunchKernelExC, v11060, func, f, config, func, args);
   RT_NEED_CTX();
   RT_RETURN(launch_ex(&gp_drv, config, f, args));
@@ -275,16 +272,16 @@ static cudaError_t nv_launch(const rt_driver *d, CUpti_CallbackId cbid,
 }
 
 RT_API cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 g,
-                                               dim3 b, void **args,
-                                               size_t shmem, cudaStream_t s) {
+                                                dim3 b, void **args,
+                                                size_t shmem, cudaStream_t s) {
   return nv_launch(&gp_drv, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
                    "__cudaLaunchKernel", kernel, g, b, args, shmem, s);
 }
 
 RT_API cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel,
-                                                    dim3 g, dim3 b,
-                                                    void **args, size_t shmem,
-                                                    cudaStream_t s) {
+                                                     dim3 g, dim3 b,
+                                                     void **args, size_t shmem,
+                                                     cudaStream_t s) {
   return nv_launch(&gp_drv_pt,
                    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
                    "__cudaLaunchKernel_ptsz", kernel, g, b, args, shmem, s);
@@ -293,44 +290,39 @@ RT_API cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel,
 /* ---- function handles ---- */
 
 RT_API cudaError_t CUDARTAPI cudaFuncGetName(const char **name,
-                                            const void *func) {
+                                             const void *func) {
   RT_ENTER(cudaFuncGetName, v12030, name, func);
   const char *n = gp_rt_handle_name(gp_rt_function(func));
-  if (!name)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!name) RT_RETURN(cudaErrorInvalidValue);
   *name = n;
   RT_RETURN(n ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t *functionPtr,
-                                                const void *symbolPtr) {
+                                                 const void *symbolPtr) {
   RT_ENTER(cudaGetFuncBySymbol, v11000, functionPtr, symbolPtr);
   CUfunction f = gp_rt_function(symbolPtr);
-  if (!functionPtr)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!functionPtr) RT_RETURN(cudaErrorInvalidValue);
   *functionPtr = (cudaFunction_t)f;
   RT_RETURN(f ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t *kernelPtr,
-                                          const void *entryFuncAddr) {
+                                           const void *entryFuncAddr) {
   RT_ENTER(cudaGetKernel, v12000, kernelPtr, entryFuncAddr);
   CUfunction f = gp_rt_function(entryFuncAddr);
-  if (!kernelPtr)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!kernelPtr) RT_RETURN(cudaErrorInvalidValue);
   *kernelPtr = (cudaKernel_t)f;
   RT_RETURN(f ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
 /* Attributes of the simulated kernels: 32 registers, no static shared or
  * local memory. */
-RT_API cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
-                                                  const void *func) {
+RT_API cudaError_t CUDARTAPI
+cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
   RT_ENTER(cudaFuncGetAttributes, v3020, attr, func);
-  if (!attr)
-    RT_RETURN(cudaErrorInvalidValue);
-  if (!gp_rt_function(func))
-    RT_RETURN(cudaErrorInvalidDeviceFunction);
+  if (!attr) RT_RETURN(cudaErrorInvalidValue);
+  if (!gp_rt_function(func)) RT_RETURN(cudaErrorInvalidDeviceFunction);
   struct cudaFuncAttributes a = {0};
   a.maxThreadsPerBlock = 1024;
   a.numRegs = 32;
@@ -342,15 +334,15 @@ RT_API cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes *at
 }
 
 RT_API cudaError_t CUDARTAPI cudaFuncSetAttribute(const void *func,
-                                                 enum cudaFuncAttribute attr,
-                                                 int value) {
+                                                  enum cudaFuncAttribute attr,
+                                                  int value) {
   RT_ENTER(cudaFuncSetAttribute, v9000, func, attr, value);
   RT_RETURN(gp_rt_function(func) ? cudaSuccess
                                  : cudaErrorInvalidDeviceFunction);
 }
 
 RT_API cudaError_t CUDARTAPI cudaFuncSetCacheConfig(const void *func,
-                                                   enum cudaFuncCache config) {
+                                                    enum cudaFuncCache config) {
   RT_ENTER(cudaFuncSetCacheConfig, v3020, func, config);
   RT_RETURN(gp_rt_function(func) ? cudaSuccess
                                  : cudaErrorInvalidDeviceFunction);
@@ -365,8 +357,7 @@ static cudaError_t entry(const char *sym, void **fn, unsigned ver,
   if (pt && flags == cudaEnableDefault)
     flags = cudaEnablePerThreadDefaultStream;
   CUresult r = gp_drv.proc_address(sym, fn, (int)ver, flags, &q);
-  if (st)
-    *st = (enum cudaDriverEntryPointQueryResult)q;
+  if (st) *st = (enum cudaDriverEntryPointQueryResult)q;
   return r == CUDA_ERROR_NOT_FOUND ? cudaSuccess : gp_rt_error(r);
 }
 

@@ -4,20 +4,18 @@
 /* Per-thread-default-stream entry points: same prototypes as the plain
  * ones, which the header only declares under a compile flag. */
 RT_API cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **, size_t,
-                                                 cudaStream_t);
+                                                  cudaStream_t);
 RT_API cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **, size_t,
-                                                         cudaMemPool_t,
-                                                         cudaStream_t);
+                                                          cudaMemPool_t,
+                                                          cudaStream_t);
 RT_API cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *, cudaStream_t);
 
 RT_API cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size) {
   RT_ENTER(cudaMalloc, v3020, devPtr, size);
   RT_NEED_CTX();
-  if (!devPtr)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!devPtr) RT_RETURN(cudaErrorInvalidValue);
   *devPtr = NULL;
-  if (size == 0)
-    RT_RETURN(cudaSuccess);
+  if (size == 0) RT_RETURN(cudaSuccess);
   RT_RETURN(DRV(gp_drv, mem_alloc, (CUdeviceptr *)devPtr, size));
 }
 
@@ -29,30 +27,27 @@ RT_API cudaError_t CUDARTAPI cudaFree(void *devPtr) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaMallocManaged(void **devPtr, size_t size,
-                                              unsigned int flags) {
+                                               unsigned int flags) {
   RT_ENTER(cudaMallocManaged, v6000, devPtr, size, flags);
   RT_NEED_CTX();
-  if (!devPtr || !size)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!devPtr || !size) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, mem_managed, (CUdeviceptr *)devPtr, size, flags));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMallocPitch(void **devPtr, size_t *pitch,
-                                            size_t width, size_t height) {
+                                             size_t width, size_t height) {
   RT_ENTER(cudaMallocPitch, v3020, devPtr, pitch, width, height);
   RT_NEED_CTX();
-  if (!devPtr || !pitch)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!devPtr || !pitch) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, mem_alloc_pitch, (CUdeviceptr *)devPtr, pitch, width,
                 height, 4));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr,
-                                         struct cudaExtent extent) {
+                                          struct cudaExtent extent) {
   RT_ENTER(cudaMalloc3D, v3020, pitchedDevPtr, extent);
   RT_NEED_CTX();
-  if (!pitchedDevPtr)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!pitchedDevPtr) RT_RETURN(cudaErrorInvalidValue);
   size_t pitch = 0;
   CUdeviceptr p = 0;
   cudaError_t e = DRV(gp_drv, mem_alloc_pitch, &p, &pitch, extent.width,
@@ -66,22 +61,21 @@ RT_API cudaError_t CUDARTAPI cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr,
 
 static cudaError_t alloc_async(const rt_driver *d, void **p, size_t size,
                                cudaStream_t s) {
-  if (!p)
-    return cudaErrorInvalidValue;
+  if (!p) return cudaErrorInvalidValue;
   *p = NULL;
   return size ? DRV((*d), mem_alloc_async, (CUdeviceptr *)p, size, s)
               : cudaSuccess;
 }
 
 RT_API cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size,
-                                            cudaStream_t hStream) {
+                                             cudaStream_t hStream) {
   RT_ENTER(cudaMallocAsync, v11020, devPtr, size, hStream);
   RT_NEED_CTX();
   RT_RETURN(alloc_async(&gp_drv, devPtr, size, hStream));
 }
 
 RT_API cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **devPtr, size_t size,
-                                                 cudaStream_t hStream) {
+                                                  cudaStream_t hStream) {
   RT_ENTER(cudaMallocAsync_ptsz, v11020, devPtr, size, hStream);
   RT_NEED_CTX();
   RT_RETURN(alloc_async(&gp_drv_pt, devPtr, size, hStream));
@@ -89,8 +83,7 @@ RT_API cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **devPtr, size_t size,
 
 static cudaError_t alloc_pool(const rt_driver *d, void **p, size_t size,
                               cudaMemPool_t pool, cudaStream_t s) {
-  if (!p)
-    return cudaErrorInvalidValue;
+  if (!p) return cudaErrorInvalidValue;
   *p = NULL;
   return size ? DRV((*d), mem_alloc_pool, (CUdeviceptr *)p, size,
                     (CUmemoryPool)pool, s)
@@ -98,29 +91,30 @@ static cudaError_t alloc_pool(const rt_driver *d, void **p, size_t size,
 }
 
 RT_API cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void **ptr, size_t size,
-                                                    cudaMemPool_t memPool,
-                                                    cudaStream_t stream) {
+                                                     cudaMemPool_t memPool,
+                                                     cudaStream_t stream) {
   RT_ENTER(cudaMallocFromPoolAsync, v11020, ptr, size, memPool, stream);
   RT_NEED_CTX();
   RT_RETURN(alloc_pool(&gp_drv, ptr, size, memPool, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(
-    void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+RT_API cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **ptr,
+                                                          size_t size,
+                                                          cudaMemPool_t memPool,
+                                                          cudaStream_t stream) {
   RT_ENTER(cudaMallocFromPoolAsync_ptsz, v11020, ptr, size, memPool, stream);
   RT_NEED_CTX();
   RT_RETURN(alloc_pool(&gp_drv_pt, ptr, size, memPool, stream));
 }
 
-RT_API cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr,
-                                          cudaStream_t hStream) {
+RT_API cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
   RT_ENTER(cudaFreeAsync, v11020, devPtr, hStream);
   RT_NEED_CTX();
   RT_RETURN(DRV(gp_drv, mem_free_async, (CUdeviceptr)devPtr, hStream));
 }
 
 RT_API cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr,
-                                               cudaStream_t hStream) {
+                                                cudaStream_t hStream) {
   RT_ENTER(cudaFreeAsync_ptsz, v11020, devPtr, hStream);
   RT_NEED_CTX();
   RT_RETURN(DRV(gp_drv_pt, mem_free_async, (CUdeviceptr)devPtr, hStream));
@@ -129,30 +123,27 @@ RT_API cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr,
 RT_API cudaError_t CUDARTAPI cudaMallocHost(void **ptr, size_t size) {
   RT_ENTER(cudaMallocHost, v3020, ptr, size);
   RT_NEED_CTX();
-  if (!ptr)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!ptr) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, host_alloc, ptr, size, 0));
 }
 
 RT_API cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size,
-                                          unsigned int flags) {
+                                           unsigned int flags) {
   RT_ENTER(cudaHostAlloc, v3020, pHost, size, flags);
   RT_NEED_CTX();
-  if (!pHost)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!pHost) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, host_alloc, pHost, size, flags));
 }
 
 RT_API cudaError_t CUDARTAPI cudaFreeHost(void *ptr) {
   RT_ENTER(cudaFreeHost, v3020, ptr);
   RT_NEED_CTX();
-  if (!ptr)
-    RT_RETURN(cudaSuccess);
+  if (!ptr) RT_RETURN(cudaSuccess);
   RT_RETURN(DRV(gp_drv, host_free, ptr));
 }
 
 RT_API cudaError_t CUDARTAPI cudaHostRegister(void *ptr, size_t size,
-                                             unsigned int flags) {
+                                              unsigned int flags) {
   RT_ENTER(cudaHostRegister, v4000, ptr, size, flags);
   RT_NEED_CTX();
   RT_RETURN(DRV(gp_drv, host_register, ptr, size, flags));
@@ -165,12 +156,11 @@ RT_API cudaError_t CUDARTAPI cudaHostUnregister(void *ptr) {
 }
 
 RT_API cudaError_t CUDARTAPI cudaHostGetDevicePointer(void **pDevice,
-                                                     void *pHost,
-                                                     unsigned int flags) {
+                                                      void *pHost,
+                                                      unsigned int flags) {
   RT_ENTER(cudaHostGetDevicePointer, v3020, pDevice, pHost, flags);
   RT_NEED_CTX();
-  if (!pDevice)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!pDevice) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(DRV(gp_drv, host_devptr, (CUdeviceptr *)pDevice, pHost, flags));
 }
 
@@ -185,8 +175,7 @@ static cudaError_t pointer_attrs(struct cudaPointerAttributes *a,
                                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
   void *data[] = {&type, &managed, &ordinal};
   cudaError_t e = DRV(gp_drv, ptr_attrs, 3, ids, data, (CUdeviceptr)ptr);
-  if (e != cudaSuccess)
-    return e;
+  if (e != cudaSuccess) return e;
   a->device = ordinal;
   a->devicePointer = type ? (void *)ptr : NULL;
   a->hostPointer = type != CU_MEMORYTYPE_DEVICE || managed ? (void *)ptr : NULL;
@@ -205,7 +194,6 @@ RT_API cudaError_t CUDARTAPI cudaPointerGetAttributes(
     struct cudaPointerAttributes *attributes, const void *ptr) {
   RT_ENTER(cudaPointerGetAttributes, v4000, attributes, ptr);
   RT_NEED_CTX();
-  if (!attributes)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!attributes) RT_RETURN(cudaErrorInvalidValue);
   RT_RETURN(pointer_attrs(attributes, ptr));
 }

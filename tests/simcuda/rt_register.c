@@ -34,12 +34,10 @@ static rt_var *vars;
 static size_t nvars, capvars;
 
 static bool grow(void **v, size_t n, size_t *cap, size_t elem) {
-  if (n < *cap)
-    return true;
+  if (n < *cap) return true;
   size_t c = *cap ? *cap * 2 : 32;
   void *p = realloc(*v, c * elem);
-  if (!p)
-    return false;
+  if (!p) return false;
   *v = p;
   *cap = c;
   return true;
@@ -47,8 +45,7 @@ static bool grow(void **v, size_t n, size_t *cap, size_t elem) {
 
 static CUfunction kernel_find(const void *host) {
   for (size_t i = 0; i < nkernels; i++)
-    if (kernels[i].host == host)
-      return kernels[i].f;
+    if (kernels[i].host == host) return kernels[i].f;
   return NULL;
 }
 
@@ -57,8 +54,8 @@ static void kernel_add(const void *host, CUfunction f) {
   size_t i = 0;
   while (i < nkernels && kernels[i].host != host)
     i++;
-  if (i < nkernels || grow((void **)&kernels, nkernels, &capkernels,
-                           sizeof *kernels)) {
+  if (i < nkernels ||
+      grow((void **)&kernels, nkernels, &capkernels, sizeof *kernels)) {
     kernels[i].host = host;
     kernels[i].f = f;
     nkernels += i == nkernels;
@@ -69,49 +66,39 @@ static void kernel_add(const void *host, CUfunction f) {
 /* Registered host stub, else a CUfunction/cudaKernel_t handle itself,
  * else the dynamic symbol the pointer is the start of. */
 CUfunction gp_rt_function(const void *func) {
-  if (!func)
-    return NULL;
+  if (!func) return NULL;
   pthread_mutex_lock(&reg_lock);
   CUfunction f = kernel_find(func);
   pthread_mutex_unlock(&reg_lock);
-  if (f)
-    return f;
-  if (gp_rt_handle_name(func))
-    return (CUfunction)func;
+  if (f) return f;
+  if (gp_rt_handle_name(func)) return (CUfunction)func;
   Dl_info di;
-  if (!dladdr(func, &di) || !di.dli_sname || di.dli_saddr != func)
-    return NULL;
+  if (!dladdr(func, &di) || !di.dli_sname || di.dli_saddr != func) return NULL;
   f = gp_rt_named(di.dli_sname);
-  if (f)
-    kernel_add(func, f);
+  if (f) kernel_add(func, f);
   return f;
 }
 
 static rt_var *var_find(const void *host) {
   for (size_t i = 0; i < nvars; i++)
-    if (vars[i].host == host)
-      return &vars[i];
+    if (vars[i].host == host) return &vars[i];
   return NULL;
 }
 
 /* A variable's device copy is allocated on first use, in the calling
  * thread's current context (outside the lock: the driver may call back
  * into CUPTI clients). */
-cudaError_t gp_rt_symbol(const void *symbol, CUdeviceptr *addr,
-                         size_t *size) {
+cudaError_t gp_rt_symbol(const void *symbol, CUdeviceptr *addr, size_t *size) {
   pthread_mutex_lock(&reg_lock);
   rt_var *v = var_find(symbol);
   rt_var copy = v ? *v : (rt_var){0};
   pthread_mutex_unlock(&reg_lock);
-  if (!v)
-    return cudaErrorInvalidSymbol;
-  if (copy.managed && *copy.managed)
-    copy.dev = (CUdeviceptr)*copy.managed;
+  if (!v) return cudaErrorInvalidSymbol;
+  if (copy.managed && *copy.managed) copy.dev = (CUdeviceptr)*copy.managed;
   if (!copy.dev) {
     cudaError_t e =
         gp_rt_error(gp_drv.mem_alloc(&copy.dev, copy.size ? copy.size : 1));
-    if (e != cudaSuccess)
-      return e;
+    if (e != cudaSuccess) return e;
     pthread_mutex_lock(&reg_lock);
     v = var_find(symbol);
     CUdeviceptr lost = copy.dev;
@@ -120,8 +107,7 @@ cudaError_t gp_rt_symbol(const void *symbol, CUdeviceptr *addr,
     else if (v)
       copy.dev = v->dev;
     pthread_mutex_unlock(&reg_lock);
-    if (lost)
-      gp_drv.mem_free(lost);
+    if (lost) gp_drv.mem_free(lost);
   }
   *addr = copy.dev;
   *size = copy.size;
@@ -143,8 +129,7 @@ static void var_add(void **module, const void *host, size_t size,
 
 RT_API void **CUDARTAPI __cudaRegisterFatBinary(void *fatCubin) {
   rt_module *m = calloc(1, sizeof *m);
-  if (!m)
-    return NULL;
+  if (!m) return NULL;
   m->fatbin = fatCubin;
   pthread_mutex_lock(&reg_lock);
   m->next = modules;
@@ -163,25 +148,20 @@ RT_API void CUDARTAPI __cudaUnregisterFatBinary(void **fatCubinHandle) {
   (void)fatCubinHandle;
 }
 
-RT_API void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle,
-                                            const char *hostFun,
-                                            char *deviceFun,
-                                            const char *deviceName,
-                                            int thread_limit, uint3 *tid,
-                                            uint3 *bid, dim3 *bDim,
-                                            dim3 *gDim, int *wSize) {
+RT_API void CUDARTAPI __cudaRegisterFunction(
+    void **fatCubinHandle, const char *hostFun, char *deviceFun,
+    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+    dim3 *bDim, dim3 *gDim, int *wSize) {
   (void)fatCubinHandle, (void)deviceFun, (void)thread_limit, (void)tid;
   (void)bid, (void)bDim, (void)gDim, (void)wSize;
   CUfunction f = gp_rt_named(deviceName);
-  if (f)
-    kernel_add(hostFun, f);
+  if (f) kernel_add(hostFun, f);
 }
 
 RT_API void CUDARTAPI __cudaRegisterVar(void **fatCubinHandle, char *hostVar,
-                                       char *deviceAddress,
-                                       const char *deviceName, int ext,
-                                       size_t size, int constant,
-                                       int global) {
+                                        char *deviceAddress,
+                                        const char *deviceName, int ext,
+                                        size_t size, int constant, int global) {
   (void)deviceAddress, (void)deviceName, (void)ext, (void)constant;
   (void)global;
   var_add(fatCubinHandle, hostVar, size, NULL);
@@ -207,10 +187,8 @@ RT_API char CUDARTAPI __cudaInitModule(void **fatCubinHandle) {
     pthread_mutex_lock(&reg_lock);
     rt_var v = i < nvars ? vars[i] : (rt_var){0};
     pthread_mutex_unlock(&reg_lock);
-    if (!v.host)
-      break;
-    if (v.module != fatCubinHandle || !v.managed || *v.managed)
-      continue;
+    if (!v.host) break;
+    if (v.module != fatCubinHandle || !v.managed || *v.managed) continue;
     CUdeviceptr p = 0;
     e = gp_rt_error(gp_drv.mem_managed(&p, v.size ? v.size : 1, 1));
     *v.managed = (void *)p;
@@ -230,22 +208,20 @@ static __thread call_config configs[MAX_CONFIGS];
 static __thread int nconfigs;
 
 RT_API unsigned CUDARTAPI __cudaPushCallConfiguration(dim3 gridDim,
-                                                     dim3 blockDim,
-                                                     size_t sharedMem,
-                                                     struct CUstream_st *s) {
-  if (nconfigs == MAX_CONFIGS)
-    return 1;
+                                                      dim3 blockDim,
+                                                      size_t sharedMem,
+                                                      struct CUstream_st *s) {
+  if (nconfigs == MAX_CONFIGS) return 1;
   call_config c = {gridDim, blockDim, sharedMem, s};
   configs[nconfigs++] = c;
   return 0;
 }
 
 RT_API cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3 *gridDim,
-                                                       dim3 *blockDim,
-                                                       size_t *sharedMem,
-                                                       void *stream) {
-  if (nconfigs == 0)
-    return cudaErrorMissingConfiguration;
+                                                        dim3 *blockDim,
+                                                        size_t *sharedMem,
+                                                        void *stream) {
+  if (nconfigs == 0) return cudaErrorMissingConfiguration;
   call_config c = configs[--nconfigs];
   *gridDim = c.grid;
   *blockDim = c.block;
@@ -255,34 +231,30 @@ RT_API cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3 *gridDim,
 }
 
 RT_API cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t *kernel,
-                                            const void *fun) {
+                                             const void *fun) {
   CUfunction f = gp_rt_function(fun);
-  if (kernel)
-    *kernel = (cudaKernel_t)f;
+  if (kernel) *kernel = (cudaKernel_t)f;
   return f ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetSymbolAddress(void **devPtr,
-                                                 const void *symbol) {
+                                                  const void *symbol) {
   RT_ENTER(cudaGetSymbolAddress, v3020, devPtr, symbol);
   RT_NEED_CTX();
   CUdeviceptr a = 0;
   size_t size;
   cudaError_t e = gp_rt_symbol(symbol, &a, &size);
-  if (e == cudaSuccess && devPtr)
-    *devPtr = (void *)a;
+  if (e == cudaSuccess && devPtr) *devPtr = (void *)a;
   RT_RETURN(devPtr ? e : cudaErrorInvalidValue);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetSymbolSize(size_t *size,
-                                              const void *symbol) {
+                                               const void *symbol) {
   RT_ENTER(cudaGetSymbolSize, v3020, size, symbol);
-  if (!size)
-    RT_RETURN(cudaErrorInvalidValue);
+  if (!size) RT_RETURN(cudaErrorInvalidValue);
   pthread_mutex_lock(&reg_lock);
   rt_var *v = var_find(symbol);
-  if (v)
-    *size = v->size;
+  if (v) *size = v->size;
   pthread_mutex_unlock(&reg_lock);
   RT_RETURN(v ? cudaSuccess : cudaErrorInvalidSymbol);
 }

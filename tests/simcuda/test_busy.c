@@ -5,7 +5,9 @@
 #include "test_records.h"
 
 volatile int sink;
-void k_busy(void) { sink = 1; }
+void k_busy(void) {
+  sink = 1;
+}
 
 static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain d,
                             CUpti_CallbackId id, const void *data) {
@@ -22,8 +24,8 @@ int main(void) {
   CHECK_EQ(cuptiGetResultString(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
                                 &text),
            CUPTI_SUCCESS);
-  CHECK(text && strcmp(text, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") ==
-                    0);
+  CHECK(text &&
+        strcmp(text, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") == 0);
   rec_start();
   dim3 g = {1, 1, 1}, b = {1, 1, 1};
   CHECK_EQ(cudaLaunchKernel((const void *)k_busy, g, b, NULL, 0, 0),

@@ -8,7 +8,9 @@
 #include "test_records.h"
 
 volatile int sink;
-void k_cfg(void) { sink = 1; }
+void k_cfg(void) {
+  sink = 1;
+}
 
 static cudaError_t launch1(unsigned blocks, cudaStream_t s) {
   dim3 g = {blocks, 1, 1}, b = {32, 1, 1};

@@ -7,8 +7,12 @@
 #include "test_records.h"
 
 volatile int sink;
-void k_big(void) { sink = 1; }
-void k_small(void) { sink = 2; }
+void k_big(void) {
+  sink = 1;
+}
+void k_small(void) {
+  sink = 2;
+}
 
 #define MIB64 (64u << 20) /* 67108864 bytes */
 /* 2000 + ceil(67108864 / 25) = 2000 + ceil(2684354.56) = 2686355 */
@@ -69,9 +73,9 @@ static void test_sync_copies(char *dev, char *pageable) {
   /* Default infers D2H from the pointers: 2000 + ceil(10/25) = 2001 ns. */
   CHECK_EQ(cudaMemcpy(pageable, dev, 10, cudaMemcpyDefault), cudaSuccess);
   /* 2D H2D, 1000 x 10 = 10000 B: 2000 + 400 = 2400 ns. */
-  CHECK_EQ(cudaMemcpy2D(dev, 1024, pageable, 1000, 1000, 10,
-                        cudaMemcpyHostToDevice),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaMemcpy2D(dev, 1024, pageable, 1000, 1000, 10, cudaMemcpyHostToDevice),
+      cudaSuccess);
   CHECK_EQ(cudaMemcpy(dev, pageable, 0, cudaMemcpyHostToDevice), cudaSuccess);
   rec_flush();
   REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMCPY) == 5);

@@ -54,9 +54,8 @@ static void test_proc_address(void) {
   CHECK_EQ(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   CHECK(fn == NULL);
   CHECK_EQ(gpusim_procaddr_count() - before, 11);
-  CUresult (*v1)(const char *, void **, int, cuuint64_t) =
-      (CUresult(*)(const char *, void **, int, cuuint64_t))sym(
-          "cuGetProcAddress");
+  CUresult (*v1)(const char *, void **, int, cuuint64_t) = (CUresult(*)(
+      const char *, void **, int, cuuint64_t))sym("cuGetProcAddress");
   CHECK_EQ(v1("cuMemFree", &fn, 13000, def), CUDA_SUCCESS);
   CHECK(fn == sym("cuMemFree_v2"));
 }
@@ -125,9 +124,9 @@ static void test_launch(void) {
   float ms = 0;
   CHECK_EQ(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
   CHECK(fabsf(ms - 0.020f) < 1e-6f);
-  CHECK_EQ(cuLaunchKernel((CUfunction)&fn2, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
-                          NULL),
-           CUDA_ERROR_INVALID_HANDLE);
+  CHECK_EQ(
+      cuLaunchKernel((CUfunction)&fn2, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+      CUDA_ERROR_INVALID_HANDLE);
   CHECK_EQ(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
            CUDA_ERROR_INVALID_VALUE);
   CHECK_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
@@ -140,7 +139,7 @@ static void test_launch(void) {
  * entry points through cuGetProcAddress. */
 static void test_runtime_path(void) {
   unsigned long long before = gpusim_procaddr_count();
-  void *rt = dlopen("libcudart.so.13", RTLD_NOW);
+  void *rt = dlopen(SIMCUDA_DIR "/libcudart.so.13", RTLD_NOW);
   REQUIRE(rt);
   int (*rt_malloc)(void **, size_t) =
       (int (*)(void **, size_t))dlsym(rt, "cudaMalloc");

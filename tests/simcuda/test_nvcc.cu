@@ -9,8 +9,7 @@
 
 __global__ void nv_kernel(float *x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n)
-    x[i] *= 2.0f;
+  if (i < n) x[i] *= 2.0f;
 }
 
 __device__ int dev_table[16];
@@ -58,7 +57,8 @@ static void test_symbols(void) {
   cudaGetLastError();
   rec_flush();
   REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMCPY) == 2);
-  const CUpti_ActivityMemcpy6 *to = &rec_nth(CUPTI_ACTIVITY_KIND_MEMCPY, 0)->u.m;
+  const CUpti_ActivityMemcpy6 *to =
+      &rec_nth(CUPTI_ACTIVITY_KIND_MEMCPY, 0)->u.m;
   const CUpti_ActivityMemcpy6 *from =
       &rec_nth(CUPTI_ACTIVITY_KIND_MEMCPY, 1)->u.m;
   CHECK_EQ(to->copyKind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);

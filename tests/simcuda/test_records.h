@@ -40,17 +40,21 @@ static inline size_t rec_size(CUpti_ActivityKind kind) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     return sizeof(CUpti_ActivityKernel10);
-  case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-  case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-  case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+  case CUPTI_ACTIVITY_KIND_MEMCPY:
+    return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMCPY2:
+    return sizeof(CUpti_ActivityMemcpyPtoP4);
+  case CUPTI_ACTIVITY_KIND_MEMSET:
+    return sizeof(CUpti_ActivityMemset4);
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
     return sizeof(CUpti_ActivitySynchronization2);
-  default: return 0;
+  default:
+    return 0;
   }
 }
 
-static void CUPTIAPI rec_complete(CUcontext ctx, uint32_t stream,
-                                  uint8_t *buf, size_t size, size_t valid) {
+static void CUPTIAPI rec_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
+                                  size_t size, size_t valid) {
   (void)ctx, (void)stream, (void)size;
   CUpti_Activity *r = NULL;
   pthread_mutex_lock(&rec_lock);
@@ -94,8 +98,7 @@ static inline void rec_clear(void) {
 /* The n-th (0-based) collected record of a kind, or NULL. */
 static inline const rec *rec_nth(CUpti_ActivityKind kind, int n) {
   for (int i = 0; i < nrecs; i++)
-    if (recs[i].kind == kind && n-- == 0)
-      return &recs[i];
+    if (recs[i].kind == kind && n-- == 0) return &recs[i];
   return NULL;
 }
 

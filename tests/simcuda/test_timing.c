@@ -10,14 +10,19 @@
 /* Kernels are host functions named by their dynamic symbol (-rdynamic).
  * Distinct bodies keep the compiler from folding them together. */
 volatile int sink;
-void k_big(void) { sink = 1; }
-void k_small(void) { sink = 2; }
-void k_other(void) { sink = 3; }
+void k_big(void) {
+  sink = 1;
+}
+void k_small(void) {
+  sink = 2;
+}
+void k_other(void) {
+  sink = 3;
+}
 
 /* Not declared by cuda_runtime_api.h without the per-thread compile flag. */
 cudaError_t cudaLaunchKernel_ptsz(const void *, dim3, dim3, void **, size_t,
                                   cudaStream_t);
-
 
 static cudaError_t launch(void (*k)(void), dim3 grid, unsigned threads,
                           cudaStream_t s) {
@@ -119,10 +124,11 @@ static void test_legacy_stream(void) {
   CHECK_EQ(launch1(k_small, 1, b1), cudaSuccess);        /* 2: waits for 1 */
   CHECK_EQ(launch1(k_other, 1, n1), cudaSuccess);        /* 3: no wait */
   CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  CHECK_EQ(launch1(k_big, BIG_BLOCKS, n1), cudaSuccess); /* 4 */
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, n1), cudaSuccess);        /* 4 */
   CHECK_EQ(launch1(k_small, 1, cudaStreamLegacy), cudaSuccess); /* 5 */
-  CHECK_EQ(launch1(k_big, BIG_BLOCKS, 0), cudaSuccess);  /* 6 */
-  CHECK_EQ(launch1(k_small, 1, cudaStreamPerThread), cudaSuccess); /* 7 */
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, 0), cudaSuccess);         /* 6 */
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, cudaStreamPerThread),
+           cudaSuccess); /* 7 */
   dim3 one = {1, 1, 1}, blk = {32, 1, 1};
   CHECK_EQ(cudaLaunchKernel_ptsz((const void *)k_small, one, blk, NULL, 0, 0),
            cudaSuccess); /* 8: the per-thread stream again */

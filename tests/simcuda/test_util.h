@@ -34,7 +34,7 @@ static int test_failures;
   do {                                                                         \
     long long a_ = (long long)(a), b_ = (long long)(b);                        \
     if (a_ != b_) {                                                            \
-      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,   \
+      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,    \
               __LINE__, #a, a_, #b, b_);                                       \
       test_failures++;                                                         \
     }                                                                          \

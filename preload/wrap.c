@@ -1,8 +1,13 @@
-/* CUDA runtime wrappers, generated from the table in api_runtime.def. Each
- * wrapper: resolve the real function once, take a timestamp, call it, take a
- * timestamp, store one 64-byte event into the thread's ring. Nothing else:
- * classification and names are the report's business. */
+/* CUDA runtime and driver wrappers, generated from the tables in
+ * api_runtime.def and api_driver.def. Each wrapper: resolve the real
+ * function once, take a timestamp, call it, take a timestamp, store one
+ * 64-byte event into the thread's ring. Nothing else: classification and
+ * names are the report's business. A call made from inside another wrapped
+ * call (the runtime calling the driver) passes straight through, so it is
+ * counted once, as the outer call. */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <string.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,26 +29,34 @@
 #define HOSTMEM GPUPHASE_API_HOSTMEM
 #define MANAGED GPUPHASE_API_MANAGED
 
+#include "api_driver.def"
 #include "api_runtime.def"
 
-/* ---- ids, names, classes ---- */
+/* ---- ids, names, classes, layers ---- */
 #define IDS_N(n) GP_API_##n,
 #define IDS_Z(n) GP_API_##n, GP_API_##n##_ptsz,
 #define IDS_D(n) GP_API_##n, GP_API_##n##_ptds,
 #define ID_ROW(v, n, c, p, a, rec) IDS_##v(n)
-enum { GP_API_NONE_ = 0, GP_RUNTIME_API(ID_ROW) GP_API_END_ };
+enum {
+  GP_API_NONE_ = 0,
+  GP_RUNTIME_API(ID_ROW) GP_API_RUNTIME_END_,
+  GP_API_DRIVER_BEGIN_ = GP_API_RUNTIME_END_ - 1,
+  GP_DRIVER_API(ID_ROW) GP_API_END_
+};
 
 #define NAMES_N(n) #n,
 #define NAMES_Z(n) #n, #n "_ptsz",
 #define NAMES_D(n) #n, #n "_ptds",
 #define NAME_ROW(v, n, c, p, a, rec) NAMES_##v(n)
-static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)};
+static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)
+                                            GP_DRIVER_API(NAME_ROW)};
 
 #define CLS_N(c) (c),
 #define CLS_Z(c) (c), (c),
 #define CLS_D(c) (c), (c),
 #define CLS_ROW(v, n, c, p, a, rec) CLS_##v(c)
-static const uint32_t api_cls[] = {0, GP_RUNTIME_API(CLS_ROW)};
+static const uint32_t api_cls[] = {0, GP_RUNTIME_API(CLS_ROW)
+                                          GP_DRIVER_API(CLS_ROW)};
 
 _Static_assert(sizeof(api_names) / sizeof(api_names[0]) == GP_API_END_,
                "one name per id");
@@ -56,6 +69,10 @@ const char *gp_api_name(uint32_t id) {
 }
 uint32_t gp_api_cls(uint32_t id) {
   return id < GP_API_END_ ? api_cls[id] : 0;
+}
+uint32_t gp_api_layer(uint32_t id) {
+  return id > GP_API_DRIVER_BEGIN_ && id < GP_API_END_ ? GPUPHASE_LAYER_DRIVER
+                                                       : GPUPHASE_LAYER_RUNTIME;
 }
 
 /* ---- helpers used by the record statements ---- */
@@ -105,6 +122,30 @@ static inline uint16_t block_total(dim3 d) {
   return t > UINT16_MAX ? UINT16_MAX : (uint16_t)t;
 }
 
+static inline uint64_t dbatch3d_bytes(size_t n,
+                                      const CUDA_MEMCPY3D_BATCH_OP *ops) {
+  uint64_t s = 0;
+  for (size_t i = 0; ops && i < n; i++)
+    s += (uint64_t)ops[i].extent.width * (ops[i].extent.height ? ops[i].extent.height : 1) *
+         (ops[i].extent.depth ? ops[i].extent.depth : 1);
+  return s;
+}
+
+static inline uint8_t mem_copy_kind(CUmemorytype src, CUmemorytype dst) {
+  int sh = src == CU_MEMORYTYPE_HOST, dh = dst == CU_MEMORYTYPE_HOST;
+  int su = src == CU_MEMORYTYPE_UNIFIED, du = dst == CU_MEMORYTYPE_UNIFIED;
+  if (su || du) return GPUPHASE_COPY_DEFAULT;
+  if (sh && dh) return GPUPHASE_COPY_HTOH;
+  if (sh) return GPUPHASE_COPY_HTOD;
+  if (dh) return GPUPHASE_COPY_DTOH;
+  return GPUPHASE_COPY_DTOD;
+}
+
+static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
+  uint64_t t = (uint64_t)x * y * z;
+  return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
 #define REC_NONE() (void)0
 #define REC_STREAM(s) (ev->stream = (uintptr_t)(s))
 #define REC_AUX(p) (ev->aux = (uintptr_t)(p))
@@ -127,7 +168,7 @@ static inline uint16_t block_total(dim3 d) {
 #define REC_HOSTFN(f, s) (REC_AUX(f), REC_STREAM(s))
 #define REC_ALLOC(pp, n)                                                       \
   (ev->bytes = (uint64_t)(n),                                                  \
-   ev->aux = (r == cudaSuccess && (pp)) ? (uintptr_t) * (pp) : 0)
+   ev->aux = ((int)r == 0 && (pp)) ? (uintptr_t) * (pp) : 0)
 #define REC_ALLOC3D(pdp, e)                                                    \
   ((r == cudaSuccess && (pdp))                                                 \
        ? (ev->bytes = (uint64_t)(pdp)->pitch * ((e).height ? (e).height : 1) * \
@@ -135,25 +176,48 @@ static inline uint16_t block_total(dim3 d) {
           REC_AUX((pdp)->ptr))                                                 \
        : 0)
 #define REC_PIN(p, n) (REC_AUX(p), ev->bytes = (uint64_t)(n))
+#define REC_DCOPY(n, k, s)                                                     \
+  (ev->bytes = (uint64_t)(n), ev->copy_kind = (k), REC_STREAM(s))
+#define REC_DCOPY2D(p, s)                                                      \
+  ((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes * (p)->Height,               \
+          ev->copy_kind = mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType)) \
+       : 0, REC_STREAM(s))
+#define REC_DCOPY3D(p, s)                                                      \
+  ((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes * ((p)->Height ? (p)->Height : 1) * \
+                      ((p)->Depth ? (p)->Depth : 1),                           \
+          ev->copy_kind = mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType)) \
+       : 0, REC_STREAM(s))
+#define REC_DLAUNCH(f, gx, gy, gz, bx, by, bz, smem, s)                        \
+  (REC_AUX(f), ev->grid = total3(gx, gy, gz),                                  \
+   ev->block = (uint16_t)(total3(bx, by, bz) > UINT16_MAX ? UINT16_MAX         \
+                                                          : total3(bx, by, bz)), \
+   ev->bytes = (uint64_t)(smem), REC_STREAM(s))
+#define REC_DLAUNCH_CFG(cfg, f)                                                \
+  ((cfg) ? REC_DLAUNCH(f, (cfg)->gridDimX, (cfg)->gridDimY, (cfg)->gridDimZ,   \
+                       (cfg)->blockDimX, (cfg)->blockDimY, (cfg)->blockDimZ,   \
+                       (cfg)->sharedMemBytes, (cfg)->hStream)                  \
+         : REC_AUX(f))
+#define REC_CTXDEV() (r == CUDA_SUCCESS ? gp_track_ctx_device(ts) : (void)0, \
+                      ev->device = ts->device)
 #define REC_SETDEV(d)                                                          \
   ((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),                    \
    ev->device = (d))
 
 /* ---- the wrapper body ---- */
-#define GP_WRAPPER(NAME, ID, PARAMS, ARGS, REC)                                \
-  typedef cudaError_t(*NAME##_fn) PARAMS;                                      \
-  GP_EXPORT cudaError_t NAME PARAMS {                                          \
-    static NAME##_fn real_;                                                    \
-    NAME##_fn f = real_;                                                       \
-    if (GP_UNLIKELY(f == NULL)) {                                              \
-      f = (NAME##_fn)gp_real_runtime(#NAME);                                   \
-      if (f == NULL) return cudaErrorSharedObjectSymbolNotFound;               \
-      real_ = f;                                                               \
+#define GP_WRAPPER(RET, MISSING, LAYER, NAME, ID, PARAMS, ARGS, REC)           \
+  typedef RET(*NAME##_fn) PARAMS;                                              \
+  static void *real_##NAME;                                                    \
+  GP_EXPORT RET NAME PARAMS {                                                  \
+    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
+    if (GP_UNLIKELY(gp_fn_ == NULL)) {                                         \
+      gp_fn_ = (NAME##_fn)gp_real_layer(LAYER, #NAME);                         \
+      if (gp_fn_ == NULL) return MISSING;                                      \
+      real_##NAME = (void *)gp_fn_;                                            \
     }                                                                          \
     struct gp_tstate *ts = gp_enter();                                         \
-    if (ts == NULL) return f ARGS;                                             \
+    if (ts == NULL) return gp_fn_ ARGS;                                        \
     uint64_t t0 = gp_now();                                                    \
-    cudaError_t r = f ARGS;                                                    \
+    RET r = gp_fn_ ARGS;                                                       \
     uint64_t t1 = gp_now();                                                    \
     struct gp_event *ev = gp_slot(ts->buf);                                    \
     if (GP_LIKELY(ev != NULL)) {                                               \
@@ -171,15 +235,44 @@ static inline uint16_t block_total(dim3 d) {
     return r;                                                                  \
   }
 
-#define WRAP_N(n, p, a, rec) GP_WRAPPER(n, GP_API_##n, p, a, rec)
-#define WRAP_Z(n, p, a, rec)                                                   \
-  WRAP_N(n, p, a, rec) GP_WRAPPER(n##_ptsz, GP_API_##n##_ptsz, p, a, rec)
-#define WRAP_D(n, p, a, rec)                                                   \
-  WRAP_N(n, p, a, rec) GP_WRAPPER(n##_ptds, GP_API_##n##_ptds, p, a, rec)
-#define WRAP_ROW(v, n, c, p, a, rec) WRAP_##v(n, p, a, rec)
+#define RT_W(n, p, a, rec)                                                     \
+  GP_WRAPPER(cudaError_t, cudaErrorSharedObjectSymbolNotFound,                 \
+             GPUPHASE_LAYER_RUNTIME, n, GP_API_##n, p, a, rec)
+#define DRV_W(n, p, a, rec)                                                    \
+  GP_WRAPPER(CUresult, CUDA_ERROR_NOT_FOUND, GPUPHASE_LAYER_DRIVER, n,         \
+             GP_API_##n, p, a, rec)
+
+#define WRAP_VARIANTS_N(W, n, p, a, rec) W(n, p, a, rec)
+#define WRAP_VARIANTS_Z(W, n, p, a, rec) W(n, p, a, rec) W(n##_ptsz, p, a, rec)
+#define WRAP_VARIANTS_D(W, n, p, a, rec) W(n, p, a, rec) W(n##_ptds, p, a, rec)
+#define RT_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(RT_W, n, p, a, rec)
+#define DRV_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(DRV_W, n, p, a, rec)
 
 /* Declarations for the names the C headers do not declare. */
 cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t,
                                cudaStream_t);
 
-GP_RUNTIME_API(WRAP_ROW)
+GP_RUNTIME_API(RT_ROW)
+GP_DRIVER_API(DRV_ROW)
+
+/* ---- index by exported name, for dlsym and the entry-point resolvers ---- */
+#define IDX_ONE(n, layer) {#n, (void *)n, &real_##n, layer},
+#define IDX_N(n, l) IDX_ONE(n, l)
+#define IDX_Z(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptsz, l)
+#define IDX_D(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptds, l)
+#define IDX_RT(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_RUNTIME)
+#define IDX_DRV(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_DRIVER)
+
+/* The index names deprecated functions too: we wrap them, not call them. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static const struct gp_wrap_entry wrap_index[] = {
+    GP_RUNTIME_API(IDX_RT) GP_DRIVER_API(IDX_DRV)};
+#pragma GCC diagnostic pop
+
+const struct gp_wrap_entry *gp_wrap_lookup(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < sizeof wrap_index / sizeof wrap_index[0]; i++)
+    if (strcmp(wrap_index[i].name, name) == 0) return &wrap_index[i];
+  return NULL;
+}
