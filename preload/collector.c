@@ -346,7 +346,12 @@ static void on_activity(const struct gp_dev_activity *a, void *ctx) {
   (void)ctx;
   struct gpuphase_record r;
   memset(&r, 0, sizeof r);
-  uint32_t src = stream_source(a->device, a->stream);
+  /* A synchronisation starts when the host begins to wait, before work
+   * queued ahead of it on the stream: give them sources of their own so
+   * every source stays in start order. */
+  uint32_t src = a->kind == GP_DA_SYNC
+                     ? stream_source(a->device | 0x80000000u, a->stream)
+                     : stream_source(a->device, a->stream);
   switch (a->kind) {
   case GP_DA_KERNEL: {
     struct gpuphase_kernel *k = &r.u.kernel;

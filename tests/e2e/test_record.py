@@ -92,6 +92,23 @@ def t_basic():
     check(not by_kind(recs, "state"), "trace unexpectedly degraded")
 
 
+def t_ordered():
+    """Each source of the trace is in start order, so the time-ordered
+    report never has to clip a record (a stream synchronisation starts
+    before the work queued ahead of it: it must not share that stream's
+    source)."""
+    import json
+    d = workdir()
+    p = run([prog("e2e-prog-basic")], d)
+    check(p.returncode == 0, "program failed")
+    r = subprocess.run([REPORT, "--format", "json", traces(d)[0]], capture_output=True,
+                       text=True, env=env(preload=False), timeout=60)
+    check(r.returncode == 0, f"report failed: {r.stderr}")
+    diag = json.loads(r.stdout)["diagnostics"]
+    check(diag["late_records"] == 0 and diag["late_records_dropped"] == 0,
+          f"records out of order in the trace: {diag}")
+
+
 def t_fork():
     d = workdir()
     p = run([prog("e2e-prog-lifecycle"), "fork"], d)
@@ -226,7 +243,7 @@ def t_errno():
           f"errno/returns differ with the shim: {a.stdout!r} vs {b.stdout!r}")
 
 
-TESTS = {"basic": t_basic, "fork": t_fork, "forknocuda": t_forknocuda,
+TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno}
