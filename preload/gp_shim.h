@@ -171,6 +171,9 @@ void gp_writer_note_degraded(uint64_t mono_ns, int on, const char *reason);
 void gp_writer_child_reset(void);
 uint64_t gp_clock_to_ns(uint64_t raw);
 
+void gp_spawn_init(void);
+void gp_shutdown_for_exec(void);
+void gp_restart_after_exec(void);
 void gp_expand_pattern(const char *pat, char *out, size_t cap);
 uint64_t gp_lost_no_buffer(void);
 

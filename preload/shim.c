@@ -90,6 +90,7 @@ __attribute__((constructor)) static void gp_init(void) {
     atomic_store(&gp_state, GP_STOPPED);
   }
   pthread_atfork(NULL, NULL, atfork_child);
+  gp_spawn_init();
   errno = saved;
 }
 
@@ -240,6 +241,27 @@ static void shutdown_all(void) {
   }
   pthread_mutex_unlock(&shutdown_lock);
   errno = saved;
+}
+
+void gp_shutdown_for_exec(void) {
+  shutdown_all();
+}
+
+/* exec failed: the process goes on; a later CUDA call opens a new trace. */
+void gp_restart_after_exec(void) {
+  pthread_mutex_lock(&shutdown_lock);
+  if (shutdown_done && !disabled && atomic_load(&gp_state) == GP_STOPPED) {
+    gp_writer_child_reset();
+    /* The rings stay (drained by the final pass); the next writer must
+     * announce their threads again. */
+    for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
+      b->announced = 0;
+      b->lost_reported = atomic_load(&b->lost);
+    }
+    shutdown_done = 0;
+    atomic_store(&gp_state, GP_IDLE);
+  }
+  pthread_mutex_unlock(&shutdown_lock);
 }
 
 static void shutdown_atexit(void) {

@@ -6,10 +6,15 @@
  *   abort    some CUDA work, then abort()
  *   sleep N  N launches, then sleep forever (killed by the test)
  *   errno    checks that errno and return values pass through
+ *   exec     CUDA work, then execve of itself ("after") with an environment
+ *            that has neither LD_PRELOAD nor GPUPHASE_*
+ *   spawn    CUDA work, then posix_spawn of itself ("after") likewise
+ *   after    CUDA work (2 launches)
  *   none     never calls CUDA
  */
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,28 @@ int main(int argc, char **argv) {
     if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
       return 1;
     printf("child %d\n", (int)pid);
+    return work(2);
+  }
+  if (!strcmp(mode, "exec") || !strcmp(mode, "spawn")) {
+    if (work(3)) return 1;
+    char *args[] = {argv[0], "after", NULL};
+    char *bare_env[] = {"PATH=/usr/bin:/bin", NULL};
+    fflush(stdout);
+    if (!strcmp(mode, "exec")) {
+      execve("/proc/self/exe", args, bare_env);
+      return 1;
+    }
+    pid_t pid;
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, bare_env) != 0)
+      return 1;
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+      return 1;
+    printf("child %d\n", (int)pid);
+    return 0;
+  }
+  if (!strcmp(mode, "after")) {
+    if (getenv("GPUPHASE_OUTPUT") == NULL) return 3; /* must be restored */
     return work(2);
   }
   if (!strcmp(mode, "exit")) {

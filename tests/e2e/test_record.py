@@ -235,6 +235,38 @@ def t_run_tool():
     check(p.returncode == -signal.SIGABRT, f"signal must pass through: {p.returncode}")
 
 
+def t_exec():
+    """exec completes the current image's trace; the new image (same pid)
+    keeps the preload and the output pattern although its environment was
+    replaced, and writes a second file instead of overwriting."""
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "exec"], d, {"GPUPHASE_OUTPUT": "t-%p.gph"})
+    check(p.returncode == 0, f"exec program returned {p.returncode}: {p.stderr}")
+    files = traces(d)
+    check(len(files) == 2, f"two traces expected (before and after exec): {files}")
+    first = [f for f in files if not f.endswith(".1.gph")]
+    second = [f for f in files if f.endswith(".1.gph")]
+    check(len(first) == 1 and len(second) == 1, f"names {files}")
+    a, _ = dump(first[0])
+    b, _ = dump(second[0])
+    check(len(by_kind(a, "kernel")) == 3 and len(by_kind(a, "summary")) == 1,
+          "the pre-exec trace must be complete")
+    check(len(by_kind(b, "kernel")) == 2, "the post-exec image must be profiled")
+
+
+def t_spawn():
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "spawn"], d, {"GPUPHASE_OUTPUT": "s-%p.gph"})
+    check(p.returncode == 0, f"spawn program returned {p.returncode}: {p.stderr}")
+    child = int(re.search(r"child (\d+)", p.stdout).group(1))
+    files = traces(d)
+    check(len(files) == 2, f"two traces expected: {files}")
+    mine = [f for f in files if os.path.basename(f) == f"s-{child}.gph"]
+    check(len(mine) == 1, f"spawned child's trace missing: {files}")
+    b, _ = dump(mine[0])
+    check(len(by_kind(b, "kernel")) == 2, "the spawned program must be profiled")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -246,7 +278,8 @@ def t_errno():
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
-         "run_tool": t_run_tool, "errno": t_errno}
+         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec,
+         "spawn": t_spawn}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
