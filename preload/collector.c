@@ -303,6 +303,10 @@ static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
   r.u.range.start = gp_clock_to_ns(e->t0);
   r.u.range.name = len ? gp_writer_intern(W.w, name, len) : 0;
   r.u.range.id = e->aux;
+  if (e->stream) { /* an NVTX domain: its name leads the handle */
+    const char *dom = (const char *)(uintptr_t)e->stream;
+    r.u.range.domain = gp_writer_intern(W.w, dom, strnlen(dom, GP_RANGE_NAME_MAX));
+  }
   add(thread_source(b->index), &r);
 }
 

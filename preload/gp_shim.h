@@ -171,6 +171,9 @@ void gp_writer_note_degraded(uint64_t mono_ns, int on, const char *reason);
 void gp_writer_child_reset(void);
 uint64_t gp_clock_to_ns(uint64_t raw);
 
+struct gp_tbuf *gp_ring_of_thread(void);
+int gp_range_record(uint32_t op, const char *name, uint64_t id,
+                    const void *domain);
 void gp_spawn_init(void);
 void gp_shutdown_for_exec(void);
 void gp_restart_after_exec(void);

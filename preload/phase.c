@@ -7,12 +7,13 @@
 #include "gpuphase/gpuphase.h"
 #include "gpuphase/trace_records.h"
 
-static int record_range(uint32_t op, const char *name) {
+/* op: GPUPHASE_RANGE_*; id pairs START with END; domain: an NVTX domain
+ * handle (its name is the first member) or NULL. */
+int gp_range_record(uint32_t op, const char *name, uint64_t id,
+                    const void *domain) {
   /* Ranges never start the profiler: only CUDA calls do. */
   struct gp_tstate *ts = &gp_ts;
-  if (atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_RUNNING ||
-      ts->buf == NULL || ts->depth || ts->internal)
-    return 1;
+  if (ts->depth || ts->internal || gp_ring_of_thread() == NULL) return 1;
   size_t len = name ? strnlen(name, GP_RANGE_NAME_MAX) : 0;
   uint64_t extra = (len + 63) / 64;
   struct gp_tbuf *b = ts->buf;
@@ -24,6 +25,7 @@ static int record_range(uint32_t op, const char *name) {
   }
   struct gp_event *e = &b->ev[h & b->mask];
   *e = (struct gp_event){.t0 = gp_now(), .api = op, .bytes = len,
+                         .aux = id, .stream = (uintptr_t)domain,
                          .device = -1, .type = GP_EV_RANGE};
   for (size_t off = 0; off < len; off += 64) {
     struct gp_event *s = &b->ev[(h + 1 + off / 64) & b->mask];
@@ -34,9 +36,9 @@ static int record_range(uint32_t op, const char *name) {
 }
 
 GP_EXPORT int gpuphase_range_push(const char *name) {
-  return record_range(GPUPHASE_RANGE_PUSH, name);
+  return gp_range_record(GPUPHASE_RANGE_PUSH, name, 0, NULL);
 }
 
 GP_EXPORT int gpuphase_range_pop(void) {
-  return record_range(GPUPHASE_RANGE_POP, NULL);
+  return gp_range_record(GPUPHASE_RANGE_POP, NULL, 0, NULL);
 }

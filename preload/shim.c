@@ -221,6 +221,20 @@ struct gp_tstate *gp_enter_slow(void) {
   return ts;
 }
 
+/* A thread that marks ranges before (or without) any CUDA call of its own
+ * gets its ring here; never starts the profiler. */
+struct gp_tbuf *gp_ring_of_thread(void) {
+  if (atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_RUNNING)
+    return NULL;
+  if (gp_ts.buf == NULL) {
+    int saved = errno;
+    gp_ts.buf = tbuf_create();
+    if (gp_ts.buf == NULL) atomic_fetch_add(&lost_no_buffer, 1);
+    errno = saved;
+  }
+  return gp_ts.buf;
+}
+
 uint64_t gp_lost_no_buffer(void) {
   return atomic_load(&lost_no_buffer);
 }

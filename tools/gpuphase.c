@@ -33,8 +33,9 @@ static const char usage_text[] =
     "  -h, --help            this help\n"
     "  -V, --version         print the version\n"
     "\n"
-    "environment: GPUPHASE_LIB overrides the library to preload; the\n"
-    "GPUPHASE_* variables of the library are passed through (see README).\n"
+    "environment: GPUPHASE_LIB overrides the library to preload; NVTX ranges\n"
+    "are recorded as phases (NVTX_INJECTION64_PATH is set unless already set);\n"
+    "the GPUPHASE_* variables of the library are passed through (see README).\n"
     "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
     "cannot be run, 2 for a usage error.\n";
 
@@ -108,6 +109,10 @@ static int setup_env(const char *lib, const char *output, char *manifest,
   free(pre);
   if (rc != 0) return -1;
   if (output && setenv("GPUPHASE_OUTPUT", output, 1) != 0) return -1;
+  /* NVTX ranges become phases, unless another tool already injects. */
+  const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+  if ((!nvtx || !*nvtx) && setenv("NVTX_INJECTION64_PATH", lib, 1) != 0)
+    return -1;
   const char *tmp = getenv("TMPDIR");
   snprintf(manifest, cap, "%s/gpuphase-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   int fd = mkstemp(manifest);

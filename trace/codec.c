@@ -9,38 +9,37 @@
 
 /* Field names are compared at compile time: "start" anchors E fields and
  * orders the sorted reader. */
-#define IS_START(s)                                                           \
-  (sizeof(s) == 6 && (s)[0] == 's' && (s)[1] == 't' && (s)[2] == 'a' &&      \
+#define IS_START(s)                                                            \
+  (sizeof(s) == 6 && (s)[0] == 's' && (s)[1] == 't' && (s)[2] == 'a' &&        \
    (s)[3] == 'r' && (s)[4] == 't')
-#define IS_SIGNED(type) _Generic(((type){0}), int64_t: 1, default: 0)
+#define IS_SIGNED(type) _Generic(((type){0}), int64_t : 1, default : 0)
 
-#define FIELD_DESC(code, type, fname)                                         \
+#define FIELD_DESC(code, type, fname)                                          \
   {#fname, (uint16_t)offsetof(cur_t, fname), (#code)[0], IS_SIGNED(type)},
-#define FIELD_CHECK(code, type, fname)                                        \
-  _Static_assert(sizeof(type) == 8 || sizeof(type) == sizeof(gpuphase_blob), \
+#define FIELD_CHECK(code, type, fname)                                         \
+  _Static_assert(sizeof(type) == 8 || sizeof(type) == sizeof(gpuphase_blob),   \
                  "numeric record fields must be 64-bit");
-#define START_OFF(code, type, fname)                                          \
+#define START_OFF(code, type, fname)                                           \
   +(IS_START(#fname) ? offsetof(cur_t, fname) : 0)
 #define HAS_START(code, type, fname) +IS_START(#fname)
 #define IS_END(code, type, fname) +((#code)[0] == 'E')
 
 /* One case per kind; the block-scoped typedef lets the field macro name the
  * kind's struct, and the static descriptors stay compile-time constants. */
-#define KIND_CASE(num, UP, low, FIELDS)                                       \
-  case num: {                                                                 \
-    typedef struct gpuphase_##low cur_t;                                      \
-    FIELDS(FIELD_CHECK)                                                       \
-    static const struct gp_field_desc f[] = {FIELDS(FIELD_DESC)};            \
-    _Static_assert(sizeof f / sizeof f[0] <= GP_MAX_FIELDS, "too many");     \
-    static const struct gp_kind_desc k = {                                    \
-        #low,                                                                 \
-        f,                                                                    \
-        sizeof f / sizeof f[0],                                               \
-        GP_SLOT_##UP,                                                         \
-        (uint16_t)(0 FIELDS(START_OFF)),                                      \
-        (0 FIELDS(HAS_START)),                                                \
-        (0 FIELDS(IS_END))};                                                  \
-    return &k;                                                                \
+#define KIND_CASE(num, UP, low, FIELDS)                                        \
+  case num: {                                                                  \
+    typedef struct gpuphase_##low cur_t;                                       \
+    FIELDS(FIELD_CHECK)                                                        \
+    static const struct gp_field_desc f[] = {FIELDS(FIELD_DESC)};              \
+    _Static_assert(sizeof f / sizeof f[0] <= GP_MAX_FIELDS, "too many");       \
+    static const struct gp_kind_desc k = {#low,                                \
+                                          f,                                   \
+                                          sizeof f / sizeof f[0],              \
+                                          GP_SLOT_##UP,                        \
+                                          (uint16_t)(0 FIELDS(START_OFF)),     \
+                                          (0 FIELDS(HAS_START)),               \
+                                          (0 FIELDS(IS_END))};                 \
+    return &k;                                                                 \
   }
 
 const struct gp_kind_desc *gp_kind_desc(uint32_t kind) {
@@ -71,12 +70,10 @@ int gp_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
   const uint8_t *p = *pp;
   uint64_t r = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
-    if (p == end)
-      return GPUPHASE_E_CORRUPT;
+    if (p == end) return GPUPHASE_E_CORRUPT;
     uint8_t b = *p++;
     /* the tenth byte carries only bit 63 */
-    if (shift == 63 && b > 1)
-      return GPUPHASE_E_CORRUPT;
+    if (shift == 63 && b > 1) return GPUPHASE_E_CORRUPT;
     r |= (uint64_t)(b & 0x7f) << shift;
     if (!(b & 0x80)) {
       *pp = p;
@@ -93,63 +90,98 @@ static inline size_t varint_len(uint64_t v) {
 
 size_t gp_record_bound(const struct gpuphase_record *rec) {
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
-  if (!k)
-    return 0;
+  if (!k) return 0;
   size_t n = 2 * GP_VARINT_MAX + (size_t)k->nfields * GP_VARINT_MAX;
   for (unsigned i = 0; i < k->nfields; i++) {
-    if (k->fields[i].coding != 'B')
-      continue;
+    if (k->fields[i].coding != 'B') continue;
     const gpuphase_blob *b =
         (const gpuphase_blob *)((const char *)&rec->u + k->fields[i].offset);
-    if (b->len > SIZE_MAX / 4 - n)
-      return SIZE_MAX;
+    if (b->len > SIZE_MAX / 4 - n) return SIZE_MAX;
     n += (size_t)b->len;
   }
   return n;
 }
 
-/* Trailing fields whose delta is zero (and trailing empty blobs) are left
- * out: the decoder reads missing fields as delta 0. In a steady launch
- * loop that removes most of an API record. */
+/* Stores v as a varint. Deltas below 2^21 (up to three bytes: every field
+ * of a steady stream but the first record of a frame) take a branch-free
+ * path, since their length varies from record to record; it may store up
+ * to three bytes whatever the length, which the bound allows. */
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  if (__builtin_expect(v >= (UINT64_C(1) << 21), 0))
+    return p + gp_put_varint(p, v);
+  unsigned more1 = v >= 0x80, more2 = v >= 0x4000;
+  p[0] = (uint8_t)(v | more1 << 7);
+  p[1] = (uint8_t)((v >> 7) | more2 << 7);
+  p[2] = (uint8_t)(v >> 14);
+  return p + 1 + more1 + more2;
+}
+
+/* One encoder per kind, generated from the table like the decoders below:
+ * constant offsets, no descriptor walk. Each field has its own branch on
+ * "unchanged", which a steady stream makes predictable per field: such a
+ * field (most of a launch loop's) costs a compare and a zero byte. `last`
+ * follows the end of the last field that is not a zero delta (or an empty
+ * blob): the payload ends there, leaving out the trailing zeros that the
+ * decoder restores. */
+#define ENC_NUM(value, name)                                                   \
+  {                                                                            \
+    uint64_t v = (value), *pv = &prev[offsetof(cur_t, name) / 8];              \
+    if (v == *pv) {                                                            \
+      *p++ = 0;                                                                \
+    } else {                                                                   \
+      p = put_varint(p, gp_zigzag(v - *pv));                                   \
+      *pv = v;                                                                 \
+      last = p;                                                                \
+    }                                                                          \
+  }
+#define ENC_V(name) ENC_NUM((uint64_t)x->name, name)
+#define ENC_E(name) ENC_NUM(x->name - x->start, name)
+#define ENC_B(name)                                                            \
+  {                                                                            \
+    uint64_t n = x->name.len;                                                  \
+    p = put_varint(p, n);                                                      \
+    if (n) {                                                                   \
+      memcpy(p, x->name.data, n);                                              \
+      last = p += n;                                                           \
+    }                                                                          \
+  }
+#define ENC_FIELD(code, type, name) ENC_##code(name)
+#define ENCODE_KIND(num, UP, low, FIELDS)                                      \
+  static inline uint8_t *encode_##low(                                         \
+      uint8_t *restrict p, uint64_t *restrict prev,                            \
+      const struct gpuphase_##low *restrict x) {                               \
+    typedef struct gpuphase_##low cur_t;                                       \
+    uint8_t *last = p;                                                         \
+    FIELDS(ENC_FIELD)                                                          \
+    return last;                                                               \
+  }
+GPUPHASE_RECORD_KINDS(ENCODE_KIND)
+
+/* The payload is encoded right after a one-byte length, which holds every
+ * record of a kind without blobs but the rare one with large deltas in
+ * most fields; a longer length moves the payload up. */
 size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
                         const struct gpuphase_record *rec) {
-  const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
-  if (!k)
+  uint8_t *payload, *end;
+  switch (rec->kind) {
+#define ENCODE_CASE(num, UP, low, FIELDS)                                      \
+  case num:                                                                    \
+    payload = put_varint(dst, num) + 1;                                        \
+    end = encode_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low);          \
+    break;
+    GPUPHASE_RECORD_KINDS(ENCODE_CASE)
+  default:
     return 0;
-  const char *base = (const char *)&rec->u;
-  uint64_t start = k->has_start ? *(const uint64_t *)(base + k->start_off) : 0;
-  uint64_t *prev = d->prev + k->slot;
-  uint64_t z[GP_MAX_FIELDS];
-  unsigned used = 0;
-  for (unsigned i = 0; i < k->nfields; i++) {
-    const struct gp_field_desc *f = &k->fields[i];
-    if (f->coding == 'B') {
-      z[i] = ((const gpuphase_blob *)(base + f->offset))->len;
-    } else {
-      uint64_t v = *(const uint64_t *)(base + f->offset);
-      if (f->coding == 'E')
-        v -= start;
-      z[i] = gp_zigzag(v - prev[f->offset / 8]);
-      prev[f->offset / 8] = v;
-    }
-    if (z[i])
-      used = i + 1;
   }
-  size_t plen = 0;
-  for (unsigned i = 0; i < used; i++)
-    plen += varint_len(z[i]) + (k->fields[i].coding == 'B' ? z[i] : 0);
-  uint8_t *p = dst;
-  p += gp_put_varint(p, rec->kind);
-  p += gp_put_varint(p, plen);
-  for (unsigned i = 0; i < used; i++) {
-    p += gp_put_varint(p, z[i]);
-    if (k->fields[i].coding == 'B' && z[i]) {
-      memcpy(p, ((const gpuphase_blob *)(base + k->fields[i].offset))->data,
-             z[i]);
-      p += z[i];
-    }
+  size_t plen = (size_t)(end - payload);
+  if (__builtin_expect(plen < 0x80, 1)) {
+    payload[-1] = (uint8_t)plen;
+    return (size_t)(end - dst);
   }
-  return (size_t)(p - dst);
+  size_t lenlen = varint_len(plen);
+  memmove(payload + lenlen - 1, payload, plen);
+  gp_put_varint(payload - 1, plen);
+  return (size_t)(payload - 1 + lenlen + plen - dst);
 }
 
 /* Most deltas fit in one byte: test that before the general loop. */
@@ -166,68 +198,66 @@ static inline int read_varint(const uint8_t **pp, const uint8_t *end,
  * with constant offsets, which keeps the reader's inner loop free of the
  * per-field branches a descriptor walk costs. A field missing at the end
  * of the payload reads as delta 0. */
-#define GET_DELTA(z)                                                          \
-  uint64_t z = 0;                                                             \
-  if (p < end) {                                                              \
-    if (*p < 0x80)                                                            \
-      z = *p++;                                                               \
-    else if (gp_get_varint(&p, end, &z))                                      \
-      return GPUPHASE_E_CORRUPT;                                              \
+#define GET_DELTA(z)                                                           \
+  uint64_t z = 0;                                                              \
+  if (p < end) {                                                               \
+    if (*p < 0x80)                                                             \
+      z = *p++;                                                                \
+    else if (gp_get_varint(&p, end, &z))                                       \
+      return GPUPHASE_E_CORRUPT;                                               \
   }
-#define DEC_V(type, name)                                                     \
-  {                                                                           \
-    GET_DELTA(z)                                                              \
-    uint64_t *pv = &prev[offsetof(cur_t, name) / 8];                          \
-    *pv += gp_unzigzag(z);                                                    \
-    x->name = (type)*pv;                                                      \
+#define DEC_V(type, name)                                                      \
+  {                                                                            \
+    GET_DELTA(z)                                                               \
+    uint64_t *pv = &prev[offsetof(cur_t, name) / 8];                           \
+    *pv += gp_unzigzag(z);                                                     \
+    x->name = (type)*pv;                                                       \
   }
-#define DEC_E DEC_V /* end - start for now: fixed after the loop */
-#define DEC_B(type, name)                                                     \
-  {                                                                           \
-    GET_DELTA(n)                                                              \
-    if (n > (uint64_t)(end - p))                                              \
-      return GPUPHASE_E_CORRUPT;                                              \
-    x->name.data = (const char *)p;                                           \
-    x->name.len = n;                                                          \
-    p += n;                                                                   \
+#define DEC_E DEC_V /* end - start until FIX_E adds the start */
+#define DEC_B(type, name)                                                      \
+  {                                                                            \
+    GET_DELTA(n)                                                               \
+    if (n > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;                    \
+    x->name.data = (const char *)p;                                            \
+    x->name.len = n;                                                           \
+    p += n;                                                                    \
   }
 #define DEC_FIELD(code, type, name) DEC_##code(type, name)
 #define FIX_V(name)
 #define FIX_B(name)
 #define FIX_E(name) x->name += x->start;
 #define FIX_FIELD(code, type, name) FIX_##code(name)
-#define DECODE_KIND(num, UP, low, FIELDS)                                     \
-  static int decode_##low(const uint8_t *p, const uint8_t *end,             \
-                          uint64_t *prev, struct gpuphase_##low *x) {        \
-    typedef struct gpuphase_##low cur_t;                                      \
-    FIELDS(DEC_FIELD)                                                         \
-    FIELDS(FIX_FIELD)                                                         \
-    return 1;                                                                 \
+#define DECODE_KIND(num, UP, low, FIELDS)                                      \
+  static int decode_##low(const uint8_t *p, const uint8_t *end,                \
+                          uint64_t *prev, struct gpuphase_##low *x) {          \
+    typedef struct gpuphase_##low cur_t;                                       \
+    FIELDS(DEC_FIELD)                                                          \
+    FIELDS(FIX_FIELD)                                                          \
+    return 1;                                                                  \
   }
 GPUPHASE_RECORD_KINDS(DECODE_KIND)
 
 static int decode_payload(uint32_t kind, const uint8_t *p, const uint8_t *end,
                           struct gp_delta *d, struct gpuphase_record *out) {
   switch (kind) {
-#define DECODE_CASE(num, UP, low, FIELDS)                                     \
-  case num:                                                                   \
-    out->kind = num;                                                          \
+#define DECODE_CASE(num, UP, low, FIELDS)                                      \
+  case num:                                                                    \
+    out->kind = num;                                                           \
     return decode_##low(p, end, d->prev + GP_SLOT_##UP, &out->u.low);
     GPUPHASE_RECORD_KINDS(DECODE_CASE)
   }
   return 0;
 }
 
-int gp_decode_record(const uint8_t **pp, const uint8_t *end,
-                     struct gp_delta *d, struct gpuphase_record *out) {
+int gp_decode_record(const uint8_t **pp, const uint8_t *end, struct gp_delta *d,
+                     struct gpuphase_record *out) {
   const uint8_t *p = *pp;
   uint64_t kind, len;
   if (read_varint(&p, end, &kind) || read_varint(&p, end, &len) ||
       len > (uint64_t)(end - p))
     return GPUPHASE_E_CORRUPT;
   *pp = p + len;
-  if (kind > UINT32_MAX)
-    return 0;
+  if (kind > UINT32_MAX) return 0;
   int rc = decode_payload((uint32_t)kind, p, p + len, d, out);
   if (rc == 1 && out->kind == GPUPHASE_REC_STRING && out->u.string.id == 0)
     return GPUPHASE_E_CORRUPT;
@@ -243,8 +273,7 @@ uint64_t gp_record_start(const struct gpuphase_record *rec, int *has) {
 int gp_record_fields(const struct gpuphase_record *rec, gp_field_cb *cb,
                      void *ctx) {
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
-  if (!k)
-    return GPUPHASE_E_ARG;
+  if (!k) return GPUPHASE_E_ARG;
   for (unsigned i = 0; i < k->nfields; i++) {
     const struct gp_field_desc *f = &k->fields[i];
     const char *at = (const char *)&rec->u + f->offset;

@@ -33,12 +33,13 @@ struct gp_kind_desc {
  * its offset / 8 within its kind's range (blob fields waste one). The enum
  * chain numbers the ranges kind after kind. */
 enum {
-#define GP_SLOT_ENUM(num, UP, low, FIELDS)                                    \
-  GP_SLOT_##UP,                                                               \
-      GP_SLOT_LAST_##UP = GP_SLOT_##UP + sizeof(struct gpuphase_##low) / 8 - 1,
+#define GP_SLOT_ENUM(num, UP, low, FIELDS)                                     \
+  GP_SLOT_##UP,                                                                \
+      GP_SLOT_LAST_##UP =                                                      \
+          GP_SLOT_##UP + sizeof(struct gpuphase_##low) / 8 - 1,
   GPUPHASE_RECORD_KINDS(GP_SLOT_ENUM)
 #undef GP_SLOT_ENUM
-  GP_SLOTS
+      GP_SLOTS
 };
 
 /* The widest kind bounds the per-record scratch arrays. */
@@ -71,16 +72,37 @@ static inline uint64_t gp_unzigzag(uint64_t z) {
  * included); 0 for an unknown kind. */
 size_t gp_record_bound(const struct gpuphase_record *rec);
 
+/* Kind masks (bit k for kind k) built from the table, so that a hot path
+ * can classify a kind without a descriptor lookup. */
+#define GP_KIND_BIT(num, UP, low, FIELDS) | (UINT64_C(1) << num)
+#define GP_IS_BLOB_V 0
+#define GP_IS_BLOB_E 0
+#define GP_IS_BLOB_B 1
+#define GP_BLOB_FIELD(code, type, name) | GP_IS_BLOB_##code
+#define GP_BLOB_KIND_BIT(num, UP, low, FIELDS)                                 \
+  | ((uint64_t)(0 FIELDS(GP_BLOB_FIELD)) << num)
+#define GP_KNOWN_KINDS (0 GPUPHASE_RECORD_KINDS(GP_KIND_BIT))
+#define GP_BLOB_KINDS (0 GPUPHASE_RECORD_KINDS(GP_BLOB_KIND_BIT))
+_Static_assert(GPUPHASE_REC_MAX <= 64, "kind masks hold 64 kinds");
+
+static inline int gp_kind_in(uint64_t mask, uint32_t kind) {
+  return kind < 64 && (mask >> kind & 1);
+}
+
+/* gp_record_bound() of every record of a kind without blobs. */
+#define GP_RECORD_FIXED_MAX ((2 + GP_MAX_FIELDS) * GP_VARINT_MAX)
+
 /* Encodes rec at dst (which has gp_record_bound() bytes) and advances the
- * delta state. Returns the bytes written, 0 for an unknown kind. */
+ * delta state. Returns the bytes written, 0 for an unknown kind. Bytes
+ * past the returned length, up to the bound, may be overwritten. */
 size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
                         const struct gpuphase_record *rec);
 
 /* Decodes the record at *pp. Returns 1 (known kind: *out filled, blobs
  * point into the input), 0 (unknown kind skipped), or GPUPHASE_E_CORRUPT;
  * on success *pp is past the record. */
-int gp_decode_record(const uint8_t **pp, const uint8_t *end,
-                     struct gp_delta *d, struct gpuphase_record *out);
+int gp_decode_record(const uint8_t **pp, const uint8_t *end, struct gp_delta *d,
+                     struct gpuphase_record *out);
 
 /* Value of the record's `start` field; *has = 0 if its kind has none. */
 uint64_t gp_record_start(const struct gpuphase_record *rec, int *has);

@@ -40,8 +40,7 @@ GPUPHASE_API const char *gpuphase_strerror(int code) {
 }
 
 int gp_reader_fail(gpuphase_reader *r, int code, const char *fmt, ...) {
-  if (r->err)
-    return r->err;
+  if (r->err) return r->err;
   int e = errno;
   va_list ap;
   va_start(ap, fmt);
@@ -54,8 +53,7 @@ int gp_reader_fail(gpuphase_reader *r, int code, const char *fmt, ...) {
 
 /* Callers keep off + n within the size measured at open. */
 static int read_at(gpuphase_reader *r, void *buf, size_t n, uint64_t off) {
-  if (n == 0)
-    return GPUPHASE_OK;
+  if (n == 0) return GPUPHASE_OK;
   if (r->fd < 0) {
     memcpy(buf, r->mem + off, n);
     return GPUPHASE_OK;
@@ -63,11 +61,9 @@ static int read_at(gpuphase_reader *r, void *buf, size_t n, uint64_t off) {
   uint8_t *p = buf;
   while (n) {
     ssize_t k = pread(r->fd, p, n, (off_t)off);
-    if (k < 0 && errno == EINTR)
-      continue;
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
-      if (k == 0)
-        errno = EIO; /* the file shrank under us */
+      if (k == 0) errno = EIO; /* the file shrank under us */
       return GPUPHASE_E_IO;
     }
     p += k;
@@ -78,11 +74,9 @@ static int read_at(gpuphase_reader *r, void *buf, size_t n, uint64_t off) {
 }
 
 static int grow_cbuf(gpuphase_reader *r, size_t n) {
-  if (r->ccap >= n)
-    return 0;
+  if (r->ccap >= n) return 0;
   uint8_t *p = realloc(r->cbuf, n);
-  if (!p)
-    return -1;
+  if (!p) return -1;
   r->cbuf = p;
   r->ccap = n;
   return 0;
@@ -91,13 +85,15 @@ static int grow_cbuf(gpuphase_reader *r, size_t n) {
 /* Checks magic, byte order and versions on the first bytes of the file
  * (avail of them). Returns GPUPHASE_OK or an error, message in r->msg. */
 static int check_prefix(gpuphase_reader *r, const uint8_t *h, size_t avail) {
-  if (avail < GP_MAGIC_LEN || memcmp(h, GP_MAGIC, GP_MAGIC_LEN))
+  if (avail == 0)
     return gp_reader_fail(r, GPUPHASE_E_NOT_TRACE,
-                          avail == 0 ? "not a gpuphase trace (empty file)"
-                          : avail < GP_MAGIC_LEN
-                              ? "not a gpuphase trace (only %zu bytes)"
-                              : "not a gpuphase trace (bad magic)",
-                          avail);
+                          "not a gpuphase trace (empty file)");
+  if (avail < GP_MAGIC_LEN)
+    return gp_reader_fail(r, GPUPHASE_E_NOT_TRACE,
+                          "not a gpuphase trace (only %zu bytes)", avail);
+  if (memcmp(h, GP_MAGIC, GP_MAGIC_LEN))
+    return gp_reader_fail(r, GPUPHASE_E_NOT_TRACE,
+                          "not a gpuphase trace (bad magic)");
   if (avail < GP_HO_HEADER_SIZE + 4)
     return gp_reader_fail(r, GPUPHASE_E_TRUNCATED,
                           "truncated header (file is %zu bytes)", avail);
@@ -110,11 +106,11 @@ static int check_prefix(gpuphase_reader *r, const uint8_t *h, size_t avail) {
   uint32_t v = gp_load16(h + GP_HO_VERSION, r->swap);
   uint32_t min = gp_load16(h + GP_HO_MIN_READER, r->swap);
   if (v < OLDEST_READABLE || min > GPUPHASE_FORMAT_VERSION)
-    return gp_reader_fail(
-        r, GPUPHASE_E_VERSION,
-        "format version %" PRIu32 " needs a reader of version >= %" PRIu32
-        "; this reader reads versions %u to %u",
-        v, min, OLDEST_READABLE, GPUPHASE_FORMAT_VERSION);
+    return gp_reader_fail(r, GPUPHASE_E_VERSION,
+                          "format version %" PRIu32
+                          " needs a reader of version >= %" PRIu32
+                          "; this reader reads versions %u to %u",
+                          v, min, OLDEST_READABLE, GPUPHASE_FORMAT_VERSION);
   r->hdr.version = v;
   r->hdr.min_reader = min;
   return GPUPHASE_OK;
@@ -165,11 +161,9 @@ static int read_header(gpuphase_reader *r) {
   uint8_t pre[GP_HDR_MIN];
   size_t avail = r->size < sizeof pre ? (size_t)r->size : sizeof pre;
   if (read_at(r, pre, avail, 0))
-    return gp_reader_fail(r, GPUPHASE_E_IO, "read failed: %s",
-                          strerror(errno));
+    return gp_reader_fail(r, GPUPHASE_E_IO, "read failed: %s", strerror(errno));
   int rc = check_prefix(r, pre, avail);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   uint32_t size = gp_load32(pre + GP_HO_HEADER_SIZE, r->swap);
   if (size < GP_HDR_MIN || size > GP_HDR_MAX)
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
@@ -180,15 +174,13 @@ static int read_header(gpuphase_reader *r) {
                           " bytes, header %" PRIu32 ")",
                           r->size, size);
   uint8_t *h = malloc(size);
-  if (!h)
-    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  if (!h) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   rc = read_at(r, h, size, 0);
   if (rc)
     rc = gp_reader_fail(r, GPUPHASE_E_IO, "read failed: %s", strerror(errno));
   else
     rc = parse_strings(r, h, size);
-  if (!rc)
-    parse_fixed(r, h);
+  if (!rc) parse_fixed(r, h);
   free(h);
   r->hdr.header_size = size;
   r->next_off = size;
@@ -201,8 +193,7 @@ static int read_header(gpuphase_reader *r) {
 int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
                          struct gp_frame_info *fi) {
   uint64_t left = r->size - off;
-  if (left == 0)
-    return GP_FRAME_END;
+  if (left == 0) return GP_FRAME_END;
   uint8_t h[GP_FRAME_HDR];
   size_t n = left < GP_FRAME_HDR ? (size_t)left : GP_FRAME_HDR;
   if (read_at(r, h, n, off))
@@ -211,8 +202,7 @@ int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
   if (memcmp(h, GP_FRAME_MAGIC, n < 4 ? n : 4))
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                           "frame at byte %" PRIu64 ": bad frame magic", off);
-  if (n < GP_FRAME_HDR)
-    return GP_FRAME_CUT;
+  if (n < GP_FRAME_HDR) return GP_FRAME_CUT;
   fi->off = off;
   fi->type = h[GP_FO_TYPE];
   fi->source = gp_load32(h + GP_FO_SOURCE, r->swap);
@@ -229,11 +219,10 @@ int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
                           off, fi->type);
   if (fi->csize > GP_FRAME_MAX || fi->usize > GP_FRAME_MAX)
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
-                          "frame at byte %" PRIu64
-                          ": size %" PRIu32 "/%" PRIu32 " exceeds the limit",
+                          "frame at byte %" PRIu64 ": size %" PRIu32 "/%" PRIu32
+                          " exceeds the limit",
                           off, fi->csize, fi->usize);
-  if (fi->csize > left - GP_FRAME_HDR)
-    return GP_FRAME_CUT;
+  if (fi->csize > left - GP_FRAME_HDR) return GP_FRAME_CUT;
   return GP_FRAME_OK;
 }
 
@@ -268,18 +257,16 @@ int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
     return gp_reader_fail(r, GPUPHASE_E_IO, "frame at byte %" PRIu64 ": %s",
                           fi->off, strerror(errno));
   int rc = check_zstd_header(r, fi);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   if (c->cap < fi->usize || !c->buf) {
     /* never a NULL buffer: an empty payload still needs a valid pointer */
     free(c->buf);
     c->buf = malloc(fi->usize ? fi->usize : 1);
     c->cap = c->buf ? fi->usize : 0;
-    if (!c->buf)
-      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    if (!c->buf) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   }
-  size_t n = ZSTD_decompressDCtx(r->dctx, c->buf, fi->usize, r->cbuf,
-                                 fi->csize);
+  size_t n =
+      ZSTD_decompressDCtx(r->dctx, c->buf, fi->usize, r->cbuf, fi->csize);
   if (ZSTD_isError(n))
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                           "frame at byte %" PRIu64 ": zstd: %s", fi->off,
@@ -312,8 +299,7 @@ int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
                             "frame at byte %" PRIu64
                             ": malformed record at payload offset %zu",
                             c->off, (size_t)(at - c->buf));
-    if (rc)
-      return 1;
+    if (rc) return 1;
   }
   return 0;
 }
@@ -332,8 +318,7 @@ int gp_check_summary(gpuphase_reader *r, const struct gp_cursor *c) {
                             c->off);
     r->summary = rec.u.summary;
   }
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   if (!n)
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                           "frame at byte %" PRIu64 ": empty summary frame",
@@ -352,15 +337,12 @@ static int next_frame(gpuphase_reader *r) {
       r->truncated = rc == GP_FRAME_CUT;
       return 0;
     }
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
     r->off = fi.off;
     r->next_off = fi.off + GP_FRAME_HDR + fi.csize;
-    if (fi.type != GP_FRAME_RECORDS && fi.type != GP_FRAME_SUMMARY)
-      continue;
+    if (fi.type != GP_FRAME_RECORDS && fi.type != GP_FRAME_SUMMARY) continue;
     rc = gp_load_frame(r, &fi, &r->fc);
-    if (!rc && fi.type == GP_FRAME_SUMMARY)
-      rc = gp_check_summary(r, &r->fc);
+    if (!rc && fi.type == GP_FRAME_SUMMARY) rc = gp_check_summary(r, &r->fc);
     return rc ? rc : 1;
   }
 }
@@ -368,36 +350,29 @@ static int next_frame(gpuphase_reader *r) {
 static int next_file_order(gpuphase_reader *r, struct gpuphase_record *out) {
   for (;;) {
     int rc = gp_cursor_next(r, &r->fc, out);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
     if (rc == 1) {
-      if (out->kind != GPUPHASE_REC_STRING)
-        return 1;
+      if (out->kind != GPUPHASE_REC_STRING) return 1;
       if (gp_strtab_add(&r->strings, out->u.string.id, out->u.string.text.data,
                         out->u.string.text.len))
         return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
       return 1;
     }
     rc = next_frame(r);
-    if (rc <= 0)
-      return rc;
+    if (rc <= 0) return rc;
   }
 }
 
 GPUPHASE_API int gpuphase_reader_next(gpuphase_reader *r,
                                       struct gpuphase_record *out) {
-  if (!r || !out)
-    return GPUPHASE_E_ARG;
-  if (r->err)
-    return r->err;
+  if (!r || !out) return GPUPHASE_E_ARG;
+  if (r->err) return r->err;
   return r->sorted ? gp_sorted_next(r, out) : next_file_order(r, out);
 }
 
 GPUPHASE_API void gpuphase_reader_close(gpuphase_reader *r) {
-  if (!r)
-    return;
-  if (r->fd >= 0)
-    close(r->fd);
+  if (!r) return;
+  if (r->fd >= 0) close(r->fd);
   gp_sorted_free(r->sorted);
   gp_cursor_free(&r->fc);
   gp_strtab_free(&r->strings);
@@ -411,16 +386,11 @@ static gpuphase_reader *finish_open(gpuphase_reader *r, int mode, int *err,
                                     char *msg, size_t msglen) {
   int rc = r->dctx ? GPUPHASE_OK
                    : gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
-  if (!rc)
-    rc = read_header(r);
-  if (!rc && mode == GP_OPEN_SORTED)
-    rc = gp_sorted_init(r);
-  if (err)
-    *err = rc;
-  if (!rc)
-    return r;
-  if (msg && msglen)
-    snprintf(msg, msglen, "%s", r->msg);
+  if (!rc) rc = read_header(r);
+  if (!rc && mode == GP_OPEN_SORTED) rc = gp_sorted_init(r);
+  if (err) *err = rc;
+  if (!rc) return r;
+  if (msg && msglen) snprintf(msg, msglen, "%s", r->msg);
   int e = errno;
   gpuphase_reader_close(r);
   errno = e;
@@ -439,10 +409,8 @@ static gpuphase_reader *new_reader(void) {
 static gpuphase_reader *open_failed(int code, int *err, char *msg,
                                     size_t msglen, const char *text) {
   int e = errno;
-  if (err)
-    *err = code;
-  if (msg && msglen)
-    snprintf(msg, msglen, "%s", text);
+  if (err) *err = code;
+  if (msg && msglen) snprintf(msg, msglen, "%s", text);
   errno = e;
   return NULL;
 }
@@ -450,8 +418,7 @@ static gpuphase_reader *open_failed(int code, int *err, char *msg,
 /* pread needs a regular file: directories and pipes are named plainly. */
 static int open_regular(const char *path, uint64_t *size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
+  if (fd < 0) return -1;
   struct stat st;
   int e = 0;
   if (fstat(fd, &st))
@@ -469,8 +436,7 @@ static int open_regular(const char *path, uint64_t *size) {
 
 gpuphase_reader *gp_reader_open_ex(const char *path, int mode, int *err,
                                    char *msg, size_t msglen) {
-  if (!path)
-    return open_failed(GPUPHASE_E_ARG, err, msg, msglen, "no path");
+  if (!path) return open_failed(GPUPHASE_E_ARG, err, msg, msglen, "no path");
   uint64_t size = 0;
   int fd = open_regular(path, &size);
   if (fd < 0)
@@ -497,8 +463,7 @@ gpuphase_reader *gp_reader_open_mem(const void *data, size_t len, int mode,
   return finish_open(r, mode, err, msg, msglen);
 }
 
-GPUPHASE_API gpuphase_reader *gpuphase_reader_open(const char *path,
-                                                   int *err) {
+GPUPHASE_API gpuphase_reader *gpuphase_reader_open(const char *path, int *err) {
   return gp_reader_open_ex(path, GP_OPEN_FILE_ORDER, err, NULL, 0);
 }
 
@@ -514,10 +479,8 @@ gpuphase_reader_header(const gpuphase_reader *r) {
 
 GPUPHASE_API const char *gpuphase_reader_string(const gpuphase_reader *r,
                                                 uint64_t id) {
-  if (!r)
-    return NULL;
-  if (id == 0)
-    return "";
+  if (!r) return NULL;
+  if (id == 0) return "";
   const struct gp_strent *e = gp_strtab_get(&r->strings, id);
   return e ? e->s : NULL;
 }
@@ -525,8 +488,7 @@ GPUPHASE_API const char *gpuphase_reader_string(const gpuphase_reader *r,
 int gp_reader_string_blob(const gpuphase_reader *r, uint64_t id,
                           gpuphase_blob *out) {
   const struct gp_strent *e = r && id ? gp_strtab_get(&r->strings, id) : NULL;
-  if (!e)
-    return 0;
+  if (!e) return 0;
   out->data = e->s;
   out->len = e->len;
   return 1;
@@ -538,16 +500,13 @@ GPUPHASE_API int gpuphase_reader_truncated(const gpuphase_reader *r) {
 
 GPUPHASE_API int gpuphase_reader_summary(const gpuphase_reader *r,
                                          struct gpuphase_summary *out) {
-  if (!r || !r->have_summary)
-    return 0;
-  if (out)
-    *out = r->summary;
+  if (!r || !r->have_summary) return 0;
+  if (out) *out = r->summary;
   return 1;
 }
 
 GPUPHASE_API const char *gpuphase_reader_errmsg(const gpuphase_reader *r) {
-  if (!r)
-    return "no reader";
+  if (!r) return "no reader";
   return r->err ? r->msg : "";
 }
 

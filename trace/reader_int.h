@@ -42,8 +42,7 @@ struct gp_strtab {
 
 int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
                   uint64_t len);
-const struct gp_strent *gp_strtab_get(const struct gp_strtab *st,
-                                      uint64_t id);
+const struct gp_strent *gp_strtab_get(const struct gp_strtab *st, uint64_t id);
 void gp_strtab_free(struct gp_strtab *st);
 
 struct gp_sorted;

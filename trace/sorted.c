@@ -50,16 +50,14 @@ static uint32_t hash_id(uint32_t id, uint32_t mask) {
 
 static int find_slot(const struct gp_sorted *s, uint32_t id, uint32_t *h) {
   for (*h = hash_id(id, s->mask); s->slot[*h]; *h = (*h + 1) & s->mask)
-    if (s->src[s->slot[*h] - 1].id == id)
-      return 1;
+    if (s->src[s->slot[*h] - 1].id == id) return 1;
   return 0;
 }
 
 static int grow_index(struct gp_sorted *s) {
   uint32_t n = s->mask ? (s->mask + 1) * 2 : 16;
   uint32_t *slot = calloc(n, sizeof *slot);
-  if (!slot)
-    return -1;
+  if (!slot) return -1;
   free(s->slot);
   s->slot = slot;
   s->mask = n - 1;
@@ -81,8 +79,7 @@ static int add_source(gpuphase_reader *r, uint32_t id, uint32_t *idx) {
   if (s->nsrc == s->cap) {
     uint32_t cap = s->cap ? s->cap * 2 : 8;
     struct source *src = realloc(s->src, cap * sizeof *src);
-    if (!src)
-      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    if (!src) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
     s->src = src;
     s->cap = cap;
   }
@@ -102,20 +99,18 @@ static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
     idx = s->slot[h] - 1;
   } else {
     int rc = add_source(r, fi->source, &idx);
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
   struct source *src = &s->src[idx];
   if (src->nframes == src->fcap) {
     uint32_t cap = src->fcap ? src->fcap * 2 : 4;
     struct frame_ref *f = realloc(src->frames, cap * sizeof *f);
-    if (!f)
-      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    if (!f) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
     src->frames = f;
     src->fcap = cap;
   }
-  src->frames[src->nframes++] = (struct frame_ref){fi->off, fi->csize,
-                                                   fi->usize};
+  src->frames[src->nframes++] =
+      (struct frame_ref){fi->off, fi->csize, fi->usize};
   return GPUPHASE_OK;
 }
 
@@ -136,14 +131,11 @@ static int index_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
     int rc = gp_load_frame(r, fi, &r->fc);
     return rc ? rc : gp_check_summary(r, &r->fc);
   }
-  if (fi->type != GP_FRAME_RECORDS)
-    return GPUPHASE_OK;
+  if (fi->type != GP_FRAME_RECORDS) return GPUPHASE_OK;
   int rc = add_frame(r, fi);
-  if (rc || fi->source != 0)
-    return rc;
+  if (rc || fi->source != 0) return rc;
   rc = gp_load_frame(r, fi, &r->fc);
-  if (!rc)
-    rc = load_strings(r, &r->fc);
+  if (!rc) rc = load_strings(r, &r->fc);
   if (rc) {
     /* the merge covers whole, valid frames only */
     uint32_t h;
@@ -175,10 +167,8 @@ int gp_sorted_init(gpuphase_reader *r) {
       r->truncated = rc == GP_FRAME_CUT;
       break;
     }
-    if (rc == GP_FRAME_OK)
-      rc = index_frame(r, &fi);
-    if (rc == GPUPHASE_E_NOMEM)
-      return rc;
+    if (rc == GP_FRAME_OK) rc = index_frame(r, &fi);
+    if (rc == GPUPHASE_E_NOMEM) return rc;
     if (rc < 0) {
       defer_error(r);
       break;
@@ -191,8 +181,7 @@ int gp_sorted_init(gpuphase_reader *r) {
 }
 
 void gp_sorted_free(struct gp_sorted *s) {
-  if (!s)
-    return;
+  if (!s) return;
   for (uint32_t i = 0; i < s->nsrc; i++) {
     free(s->src[i].frames);
     gp_cursor_free(&s->src[i].c);
@@ -209,8 +198,7 @@ static struct source *source0(struct gp_sorted *s) {
 }
 
 static int load_next_frame(gpuphase_reader *r, struct source *src) {
-  if (src->next == src->nframes)
-    return 0;
+  if (src->next == src->nframes) return 0;
   const struct frame_ref *f = &src->frames[src->next++];
   struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
                              GP_FRAME_RECORDS};
@@ -221,22 +209,18 @@ static int load_next_frame(gpuphase_reader *r, struct source *src) {
 /* Phase 1: the untimed records of source 0 in file order. */
 static int next_meta(gpuphase_reader *r, struct gpuphase_record *out) {
   struct source *m = source0(r->sorted);
-  if (!m)
-    return 0;
+  if (!m) return 0;
   for (;;) {
     int rc = gp_cursor_next(r, &m->c, out);
     if (rc == 1) {
       int timed;
       gp_record_start(out, &timed);
-      if (timed)
-        continue;
+      if (timed) continue;
       r->off = m->c.off;
       return 1;
     }
-    if (rc == 0)
-      rc = load_next_frame(r, m);
-    if (rc <= 0)
-      break;
+    if (rc == 0) rc = load_next_frame(r, m);
+    if (rc <= 0) break;
   }
   /* the merge reads source 0 again, for its timed records */
   m->next = 0;
@@ -256,8 +240,7 @@ static int fetch_head(gpuphase_reader *r, struct source *src) {
         src->key = t;
         return 1;
       }
-      if (src->id == 0)
-        continue; /* returned in the metadata phase */
+      if (src->id == 0) continue; /* returned in the metadata phase */
       if (src->head.kind == GPUPHASE_REC_STRING &&
           gp_strtab_add(&r->strings, src->head.u.string.id,
                         src->head.u.string.text.data,
@@ -265,12 +248,9 @@ static int fetch_head(gpuphase_reader *r, struct source *src) {
         return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
       return 1; /* untimed elsewhere: emitted where it stands */
     }
-    if (rc == 0)
-      rc = load_next_frame(r, src);
-    if (rc == 0)
-      gp_cursor_free(&src->c);
-    if (rc <= 0)
-      return rc;
+    if (rc == 0) rc = load_next_frame(r, src);
+    if (rc == 0) gp_cursor_free(&src->c);
+    if (rc <= 0) return rc;
   }
 }
 
@@ -284,12 +264,9 @@ static void sift_down(struct heap_ent *h, uint32_t n, uint32_t i) {
   struct heap_ent e = h[i];
   for (;;) {
     uint32_t c = 2 * i + 1;
-    if (c >= n)
-      break;
-    if (c + 1 < n)
-      c += (uint32_t)less(&h[c + 1], &h[c]);
-    if (!less(&h[c], &e))
-      break;
+    if (c >= n) break;
+    if (c + 1 < n) c += (uint32_t)less(&h[c + 1], &h[c]);
+    if (!less(&h[c], &e)) break;
     h[i] = h[c];
     i = c;
   }
@@ -308,14 +285,11 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
 static int start_merge(gpuphase_reader *r) {
   struct gp_sorted *s = r->sorted;
   s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
-  if (!s->heap)
-    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  if (!s->heap) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   for (uint32_t i = 0; i < s->nsrc; i++) {
     int rc = fetch_head(r, &s->src[i]);
-    if (rc < 0)
-      return rc;
-    if (rc == 0)
-      continue;
+    if (rc < 0) return rc;
+    if (rc == 0) continue;
     s->heap[s->nheap] = (struct heap_ent){s->src[i].key, s->src[i].id, i};
     sift_up(s->heap, s->nheap++);
   }
@@ -328,17 +302,14 @@ static int next_merge(gpuphase_reader *r, struct gpuphase_record *out) {
     s->advance = 0;
     struct source *top = &s->src[s->heap[0].idx];
     int rc = fetch_head(r, top);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
     if (rc == 0)
       s->heap[0] = s->heap[--s->nheap];
     else
       s->heap[0].key = top->key;
-    if (s->nheap > 1)
-      sift_down(s->heap, s->nheap, 0);
+    if (s->nheap > 1) sift_down(s->heap, s->nheap, 0);
   }
-  if (!s->nheap)
-    return 0;
+  if (!s->nheap) return 0;
   const struct source *top = &s->src[s->heap[0].idx];
   *out = top->head;
   r->off = top->c.off;
@@ -364,8 +335,7 @@ int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out) {
       break;
     case PHASE_SUMMARY:
       s->phase = PHASE_DONE;
-      if (!r->have_summary)
-        break;
+      if (!r->have_summary) break;
       out->kind = GPUPHASE_REC_SUMMARY;
       out->u.summary = r->summary;
       return 1;
@@ -374,7 +344,6 @@ int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out) {
         return gp_reader_fail(r, s->pending, "%s", s->pending_msg);
       return 0;
     }
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
 }

@@ -20,11 +20,9 @@ static size_t slot_of(uint64_t id, size_t mask) {
 static int grow(struct gp_strtab *st) {
   size_t n = st->mask ? (st->mask + 1) * 2 : 256;
   struct gp_strent *t = calloc(n, sizeof *t);
-  if (!t)
-    return -1;
+  if (!t) return -1;
   for (size_t i = 0; st->mask && i <= st->mask; i++) {
-    if (!st->t[i].s)
-      continue;
+    if (!st->t[i].s) continue;
     size_t h = slot_of(st->t[i].id, n - 1);
     while (t[h].s)
       h = (h + 1) & (n - 1);
@@ -41,16 +39,14 @@ static char *copy(struct gp_strtab *st, const char *s, uint64_t len) {
   if (!c || c->cap - c->used < len + 1) {
     size_t cap = len + 1 > CHUNK ? (size_t)len + 1 : CHUNK;
     c = malloc(sizeof *c + cap);
-    if (!c)
-      return NULL;
+    if (!c) return NULL;
     c->used = 0;
     c->cap = cap;
     c->next = st->chunks;
     st->chunks = c;
   }
   char *d = c->data + c->used;
-  if (len)
-    memcpy(d, s, len);
+  if (len) memcpy(d, s, len);
   d[len] = 0;
   c->used += len + 1;
   return d;
@@ -59,11 +55,9 @@ static char *copy(struct gp_strtab *st, const char *s, uint64_t len) {
 /* A later definition of the same id wins; the writer never makes one. */
 int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
                   uint64_t len) {
-  if ((st->count + 1) * 2 > st->mask + 1 && grow(st))
-    return GPUPHASE_E_NOMEM;
+  if ((st->count + 1) * 2 > st->mask + 1 && grow(st)) return GPUPHASE_E_NOMEM;
   char *d = copy(st, s, len);
-  if (!d)
-    return GPUPHASE_E_NOMEM;
+  if (!d) return GPUPHASE_E_NOMEM;
   size_t h = slot_of(id, st->mask);
   while (st->t[h].s && st->t[h].id != id)
     h = (h + 1) & st->mask;
@@ -72,13 +66,10 @@ int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
   return GPUPHASE_OK;
 }
 
-const struct gp_strent *gp_strtab_get(const struct gp_strtab *st,
-                                      uint64_t id) {
-  if (!st->mask)
-    return NULL;
+const struct gp_strent *gp_strtab_get(const struct gp_strtab *st, uint64_t id) {
+  if (!st->mask) return NULL;
   for (size_t h = slot_of(id, st->mask); st->t[h].s; h = (h + 1) & st->mask)
-    if (st->t[h].id == id)
-      return &st->t[h];
+    if (st->t[h].id == id) return &st->t[h];
   return NULL;
 }
 

@@ -17,6 +17,10 @@
  * least, and on a launch loop it is within 2% of level 3 (2.14 against
  * 2.10 bytes per event, tests/trace/test_compact.c). */
 #define ZSTD_LEVEL 1
+/* STRING records come from gp_writer_intern, SUMMARY from close. */
+#define ADDABLE_KINDS                                                          \
+  (GP_KNOWN_KINDS & ~(UINT64_C(1) << GPUPHASE_REC_STRING |                     \
+                      UINT64_C(1) << GPUPHASE_REC_SUMMARY))
 #define ARENA_CHUNK 4096
 
 struct buf {
@@ -30,10 +34,31 @@ struct source {
   struct gp_delta d;
 };
 
+/* Sources map to their index through a hash table; the few sources a
+ * program feeds in turn (host threads, streams, which the profiler numbers
+ * from 1 up) also sit in a direct-mapped cache indexed by the id's low
+ * bits, which spares the table walk on almost every record. */
+#define RECENT 16
+struct recent {
+  uint32_t id, index1; /* index1: index + 1, 0 = empty */
+};
+
 struct istr {
   uint64_t hash, id;
   const char *s; /* NULL: empty slot */
   size_t len;
+};
+
+/* Interned strings by the address and length they were last passed with.
+ * The profiler passes the same pointer for every launch of a kernel (the
+ * name CUPTI keeps), so a hit skips hashing; it is still checked against
+ * the string's own copy, so that other bytes at a known address (a reused
+ * buffer) take the full lookup and get their own id. */
+#define ICACHE 256
+struct icache {
+  const char *ptr, *copy; /* ptr NULL: empty slot */
+  size_t len;
+  uint64_t id;
 };
 
 struct chunk {
@@ -53,9 +78,10 @@ struct gp_writer {
   uint32_t nsrc, srccap;
   uint32_t *slot; /* source id hash -> index + 1, 0 = empty */
   uint32_t slotmask;
-  uint32_t last; /* index of the last source added to */
+  struct recent recent[RECENT];
   struct istr *itab;
   size_t imask, icount;
+  struct icache icache[ICACHE];
   struct chunk *arena;
   uint64_t next_id, events, bytes;
 };
@@ -69,14 +95,12 @@ static int fail(gp_writer *w, int code) {
 }
 
 static int reserve(struct buf *b, size_t extra) {
-  if (b->cap - b->len >= extra)
-    return 0;
+  if (b->cap - b->len >= extra) return 0;
   size_t cap = b->cap ? b->cap : 4096;
   while (cap - b->len < extra)
     cap *= 2;
   uint8_t *p = realloc(b->p, cap);
-  if (!p)
-    return -1;
+  if (!p) return -1;
   b->p = p;
   b->cap = cap;
   return 0;
@@ -85,11 +109,9 @@ static int reserve(struct buf *b, size_t extra) {
 static int write_all(gp_writer *w, const uint8_t *p, size_t n) {
   while (n) {
     ssize_t k = write(w->fd, p, n);
-    if (k < 0 && errno == EINTR)
-      continue;
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
-      if (k == 0)
-        errno = EIO;
+      if (k == 0) errno = EIO;
       return fail(w, GPUPHASE_E_IO);
     }
     p += k;
@@ -101,12 +123,10 @@ static int write_all(gp_writer *w, const uint8_t *p, size_t n) {
 
 static int write_frame(gp_writer *w, uint8_t type, uint32_t source,
                        const uint8_t *data, size_t len) {
-  if (w->err)
-    return w->err;
+  if (w->err) return w->err;
   size_t bound = ZSTD_compressBound(len);
   w->out.len = 0;
-  if (reserve(&w->out, GP_FRAME_HDR + bound))
-    return fail(w, GPUPHASE_E_NOMEM);
+  if (reserve(&w->out, GP_FRAME_HDR + bound)) return fail(w, GPUPHASE_E_NOMEM);
   uint8_t *h = w->out.p;
   size_t c = ZSTD_compress2(w->cctx, h + GP_FRAME_HDR, bound, data, len);
   if (ZSTD_isError(c))
@@ -125,11 +145,9 @@ static int write_frame(gp_writer *w, uint8_t type, uint32_t source,
 static int write_source(gp_writer *w, struct source *s) {
   if (s != &w->src[0] && w->src[0].b.len) {
     int rc = write_source(w, &w->src[0]);
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
-  if (!s->b.len)
-    return w->err;
+  if (!s->b.len) return w->err;
   int rc = write_frame(w, GP_FRAME_RECORDS, s->id, s->b.p, s->b.len);
   s->b.len = 0;
   gp_delta_reset(&s->d);
@@ -141,24 +159,38 @@ static int blobs_valid(const struct gpuphase_record *rec) {
   for (unsigned i = 0; i < k->nfields; i++) {
     const gpuphase_blob *b =
         (const gpuphase_blob *)((const char *)&rec->u + k->fields[i].offset);
-    if (k->fields[i].coding == 'B' && b->len && !b->data)
-      return 0;
+    if (k->fields[i].coding == 'B' && b->len && !b->data) return 0;
   }
   return 1;
 }
 
-static int append(gp_writer *w, struct source *s,
-                  const struct gpuphase_record *rec) {
+/* Records with blobs (STRING) and the first record into an empty or
+ * nearly full buffer come here: their bound depends on the record. */
+static int append_slow(gp_writer *w, struct source *s,
+                       const struct gpuphase_record *rec) {
   size_t bound = gp_record_bound(rec);
   if (!bound || bound > GP_FRAME_WRITE_MAX || !blobs_valid(rec))
     return GPUPHASE_E_ARG;
   if (s->b.len + bound > GP_FRAME_WRITE_MAX && write_source(w, s))
     return w->err;
-  if (reserve(&s->b, bound))
-    return fail(w, GPUPHASE_E_NOMEM);
+  if (reserve(&s->b, bound)) return fail(w, GPUPHASE_E_NOMEM);
   s->b.len += gp_encode_record(s->b.p + s->b.len, &s->d, rec);
-  if (s->b.len >= w->frame_bytes)
-    return write_source(w, s);
+  if (s->b.len >= w->frame_bytes) return write_source(w, s);
+  return GPUPHASE_OK;
+}
+
+/* One capacity check per record: a record without blobs never needs more
+ * than GP_RECORD_FIXED_MAX bytes, and the frame is cut (at frame_bytes,
+ * far below GP_FRAME_WRITE_MAX) before the buffer could run short. */
+static inline int append(gp_writer *w, struct source *s,
+                         const struct gpuphase_record *rec) {
+  struct buf *b = &s->b;
+  if (__builtin_expect(gp_kind_in(GP_BLOB_KINDS, rec->kind) ||
+                           b->cap - b->len < GP_RECORD_FIXED_MAX,
+                       0))
+    return append_slow(w, s, rec);
+  b->len += gp_encode_record(b->p + b->len, &s->d, rec);
+  if (__builtin_expect(b->len >= w->frame_bytes, 0)) return write_source(w, s);
   return GPUPHASE_OK;
 }
 
@@ -169,8 +201,7 @@ static uint32_t hash_source(uint32_t id, uint32_t mask) {
 static int grow_slots(gp_writer *w) {
   uint32_t n = (w->slotmask + 1) * 2;
   uint32_t *slot = calloc(n, sizeof *slot);
-  if (!slot)
-    return -1;
+  if (!slot) return -1;
   for (uint32_t i = 0; i < w->nsrc; i++) {
     uint32_t h = hash_source(w->src[i].id, n - 1);
     while (slot[h])
@@ -184,13 +215,11 @@ static int grow_slots(gp_writer *w) {
 }
 
 static int add_source(gp_writer *w, uint32_t id, uint32_t *index) {
-  if (w->nsrc >= GP_MAX_SOURCES)
-    return GPUPHASE_E_ARG;
+  if (w->nsrc >= GP_MAX_SOURCES) return GPUPHASE_E_ARG;
   if (w->nsrc == w->srccap) {
     uint32_t cap = w->srccap ? w->srccap * 2 : 8;
     struct source *src = realloc(w->src, cap * sizeof *src);
-    if (!src)
-      return fail(w, GPUPHASE_E_NOMEM);
+    if (!src) return fail(w, GPUPHASE_E_NOMEM);
     w->src = src;
     w->srccap = cap;
   }
@@ -208,51 +237,68 @@ static int add_source(gp_writer *w, uint32_t id, uint32_t *index) {
 }
 
 static int find_source(gp_writer *w, uint32_t id, uint32_t *index) {
-  if (w->src[w->last].id == id) {
-    *index = w->last;
+  struct recent *r = &w->recent[id & (RECENT - 1)];
+  if (__builtin_expect(r->index1 && r->id == id, 1)) {
+    *index = r->index1 - 1;
     return GPUPHASE_OK;
   }
+  int rc = GPUPHASE_OK;
   uint32_t h = hash_source(id, w->slotmask);
-  for (; w->slot[h]; h = (h + 1) & w->slotmask) {
-    if (w->src[w->slot[h] - 1].id == id) {
-      *index = w->last = w->slot[h] - 1;
-      return GPUPHASE_OK;
-    }
-  }
-  int rc = add_source(w, id, index);
-  if (rc == GPUPHASE_OK)
-    w->last = *index;
+  while (w->slot[h] && w->src[w->slot[h] - 1].id != id)
+    h = (h + 1) & w->slotmask;
+  if (w->slot[h])
+    *index = w->slot[h] - 1;
+  else
+    rc = add_source(w, id, index);
+  if (rc == GPUPHASE_OK) *r = (struct recent){id, *index + 1};
   return rc;
 }
 
 int gp_writer_add(gp_writer *w, uint32_t source,
                   const struct gpuphase_record *rec) {
-  if (!w || !rec || !gp_kind_desc(rec->kind) ||
-      rec->kind == GPUPHASE_REC_STRING || rec->kind == GPUPHASE_REC_SUMMARY)
+  if (!w || !rec || !gp_kind_in(ADDABLE_KINDS, rec->kind))
     return GPUPHASE_E_ARG;
-  if (w->err)
-    return w->err;
+  if (w->err) return w->err;
   uint32_t i;
   int rc = find_source(w, source, &i);
-  if (rc == GPUPHASE_OK)
-    rc = append(w, &w->src[i], rec);
-  if (rc == GPUPHASE_OK)
-    w->events++;
+  if (rc == GPUPHASE_OK) rc = append(w, &w->src[i], rec);
+  if (rc == GPUPHASE_OK) w->events++;
   return rc;
 }
 
+static inline uint64_t load64(const char *s) {
+  uint64_t v;
+  memcpy(&v, s, 8);
+  return v;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v, uint64_t k) {
+  h = (h ^ v) * k;
+  return h ^ (h >> 31);
+}
+
+/* Two independent lanes take 16 bytes per step, which halves the serial
+ * multiply chain that bounds hashing a long kernel name. */
 static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  for (; n >= 8; s += 8, n -= 8) {
-    uint64_t v;
-    memcpy(&v, s, 8);
-    h = (h ^ v) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
+  uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0x6a09e667f3bcc909ull;
+  for (; n >= 16; s += 16, n -= 16) {
+    a = mix(a, load64(s), 0xff51afd7ed558ccdull);
+    b = mix(b, load64(s + 8), 0xc4ceb9fe1a85ec53ull);
+  }
+  if (n >= 8) {
+    a = mix(a, load64(s), 0xff51afd7ed558ccdull);
+    s += 8;
+    n -= 8;
   }
   uint64_t v = 0;
   memcpy(&v, s, n);
-  h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
+  return mix(a ^ (b * 0x9e3779b97f4a7c15ull), v, 0xc4ceb9fe1a85ec53ull);
+}
+
+static inline struct icache *icache_slot(gp_writer *w, const char *s,
+                                         size_t len) {
+  uint64_t k = ((uint64_t)(uintptr_t)s ^ len) * 0x9e3779b97f4a7c15ull;
+  return &w->icache[k >> 56];
 }
 
 static const char *arena_copy(gp_writer *w, const char *s, size_t len) {
@@ -260,8 +306,7 @@ static const char *arena_copy(gp_writer *w, const char *s, size_t len) {
   if (!c || c->cap - c->used < len) {
     size_t cap = len > ARENA_CHUNK ? len : ARENA_CHUNK;
     c = malloc(sizeof *c + cap);
-    if (!c)
-      return NULL;
+    if (!c) return NULL;
     c->used = 0;
     c->cap = cap;
     /* a big string's own chunk goes second so the current one stays open */
@@ -282,11 +327,9 @@ static const char *arena_copy(gp_writer *w, const char *s, size_t len) {
 static int grow_strings(gp_writer *w) {
   size_t n = w->imask ? (w->imask + 1) * 2 : 256;
   struct istr *t = calloc(n, sizeof *t);
-  if (!t)
-    return -1;
+  if (!t) return -1;
   for (size_t i = 0; w->imask && i <= w->imask; i++) {
-    if (!w->itab[i].s)
-      continue;
+    if (!w->itab[i].s) continue;
     size_t h = w->itab[i].hash & (n - 1);
     while (t[h].s)
       h = (h + 1) & (n - 1);
@@ -303,35 +346,43 @@ static uint64_t emit_string(gp_writer *w, const char *s, size_t len) {
   rec.u.string.id = w->next_id + 1;
   rec.u.string.text.data = s;
   rec.u.string.text.len = len;
-  if (append(w, &w->src[0], &rec) != GPUPHASE_OK)
-    return 0;
+  if (append(w, &w->src[0], &rec) != GPUPHASE_OK) return 0;
   return ++w->next_id;
 }
 
-uint64_t gp_writer_intern(gp_writer *w, const char *s, size_t len) {
-  if (!w || !s || !len || w->err)
-    return 0;
+/* The table entry of s, added (and its STRING record emitted) if new;
+ * NULL on failure. */
+static const struct istr *intern_slow(gp_writer *w, const char *s, size_t len) {
   if ((w->icount + 1) * 2 > w->imask + 1 && grow_strings(w)) {
     fail(w, GPUPHASE_E_NOMEM);
-    return 0;
+    return NULL;
   }
   uint64_t h = hash_bytes(s, len);
   size_t i = h & w->imask;
   for (; w->itab[i].s; i = (i + 1) & w->imask) {
     const struct istr *e = &w->itab[i];
-    if (e->hash == h && e->len == len && !memcmp(e->s, s, len))
-      return e->id;
+    if (e->hash == h && e->len == len && !memcmp(e->s, s, len)) return e;
   }
   const char *copy = arena_copy(w, s, len);
   if (!copy) {
     fail(w, GPUPHASE_E_NOMEM);
-    return 0;
+    return NULL;
   }
   uint64_t id = emit_string(w, s, len);
-  if (id)
-    w->itab[i] = (struct istr){h, id, copy, len};
-  w->icount += id != 0;
-  return id;
+  if (!id) return NULL;
+  w->itab[i] = (struct istr){h, id, copy, len};
+  w->icount++;
+  return &w->itab[i];
+}
+
+uint64_t gp_writer_intern(gp_writer *w, const char *s, size_t len) {
+  if (!w || !s || !len || w->err) return 0;
+  struct icache *c = icache_slot(w, s, len);
+  if (c->ptr == s && c->len == len && !memcmp(c->copy, s, len)) return c->id;
+  const struct istr *e = intern_slow(w, s, len);
+  if (!e) return 0;
+  *c = (struct icache){s, e->s, len, e->id};
+  return e->id;
 }
 
 static size_t clamp_len(const char *s) {
@@ -341,8 +392,7 @@ static size_t clamp_len(const char *s) {
 
 static uint8_t *put_string(uint8_t *p, const char *s, size_t len) {
   gp_store32(p, (uint32_t)len);
-  if (len)
-    memcpy(p + 4, s, len);
+  if (len) memcpy(p + 4, s, len);
   return p + 4 + len;
 }
 
@@ -352,8 +402,7 @@ static int write_header(gp_writer *w, const struct gp_process_info *in) {
   for (int i = 0; i < 4; i++)
     size += 4 + (len[i] = clamp_len(str[i]));
   uint8_t *h = calloc(1, size);
-  if (!h)
-    return fail(w, GPUPHASE_E_NOMEM);
+  if (!h) return fail(w, GPUPHASE_E_NOMEM);
   memcpy(h, GP_MAGIC, GP_MAGIC_LEN);
   gp_store16(h + GP_HO_VERSION, GPUPHASE_FORMAT_VERSION);
   gp_store16(h + GP_HO_MIN_READER, GPUPHASE_FORMAT_MIN_READER);
@@ -398,8 +447,7 @@ static int setup(gp_writer *w, size_t frame_bytes) {
   if (!w->cctx ||
       ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
                                           ZSTD_LEVEL)) ||
-      ZSTD_isError(
-          ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
       grow_slots(w))
     return GPUPHASE_E_NOMEM;
   uint32_t idx;
@@ -410,11 +458,9 @@ static int setup(gp_writer *w, size_t frame_bytes) {
 gp_writer *gp_writer_open(int fd, const struct gp_process_info *info,
                           size_t frame_bytes, int *err) {
   int dummy;
-  if (!err)
-    err = &dummy;
+  if (!err) err = &dummy;
   *err = GPUPHASE_E_ARG;
-  if (fd < 0 || !info)
-    return NULL;
+  if (fd < 0 || !info) return NULL;
   gp_writer *w = calloc(1, sizeof *w);
   if (!w) {
     *err = GPUPHASE_E_NOMEM;
@@ -423,8 +469,7 @@ gp_writer *gp_writer_open(int fd, const struct gp_process_info *info,
   w->fd = fd;
   w->slotmask = 7; /* grow_slots doubles it to 16 */
   *err = setup(w, frame_bytes);
-  if (*err == GPUPHASE_OK)
-    *err = write_header(w, info);
+  if (*err == GPUPHASE_OK) *err = write_header(w, info);
   if (*err != GPUPHASE_OK) {
     int e = errno;
     free_writer(w);
@@ -435,8 +480,7 @@ gp_writer *gp_writer_open(int fd, const struct gp_process_info *info,
 }
 
 int gp_writer_flush(gp_writer *w) {
-  if (!w)
-    return GPUPHASE_E_ARG;
+  if (!w) return GPUPHASE_E_ARG;
   for (uint32_t i = 0; i < w->nsrc && !w->err; i++)
     write_source(w, &w->src[i]);
   return w->err;
@@ -461,16 +505,12 @@ static int write_summary(gp_writer *w, const struct gpuphase_summary *sum) {
 }
 
 int gp_writer_close(gp_writer *w, const struct gpuphase_summary *sum) {
-  if (!w)
-    return GPUPHASE_OK;
+  if (!w) return GPUPHASE_OK;
   gp_writer_flush(w);
-  if (sum)
-    write_summary(w, sum);
-  if (close(w->fd) && !w->err)
-    fail(w, GPUPHASE_E_IO);
+  if (sum) write_summary(w, sum);
+  if (close(w->fd) && !w->err) fail(w, GPUPHASE_E_IO);
   int rc = w->err, e = w->saved_errno;
   free_writer(w);
-  if (rc == GPUPHASE_E_IO)
-    errno = e;
+  if (rc == GPUPHASE_E_IO) errno = e;
   return rc;
 }

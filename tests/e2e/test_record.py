@@ -267,6 +267,31 @@ def t_spawn():
     check(len(by_kind(b, "kernel")) == 2, "the spawned program must be profiled")
 
 
+def t_nvtx():
+    """NVTX ranges from the nvtx3 headers arrive through the injection
+    library as RANGE records, with domains and registered strings."""
+    d = workdir()
+    p = run([prog("e2e-prog-nvtx")], d, {"NVTX_INJECTION64_PATH": LIB})
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    # NVTX's documented return values: push gives the level it opened,
+    # pop the level it closed, an unbalanced pop a negative number
+    check(p.stdout.split() == ["0", "1", "1", "0", "-1"], f"NVTX returns {p.stdout!r}")
+    recs, _ = dump(traces(d)[0])
+    ranges = [(r["op"], r.get("name", ""), r.get("domain", ""))
+              for r in sorted(by_kind(recs, "range"), key=lambda r: r["start"])]
+    PUSH, POP, START, END = 1, 2, 3, 4
+    check([r[0] for r in ranges] == [PUSH, PUSH, POP, POP, PUSH, POP, START, END],
+          f"range ops {ranges}")
+    check(ranges[0][1] == "outer" and ranges[1][1].startswith("inn"), f"names {ranges}")
+    check(ranges[4][1:] == ("registered step", "mydomain") and ranges[5][2] == "mydomain",
+          f"domain range {ranges}")
+    check(ranges[6][1] == "crossing", f"start/end range {ranges}")
+    ids = [r["id"] for r in by_kind(recs, "range") if r["op"] in (3, 4)]
+    check(len(ids) == 2 and ids[0] == ids[1] and ids[0] != 0, f"start/end ids {ids}")
+    threads = {r["thread"] for r in by_kind(recs, "range") if r["op"] in (3, 4)}
+    check(len(threads) == 2, "start and end were on different threads")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -278,7 +303,7 @@ def t_errno():
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
-         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec,
+         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx,
          "spawn": t_spawn}
 
 if __name__ == "__main__":

@@ -26,19 +26,29 @@ static struct gpuphase_record make(uint32_t s, uint64_t t, uint64_t i,
   memset(&r, 0, sizeof r);
   if (s <= SOURCES / 2) {
     r.kind = GPUPHASE_REC_API;
-    r.u.api = (struct gpuphase_api){.thread = s, .api = 12, .start = t,
+    r.u.api = (struct gpuphase_api){.thread = s,
+                                    .api = 12,
+                                    .start = t,
                                     .end = t + 80 + tt_rand(rng) % 41,
-                                    .corr = i, .stream = 0x7f0000 + s,
-                                    .func = 0x401a2b, .grid = 4096,
+                                    .corr = i,
+                                    .stream = 0x7f0000 + s,
+                                    .func = 0x401a2b,
+                                    .grid = 4096,
                                     .block = 256};
   } else {
     r.kind = GPUPHASE_REC_KERNEL;
-    r.u.kernel = (struct gpuphase_kernel){.stream = s, .corr = i, .start = t,
+    r.u.kernel = (struct gpuphase_kernel){.stream = s,
+                                          .corr = i,
+                                          .start = t,
                                           .end = t + 100 + tt_rand(rng) % 41,
-                                          .name = 1, .grid_x = 4096,
-                                          .grid_y = 1, .grid_z = 1,
-                                          .block_x = 256, .block_y = 1,
-                                          .block_z = 1, .regs = 32};
+                                          .name = 1,
+                                          .grid_x = 4096,
+                                          .grid_y = 1,
+                                          .grid_z = 1,
+                                          .block_x = 256,
+                                          .block_y = 1,
+                                          .block_z = 1,
+                                          .regs = 32};
   }
   return r;
 }

@@ -16,8 +16,7 @@ static const char *driver, *out_path, *err_path;
 static char *out, *err;
 
 /* Runs the driver with up to 6 arguments; captures stdout and stderr. */
-static int run(const char *a1, const char *a2, const char *a3,
-               const char *a4) {
+static int run(const char *a1, const char *a2, const char *a3, const char *a4) {
   const char *argv[] = {driver, a1, a2, a3, a4, NULL};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -41,8 +40,7 @@ static int run(const char *a1, const char *a2, const char *a3,
 }
 
 static int has(const char *text, const char *needle) {
-  if (strstr(text, needle))
-    return 1;
+  if (strstr(text, needle)) return 1;
   fprintf(stderr, "  missing \"%s\" in:\n%s\n", needle, text);
   return 0;
 }
@@ -67,10 +65,11 @@ static void write_known(const char *path, int summary) {
   struct gp_process_info in = tt_info();
   gp_writer *w = gp_writer_open(fd, &in, 0, NULL);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_THREAD};
-  r.u.thread = (struct gpuphase_thread){0, 4242, gp_writer_intern(w, "main", 4)};
+  r.u.thread =
+      (struct gpuphase_thread){0, 4242, gp_writer_intern(w, "main", 4)};
   add(w, 0, r);
-  r.u.thread = (struct gpuphase_thread){1, 4243,
-                                        gp_writer_intern(w, "a\"b\n\001", 5)};
+  r.u.thread =
+      (struct gpuphase_thread){1, 4243, gp_writer_intern(w, "a\"b\n\001", 5)};
   add(w, 0, r);
   r.kind = GPUPHASE_REC_API_DEF;
   r.u.api_def = (struct gpuphase_api_def){
@@ -78,8 +77,12 @@ static void write_known(const char *path, int summary) {
   add(w, 0, r);
   r.kind = GPUPHASE_REC_DEVICE;
   r.u.device = (struct gpuphase_device){
-      .device = 0, .name = gp_writer_intern(w, "NVIDIA H100 80GB HBM3", 21),
-      .sms = 132, .mem_total = 80ull << 30, .cc_major = 9, .cc_minor = 0};
+      .device = 0,
+      .name = gp_writer_intern(w, "NVIDIA H100 80GB HBM3", 21),
+      .sms = 132,
+      .mem_total = 80ull << 30,
+      .cc_major = 9,
+      .cc_minor = 0};
   add(w, 0, r);
   r.kind = GPUPHASE_REC_STATE;
   r.u.state = (struct gpuphase_state){
@@ -90,17 +93,21 @@ static void write_known(const char *path, int summary) {
   add(w, 0, r);
   for (uint64_t i = 1; i <= 5; i++) {
     r.kind = GPUPHASE_REC_API;
-    r.u.api = (struct gpuphase_api){.thread = 0, .api = 1,
+    r.u.api = (struct gpuphase_api){.thread = 0,
+                                    .api = 1,
                                     .start = T0 + 1000 * i,
-                                    .end = T0 + 1000 * i + 500, .ret = -1,
-                                    .device = -1, .corr = i};
+                                    .end = T0 + 1000 * i + 500,
+                                    .ret = -1,
+                                    .device = -1,
+                                    .corr = i};
     add(w, 1, r);
   }
   for (uint64_t i = 1; i <= 3; i++) {
     r.kind = GPUPHASE_REC_KERNEL;
     r.u.kernel = (struct gpuphase_kernel){.start = T0 + 2000 * i + 100,
                                           .end = T0 + 2000 * i + 1100,
-                                          .corr = i, .name = 3};
+                                          .corr = i,
+                                          .name = 3};
     add(w, 2, r);
   }
   struct gpuphase_summary s = {14, 7, GPUPHASE_FLAG_DEGRADED, T0 + 9000};
@@ -166,8 +173,7 @@ static void test_dump(const char *good) {
   CHECK(has(err, "unknown option --bogus"));
 }
 
-static void test_unreadable(const uint8_t *file, size_t len,
-                            const char *bad) {
+static void test_unreadable(const uint8_t *file, size_t len, const char *bad) {
   CHECK(run("info", "/nonexistent/missing.gph", NULL, NULL) == 1);
   CHECK(has(err, "/nonexistent/missing.gph: cannot open: No such file"));
   CHECK(out[0] == 0);
@@ -207,8 +213,8 @@ static void test_damaged(const char *good, const char *bad) {
   memcpy(copy, file, len);
   copy[d->end - 5] ^= 0x40;
   tt_write_file(bad, copy, len);
-  snprintf(where, sizeof where, "corrupt frame at byte %llu: ",
-           (unsigned long long)d->off);
+  snprintf(where, sizeof where,
+           "corrupt frame at byte %llu: ", (unsigned long long)d->off);
   CHECK(run("info", bad, NULL, NULL) == 1);
   CHECK(has(err, where));
   CHECK(has(out, "status:       corrupt (frame at byte"));

@@ -57,12 +57,16 @@ static void test_zigzag(void) {
                v * 0x9e3779b97f4a7c15ull);
 }
 
-static struct gpuphase_record api(uint64_t start, uint64_t end,
-                                  uint64_t corr) {
+static struct gpuphase_record api(uint64_t start, uint64_t end, uint64_t corr) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
-  r.u.api = (struct gpuphase_api){.thread = 1, .api = 7, .start = start,
-                                  .end = end, .corr = corr, .func = 4096,
-                                  .grid = 64, .block = 256};
+  r.u.api = (struct gpuphase_api){.thread = 1,
+                                  .api = 7,
+                                  .start = start,
+                                  .end = end,
+                                  .corr = corr,
+                                  .func = 4096,
+                                  .grid = 64,
+                                  .block = 256};
   return r;
 }
 
@@ -101,8 +105,7 @@ static int decode1(const uint8_t *buf, size_t n, struct gpuphase_record *out,
   gp_delta_reset(&d);
   const uint8_t *p = buf;
   int rc = gp_decode_record(&p, buf + n, &d, out);
-  if (next)
-    *next = p;
+  if (next) *next = p;
   return rc;
 }
 
@@ -113,20 +116,17 @@ static void test_malformed(void) {
   CHECK(decode1(len_past, sizeof len_past, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* blob past the end of its record */
   const uint8_t blob_past[] = {0x01, 0x03, 0x02, 0x05, 'a'};
-  CHECK(decode1(blob_past, sizeof blob_past, &r, NULL) ==
-        GPUPHASE_E_CORRUPT);
+  CHECK(decode1(blob_past, sizeof blob_past, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* string id 0 */
   const uint8_t id0[] = {0x01, 0x03, 0x00, 0x01, 'a'};
   CHECK(decode1(id0, sizeof id0, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* an 11-byte kind */
   const uint8_t long_kind[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
                                0x80, 0x80, 0x80, 0x80, 0x01, 0x00};
-  CHECK(decode1(long_kind, sizeof long_kind, &r, NULL) ==
-        GPUPHASE_E_CORRUPT);
+  CHECK(decode1(long_kind, sizeof long_kind, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* a field varint cut by its record's length */
   const uint8_t cut_field[] = {0x05, 0x01, 0x80, 0x01};
-  CHECK(decode1(cut_field, sizeof cut_field, &r, NULL) ==
-        GPUPHASE_E_CORRUPT);
+  CHECK(decode1(cut_field, sizeof cut_field, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* nothing at all */
   CHECK(decode1(len_past, 0, &r, NULL) == GPUPHASE_E_CORRUPT);
 }
@@ -162,8 +162,7 @@ static void test_compat(void) {
   CHECK_EQ_U(r.u.device.name, 2);
   CHECK_EQ_U(r.u.device.sms, 1);
   /* a negative int64 field: -1 against 0 is zigzag 1 */
-  const uint8_t neg[] = {0x05, 0x07, 0x00, 0x00, 0x00, 0x00,
-                         0x01, 0x00, 0x01};
+  const uint8_t neg[] = {0x05, 0x07, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01};
   CHECK(decode1(neg, sizeof neg, &r, NULL) == 1);
   CHECK(r.u.api.ret == -1);
   CHECK(r.u.api.device == -1);

@@ -13,15 +13,24 @@ static void launch_loop(gp_writer *w) {
   uint64_t rng = 2024, t = 5000000000ull, kend = 0;
   uint64_t name = gp_writer_intern(w, "_Z6vecAddPKfS0_Pfi", 18);
   struct gpuphase_record a = {.kind = GPUPHASE_REC_API};
-  a.u.api = (struct gpuphase_api){.thread = 1, .api = 12, .device = 0,
-                                  .stream = 0x7f00deadbeef, .func = 0x401a2b,
-                                  .grid = 4096, .block = 256};
+  a.u.api = (struct gpuphase_api){.thread = 1,
+                                  .api = 12,
+                                  .device = 0,
+                                  .stream = 0x7f00deadbeef,
+                                  .func = 0x401a2b,
+                                  .grid = 4096,
+                                  .block = 256};
   struct gpuphase_record k = {.kind = GPUPHASE_REC_KERNEL};
-  k.u.kernel = (struct gpuphase_kernel){.device = 0, .stream = 13,
-                                        .name = name, .grid_x = 4096,
-                                        .grid_y = 1, .grid_z = 1,
-                                        .block_x = 256, .block_y = 1,
-                                        .block_z = 1, .regs = 32};
+  k.u.kernel = (struct gpuphase_kernel){.device = 0,
+                                        .stream = 13,
+                                        .name = name,
+                                        .grid_x = 4096,
+                                        .grid_y = 1,
+                                        .grid_z = 1,
+                                        .block_x = 256,
+                                        .block_y = 1,
+                                        .block_z = 1,
+                                        .regs = 32};
   for (uint64_t i = 1; i <= N; i++) {
     t += 140 + tt_rand(&rng) % 21; /* ~150 ns per launch */
     a.u.api.start = t;

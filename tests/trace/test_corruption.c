@@ -32,13 +32,13 @@ static void write_trace(const char *path) {
     if (src == 1)
       r.u.api = (struct gpuphase_api){.start = t, .end = t + 100, .api = 2};
     else
-      r.u.memcpy = (struct gpuphase_memcpy){.start = t, .end = t + 999,
-                                            .bytes = 4096, .stream = src};
+      r.u.memcpy = (struct gpuphase_memcpy){
+          .start = t, .end = t + 999, .bytes = 4096, .stream = src};
     gp_writer_add(w, src, &r);
     if (i % 100 == 0) {
       struct gpuphase_record s = {.kind = GPUPHASE_REC_STATE};
-      s.u.state = (struct gpuphase_state){.start = t, .state = 1,
-                                          .reason = r.u.device.name};
+      s.u.state = (struct gpuphase_state){
+          .start = t, .state = 1, .reason = r.u.device.name};
       gp_writer_add(w, 0, &s);
     }
   }
@@ -103,16 +103,14 @@ static void run_one(const uint8_t *buf, size_t len, int sorted,
   else
     st->corrupt++;
   /* payload damage: caught, or harmless to the records */
-  if (in_payload && !sorted && rc == 0)
-    CHECK(same == nref);
+  if (in_payload && !sorted && rc == 0) CHECK(same == nref);
   gpuphase_reader_close(r);
 }
 
 /* Whether byte `at` lies in a frame's compressed payload. */
 static int in_payload(const struct tt_frame *f, size_t n, size_t at) {
   for (size_t i = 0; i < n; i++)
-    if (at >= f[i].off + 20 && at < f[i].end)
-      return 1;
+    if (at >= f[i].off + 20 && at < f[i].end) return 1;
   return 0;
 }
 
@@ -123,11 +121,9 @@ static void mutate(uint8_t *buf, size_t len, int overwrite, uint64_t *rng,
   for (size_t k = 0; k < n; k++) {
     size_t at = tt_rand(rng) % len;
     uint8_t v = (uint8_t)tt_rand(rng);
-    if (!overwrite)
-      v = buf[at] ^ (uint8_t)(1 + tt_rand(rng) % 255);
+    if (!overwrite) v = buf[at] ^ (uint8_t)(1 + tt_rand(rng) % 255);
     buf[at] = v;
-    if (at < *first)
-      *first = at;
+    if (at < *first) *first = at;
   }
 }
 

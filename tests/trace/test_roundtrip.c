@@ -68,11 +68,11 @@ static void fill_B(void *p, uint64_t *rng) {
   (void)rng;
 }
 #define FILL_FIELD(code, type, name) fill_##code(&x->name, rng);
-#define FILL_KIND(num, UP, low, FIELDS)                                       \
-  case num: {                                                                 \
-    struct gpuphase_##low *x = &r->u.low;                                     \
-    FIELDS(FILL_FIELD)                                                        \
-    break;                                                                    \
+#define FILL_KIND(num, UP, low, FIELDS)                                        \
+  case num: {                                                                  \
+    struct gpuphase_##low *x = &r->u.low;                                      \
+    FIELDS(FILL_FIELD)                                                         \
+    break;                                                                     \
   }
 
 static void fill(struct gpuphase_record *r, uint32_t kind, uint64_t *rng) {
@@ -90,8 +90,7 @@ struct expect {
   struct gpuphase_summary sum;
 };
 
-static void intern(gp_writer *w, struct expect *e, const char *s,
-                   size_t len) {
+static void intern(gp_writer *w, struct expect *e, const char *s, size_t len) {
   uint64_t id = gp_writer_intern(w, s, len);
   CHECK_EQ_U(id, e->nstr + 1);
   CHECK_EQ_U(gp_writer_intern(w, s, len), id); /* known: same id */
@@ -140,16 +139,15 @@ static void write_trace(const char *path, struct expect *e) {
     uint32_t kind = kinds[tt_rand(&rng) % (sizeof kinds / sizeof kinds[0])];
     struct gpuphase_record r;
     fill(&r, kind, &rng);
-    if (kind == GPUPHASE_REC_KERNEL)
-      name_kernel(w, e, &r, i);
+    if (kind == GPUPHASE_REC_KERNEL) name_kernel(w, e, &r, i);
     int g = group_of(kind);
     CHECK(gp_writer_add(w, source_ids[g], &r) == GPUPHASE_OK);
     e->rec[g][e->n[g]++] = r;
   }
   CHECK_EQ_U(gp_writer_events(w), NEVENTS);
   CHECK(gp_writer_flush(w) == GPUPHASE_OK);
-  e->sum = (struct gpuphase_summary){NEVENTS, 7, GPUPHASE_FLAG_LOST,
-                                     UINT64_MAX};
+  e->sum =
+      (struct gpuphase_summary){NEVENTS, 7, GPUPHASE_FLAG_LOST, UINT64_MAX};
   CHECK(gp_writer_close(w, &e->sum) == GPUPHASE_OK);
 }
 
@@ -168,15 +166,14 @@ static void check_header(gpuphase_reader *r) {
   CHECK(!strcmp(h->clock, "clock_gettime"));
   CHECK(!strcmp(h->version_str, GP_VERSION));
   /* 72 fixed bytes + four u32 lengths + the strings */
-  CHECK_EQ_U(h->header_size, 72 + 16 + 8 + strlen(in.cmdline) + 13 +
-                                 strlen(GP_VERSION));
+  CHECK_EQ_U(h->header_size,
+             72 + 16 + 8 + strlen(in.cmdline) + 13 + strlen(GP_VERSION));
 }
 
 /* Sorted reading returns source 0's untimed records first: they form
  * their own group there. */
 static int check_group(uint32_t kind) {
-  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE)
-    return 4;
+  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE) return 4;
   return group_of(kind);
 }
 
@@ -226,8 +223,7 @@ static void read_back(const char *path, int sorted, const struct expect *e) {
   gpuphase_reader *r = sorted ? gpuphase_reader_open_sorted(path, &err)
                               : gpuphase_reader_open(path, &err);
   CHECK(r && err == GPUPHASE_OK);
-  if (!r)
-    return;
+  if (!r) return;
   check_header(r);
   size_t pos[5] = {0}, got[5] = {0}, want[5] = {0};
   uint64_t strings = 0;

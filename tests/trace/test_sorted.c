@@ -19,10 +19,8 @@ struct item {
 
 static int by_time(const void *a, const void *b) {
   const struct item *x = a, *y = b;
-  if (x->start != y->start)
-    return x->start < y->start ? -1 : 1;
-  if (x->source != y->source)
-    return x->source < y->source ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->source != y->source) return x->source < y->source ? -1 : 1;
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -45,13 +43,13 @@ static struct gpuphase_record event(uint32_t s, uint64_t t, uint64_t *rng) {
     break;
   case 3:
     r.kind = GPUPHASE_REC_KERNEL;
-    r.u.kernel = (struct gpuphase_kernel){.stream = 3, .start = t,
-                                          .end = t + 55};
+    r.u.kernel =
+        (struct gpuphase_kernel){.stream = 3, .start = t, .end = t + 55};
     break;
   case 4:
     r.kind = GPUPHASE_REC_MEMCPY;
-    r.u.memcpy = (struct gpuphase_memcpy){.stream = 4, .start = t,
-                                          .end = t + 1};
+    r.u.memcpy =
+        (struct gpuphase_memcpy){.stream = 4, .start = t, .end = t + 1};
     break;
   default:
     r.kind = GPUPHASE_REC_RANGE;
@@ -117,8 +115,7 @@ static void test_merge(const char *path) {
   int err;
   gpuphase_reader *r = gpuphase_reader_open_sorted(path, &err);
   CHECK(r != NULL);
-  if (!r)
-    return;
+  if (!r) return;
   struct gpuphase_record rec;
   size_t i = 0, m = 0, strings = 0;
   int rc;
@@ -162,8 +159,7 @@ static void write_starts(const char *path, const uint32_t *src,
     if (kind[i] == GPUPHASE_REC_API) {
       r.u.api.start = start[i];
       r.u.api.corr = src[i];
-    }
-    else
+    } else
       r.u.thread.thread = start[i];
     CHECK(gp_writer_add(w, src[i], &r) == GPUPHASE_OK);
   }

@@ -49,11 +49,11 @@ static void write_small(const char *path) {
                                          : s == 1 ? GPUPHASE_REC_KERNEL
                                                   : GPUPHASE_REC_RANGE};
     if (s == 0)
-      r.u.api = (struct gpuphase_api){.start = t[s], .end = t[s] + 90,
-                                      .corr = (uint64_t)i, .api = 3};
+      r.u.api = (struct gpuphase_api){
+          .start = t[s], .end = t[s] + 90, .corr = (uint64_t)i, .api = 3};
     else if (s == 1)
-      r.u.kernel = (struct gpuphase_kernel){.start = t[s], .end = t[s] + 40,
-                                            .corr = (uint64_t)i, .name = 1};
+      r.u.kernel = (struct gpuphase_kernel){
+          .start = t[s], .end = t[s] + 40, .corr = (uint64_t)i, .name = 1};
     else
       r.u.range = (struct gpuphase_range){.start = t[s], .op = 1, .name = 2};
     CHECK(gp_writer_add(w, (uint32_t)s + 1, &r) == GPUPHASE_OK);
@@ -117,8 +117,7 @@ static void check_prefix(const char *path, const struct model *m, uint64_t p,
     return;
   }
   CHECK(r && err == GPUPHASE_OK);
-  if (!r)
-    return;
+  if (!r) return;
   static struct gpuphase_record got[MAXREC];
   size_t n = 0, want;
   int truncated, summary;
@@ -163,8 +162,7 @@ int main(void) {
     CHECK(ftruncate(fd, (off_t)p) == 0);
     check_prefix(cut, &m, p, 0);
     check_prefix(cut, &m, p, 1);
-    if (tt_failures > 20)
-      break;
+    if (tt_failures > 20) break;
   }
   close(fd);
   printf("%zu bytes, %zu frames, %zu prefixes read twice\n", len, m.nframes,

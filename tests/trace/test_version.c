@@ -69,10 +69,8 @@ static int read_mem(const struct bytes *b, int sorted,
                     struct gpuphase_record *out, size_t max, size_t *n,
                     char *msg) {
   int err;
-  gpuphase_reader *r =
-      gp_reader_open_mem(b->p, b->len, sorted, &err, NULL, 0);
-  if (!r)
-    return err;
+  gpuphase_reader *r = gp_reader_open_mem(b->p, b->len, sorted, &err, NULL, 0);
+  if (!r) return err;
   int rc = tt_read_all(r, out, max, n);
   snprintf(msg, 256, "%s", gpuphase_reader_errmsg(r));
   gpuphase_reader_close(r);
@@ -90,8 +88,7 @@ static void test_versions(const char *path) {
   tt_write_file(path, b.p, b.len);
   int err;
   CHECK(!gpuphase_reader_open(path, &err) && err == GPUPHASE_E_VERSION);
-  CHECK(!gpuphase_reader_open_sorted(path, &err) &&
-        err == GPUPHASE_E_VERSION);
+  CHECK(!gpuphase_reader_open_sorted(path, &err) && err == GPUPHASE_E_VERSION);
   memcpy(b.p + 10, &zero + 0, 2);
   memcpy(b.p + 8, &zero, 2); /* version 0 predates every reader */
   CHECK(open_err(&b, 0, msg) == GPUPHASE_E_VERSION);
@@ -115,14 +112,16 @@ static void record(struct bytes *b, uint8_t kind, const uint8_t *payload,
  * fields a newer writer appended, an API record with only three fields. */
 static void compat_frames(struct bytes *file) {
   struct bytes p = {NULL, 0};
-  record(&p, 1, (const uint8_t *)"\x02\x03" "abc", 5);
+  record(&p, 1,
+         (const uint8_t *)"\x02\x03"
+                          "abc",
+         5);
   record(&p, 77, (const uint8_t *)"\x01\x02\x03", 3);
   /* thread 1, api 2, start 100, end 150, ret 0, corr 5, device -1,
    * stream .. ptr 0, then two unknown fields */
-  static const uint8_t api1[] = {0x02, 0x04, 0xc8, 0x01, 0x64, 0x00,
-                                 0x0a, 0x01, 0x00, 0x00, 0x00, 0x00,
-                                 0x00, 0x00, 0x00, 0x00, 0x00, 0x08,
-                                 0x96, 0x01};
+  static const uint8_t api1[] = {0x02, 0x04, 0xc8, 0x01, 0x64, 0x00, 0x0a,
+                                 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                 0x00, 0x00, 0x00, 0x08, 0x96, 0x01};
   record(&p, 5, api1, sizeof api1);
   /* thread +1, api +0, start +50: every other field as before */
   record(&p, 5, (const uint8_t *)"\x02\x00\x64", 3);
@@ -138,8 +137,7 @@ static void compat_frames(struct bytes *file) {
 
 static void check_compat(const struct gpuphase_record *g, size_t n) {
   CHECK_EQ_U(n, 4);
-  if (n != 4)
-    return;
+  if (n != 4) return;
   CHECK(g[0].kind == GPUPHASE_REC_STRING && g[0].u.string.id == 1 &&
         g[0].u.string.text.len == 3 &&
         !memcmp(g[0].u.string.text.data, "abc", 3));

@@ -75,24 +75,22 @@ static int eq_B(const void *a, const void *b) {
   return x->len == y->len && (!x->len || !memcmp(x->data, y->data, x->len));
 }
 
-#define CMP_FIELD(code, type, name)                                           \
-  if (!eq_##code(&x->name, &y->name)) {                                       \
-    if (verbose)                                                              \
-      fprintf(stderr, "  field %s differs\n", #name);                        \
-    return 0;                                                                 \
+#define CMP_FIELD(code, type, name)                                            \
+  if (!eq_##code(&x->name, &y->name)) {                                        \
+    if (verbose) fprintf(stderr, "  field %s differs\n", #name);               \
+    return 0;                                                                  \
   }
-#define CMP_KIND(num, UP, low, FIELDS)                                        \
-  case num: {                                                                 \
-    const struct gpuphase_##low *x = &a->u.low, *y = &b->u.low;              \
-    FIELDS(CMP_FIELD)                                                         \
-    return 1;                                                                 \
+#define CMP_KIND(num, UP, low, FIELDS)                                         \
+  case num: {                                                                  \
+    const struct gpuphase_##low *x = &a->u.low, *y = &b->u.low;                \
+    FIELDS(CMP_FIELD)                                                          \
+    return 1;                                                                  \
   }
 
 int tt_rec_equal(const struct gpuphase_record *a,
                  const struct gpuphase_record *b, int verbose) {
   if (a->kind != b->kind) {
-    if (verbose)
-      fprintf(stderr, "  kind %u != %u\n", a->kind, b->kind);
+    if (verbose) fprintf(stderr, "  kind %u != %u\n", a->kind, b->kind);
     return 0;
   }
   switch (a->kind) { GPUPHASE_RECORD_KINDS(CMP_KIND) }
@@ -106,8 +104,7 @@ static void copy_V(void *p) {
 static void copy_B(void *p) {
   gpuphase_blob *b = p;
   char *d = malloc(b->len + 1);
-  if (b->len)
-    memcpy(d, b->data, b->len);
+  if (b->len) memcpy(d, b->data, b->len);
   b->data = d;
 }
 static void free_V(void *p) {
@@ -119,17 +116,17 @@ static void free_B(void *p) {
 }
 #define COPY_FIELD(code, type, name) copy_##code(&x->name);
 #define FREE_FIELD(code, type, name) free_##code(&x->name);
-#define COPY_KIND(num, UP, low, FIELDS)                                       \
-  case num: {                                                                 \
-    struct gpuphase_##low *x = &c.u.low;                                      \
-    FIELDS(COPY_FIELD)                                                        \
-    break;                                                                    \
+#define COPY_KIND(num, UP, low, FIELDS)                                        \
+  case num: {                                                                  \
+    struct gpuphase_##low *x = &c.u.low;                                       \
+    FIELDS(COPY_FIELD)                                                         \
+    break;                                                                     \
   }
-#define FREE_KIND(num, UP, low, FIELDS)                                       \
-  case num: {                                                                 \
-    struct gpuphase_##low *x = &r->u.low;                                     \
-    FIELDS(FREE_FIELD)                                                        \
-    break;                                                                    \
+#define FREE_KIND(num, UP, low, FIELDS)                                        \
+  case num: {                                                                  \
+    struct gpuphase_##low *x = &r->u.low;                                      \
+    FIELDS(FREE_FIELD)                                                         \
+    break;                                                                     \
   }
 
 struct gpuphase_record tt_rec_copy(const struct gpuphase_record *r) {
@@ -185,8 +182,7 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
   for (int i = 0; i < 10 && *p < end; i++) {
     uint8_t b = *(*p)++;
     *v |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (!(b & 0x80))
-      return 0;
+    if (!(b & 0x80)) return 0;
   }
   return -1;
 }
@@ -219,8 +215,7 @@ size_t tt_frames(const uint8_t *file, size_t len, uint32_t *hdr_size,
     f.csize = u32_at(file + off + 12);
     f.usize = u32_at(file + off + 16);
     f.end = off + 20 + f.csize;
-    if (f.end > len)
-      break;
+    if (f.end > len) break;
     f.nrecords = count_records(file + off + 20, f.csize, f.usize);
     out[n++] = f;
     off = f.end;
@@ -234,8 +229,7 @@ int tt_read_all(gpuphase_reader *r, struct gpuphase_record *out, size_t max,
   int rc;
   *count = 0;
   while ((rc = gpuphase_reader_next(r, &rec)) == 1) {
-    if (*count < max)
-      out[*count] = tt_rec_copy(&rec);
+    if (*count < max) out[*count] = tt_rec_copy(&rec);
     ++*count;
   }
   return rc;

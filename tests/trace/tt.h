@@ -13,24 +13,23 @@
 
 extern int tt_failures;
 
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,       \
-              #cond);                                                         \
-      tt_failures++;                                                          \
-    }                                                                         \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      tt_failures++;                                                           \
+    }                                                                          \
   } while (0)
 
-#define CHECK_EQ_U(a, b)                                                      \
-  do {                                                                        \
-    unsigned long long a_ = (unsigned long long)(a),                          \
-                       b_ = (unsigned long long)(b);                          \
-    if (a_ != b_) {                                                           \
-      fprintf(stderr, "%s:%d: %s = %llu, expected %s = %llu\n", __FILE__,    \
-              __LINE__, #a, a_, #b, b_);                                      \
-      tt_failures++;                                                          \
-    }                                                                         \
+#define CHECK_EQ_U(a, b)                                                       \
+  do {                                                                         \
+    unsigned long long a_ = (unsigned long long)(a),                           \
+                       b_ = (unsigned long long)(b);                           \
+    if (a_ != b_) {                                                            \
+      fprintf(stderr, "%s:%d: %s = %llu, expected %s = %llu\n", __FILE__,      \
+              __LINE__, #a, a_, #b, b_);                                       \
+      tt_failures++;                                                           \
+    }                                                                          \
   } while (0)
 
 /* Exit status for main(): prints a verdict. */
