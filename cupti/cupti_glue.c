@@ -59,6 +59,14 @@ static size_t bufs_out; /* handed to CUPTI or queued */
 static uint64_t dropped_by_us;
 static int discard; /* records still buffered from before a fork */
 
+/* Sharing CUPTI (one subscriber per process) with a tool that subscribes
+ * inside our process: we step aside and come back when it leaves. */
+static pthread_mutex_t hand_lock = PTHREAD_MUTEX_INITIALIZER;
+static int wanted;      /* CUPTI was opened: we want device records */
+static int handed_over; /* another tool holds CUPTI now */
+static CUpti_SubscriberHandle other;
+static int ts_registered; /* our clock is CUPTI's */
+
 static uint64_t CUPTIAPI timestamp_cb(void) {
   return hooks->now_ns();
 }
@@ -202,6 +210,7 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
   }
   CUPTI_FUNCS(LOAD)
 #undef LOAD
+  wanted = 1;
   int forked_child = stale_subscriber != NULL;
   if (stale_subscriber) {
     /* A forked child: drop the parent's buffered records and undo the
@@ -230,6 +239,7 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
   /* In a forked child CUPTI refuses a second registration, but the one the
    * parent made (this same function) came along with the fork. */
   if (r == CUPTI_ERROR_INVALID_OPERATION && forked_child) r = CUPTI_SUCCESS;
+  if (r == CUPTI_SUCCESS) ts_registered = 1;
   if (r != CUPTI_SUCCESS ||
       (r = p_cuptiActivityRegisterCallbacks(buffer_requested,
                                             buffer_completed)) !=
@@ -263,7 +273,98 @@ degraded:
 }
 
 void gp_cupti_flush_buffers(int forced) {
-  if (active) p_cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  pthread_mutex_lock(&hand_lock);
+  if (active)
+    p_cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  pthread_mutex_unlock(&hand_lock);
+}
+
+/* Hands CUPTI over: our records so far are flushed to our queue, then we
+ * unsubscribe. hand_lock held. */
+static void step_aside(void) {
+  p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (size_t i = 0; i < NKINDS; i++) p_cuptiActivityDisable(kinds[i]);
+  p_cuptiUnsubscribe(subscriber);
+  subscriber = NULL;
+  active = 0;
+  handed_over = 1;
+  hooks->degraded(hooks->now_ns(), 1,
+                  "CUPTI handed over to another tool in this process");
+  hooks->wake();
+}
+
+/* Takes CUPTI back once the other tool unsubscribed: its last records go
+ * to its own callbacks first. hand_lock held. */
+static void come_back(void) {
+  p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  /* Device times must be in our clock; if CUPTI no longer accepts our
+   * timestamp source (the other tool enabled activity first), stay
+   * host-only rather than record misaligned times. */
+  if (!ts_registered) {
+    if (p_cuptiActivityRegisterTimestampCallback(timestamp_cb) != CUPTI_SUCCESS)
+      return;
+    ts_registered = 1;
+  }
+  if (p_cuptiSubscribe(&subscriber, on_callback, NULL) != CUPTI_SUCCESS) {
+    subscriber = NULL;
+    return; /* still held by someone: stay degraded */
+  }
+  if (p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) !=
+          CUPTI_SUCCESS ||
+      p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) !=
+          CUPTI_SUCCESS ||
+      p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) !=
+          CUPTI_SUCCESS) {
+    p_cuptiUnsubscribe(subscriber);
+    subscriber = NULL;
+    return;
+  }
+  for (size_t i = 0; i < NKINDS; i++) p_cuptiActivityEnable(kinds[i]);
+  active = 1;
+  handed_over = 0;
+  hooks->degraded(hooks->now_ns(), 0, "CUPTI back from the other tool");
+}
+
+typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *,
+                                    CUpti_CallbackFunc, void *);
+typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
+
+static void *real_cupti(const char *name) {
+  void *f = lib ? dlsym(lib, name) : NULL;
+  return f ? f : dlsym(RTLD_NEXT, name);
+}
+
+/* A tool (torch.profiler, Nsight) subscribing in our process. */
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
+  subscribe_fn real = (subscribe_fn)real_cupti("cuptiSubscribe");
+  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  int stepped = 0;
+  if (active && subscriber) {
+    step_aside();
+    stepped = 1;
+  }
+  CUptiResult r = real(sub, cb, ud);
+  if (r == CUPTI_SUCCESS && sub) other = *sub;
+  else if (stepped) come_back();
+  pthread_mutex_unlock(&hand_lock);
+  return r;
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiUnsubscribe(CUpti_SubscriberHandle h) {
+  unsubscribe_fn real = (unsubscribe_fn)real_cupti("cuptiUnsubscribe");
+  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  CUptiResult r = real(h);
+  if (r == CUPTI_SUCCESS && h == other) {
+    other = NULL;
+    /* back after a hand-over, or first time if CUPTI was busy at start */
+    if (wanted && !active && lib) come_back();
+  }
+  pthread_mutex_unlock(&hand_lock);
+  return r;
 }
 
 static uint32_t copy_kind(uint8_t k) {
@@ -382,6 +483,13 @@ size_t gp_cupti_consume(gp_dev_activity_cb cb, void *ctx) {
   return n;
 }
 
+int gp_cupti_wanted(void) {
+  pthread_mutex_lock(&hand_lock);
+  int w = wanted;
+  pthread_mutex_unlock(&hand_lock);
+  return w;
+}
+
 uint64_t gp_cupti_dropped(void) {
   size_t d = 0;
   if (active && p_cuptiActivityGetNumDroppedRecords(NULL, 0, &d) != CUPTI_SUCCESS)
@@ -393,6 +501,9 @@ uint64_t gp_cupti_dropped(void) {
 }
 
 void gp_cupti_close(void) {
+  pthread_mutex_lock(&hand_lock);
+  wanted = 0;
+  pthread_mutex_unlock(&hand_lock);
   if (!active) return;
   active = 0;
   for (size_t i = 0; i < NKINDS; i++)
@@ -405,6 +516,11 @@ void gp_cupti_forget(void) {
   /* The child inherits a copy of the parent's subscription state; CUDA
    * itself does not survive fork, so start over without calling CUPTI. */
   active = 0;
+  wanted = 0;
+  handed_over = 0;
+  other = NULL;
+  ts_registered = 0;
+  pthread_mutex_init(&hand_lock, NULL);
   stale_subscriber = subscriber;
   subscriber = NULL;
   pthread_mutex_init(&q_lock, NULL);

@@ -55,6 +55,10 @@ void gp_cupti_flush_buffers(int forced);
 typedef void (*gp_dev_activity_cb)(const struct gp_dev_activity *a, void *ctx);
 size_t gp_cupti_consume(gp_dev_activity_cb cb, void *ctx);
 
+/* CUPTI is loaded and we want its records (possibly waiting for another
+ * tool to release it). */
+int gp_cupti_wanted(void);
+
 /* Records CUPTI reported as dropped so far. */
 uint64_t gp_cupti_dropped(void);
 

@@ -436,7 +436,7 @@ static void pass(int flush) {
   calibrate();
   write_notes();
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) drain_ring(b);
-  if (W.cupti_on) {
+  if (W.cupti_on || gp_cupti_wanted()) {
     if (flush) gp_cupti_flush_buffers(0);
     gp_cupti_consume(on_activity, NULL);
     uint64_t dropped = gp_cupti_dropped();
@@ -734,11 +734,11 @@ void gp_dev_start(void) {
 }
 
 void gp_dev_flush(int forced) {
-  if (W.cupti_on) gp_cupti_flush_buffers(forced);
+  gp_cupti_flush_buffers(forced); /* no-op unless CUPTI is ours now */
 }
 
 void gp_dev_stop(void) {
-  if (W.cupti_on) gp_cupti_close();
+  gp_cupti_close();
   W.cupti_on = 0;
 }
 

@@ -292,6 +292,25 @@ def t_nvtx():
     check(len(threads) == 2, "start and end were on different threads")
 
 
+def t_othertool():
+    """A tool subscribing to CUPTI inside our process gets it; we keep the
+    host-side record, mark the interval degraded and come back when the
+    tool leaves; neither loses records."""
+    d = workdir()
+    p = run([prog("e2e-prog-othertool")], d)
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    check(p.stdout.strip() == "4", f"the other tool got {p.stdout.strip()} of its 4 kernels")
+    recs, _ = dump(traces(d)[0])
+    names = [k["name"] for k in sorted(by_kind(recs, "kernel"), key=lambda k: k["start"])]
+    check(names == ["k_before"] * 3 + ["k_after"] * 2, f"our kernel records {names}")
+    launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
+    check(len(launches) == 9, f"host-side launches {len(launches)}")
+    states = sorted(by_kind(recs, "state"), key=lambda r: r["start"])
+    check([s["state"] for s in states] == [1, 0], f"degraded interval {states}")
+    during = [c for c in launches if states[0]["start"] <= c["start"] <= states[1]["start"]]
+    check(len(during) == 4, "the 4 launches of the other tool's interval are inside it")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -303,7 +322,7 @@ def t_errno():
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
-         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx,
+         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn}
 
 if __name__ == "__main__":
