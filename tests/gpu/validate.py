@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Real-GPU validation of gpuphase, in one command (under 8 minutes):
+
+    python3 tests/gpu/validate.py [BUILD_DIR]
+
+Builds the CUDA programs of this folder with nvcc, runs them and PyTorch
+loops under `gpuphase run`, and compares gpuphase's figures with ground
+truth from CUDA events and with torch.profiler. Prints a table (expected,
+measured, error). Without an NVIDIA GPU it prints "skipped: no GPU" and
+succeeds (exit 77 when GP_GPU_SKIP_CODE=77, as meson expects for a skip).
+Uses only what is installed: no network."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+rows = []
+failures = []
+
+
+def have_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    r = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    return r.returncode == 0 and "GPU" in r.stdout
+
+
+def row(check, expected, measured, tolerance_pct=None, note=""):
+    err = ""
+    ok = True
+    if isinstance(expected, (int, float)) and isinstance(measured, (int, float)) and expected:
+        e = 100.0 * (measured - expected) / expected
+        err = f"{e:+.2f}%"
+        if tolerance_pct is not None and abs(e) > tolerance_pct:
+            ok = False
+    elif tolerance_pct is not None and expected != measured:
+        ok = False
+    rows.append((check, expected, measured, err, "ok" if ok else "FAIL", note))
+    if not ok:
+        failures.append(check)
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+def report(build, trace):
+    r = sh([os.path.join(build, "tools", "gpuphase-report"), "--format", "json", trace])
+    if r.returncode != 0:
+        raise RuntimeError(f"report failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def profiled(build, out, name, argv, env=None):
+    trace = os.path.join(out, name + ".gph")
+    r = sh([os.path.join(build, "tools", "gpuphase"), "run", "-q", "-o", trace, "--"] + argv,
+           env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{name} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    last = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    return (json.loads(last[-1]) if last else {}), report(build, trace)
+
+
+def kernel_sum(rep, needle):
+    return sum(k["total_ns"] for k in rep["kernels"] if needle in k["name"]), \
+        sum(k["count"] for k in rep["kernels"] if needle in k["name"])
+
+
+def check_truth(build, out):
+    exe = os.path.join(out, "truth")
+    r = sh(["nvcc", "-O2", "-o", exe, os.path.join(HERE, "truth.cu")])
+    if r.returncode:
+        raise RuntimeError("nvcc truth.cu: " + r.stderr[-500:])
+    truth, rep = profiled(build, out, "truth", [exe])
+    row("CUPTI device records", "yes", "no" if rep["degraded"] else "yes", 0)
+    ns, count = kernel_sum(rep, "gp_spin")
+    row("spin kernels: count", truth["spin_kernels"] + 2, count, 0, "50 timed + 2 short")
+    row("spin kernels: total ns vs CUDA events", truth["spin_kernel_ns"], ns, 2.0,
+        "events also time the launch gap")
+    h2d = rep["devices"][0]["copies"]["h2d"]
+    row("H2D copies: count", truth["pinned_copies"] + truth["pageable_copies"], h2d["count"], 0)
+    row("H2D copies: bytes", truth["pinned_bytes"] + truth["pageable_bytes"], h2d["bytes"], 0)
+    row("H2D copies: ns vs CUDA events", truth["pinned_ns"] + truth["pageable_ns"], h2d["ns"], 5.0)
+    row("H2D copies: pageable count", truth["pageable_copies"], h2d["pageable"], 0)
+    hw = rep["devices"][0]["breakdown"]["host_wait"]["ns"]
+    row("host_wait covers the host sleeps", truth["sleep_ns"], hw, 10.0,
+        "sleeps plus any other host time")
+
+
+def check_blas(build, out):
+    exe = os.path.join(out, "blas")
+    r = sh(["nvcc", "-O2", "-o", exe, os.path.join(HERE, "blas.cu"), "-lcublas"])
+    if r.returncode:
+        row("cuBLAS build", "built", "nvcc failed", None, r.stderr.strip()[-80:])
+        return
+    truth, rep = profiled(build, out, "blas", [exe])
+    total = sum(k["count"] for k in rep["kernels"])
+    row("cuBLAS: kernels seen >= GEMM calls", truth["gemms"], min(total, truth["gemms"]), 0,
+        f"{total} kernels in all")
+    ns = sum(k["total_ns"] for k in rep["kernels"])
+    row("cuBLAS: kernel ns vs CUDA events (21/20 of loop)", truth["loop_ns"] * 21 / 20, ns, 10.0)
+    launches = sum(a["count"] for a in rep["api"] if "Launch" in a["name"])
+    row("cuBLAS: launches seen on the host", ">= %d" % truth["gemms"],
+        launches, None, "through the driver API")
+
+
+def check_torch(build, out):
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # a machine without torch: say so, no failure
+        row("PyTorch loops", "torch", "not installed", None, str(e)[:60])
+        return
+    script = os.path.join(HERE, "torch_loops.py")
+    for sc in ("dataloader", "compile", "graphs", "nvtx"):
+        try:
+            _, rep = profiled(build, out, "torch-" + sc, [sys.executable, script, sc])
+            r = sh([sys.executable, script, sc, "--profile"])
+            if r.returncode:
+                raise RuntimeError(r.stderr.strip()[-300:])
+            prof = json.loads(r.stdout.strip().splitlines()[-1])["profiler_kernel_ns"]
+            ph = [p for p in rep["phases"] if p["name"] == "gp-measured"]
+            ours = ph[0]["breakdown"]["kernel"]["ns"] if ph else None
+            row(f"torch {sc}: kernel ns vs torch.profiler", prof, ours, 10.0,
+                "phase 'gp-measured'")
+            if sc == "dataloader":
+                d = rep["devices"][0]["breakdown"]
+                row("torch dataloader: host_wait dominates", "> kernel",
+                    "yes" if d["host_wait"]["ns"] > d["kernel"]["ns"] else "no", None)
+        except Exception as e:
+            row(f"torch {sc}", "runs", "error", None, str(e)[:70])
+            failures.append(f"torch {sc}")
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+    if not have_gpu():
+        print("skipped: no GPU")
+        return int(os.environ.get("GP_GPU_SKIP_CODE", "0"))
+    if not shutil.which("nvcc"):
+        print("gpu validation: nvcc not on PATH")
+        return 1
+    if not os.path.exists(os.path.join(build, "tools", "gpuphase")):
+        r = sh(["meson", "setup", build, ROOT])
+        r = sh(["meson", "compile", "-C", build])
+        if r.returncode:
+            print("gpu validation: build failed\n" + r.stdout[-2000:])
+            return 1
+    out = tempfile.mkdtemp(prefix="gp-gpu-")
+    smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+    print("GPU:", smi.stdout.strip())
+    for step in (check_truth, check_blas, check_torch):
+        try:
+            step(build, out)
+        except Exception as e:
+            row(step.__name__, "runs", "error", None, str(e)[:100])
+            failures.append(step.__name__)
+    w = [max(len(str(r[i])) for r in rows + [("check", "expected", "measured", "error", "", "")])
+         for i in range(6)]
+    hdr = ("check", "expected", "measured", "error", "", "note")
+    for r in [hdr] + rows:
+        print("  ".join(str(v).ljust(w[i]) for i, v in enumerate(r)).rstrip())
+    print(f"{len(rows) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
