@@ -94,7 +94,7 @@ static inline uint64_t gp_mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint64_t gp_now(void) {
+static inline __attribute__((always_inline)) uint64_t gp_now(void) {
 #if defined(__x86_64__) || defined(__i386__)
   if (GP_LIKELY(gp_clock_tsc)) return __rdtsc();
 #endif
@@ -109,7 +109,7 @@ extern GP_TLS struct gp_tstate gp_ts;
 
 /* Returns the thread's state with depth raised, or NULL when this call must
  * not be recorded (not running, re-entered, internal thread). */
-static inline struct gp_tstate *gp_enter(void) {
+static inline __attribute__((always_inline)) struct gp_tstate *gp_enter(void) {
   struct gp_tstate *ts = &gp_ts;
   if (GP_LIKELY(ts->buf != NULL &&
                 atomic_load_explicit(&gp_state, memory_order_relaxed) ==
@@ -127,7 +127,7 @@ static inline void gp_leave(struct gp_tstate *ts) {
 }
 
 /* Reserves the next slot; NULL (and a lost event counted) if full. */
-static inline struct gp_event *gp_slot(struct gp_tbuf *b) {
+static inline __attribute__((always_inline)) struct gp_event *gp_slot(struct gp_tbuf *b) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_acquire);
   if (GP_UNLIKELY(h - t > b->mask)) {
@@ -141,7 +141,7 @@ void gp_ring_nudge(struct gp_tbuf *b, uint64_t head);
 
 /* Makes n reserved slots visible to the writer. Every eighth of the ring the
  * producer looks at the fill level and wakes the writer if it is behind. */
-static inline void gp_publish(struct gp_tbuf *b, uint64_t n) {
+static inline __attribute__((always_inline)) void gp_publish(struct gp_tbuf *b, uint64_t n) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed) + n;
   atomic_store_explicit(&b->head, h, memory_order_release);
   if (GP_UNLIKELY((h & (b->mask >> 3)) < n)) gp_ring_nudge(b, h);

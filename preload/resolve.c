@@ -18,7 +18,13 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 __attribute__((visibility("hidden"))) dlsym_fn gp_real_dlsym_ptr;
 
-__attribute__((visibility("hidden"), used)) dlsym_fn
+/* dlsym is called by others before our constructor ran, e.g. by a
+ * sanitizer runtime setting itself up: until then this path must run no
+ * instrumented code and do nothing but forward. */
+#define GP_RAW __attribute__((no_sanitize("address", "undefined")))
+__attribute__((visibility("hidden"))) int gp_dlsym_ready;
+
+__attribute__((visibility("hidden"), used)) GP_RAW dlsym_fn
 gp_resolve_real_dlsym(void) {
   if (!gp_real_dlsym_ptr) {
     dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
@@ -28,7 +34,7 @@ gp_resolve_real_dlsym(void) {
   return gp_real_dlsym_ptr;
 }
 
-static void *real_dlsym(void *h, const char *name) {
+static GP_RAW void *real_dlsym(void *h, const char *name) {
   dlsym_fn f = gp_resolve_real_dlsym();
   return f ? f(h, name) : NULL;
 }
@@ -109,14 +115,22 @@ static void *wrap_pointer(void *p) {
 }
 
 /* ---- dlsym ---- */
+void *gp_dlsym_wrap(const char *name, void *p, const void *caller);
 /* Reached by a jump from the dlsym entry below, so the return address is the
  * original caller's. */
-__attribute__((visibility("hidden"), used, noinline)) void *
+__attribute__((visibility("hidden"), used, noinline)) GP_RAW void *
 gp_dlsym_other(void *handle, const char *name) {
   void *p = real_dlsym(handle, name);
+  if (!__atomic_load_n(&gp_dlsym_ready, __ATOMIC_ACQUIRE)) return p;
   if (!p || !name || (name[0] != 'c' && name[0] != '_')) return p;
+  return gp_dlsym_wrap(name, p, __builtin_return_address(0));
+}
+
+/* The instrumented part, reached once we are initialised. */
+__attribute__((visibility("hidden"), noinline)) void *
+gp_dlsym_wrap(const char *name, void *p, const void *caller) {
   if (strncmp(name, "cu", 2) != 0 && strncmp(name, "__cuda", 6) != 0) return p;
-  if (excluded_caller(__builtin_return_address(0))) return p;
+  if (excluded_caller(caller)) return p;
   return wrap_pointer(p);
 }
 

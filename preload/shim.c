@@ -18,6 +18,7 @@
 #include "gp_shim.h"
 
 _Atomic int gp_state = GP_IDLE;
+extern int gp_dlsym_ready; /* resolve.c */
 int gp_clock_tsc;
 GP_TLS struct gp_tstate gp_ts;
 struct gp_config gp_cfg;
@@ -91,6 +92,7 @@ __attribute__((constructor)) static void gp_init(void) {
   }
   pthread_atfork(NULL, NULL, atfork_child);
   gp_spawn_init();
+  __atomic_store_n(&gp_dlsym_ready, 1, __ATOMIC_RELEASE);
   errno = saved;
 }
 

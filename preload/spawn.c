@@ -19,12 +19,22 @@ extern char **environ;
 static char *keep[MAX_KEEP]; /* "NAME=value" as seen at startup */
 static int n_keep;
 static char self_path[4096];
+static char *start_preload; /* "LD_PRELOAD=..." as this process started */
 
 /* Constructor time: remember what children must inherit. */
 void gp_spawn_init(void) {
   Dl_info info;
   if (dladdr((void *)gp_spawn_init, &info) && info.dli_fname)
     strncpy(self_path, info.dli_fname, sizeof self_path - 1);
+  const char *pre = getenv("LD_PRELOAD");
+  if (pre && self_path[0] && strstr(pre, self_path)) {
+    size_t len = strlen(pre) + 12;
+    start_preload = malloc(len);
+    if (start_preload) {
+      strcpy(start_preload, "LD_PRELOAD=");
+      strcat(start_preload, pre);
+    }
+  }
   for (char **e = environ; e && *e && n_keep < MAX_KEEP; e++) {
     if (strncmp(*e, "GPUPHASE_", 9) == 0 ||
         strncmp(*e, "NVTX_INJECTION64_PATH=", 22) == 0) {
@@ -76,7 +86,12 @@ static char **fixed_env(char *const *env, char **preload_buf) {
     }
     out[k++] = env[i];
   }
-  if (!saw_preload) {
+  if (!saw_preload && start_preload) {
+    /* everything preloaded at start, in its order (a sanitizer runtime must
+     * stay first) */
+    out[k++] = start_preload;
+    changed = 1;
+  } else if (!saw_preload) {
     size_t len = strlen(self_path) + 12;
     *preload_buf = malloc(len);
     if (*preload_buf) {
