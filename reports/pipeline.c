@@ -27,11 +27,11 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
 /* Feeds every record; 0 at the end of the trace, else the reader's error. */
 static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
                     gp_progress_fn progress, void *ctx, int *oom) {
-  struct gpuphase_record rec;
+  const struct gpuphase_record *rec;
   uint64_t n = 0, size = gpuphase_reader_file_size(rd);
   int rc;
-  while ((rc = gpuphase_reader_next(rd, &rec)) == 1) {
-    if (gp_attr_feed(a, &rec) < 0) {
+  while ((rc = gp_reader_next_ref(rd, &rec)) == 1) {
+    if (gp_attr_feed(a, rec) < 0) {
       *oom = 1;
       return 0;
     }

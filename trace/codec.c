@@ -264,6 +264,140 @@ int gp_decode_record(const uint8_t **pp, const uint8_t *end, struct gp_delta *d,
   return rc;
 }
 
+/* ---- in-place decoding: the reader's path ---- */
+
+void gp_dstate_reset(struct gp_dstate *s) {
+  memset(s, 0, sizeof *s);
+  for (uint32_t k = 0; k < GPUPHASE_REC_MAX; k++)
+    s->last[k].kind = k;
+}
+
+size_t gp_kind_size(uint32_t kind) {
+  switch (kind) {
+#define SIZE_CASE(num, UP, low, FIELDS)                                        \
+  case num:                                                                    \
+    return sizeof(struct gpuphase_##low);
+    GPUPHASE_RECORD_KINDS(SIZE_CASE)
+  }
+  return 0;
+}
+
+/* A varint whose first byte at *pp (< end) has the continuation bit. Time
+ * fields take two or three bytes, varying from record to record: up to
+ * eight bytes are decoded from one unaligned load, with no branch on the
+ * length (the stop bit is found by ctz and the 7-bit groups are packed in
+ * three steps). Longer ones, and big-endian hosts, take the checked loop.
+ * Reads 8 bytes at *pp; a varint that runs past end leaves *pp past end. */
+static inline int varint_long(const uint8_t **pp, const uint8_t *end,
+                              uint64_t *v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t w;
+  memcpy(&w, *pp, 8);
+  uint64_t stop = ~w & 0x8080808080808080ull;
+  if (__builtin_expect(stop != 0, 1)) {
+    unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 x length */
+    w &= 0x7f7f7f7f7f7f7f7full & (~0ull >> (64 - bits));
+    w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
+    w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
+    w = (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
+    *pp += bits / 8;
+    *v = w;
+    return 0;
+  }
+#endif
+  return gp_get_varint(pp, end, v);
+}
+
+/* One field's delta: 0 past the end of the payload. A varint that runs
+ * past the end is caught once, after the last field. */
+#define IN_DELTA(z)                                                            \
+  uint64_t z = 0;                                                              \
+  if (p < end) {                                                               \
+    if (*p < 0x80)                                                             \
+      z = *p++;                                                                \
+    else if (varint_long(&p, end, &z))                                         \
+      return GPUPHASE_E_CORRUPT;                                               \
+  }
+#define IN_V(type, name)                                                       \
+  {                                                                            \
+    IN_DELTA(z)                                                                \
+    x->name = (type)((uint64_t)x->name + gp_unzigzag(z));                      \
+  }
+/* E fields: the delta is of end - start, so the previous duration is taken
+ * before start moves (SAVE_E) and the end rebuilt after (END_E). */
+#define IN_E(type, name)                                                       \
+  {                                                                            \
+    IN_DELTA(z)                                                                \
+    dur_##name += gp_unzigzag(z);                                              \
+  }
+#define IN_B(type, name)                                                       \
+  {                                                                            \
+    IN_DELTA(n)                                                                \
+    if (n > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;                    \
+    x->name.data = (const char *)p;                                            \
+    x->name.len = n;                                                           \
+    p += n;                                                                    \
+  }
+#define IN_FIELD(code, type, name) IN_##code(type, name)
+#define SAVE_V(name)
+#define SAVE_B(name)
+#define SAVE_E(name) uint64_t dur_##name = x->name - x->start;
+#define SAVE_FIELD(code, type, name) SAVE_##code(name)
+#define END_V(name)
+#define END_B(name)
+#define END_E(name) x->name = x->start + dur_##name;
+#define END_FIELD(code, type, name) END_##code(name)
+#define DECODE_IN_KIND(num, UP, low, FIELDS)                                   \
+  static inline int decode_in_##low(const uint8_t *p, const uint8_t *end,      \
+                                    struct gpuphase_##low *x,                  \
+                                    uint64_t *start) {                         \
+    typedef struct gpuphase_##low cur_t;                                       \
+    FIELDS(SAVE_FIELD)                                                         \
+    FIELDS(IN_FIELD)                                                           \
+    if (p > end) return GPUPHASE_E_CORRUPT;                                    \
+    FIELDS(END_FIELD)                                                          \
+    if (0 FIELDS(HAS_START))                                                   \
+      *start = *(const uint64_t *)((const char *)x +                           \
+                                   (0 FIELDS(START_OFF)));                     \
+    return num;                                                                \
+  }
+GPUPHASE_RECORD_KINDS(DECODE_IN_KIND)
+
+/* The kind and length prefixes: checked like any varint. */
+static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
+                                uint64_t *v) {
+  const uint8_t *p = *pp;
+  if (p >= end) return GPUPHASE_E_CORRUPT;
+  if (*p < 0x80) {
+    *v = *p;
+    *pp = p + 1;
+    return 0;
+  }
+  if (varint_long(pp, end, v) || *pp > end) return GPUPHASE_E_CORRUPT;
+  return 0;
+}
+
+int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
+                   uint64_t *start) {
+  const uint8_t *p = *pp;
+  uint64_t kind, len;
+  if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len) ||
+      len > (uint64_t)(end - p))
+    return GPUPHASE_E_CORRUPT;
+  *pp = p + len;
+  int rc = 0;
+  switch (kind) {
+#define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \
+  case num:                                                                    \
+    rc = decode_in_##low(p, p + len, &s->last[num].u.low, start);             \
+    break;
+    GPUPHASE_RECORD_KINDS(DECODE_IN_CASE)
+  }
+  if (rc == GPUPHASE_REC_STRING && s->last[rc].u.string.id == 0)
+    return GPUPHASE_E_CORRUPT;
+  return rc;
+}
+
 uint64_t gp_record_start(const struct gpuphase_record *rec, int *has) {
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
   *has = k && k->has_start;

@@ -81,7 +81,14 @@ size_t gp_record_bound(const struct gpuphase_record *rec);
 #define GP_BLOB_FIELD(code, type, name) | GP_IS_BLOB_##code
 #define GP_BLOB_KIND_BIT(num, UP, low, FIELDS)                                 \
   | ((uint64_t)(0 FIELDS(GP_BLOB_FIELD)) << num)
+#define GP_IS_START(code, type, name)                                          \
+  | (sizeof(#name) == 6 && (#name)[0] == 's' && (#name)[1] == 't' &&           \
+     (#name)[2] == 'a' && (#name)[3] == 'r' && (#name)[4] == 't')
+#define GP_TIMED_KIND_BIT(num, UP, low, FIELDS)                                \
+  | ((uint64_t)(0 FIELDS(GP_IS_START)) << num)
 #define GP_KNOWN_KINDS (0 GPUPHASE_RECORD_KINDS(GP_KIND_BIT))
+/* kinds with a `start` field: the ones the sorted reader orders by time */
+#define GP_TIMED_KINDS (0 GPUPHASE_RECORD_KINDS(GP_TIMED_KIND_BIT))
 #define GP_BLOB_KINDS (0 GPUPHASE_RECORD_KINDS(GP_BLOB_KIND_BIT))
 _Static_assert(GPUPHASE_REC_MAX <= 64, "kind masks hold 64 kinds");
 
@@ -103,6 +110,31 @@ size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
  * on success *pp is past the record. */
 int gp_decode_record(const uint8_t **pp, const uint8_t *end, struct gp_delta *d,
                      struct gpuphase_record *out);
+
+/* The reader's decoding path. A record's fields are deltas from the
+ * previous record of its kind in the frame, so the decoder keeps that record
+ * and updates it where it stands: the result is the state, and nothing is
+ * copied per record. All zero (kinds set) at a frame start, like gp_delta. */
+struct gp_dstate {
+  struct gpuphase_record last[GPUPHASE_REC_MAX];
+};
+
+void gp_dstate_reset(struct gp_dstate *s);
+
+/* Bytes past `end` that gp_decode_next may load (and ignore): multi-byte
+ * varints are read with word loads. */
+#define GP_DECODE_PAD 16
+
+/* Decodes the record at *pp (< end) into s->last[kind]. Returns its kind
+ * (>= 1; *start = its start field for kinds that have one, see
+ * GP_TIMED_KINDS), 0 for an unknown kind (skipped), or GPUPHASE_E_CORRUPT;
+ * on success *pp is past the record. Accepts and rejects exactly what
+ * gp_decode_record does; [*pp, end + GP_DECODE_PAD) must be readable. */
+int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
+                   uint64_t *start);
+
+/* Bytes of a known kind's struct (sizeof rec->u.<kind>), 0 otherwise. */
+size_t gp_kind_size(uint32_t kind);
 
 /* Value of the record's `start` field; *has = 0 if its kind has none. */
 uint64_t gp_record_start(const struct gpuphase_record *rec, int *has);

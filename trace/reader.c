@@ -259,9 +259,8 @@ int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
   int rc = check_zstd_header(r, fi);
   if (rc) return rc;
   if (c->cap < fi->usize || !c->buf) {
-    /* never a NULL buffer: an empty payload still needs a valid pointer */
     free(c->buf);
-    c->buf = malloc(fi->usize ? fi->usize : 1);
+    c->buf = malloc((size_t)fi->usize + GP_DECODE_PAD);
     c->cap = c->buf ? fi->usize : 0;
     if (!c->buf) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   }
@@ -274,10 +273,11 @@ int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
   if (n != fi->usize)
     return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                           "frame at byte %" PRIu64 ": size mismatch", fi->off);
+  memset(c->buf + n, 0, GP_DECODE_PAD);
   c->p = c->buf;
   c->end = c->buf + n;
   c->off = fi->off;
-  gp_delta_reset(&c->d);
+  gp_dstate_reset(&c->st);
   return GPUPHASE_OK;
 }
 
@@ -288,35 +288,28 @@ void gp_cursor_free(struct gp_cursor *c) {
   c->p = c->end = NULL;
 }
 
-/* Next known record of the frame: 1, 0 at its end, or an error. */
-int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
-                   struct gpuphase_record *out) {
-  while (c->p < c->end) {
-    const uint8_t *at = c->p;
-    int rc = gp_decode_record(&c->p, c->end, &c->d, out);
-    if (rc < 0)
-      return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
-                            "frame at byte %" PRIu64
-                            ": malformed record at payload offset %zu",
-                            c->off, (size_t)(at - c->buf));
-    if (rc) return 1;
-  }
-  return 0;
+int gp_cursor_fail(gpuphase_reader *r, const struct gp_cursor *c,
+                   const uint8_t *at) {
+  return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
+                        "frame at byte %" PRIu64
+                        ": malformed record at payload offset %zu",
+                        c->off, (size_t)(at - c->buf));
 }
 
 /* The summary frame must hold exactly one SUMMARY and no other known
  * record; it is small, so it is checked whole when loaded. */
 int gp_check_summary(gpuphase_reader *r, const struct gp_cursor *c) {
   struct gp_cursor scan = *c;
-  struct gpuphase_record rec;
+  const struct gpuphase_record *rec = NULL;
+  uint64_t t;
   int n = 0, rc;
-  while ((rc = gp_cursor_next(r, &scan, &rec)) == 1) {
-    if (rec.kind != GPUPHASE_REC_SUMMARY || n++)
+  while ((rc = gp_cursor_next(r, &scan, &rec, &t)) == 1) {
+    if (rec->kind != GPUPHASE_REC_SUMMARY || n++)
       return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                             "frame at byte %" PRIu64
                             ": summary frame holds other records",
                             c->off);
-    r->summary = rec.u.summary;
+    r->summary = rec->u.summary;
   }
   if (rc < 0) return rc;
   if (!n)
@@ -347,14 +340,17 @@ static int next_frame(gpuphase_reader *r) {
   }
 }
 
-static int next_file_order(gpuphase_reader *r, struct gpuphase_record *out) {
+static int next_file_order(gpuphase_reader *r,
+                           const struct gpuphase_record **out) {
   for (;;) {
-    int rc = gp_cursor_next(r, &r->fc, out);
+    uint64_t t;
+    int rc = gp_cursor_next(r, &r->fc, out, &t);
     if (rc < 0) return rc;
     if (rc == 1) {
-      if (out->kind != GPUPHASE_REC_STRING) return 1;
-      if (gp_strtab_add(&r->strings, out->u.string.id, out->u.string.text.data,
-                        out->u.string.text.len))
+      const struct gpuphase_record *rec = *out;
+      if (rec->kind != GPUPHASE_REC_STRING) return 1;
+      if (gp_strtab_add(&r->strings, rec->u.string.id, rec->u.string.text.data,
+                        rec->u.string.text.len))
         return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
       return 1;
     }
@@ -363,11 +359,23 @@ static int next_file_order(gpuphase_reader *r, struct gpuphase_record *out) {
   }
 }
 
-GPUPHASE_API int gpuphase_reader_next(gpuphase_reader *r,
-                                      struct gpuphase_record *out) {
+int gp_reader_next_ref(gpuphase_reader *r, const struct gpuphase_record **out) {
   if (!r || !out) return GPUPHASE_E_ARG;
   if (r->err) return r->err;
   return r->sorted ? gp_sorted_next(r, out) : next_file_order(r, out);
+}
+
+/* Only the kind's own struct is copied: the union is as large as the
+ * widest kind. */
+GPUPHASE_API int gpuphase_reader_next(gpuphase_reader *r,
+                                      struct gpuphase_record *out) {
+  const struct gpuphase_record *rec = NULL;
+  int rc = out ? gp_reader_next_ref(r, &rec) : GPUPHASE_E_ARG;
+  if (rc == 1) {
+    out->kind = rec->kind;
+    memcpy(&out->u, &rec->u, gp_kind_size(rec->kind));
+  }
+  return rc;
 }
 
 GPUPHASE_API void gpuphase_reader_close(gpuphase_reader *r) {

@@ -19,6 +19,10 @@ gpuphase_reader *gp_reader_open_ex(const char *path, int mode, int *err,
 gpuphase_reader *gp_reader_open_mem(const void *data, size_t len, int mode,
                                     int *err, char *msg, size_t msglen);
 
+/* As gpuphase_reader_next, without the copy: *out points to a record held
+ * by the reader, valid until the next call (its blobs likewise). */
+int gp_reader_next_ref(gpuphase_reader *r, const struct gpuphase_record **out);
+
 /* Interned string with its length (it may hold NUL bytes); 0 if unknown. */
 int gp_reader_string_blob(const gpuphase_reader *r, uint64_t id,
                           gpuphase_blob *out);

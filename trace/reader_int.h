@@ -19,13 +19,14 @@ struct gp_frame_info {
   uint8_t type;
 };
 
-/* The decoded payload of one frame and the position in it. */
+/* The decoded payload of one frame and the position in it. buf holds
+ * GP_DECODE_PAD zero bytes past the payload, for the decoder's word loads. */
 struct gp_cursor {
   uint8_t *buf;
   size_t cap;
   const uint8_t *p, *end;
   uint64_t off; /* frame offset, for messages */
-  struct gp_delta d;
+  struct gp_dstate st;
 };
 
 struct gp_strent {
@@ -76,12 +77,30 @@ int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
 int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
                   struct gp_cursor *c);
 int gp_check_summary(gpuphase_reader *r, const struct gp_cursor *c);
-int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
-                   struct gpuphase_record *out);
+int gp_cursor_fail(gpuphase_reader *r, const struct gp_cursor *c,
+                   const uint8_t *at);
+
+/* Next known record of the frame: 1 (*out points into c->st, valid until
+ * the next record of c is decoded; *start set for timed kinds), 0 at the
+ * end of the frame, or an error. */
+static inline int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
+                                 const struct gpuphase_record **out,
+                                 uint64_t *start) {
+  while (c->p < c->end) {
+    const uint8_t *at = c->p;
+    int k = gp_decode_next(&c->p, c->end, &c->st, start);
+    if (__builtin_expect(k > 0, 1)) {
+      *out = &c->st.last[k];
+      return 1;
+    }
+    if (k < 0) return gp_cursor_fail(r, c, at);
+  }
+  return 0;
+}
 void gp_cursor_free(struct gp_cursor *c);
 
 int gp_sorted_init(gpuphase_reader *r);
-int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out);
+int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out);
 void gp_sorted_free(struct gp_sorted *s);
 
 #endif

@@ -2,7 +2,10 @@
  * frame headers, indexes frames by source and decodes only the metadata
  * frames (source 0) for their strings; pass 2 emits the untimed metadata in
  * file order, then merges the sources by `start` with a binary heap holding
- * one decoded frame per source, then the summary. */
+ * one decoded frame per source, then the summary. Records are handed out
+ * where the decoder left them (in their source's decoding state), and a
+ * source's next record is decoded only when the caller asks for the next
+ * one. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +25,8 @@ struct source {
   struct frame_ref *frames;
   uint32_t nframes, fcap, next;
   struct gp_cursor c;
-  struct gpuphase_record head; /* next record of this source */
-  uint64_t key;                /* its start, or the last start before it */
+  const struct gpuphase_record *head; /* next record, in c.st */
+  uint64_t key; /* its start, or the last start before it */
 };
 
 struct heap_ent {
@@ -38,7 +41,13 @@ struct gp_sorted {
   uint32_t mask;
   struct heap_ent *heap;
   uint32_t nheap;
+  /* The smaller of the top's children: while the top source's next record
+   * sorts before it, that source stays on top and the heap is left alone
+   * (runs of records from one source are the rule). */
+  uint64_t lim_key;
+  uint32_t lim_id;
   int phase;
+  struct gpuphase_record sum; /* the SUMMARY record handed out last */
   int advance; /* the heap top was returned: refill it on the next call */
   int pending; /* damage found by pass 1, reported after the merge */
   char pending_msg[sizeof((gpuphase_reader *)0)->msg];
@@ -114,14 +123,20 @@ static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
   return GPUPHASE_OK;
 }
 
+static int add_string(gpuphase_reader *r, const struct gpuphase_record *rec) {
+  if (gp_strtab_add(&r->strings, rec->u.string.id, rec->u.string.text.data,
+                    rec->u.string.text.len))
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  return GPUPHASE_OK;
+}
+
 static int load_strings(gpuphase_reader *r, struct gp_cursor *c) {
-  struct gpuphase_record rec;
+  const struct gpuphase_record *rec = NULL;
+  uint64_t t;
   int rc;
-  while ((rc = gp_cursor_next(r, c, &rec)) == 1)
-    if (rec.kind == GPUPHASE_REC_STRING &&
-        gp_strtab_add(&r->strings, rec.u.string.id, rec.u.string.text.data,
-                      rec.u.string.text.len))
-      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  while ((rc = gp_cursor_next(r, c, &rec, &t)) == 1)
+    if (rec->kind == GPUPHASE_REC_STRING && add_string(r, rec))
+      return r->err;
   return rc;
 }
 
@@ -207,15 +222,14 @@ static int load_next_frame(gpuphase_reader *r, struct source *src) {
 }
 
 /* Phase 1: the untimed records of source 0 in file order. */
-static int next_meta(gpuphase_reader *r, struct gpuphase_record *out) {
+static int next_meta(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct source *m = source0(r->sorted);
   if (!m) return 0;
   for (;;) {
-    int rc = gp_cursor_next(r, &m->c, out);
+    uint64_t t;
+    int rc = gp_cursor_next(r, &m->c, out, &t);
     if (rc == 1) {
-      int timed;
-      gp_record_start(out, &timed);
-      if (timed) continue;
+      if (gp_kind_in(GP_TIMED_KINDS, (*out)->kind)) continue;
       r->off = m->c.off;
       return 1;
     }
@@ -232,20 +246,13 @@ static int next_meta(gpuphase_reader *r, struct gpuphase_record *out) {
  * exhausted, or an error. */
 static int fetch_head(gpuphase_reader *r, struct source *src) {
   for (;;) {
-    int rc = gp_cursor_next(r, &src->c, &src->head);
-    if (rc == 1) {
-      int timed;
-      uint64_t t = gp_record_start(&src->head, &timed);
-      if (timed) {
-        src->key = t;
-        return 1;
-      }
+    int rc = gp_cursor_next(r, &src->c, &src->head, &src->key);
+    if (__builtin_expect(rc == 1, 1)) {
+      uint32_t kind = src->head->kind;
+      if (__builtin_expect(gp_kind_in(GP_TIMED_KINDS, kind), 1)) return 1;
       if (src->id == 0) continue; /* returned in the metadata phase */
-      if (src->head.kind == GPUPHASE_REC_STRING &&
-          gp_strtab_add(&r->strings, src->head.u.string.id,
-                        src->head.u.string.text.data,
-                        src->head.u.string.text.len))
-        return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+      if (kind == GPUPHASE_REC_STRING && add_string(r, src->head))
+        return r->err;
       return 1; /* untimed elsewhere: emitted where it stands */
     }
     if (rc == 0) rc = load_next_frame(r, src);
@@ -282,6 +289,13 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
   h[i] = e;
 }
 
+static void set_limit(struct gp_sorted *s) {
+  const struct heap_ent *h = s->heap;
+  uint32_t c = s->nheap > 2 && less(&h[2], &h[1]) ? 2 : 1;
+  s->lim_key = s->nheap > 1 ? h[c].key : UINT64_MAX;
+  s->lim_id = s->nheap > 1 ? h[c].id : UINT32_MAX;
+}
+
 static int start_merge(gpuphase_reader *r) {
   struct gp_sorted *s = r->sorted;
   s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
@@ -293,21 +307,35 @@ static int start_merge(gpuphase_reader *r) {
     s->heap[s->nheap] = (struct heap_ent){s->src[i].key, s->src[i].id, i};
     sift_up(s->heap, s->nheap++);
   }
+  set_limit(s);
   return GPUPHASE_OK;
 }
 
-static int next_merge(gpuphase_reader *r, struct gpuphase_record *out) {
+/* The top source's next record replaces its head; the heap moves only when
+ * that record no longer sorts before every other source's head. */
+static int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
+  struct heap_ent *h = s->heap;
+  struct source *top = &s->src[h[0].idx];
+  int rc = fetch_head(r, top);
+  if (rc < 0) return rc;
+  if (rc == 1) {
+    h[0].key = top->key;
+    if (top->key < s->lim_key || (top->key == s->lim_key && h[0].id < s->lim_id))
+      return GPUPHASE_OK;
+  } else {
+    h[0] = h[--s->nheap];
+  }
+  if (s->nheap > 1) sift_down(h, s->nheap, 0);
+  set_limit(s);
+  return GPUPHASE_OK;
+}
+
+static int next_merge(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct gp_sorted *s = r->sorted;
   if (s->advance) {
     s->advance = 0;
-    struct source *top = &s->src[s->heap[0].idx];
-    int rc = fetch_head(r, top);
+    int rc = advance_top(r, s);
     if (rc < 0) return rc;
-    if (rc == 0)
-      s->heap[0] = s->heap[--s->nheap];
-    else
-      s->heap[0].key = top->key;
-    if (s->nheap > 1) sift_down(s->heap, s->nheap, 0);
   }
   if (!s->nheap) return 0;
   const struct source *top = &s->src[s->heap[0].idx];
@@ -317,8 +345,13 @@ static int next_merge(gpuphase_reader *r, struct gpuphase_record *out) {
   return 1;
 }
 
-int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out) {
+int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct gp_sorted *s = r->sorted;
+  if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
+    int rc = next_merge(r, out);
+    if (rc) return rc;
+    s->phase = PHASE_SUMMARY;
+  }
   for (;;) {
     int rc = 0;
     switch (s->phase) {
@@ -336,8 +369,9 @@ int gp_sorted_next(gpuphase_reader *r, struct gpuphase_record *out) {
     case PHASE_SUMMARY:
       s->phase = PHASE_DONE;
       if (!r->have_summary) break;
-      out->kind = GPUPHASE_REC_SUMMARY;
-      out->u.summary = r->summary;
+      s->sum.kind = GPUPHASE_REC_SUMMARY;
+      s->sum.u.summary = r->summary;
+      *out = &s->sum;
       return 1;
     default:
       if (s->pending)
