@@ -12,6 +12,8 @@
 
 enum { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
+struct sim_graph;
+
 typedef struct sim_stream {
   struct sim_stream *next;
   int dev;
@@ -19,7 +21,9 @@ typedef struct sim_stream {
   unsigned flags;
   int priority;
   uint32_t id;
-  uint64_t tail; /* simulated end of the last operation */
+  uint64_t tail;             /* simulated end of the last operation */
+  struct sim_graph *capture; /* graph being captured, or NULL */
+  bool capture_invalid;      /* an unsupported call broke the capture */
 } sim_stream;
 
 typedef struct sim_ctx {
@@ -82,7 +86,59 @@ typedef struct sim_op {
   int dev;
   uint32_t ctx_id;
   uint32_t stream_id;
+  uint32_t graph_id;      /* executable graph that ran it, 0 if none */
+  uint64_t graph_node_id; /* its node in that graph, 0 if none */
 } sim_op;
+
+/* The three kinds of device work, as issued: what a stream capture
+ * records as graph nodes and a graph launch issues again. */
+typedef struct sim_launch {
+  const sim_function *f;
+  unsigned grid[3], block[3];
+  unsigned shmem;
+  CUstream stream;
+  bool pt;
+  uint8_t type; /* CUpti_ActivityLaunchType */
+} sim_launch;
+
+typedef struct sim_copy {
+  uintptr_t dst, src;
+  uint64_t bytes;
+  uint64_t dst_extent, src_extent; /* span touched, for pitched copies */
+  CUstream stream;
+  bool pt;
+  bool async;
+} sim_copy;
+
+typedef struct sim_set {
+  uintptr_t dst;
+  uint32_t value;
+  uint64_t bytes, extent;
+  CUstream stream;
+  bool pt, async;
+} sim_set;
+
+enum { NODE_KERNEL, NODE_COPY, NODE_MEMSET };
+
+typedef struct sim_node {
+  int kind;
+  uint64_t id;
+  union {
+    sim_launch k;
+    sim_copy c;
+    sim_set m;
+  } u;
+} sim_node;
+
+/* A captured graph, or (exec) one instantiated from it. */
+typedef struct sim_graph {
+  struct sim_graph *next;
+  uint32_t id;
+  bool exec;
+  int dev;
+  sim_node *nodes;
+  size_t n, cap;
+} sim_graph;
 
 #define GP_ALIGN 512u
 #define GP_STREAM_LEGACY_HANDLE ((CUstream)0x1)
@@ -120,6 +176,24 @@ CUresult gp_stream_create(unsigned flags, int prio, sim_stream **out);
 CUresult gp_stream_destroy(CUstream h);
 CUresult gp_event_get(CUevent h, sim_event **out);
 void gp_device_reset_streams(int dev);
+
+/* drv_launch.c (callers hold gp_lock where noted) */
+uint64_t gp_launch_ns(const sim_launch *l);
+int64_t gp_grid_id(void); /* under gp_lock */
+void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t grid_id);
+
+/* drv_copy.c: a copy's direction and duration, decided under gp_lock,
+ * then its record, emitted without it. */
+int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
+                 uint64_t *dur);
+void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
+                    sim_where wd);
+void gp_set_record(const sim_set *q, const sim_op *op, int kind);
+
+/* drv_graph.c (callers hold gp_lock) */
+CUresult gp_capture(sim_stream *s, const sim_node *n);
+void gp_capture_break(sim_stream *s);
+void gp_capture_drop(sim_stream *s);
 
 /* drv_cupti.c */
 uint32_t gp_corr(void);

@@ -5,15 +5,6 @@
 
 #include "drv.h"
 
-typedef struct copy_req {
-  uintptr_t dst, src;
-  uint64_t bytes;
-  uint64_t dst_extent, src_extent; /* span touched, for pitched copies */
-  CUstream stream;
-  bool pt;
-  bool async;
-} copy_req;
-
 static bool on_device(int kind) {
   return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
          kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
@@ -26,7 +17,7 @@ static bool range_ok(uintptr_t p, sim_where w, uint64_t extent) {
   return a && extent <= a->base + a->size - p;
 }
 
-static void memcpy_record(const copy_req *q, const sim_op *op, int kind,
+static void memcpy_record(const sim_copy *q, const sim_op *op, int kind,
                           sim_where ws, sim_where wd) {
   if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
   CUpti_ActivityMemcpy6 m;
@@ -45,10 +36,12 @@ static void memcpy_record(const copy_req *q, const sim_op *op, int kind,
   m.correlationId = gp_corr();
   m.runtimeCorrelationId = gp_runtime_corr();
   m.copyCount = 1;
+  m.graphId = op->graph_id;
+  m.graphNodeId = op->graph_node_id;
   gp_emit(&m, sizeof m);
 }
 
-static void peer_record(const copy_req *q, const sim_op *op, sim_where ws,
+static void peer_record(const sim_copy *q, const sim_op *op, sim_where ws,
                         sim_where wd) {
   if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMCPY2)) return;
   CUpti_ActivityMemcpyPtoP4 m;
@@ -69,6 +62,8 @@ static void peer_record(const copy_req *q, const sim_op *op, sim_where ws,
   m.dstDeviceId = (uint32_t)wd.dev;
   m.dstContextId = gp_dev[wd.dev].ctx.id;
   m.correlationId = gp_corr();
+  m.graphId = op->graph_id;
+  m.graphNodeId = op->graph_node_id;
   gp_emit(&m, sizeof m);
 }
 
@@ -81,31 +76,55 @@ static int copy_kind(sim_where ws, sim_where wd) {
   return dd ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
-/* Schedules the copy; synchronous copies and copies touching pageable
- * memory return only once the simulated copy has ended. */
-static CUresult do_copy(const copy_req *q) {
+int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
+                 uint64_t *dur) {
+  *ws = gp_where(q->src);
+  *wd = gp_where(q->dst);
+  int kind = copy_kind(*ws, *wd);
+  bool hbm = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ||
+             kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  *dur = gp_copy_ns(q->bytes, hbm ? gp_cfg.hbm_mbps : gp_cfg.pcie_mbps);
+  return kind;
+}
+
+void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
+                    sim_where wd) {
+  if (kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP)
+    peer_record(q, op, ws, wd);
+  else
+    memcpy_record(q, op, kind, ws, wd);
+}
+
+/* Schedules the copy (or captures it); synchronous copies and copies
+ * touching pageable memory return only once the simulated copy has
+ * ended. */
+static CUresult do_copy(const sim_copy *q) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (q->bytes == 0) return CUDA_SUCCESS;
   sim_stream *s;
   sim_op op;
+  sim_where ws, wd;
+  uint64_t dur;
+  bool run = false;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(q->stream, q->pt, &s);
-  sim_where ws = gp_where(q->src), wd = gp_where(q->dst);
+  int kind = gp_copy_plan(q, &ws, &wd, &dur);
   if (r == CUDA_SUCCESS && (!range_ok(q->src, ws, q->src_extent) ||
                             !range_ok(q->dst, wd, q->dst_extent)))
     r = CUDA_ERROR_INVALID_VALUE;
-  int kind = copy_kind(ws, wd);
-  bool hbm = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ||
-             kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-  if (r == CUDA_SUCCESS)
-    gp_schedule(
-        s, gp_copy_ns(q->bytes, hbm ? gp_cfg.hbm_mbps : gp_cfg.pcie_mbps), &op);
+  if (r == CUDA_SUCCESS && s->capture && !q->async) {
+    gp_capture_break(s); /* a synchronous copy cannot be captured */
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else if (r == CUDA_SUCCESS && s->capture) {
+    sim_node n = {.kind = NODE_COPY, .u.c = *q};
+    r = gp_capture(s, &n);
+  } else if (r == CUDA_SUCCESS) {
+    gp_schedule(s, dur, &op);
+    run = true;
+  }
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS) return r;
-  if (kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP)
-    peer_record(q, &op, ws, wd);
-  else
-    memcpy_record(q, &op, kind, ws, wd);
+  if (!run) return r;
+  gp_copy_record(q, &op, kind, ws, wd);
   if (!q->async || ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
       wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
     gp_sleep_until(op.end);
@@ -115,7 +134,7 @@ static CUresult do_copy(const copy_req *q) {
 static CUresult copy1d(CUdeviceptr dst, const void *srcp, CUdeviceptr src,
                        size_t n, CUstream h, bool pt, bool async) {
   uintptr_t s = srcp ? (uintptr_t)srcp : (uintptr_t)src;
-  copy_req q = {(uintptr_t)dst, s, n, n, n, h, pt, async};
+  sim_copy q = {(uintptr_t)dst, s, n, n, n, h, pt, async};
   return do_copy(&q);
 }
 
@@ -282,7 +301,7 @@ static uint64_t extent(size_t pitch, size_t width, size_t rows) {
 static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
                        bool async) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
-  copy_req q = {0,  0,    (uint64_t)p->WidthInBytes * p->Height, 0, 0, h,
+  sim_copy q = {0,  0,    (uint64_t)p->WidthInBytes * p->Height, 0, 0, h,
                 pt, async};
   if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
       !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
@@ -336,7 +355,7 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
                        bool async) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   uint64_t bytes = (uint64_t)p->WidthInBytes * p->Height * p->Depth;
-  copy_req q = {0, 0, bytes, 0, 0, h, pt, async};
+  sim_copy q = {0, 0, bytes, 0, 0, h, pt, async};
   if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
       !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -380,15 +399,7 @@ cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream h) {
 
 /* ---- memset ---- */
 
-typedef struct set_req {
-  uintptr_t dst;
-  uint32_t value;
-  uint64_t bytes, extent;
-  CUstream stream;
-  bool pt, async;
-} set_req;
-
-static void memset_record(const set_req *q, const sim_op *op, int kind) {
+void gp_set_record(const sim_set *q, const sim_op *op, int kind) {
   if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMSET)) return;
   CUpti_ActivityMemset4 m;
   memset(&m, 0, sizeof m);
@@ -403,33 +414,41 @@ static void memset_record(const set_req *q, const sim_op *op, int kind) {
   m.correlationId = gp_corr();
   m.flags = q->async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
   m.memoryKind = (uint16_t)kind;
+  m.graphId = op->graph_id;
+  m.graphNodeId = op->graph_node_id;
   gp_emit(&m, sizeof m);
 }
 
 /* Memsets run at the device-to-device rate and never block the caller
  * (device memory only, as real CUDA). */
-static CUresult do_memset(const set_req *q) {
+static CUresult do_memset(const sim_set *q) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (q->bytes == 0) return CUDA_SUCCESS;
   sim_stream *s;
   sim_op op;
+  bool run = false;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(q->stream, q->pt, &s);
   sim_where w = gp_where(q->dst);
   if (r == CUDA_SUCCESS && (w.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
                             !range_ok(q->dst, w, q->extent)))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS && s->capture) {
+    sim_node n = {.kind = NODE_MEMSET, .u.m = *q};
+    r = gp_capture(s, &n);
+  } else if (r == CUDA_SUCCESS) {
     gp_schedule(s, gp_copy_ns(q->bytes, gp_cfg.hbm_mbps), &op);
+    run = true;
+  }
   pthread_mutex_unlock(&gp_lock);
-  if (r == CUDA_SUCCESS) memset_record(q, &op, w.kind);
+  if (run) gp_set_record(q, &op, w.kind);
   return r;
 }
 
 static CUresult set1d(CUdeviceptr d, uint32_t v, size_t n, unsigned elem,
                       CUstream h, bool pt, bool async) {
   uint64_t bytes = (uint64_t)n * elem;
-  set_req q = {(uintptr_t)d, v, bytes, bytes, h, pt, async};
+  sim_set q = {(uintptr_t)d, v, bytes, bytes, h, pt, async};
   return do_memset(&q);
 }
 
@@ -438,7 +457,7 @@ static CUresult set2d(CUdeviceptr d, size_t pitch, uint32_t v, size_t w,
                       bool async) {
   uint64_t wb = (uint64_t)w * elem;
   if (rows > 1 && pitch < wb) return CUDA_ERROR_INVALID_VALUE;
-  set_req q = {(uintptr_t)d, v,    wb * rows, extent(pitch, wb, rows), h,
+  sim_set q = {(uintptr_t)d, v,    wb * rows, extent(pitch, wb, rows), h,
                pt,           async};
   return do_memset(&q);
 }

@@ -51,16 +51,15 @@ GPUSIM_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name,
   DRV_RETURN(n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
 }
 
-typedef struct launch {
-  const sim_function *f;
-  unsigned grid[3], block[3];
-  unsigned shmem;
-  CUstream stream;
-  bool pt;
-  uint8_t type; /* CUpti_ActivityLaunchType */
-} launch;
+uint64_t gp_launch_ns(const sim_launch *l) {
+  return gp_kernel_ns((uint64_t)l->grid[0] * l->grid[1] * l->grid[2]);
+}
 
-static void kernel_record(const launch *l, const sim_op *op, uint64_t gid) {
+int64_t gp_grid_id(void) {
+  return ++grid_ids;
+}
+
+void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t gid) {
   CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   if (!gp_activity_on(kind)) {
     kind = CUPTI_ACTIVITY_KIND_KERNEL;
@@ -85,13 +84,17 @@ static void kernel_record(const launch *l, const sim_op *op, uint64_t gid) {
   k.dynamicSharedMemory = (int32_t)l->shmem;
   k.sharedMemoryExecuted = l->shmem;
   k.correlationId = gp_corr();
-  k.gridId = (int64_t)gid;
+  k.gridId = gid;
+  k.graphId = op->graph_id;
+  k.graphNodeId = op->graph_node_id;
   k.name = l->f->name;
   k.launchType = l->type;
   gp_emit(&k, sizeof k);
 }
 
-static CUresult do_launch(const launch *l) {
+/* A launch into a capturing stream becomes a graph node: no device work,
+ * no record. */
+static CUresult do_launch(const sim_launch *l) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
   uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
@@ -100,12 +103,20 @@ static CUresult do_launch(const launch *l) {
     return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
   sim_op op;
+  int64_t gid = 0;
+  bool run = false;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(l->stream, l->pt, &s);
-  if (r == CUDA_SUCCESS) gp_schedule(s, gp_kernel_ns(blocks), &op);
-  int64_t gid = ++grid_ids;
+  if (r == CUDA_SUCCESS && s->capture) {
+    sim_node n = {.kind = NODE_KERNEL, .u.k = *l};
+    r = gp_capture(s, &n);
+  } else if (r == CUDA_SUCCESS) {
+    gp_schedule(s, gp_launch_ns(l), &op);
+    gid = gp_grid_id();
+    run = true;
+  }
   pthread_mutex_unlock(&gp_lock);
-  if (r == CUDA_SUCCESS) kernel_record(l, &op, (uint64_t)gid);
+  if (run) gp_kernel_record(l, &op, gid);
   return r;
 }
 
@@ -123,7 +134,7 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy,
                               unsigned bz, unsigned shmem, CUstream h, bool pt,
                               uint8_t type) {
   pthread_mutex_lock(&gp_lock);
-  launch l = {
+  sim_launch l = {
       function_check(f), {gx, gy, gz}, {bx, by, bz}, shmem, h, pt, type};
   pthread_mutex_unlock(&gp_lock);
   return do_launch(&l);
@@ -207,6 +218,10 @@ static CUresult host_fn(CUstream h, bool pt, CUhostFn fn, void *ud,
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
+  if (r == CUDA_SUCCESS && s->capture) {
+    gp_capture_break(s); /* host nodes are not simulated */
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   pthread_mutex_unlock(&gp_lock);
   if (r != CUDA_SUCCESS) return r;
   if (fn)

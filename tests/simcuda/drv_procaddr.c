@@ -79,6 +79,10 @@ PT(CUresult, cuStreamQuery_ptsz, (CUstream))
 PT(CUresult, cuStreamWaitEvent_ptsz, (CUstream, CUevent, unsigned))
 PT(CUresult, cuEventRecord_ptsz, (CUevent, CUstream))
 PT(CUresult, cuEventRecordWithFlags_ptsz, (CUevent, CUstream, unsigned))
+PT(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream, CUstreamCaptureMode))
+PT(CUresult, cuStreamEndCapture_ptsz, (CUstream, CUgraph *))
+PT(CUresult, cuStreamIsCapturing_ptsz, (CUstream, CUstreamCaptureStatus *))
+PT(CUresult, cuGraphLaunch_ptsz, (CUgraphExec, CUstream))
 
 typedef struct proc {
   const char *base;
@@ -199,6 +203,15 @@ static const proc table[] = {
     P1(cuEventElapsedTime, 0, gp_cuEventElapsedTime_v1)
     P1(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)
     P1(cuEventDestroy, 0, cuEventDestroy_v2)
+    P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2,
+      cuStreamBeginCapture_v2_ptsz)
+    P(cuStreamEndCapture, 0, cuStreamEndCapture, cuStreamEndCapture_ptsz)
+    P(cuStreamIsCapturing, 0, cuStreamIsCapturing, cuStreamIsCapturing_ptsz)
+    P1(cuGraphInstantiate, 12000, cuGraphInstantiateWithFlags)
+    P1(cuGraphInstantiateWithFlags, 0, cuGraphInstantiateWithFlags)
+    P(cuGraphLaunch, 0, cuGraphLaunch, cuGraphLaunch_ptsz)
+    P1(cuGraphExecDestroy, 0, cuGraphExecDestroy)
+    P1(cuGraphDestroy, 0, cuGraphDestroy)
 };
 /* clang-format on */
 

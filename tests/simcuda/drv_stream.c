@@ -33,6 +33,7 @@ static void retire(sim_stream *s) {
   dev->retired_all = max64(dev->retired_all, s->tail);
   if (blocking(s))
     dev->retired_blocking = max64(dev->retired_blocking, s->tail);
+  gp_capture_drop(s);
   free(s);
 }
 
@@ -124,6 +125,16 @@ void gp_schedule(sim_stream *s, uint64_t dur, sim_op *op) {
   op->dev = s->dev;
   op->ctx_id = gp_dev[s->dev].ctx.id;
   op->stream_id = s->id;
+  op->graph_id = 0;
+  op->graph_node_id = 0;
+}
+
+/* Calls that a capture cannot record (synchronisation, events, host
+ * functions) fail on a capturing stream and invalidate its capture, as
+ * real CUDA does for the calls it does not allow during capture. */
+static CUresult capture_refuses(sim_stream *s) {
+  gp_capture_break(s);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
 /* What a stream synchronisation waits for: the stream's work, and for
@@ -268,6 +279,7 @@ static CUresult stream_sync(CUstream h, bool pt) {
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
+  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
   uint64_t until = r == CUDA_SUCCESS ? stream_done(s) : 0;
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
@@ -293,7 +305,10 @@ static CUresult stream_query(CUstream h, bool pt) {
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS && gp_now() < stream_done(s)) r = CUDA_ERROR_NOT_READY;
+  if (r == CUDA_SUCCESS && s->capture)
+    r = capture_refuses(s);
+  else if (r == CUDA_SUCCESS && gp_now() < stream_done(s))
+    r = CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&gp_lock);
   return r;
 }
@@ -317,6 +332,7 @@ static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
+  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
   if (r == CUDA_SUCCESS && e->recorded) s->tail = max64(s->tail, e->time);
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
@@ -420,6 +436,7 @@ static CUresult event_record(CUevent ev, CUstream h, bool pt) {
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
+  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
   if (r == CUDA_SUCCESS) {
     e->time = max64(gp_now(), gp_stream_ready(s));
     e->recorded = true;

@@ -84,6 +84,13 @@
   X(event_query, cuEventQuery, cuEventQuery)                                   \
   X(event_elapsed, cuEventElapsedTime, cuEventElapsedTime_v2)                  \
   X(event_destroy, cuEventDestroy, cuEventDestroy_v2)                          \
+  X(begin_capture, cuStreamBeginCapture, cuStreamBeginCapture_v2)              \
+  X(end_capture, cuStreamEndCapture, cuStreamEndCapture)                       \
+  X(is_capturing, cuStreamIsCapturing, cuStreamIsCapturing)                    \
+  X(graph_inst, cuGraphInstantiate, cuGraphInstantiateWithFlags)               \
+  X(graph_launch, cuGraphLaunch, cuGraphLaunch)                                \
+  X(graph_exec_destroy, cuGraphExecDestroy, cuGraphExecDestroy)                \
+  X(graph_destroy, cuGraphDestroy, cuGraphDestroy)                             \
   X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)
 
 typedef struct rt_driver {
@@ -134,5 +141,22 @@ cudaError_t gp_rt_symbol(const void *symbol, CUdeviceptr *addr, size_t *size);
   } while (0)
 /* Driver call through the table, mapped to a runtime error. */
 #define DRV(tab, fn, ...) gp_rt_error(tab.fn(__VA_ARGS__))
+
+/* One exported entry point and its _ptsz twin, which only differ in the
+ * driver table `d` used by `call`. */
+#define TWIN(name, ver, ptver, params, args, call)                             \
+  RT_API cudaError_t CUDARTAPI name params {                                   \
+    RT_ENTER(name, ver, UNPAREN args);                                         \
+    RT_NEED_CTX();                                                             \
+    const rt_driver *d = &gp_drv;                                              \
+    RT_RETURN(call);                                                           \
+  }                                                                            \
+  RT_API cudaError_t CUDARTAPI name##_ptsz params {                            \
+    RT_ENTER(name##_ptsz, ptver, UNPAREN args);                                \
+    RT_NEED_CTX();                                                             \
+    const rt_driver *d = &gp_drv_pt;                                           \
+    RT_RETURN(call);                                                           \
+  }
+#define UNPAREN(...) __VA_ARGS__
 
 #endif

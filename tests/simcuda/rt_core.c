@@ -160,6 +160,12 @@ cudaError_t gp_rt_error(CUresult r) {
     return cudaErrorHostMemoryAlreadyRegistered;
   case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
     return cudaErrorHostMemoryNotRegistered;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    return cudaErrorStreamCaptureUnsupported;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    return cudaErrorStreamCaptureInvalidated;
+  case CUDA_ERROR_ILLEGAL_STATE:
+    return cudaErrorIllegalState;
   default:
     return cudaErrorUnknown;
   }

@@ -68,23 +68,6 @@ RT_API cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
   RT_RETURN(DRV(gp_drv, stream_destroy, stream));
 }
 
-/* One exported entry point and its _ptsz twin, which only differ in the
- * driver table `d` used by `call`. */
-#define TWIN(name, ver, ptver, params, args, call)                             \
-  RT_API cudaError_t CUDARTAPI name params {                                   \
-    RT_ENTER(name, ver, UNPAREN args);                                         \
-    RT_NEED_CTX();                                                             \
-    const rt_driver *d = &gp_drv;                                              \
-    RT_RETURN(call);                                                           \
-  }                                                                            \
-  RT_API cudaError_t CUDARTAPI name##_ptsz params {                            \
-    RT_ENTER(name##_ptsz, ptver, UNPAREN args);                                \
-    RT_NEED_CTX();                                                             \
-    const rt_driver *d = &gp_drv_pt;                                           \
-    RT_RETURN(call);                                                           \
-  }
-#define UNPAREN(...) __VA_ARGS__
-
 TWIN(cudaStreamSynchronize, v3020, v7000, (cudaStream_t stream), (stream),
      DRV((*d), stream_sync, stream))
 TWIN(cudaStreamQuery, v3020, v7000, (cudaStream_t stream), (stream),

@@ -93,14 +93,12 @@
   X(cudaGraphConditionalHandleCreate)                                          \
   X(cudaGraphCreate)                                                           \
   X(cudaGraphDebugDotPrint)                                                    \
-  X(cudaGraphDestroy)                                                          \
   X(cudaGraphDestroyNode)                                                      \
   X(cudaGraphEventRecordNodeGetEvent)                                          \
   X(cudaGraphEventRecordNodeSetEvent)                                          \
   X(cudaGraphEventWaitNodeGetEvent)                                            \
   X(cudaGraphEventWaitNodeSetEvent)                                            \
   X(cudaGraphExecChildGraphNodeSetParams)                                      \
-  X(cudaGraphExecDestroy)                                                      \
   X(cudaGraphExecEventRecordNodeSetEvent)                                      \
   X(cudaGraphExecEventWaitNodeSetEvent)                                        \
   X(cudaGraphExecExternalSemaphoresSignalNodeSetParams)                        \
@@ -124,8 +122,6 @@
   X(cudaGraphGetRootNodes)                                                     \
   X(cudaGraphHostNodeGetParams)                                                \
   X(cudaGraphHostNodeSetParams)                                                \
-  X(cudaGraphInstantiate)                                                      \
-  X(cudaGraphInstantiateWithFlags)                                             \
   X(cudaGraphInstantiateWithParams)                                            \
   X(cudaGraphInstantiateWithParams_ptsz)                                       \
   X(cudaGraphKernelNodeCopyAttributes)                                         \
@@ -133,8 +129,6 @@
   X(cudaGraphKernelNodeGetParams)                                              \
   X(cudaGraphKernelNodeSetAttribute)                                           \
   X(cudaGraphKernelNodeSetParams)                                              \
-  X(cudaGraphLaunch)                                                           \
-  X(cudaGraphLaunch_ptsz)                                                      \
   X(cudaGraphMemAllocNodeGetParams)                                            \
   X(cudaGraphMemFreeNodeGetParams)                                             \
   X(cudaGraphMemcpyNodeGetParams)                                              \
@@ -260,20 +254,14 @@
   X(cudaSignalExternalSemaphoresAsync_ptsz)                                    \
   X(cudaStreamAttachMemAsync)                                                  \
   X(cudaStreamAttachMemAsync_ptsz)                                             \
-  X(cudaStreamBeginCapture)                                                    \
   X(cudaStreamBeginCaptureToGraph)                                             \
   X(cudaStreamBeginCaptureToGraph_ptsz)                                        \
-  X(cudaStreamBeginCapture_ptsz)                                               \
   X(cudaStreamCopyAttributes)                                                  \
   X(cudaStreamCopyAttributes_ptsz)                                             \
-  X(cudaStreamEndCapture)                                                      \
-  X(cudaStreamEndCapture_ptsz)                                                 \
   X(cudaStreamGetAttribute)                                                    \
   X(cudaStreamGetAttribute_ptsz)                                               \
   X(cudaStreamGetCaptureInfo)                                                  \
   X(cudaStreamGetCaptureInfo_ptsz)                                             \
-  X(cudaStreamIsCapturing)                                                     \
-  X(cudaStreamIsCapturing_ptsz)                                                \
   X(cudaStreamSetAttribute)                                                    \
   X(cudaStreamSetAttribute_ptsz)                                               \
   X(cudaStreamUpdateCaptureDependencies)                                       \
