@@ -638,6 +638,18 @@ static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
   if (r->corr) link_copy(a, r, end, pageable);
   if (end <= s && r->start < s) a->diag.late_dropped++;
   xfer_begin(a, d, x, s, end);
+  /* A peer copy occupies both devices: the other one books it too (its
+   * transfer time and its P2P row), without a second link to the call. */
+  if (x == GP_XFER_P2P && r->peer_device >= 0 &&
+      (uint64_t)r->peer_device != r->device) {
+    struct dev *p = gp_attr_dev(a, r->peer_device); /* may move a->dev */
+    if (!p) return;
+    struct gp_copy_row *prow = &p->copies[x];
+    prow->count++;
+    prow->bytes += r->bytes;
+    prow->ns += end - r->start;
+    xfer_begin(a, p, x, s, end);
+  }
 }
 
 static void on_memset(struct gp_attr *a, const struct gpuphase_memset *r) {
