@@ -1,0 +1,185 @@
+/* Workloads whose report test_report.py checks against the simulated GPU's
+ * timing model (tests/simcuda/README.md, default model: 132 SMs, 10 us per
+ * wave of blocks, 25 B/ns PCIe, 2000 ns per copy). Chosen by argv[1];
+ * argv[2], where given, overrides the number of steps, argv[3] the scale
+ * of the time a step takes.
+ *
+ *   compute [200]   back-to-back 1320-block kernels (10 waves = 100 us),
+ *                   one stream, one final cudaStreamSynchronize
+ *   starved [50 [1]]  per step: nanosleep 2 x SCALE ms, one kernel of
+ *                   SCALE x 13200 blocks (100 waves = SCALE ms),
+ *                   cudaStreamSynchronize
+ *   phases [50 [1]] starved, with the sleep in a "data" range and the
+ *                   launch + synchronisation in a "compute" range
+ *   transfer [20]   per step: pinned 100e6 B H2D cudaMemcpyAsync, one
+ *                   1-block kernel (10 us), cudaStreamSynchronize
+ *   launch [1000]   1-block kernels (10 us), one final synchronisation;
+ *                   run with GPUSIM_API_NS larger than 10 us
+ *   pageable [20]   cudaMemcpyAsync of 25e6 B from malloc'ed memory
+ *   fork [30]       30 compute kernels, then a child runs 20 and exits;
+ *                   the parent waits for it and prints "child PID"
+ *
+ * Every scenario first creates its stream: that first CUDA call also
+ * initialises the runtime, so the loop itself runs on a warm runtime.
+ *
+ * Host time is real time, which the model cannot predict (a sleeping
+ * thread wakes up late, a busy machine preempts). So the program measures
+ * it on the trace's clock and prints, last, "host span=N slept=N active=N":
+ * span from before the first to after the last CUDA call, slept the sum of
+ * the starved steps' sleeps, active the sum of their launch-to-return
+ * intervals (each including its phase push and pop). */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuphase/gpuphase.h"
+
+/* The kernels: launched by address and named by their dynamic symbol.
+ * Distinct bodies keep the linker from folding them into one. */
+volatile int scen_sink;
+void k_wave10(void) {
+  scen_sink = 1;
+}
+void k_step(void) {
+  scen_sink = 2;
+}
+void k_tiny(void) {
+  scen_sink = 3;
+}
+
+#define WAVE10_BLOCKS 1320u /* 10 waves of 132 SMs: 100 us */
+#define MS_BLOCKS 13200u    /* 100 waves: 1 ms */
+static unsigned long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+static unsigned long long slept_ns, active_ns;
+
+#define TRANSFER_BYTES 100000000u
+#define PAGEABLE_BYTES 25000000u
+
+static int ok(cudaError_t e, const char *what) {
+  if (e != cudaSuccess)
+    fprintf(stderr, "prog_scenarios: %s failed: %d\n", what, (int)e);
+  return e == cudaSuccess;
+}
+
+static int launch(void (*k)(void), unsigned blocks, cudaStream_t s) {
+  dim3 grid = {blocks, 1, 1}, block = {128, 1, 1};
+  return ok(cudaLaunchKernel((const void *)k, grid, block, NULL, 0, s),
+            "cudaLaunchKernel");
+}
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static int kernels_then_sync(cudaStream_t s, void (*k)(void), unsigned blocks,
+                             int n) {
+  for (int i = 0; i < n; i++)
+    if (!launch(k, blocks, s)) return 0;
+  return ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+static int starved(cudaStream_t s, int steps, int scale, int with_phases) {
+  for (int i = 0; i < steps; i++) {
+    unsigned long long t0 = now_ns();
+    if (with_phases) gpuphase_range_push("data");
+    sleep_us(2000L * scale);
+    if (with_phases) gpuphase_range_pop();
+    unsigned long long t1 = now_ns();
+    if (with_phases) gpuphase_range_push("compute");
+    if (!kernels_then_sync(s, k_step, MS_BLOCKS * (unsigned)scale, 1)) return 0;
+    if (with_phases) gpuphase_range_pop();
+    unsigned long long t2 = now_ns();
+    slept_ns += t1 - t0;
+    active_ns += t2 - t1;
+  }
+  return 1;
+}
+
+static int transfer(cudaStream_t s, int steps) {
+  void *dev, *pinned;
+  if (!ok(cudaMalloc(&dev, TRANSFER_BYTES), "cudaMalloc") ||
+      !ok(cudaMallocHost(&pinned, TRANSFER_BYTES), "cudaMallocHost"))
+    return 0;
+  for (int i = 0; i < steps; i++)
+    if (!ok(cudaMemcpyAsync(dev, pinned, TRANSFER_BYTES,
+                            cudaMemcpyHostToDevice, s),
+            "cudaMemcpyAsync") ||
+        !kernels_then_sync(s, k_tiny, 1, 1))
+      return 0;
+  return ok(cudaFreeHost(pinned), "cudaFreeHost") &&
+         ok(cudaFree(dev), "cudaFree");
+}
+
+static int pageable(cudaStream_t s, int steps) {
+  void *dev;
+  char *host = malloc(PAGEABLE_BYTES); /* never touched: no data moves */
+  if (!host || !ok(cudaMalloc(&dev, PAGEABLE_BYTES), "cudaMalloc")) return 0;
+  for (int i = 0; i < steps; i++)
+    if (!ok(cudaMemcpyAsync(dev, host, PAGEABLE_BYTES, cudaMemcpyHostToDevice,
+                            s),
+            "cudaMemcpyAsync"))
+      return 0;
+  free(host);
+  return ok(cudaFree(dev), "cudaFree");
+}
+
+/* The child's own CUDA work goes to its own trace. */
+static int forked(cudaStream_t s, int steps) {
+  if (!kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, steps)) return 0;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 0;
+  if (pid == 0)
+    exit(kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, 20) ? 0 : 1);
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+    return 0;
+  printf("child %d\n", (int)pid);
+  return 1;
+}
+
+static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
+  if (!strcmp(mode, "compute"))
+    return kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, steps ? steps : 200);
+  if (!strcmp(mode, "starved")) return starved(s, steps ? steps : 50, scale, 0);
+  if (!strcmp(mode, "phases")) return starved(s, steps ? steps : 50, scale, 1);
+  if (!strcmp(mode, "transfer")) return transfer(s, steps ? steps : 20);
+  if (!strcmp(mode, "launch"))
+    return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
+  if (!strcmp(mode, "pageable")) return pageable(s, steps ? steps : 20);
+  if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
+  fprintf(stderr, "prog_scenarios: unknown scenario '%s'\n", mode);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s SCENARIO [STEPS [SCALE]]\n", argv[0]);
+    return 2;
+  }
+  int steps = argc > 2 ? atoi(argv[2]) : 0;
+  int scale = argc > 3 ? atoi(argv[3]) : 1;
+  if (steps < 0 || scale < 1) {
+    fprintf(stderr, "prog_scenarios: bad STEPS or SCALE\n");
+    return 2;
+  }
+  cudaStream_t s;
+  unsigned long long start = now_ns();
+  if (!ok(cudaStreamCreate(&s), "cudaStreamCreate")) return 1;
+  if (!scenario(argv[1], s, steps, scale)) return 1;
+  if (!ok(cudaStreamDestroy(s), "cudaStreamDestroy")) return 1;
+  printf("host span=%llu slept=%llu active=%llu\n", now_ns() - start, slept_ns,
+         active_ns);
+  return 0;
+}
