@@ -2,7 +2,7 @@
  * ways in the same process, in alternating rounds:
  *   interposed: through the dynamic symbol (gpuphase's wrapper when the
  *               library is preloaded, the runtime itself otherwise)
- *   direct:     through the runtime's own symbol (dlsym on libcudart)
+ *   direct:     through the runtime's own symbol (dlvsym on libcudart)
  * Prints the median ns/call of each and of their per-round difference.
  * usage: gpuphase-bench-overhead [CALLS_PER_ROUND [ROUNDS]] */
 #include <cuda_runtime_api.h>
@@ -53,7 +53,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   void *rt = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
-  launch_fn direct = rt ? (launch_fn)dlsym(rt, "cudaLaunchKernel") : NULL;
+  /* Not dlsym: with the library preloaded, dlsym on the runtime's handle
+   * hands out gpuphase's wrapper (as it must for libraries that look CUDA
+   * up themselves). dlvsym with the runtime's symbol version is not
+   * interposed and gives the runtime's own function. */
+  launch_fn direct =
+      rt ? (launch_fn)dlvsym(rt, "cudaLaunchKernel", "libcudart.so.13") : NULL;
   launch_fn interposed = cudaLaunchKernel;
   if (!direct) {
     fprintf(stderr, "cannot find the runtime's cudaLaunchKernel\n");

@@ -4,11 +4,14 @@
     python3 bench/overhead.py [BUILD_DIR] [--runs N] [--calls N]
 
 Runs the overhead benchmark (bench/overhead.c) on the simulated GPU several
-times, alternating runs without and with the shim, and reports medians:
+times, alternating runs without the shim, with it, and with it but CUPTI
+off (GPUPHASE_CUPTI=0), and reports medians:
   - added ns per cudaLaunchKernel inside one process (wrapper vs the
-    runtime's own symbol, alternating rounds): the hot path's cost;
-  - ns per call with the shim against a run without it: everything,
-    including CUPTI (simulated) callbacks and activity records;
+    runtime's own symbol, alternating rounds) with CUPTI off: the hot
+    path's own cost (two timestamps, a store into the thread's buffer);
+  - ns per call with the shim against a run without it, with CUPTI off
+    and on: everything, including the (simulated) CUPTI producing activity
+    records and the writer thread that compresses them;
   - bytes per event on disk of the trace of the last run."""
 import argparse
 import glob
@@ -41,7 +44,7 @@ def main():
     base = dict(os.environ, LD_LIBRARY_PATH=sim)
     base.pop("LD_PRELOAD", None)
     work = tempfile.mkdtemp(prefix="gp-bench-")
-    without, with_, added = [], [], []
+    without, with_, added, hot, hot_call = [], [], [], [], []
     trace = None
     for i in range(a.runs):
         r = subprocess.run([exe, str(a.calls)], env=base, capture_output=True, text=True, check=True)
@@ -55,6 +58,12 @@ def main():
         with_.append(v["interposed_ns"])
         added.append(v["added_ns"])
         trace = out
+        env = dict(base, LD_PRELOAD=lib, GPUPHASE_CUPTI="0", GPUPHASE_QUIET="1",
+                   GPUPHASE_OUTPUT=os.path.join(work, f"hot{i}.gph"))
+        r = subprocess.run([exe, str(a.calls)], env=env, capture_output=True, text=True, check=True)
+        v2 = parse(r.stdout)
+        hot.append(v2["added_ns"])
+        hot_call.append(v2["interposed_ns"])
     d = subprocess.run([report, "dump", trace], capture_output=True, text=True, check=True).stdout
     kinds = {}
     for line in d.splitlines():
@@ -65,9 +74,13 @@ def main():
     size = os.path.getsize(trace)
     calls = int(v["calls"])
     print(f"runs: {a.runs} (each {calls} cudaLaunchKernel calls, 1-block kernels, simulated GPU)")
-    print(f"added by the wrapper, same process (median of per-run medians): {statistics.median(added):.1f} ns/call")
-    print(f"per call without shim: {statistics.median(without):.1f} ns; with shim: "
-          f"{statistics.median(with_):.1f} ns; difference: {statistics.median(with_) - statistics.median(without):.1f} ns")
+    print(f"added by the wrapper, same process, CUPTI off (median of per-run medians): "
+          f"{statistics.median(hot):.1f} ns/call")
+    m0 = statistics.median(without)
+    print(f"per call without shim: {m0:.1f} ns; with shim, CUPTI off: "
+          f"{statistics.median(hot_call):.1f} ns (+{statistics.median(hot_call) - m0:.1f}); "
+          f"with shim and CUPTI: {statistics.median(with_):.1f} ns "
+          f"(+{statistics.median(with_) - m0:.1f})")
     print(f"trace: {size} bytes for {events} events ({kinds.get('api', 0)} API + "
           f"{kinds.get('kernel', 0)} kernel records), lost {lost}: {size / max(events, 1):.2f} bytes/event")
     return 0
