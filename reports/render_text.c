@@ -263,9 +263,11 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
   fprintf(o->f, "\n%s%-28s %7s %8s %8s %8s %8s %8s %6s %6s%s\n", o->bold,
           "Top kernels", "count", "total", "mean", "p50", "p95", "grid",
           "block", "SMcov", o->off);
+  int varies = 0;
   for (size_t i = 0; i < r->nkernels && i < o->top; i++) {
     const struct gp_kernel_res *k = &r->kernels[i];
     char a[16], b[16], c[16], d[16], g[24], bl[24], cv[16];
+    varies |= k->grid_varies || k->block_varies;
     snprintf(g, sizeof g, "%llu%s", (unsigned long long)k->grid,
              k->grid_varies ? "*" : "");
     snprintf(bl, sizeof bl, "%llu%s", (unsigned long long)k->block,
@@ -281,8 +283,10 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
                  k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1));
   }
   if (r->nkernels > o->top)
-    fprintf(o->f, "  (%zu more; * = varies between launches)\n",
-            r->nkernels - o->top);
+    fprintf(o->f, "  (%zu more)\n", r->nkernels - o->top);
+  if (varies)
+    fprintf(o->f, "  * grid or block varies between launches; the first "
+                  "launch's is shown\n");
 }
 
 static void copies(struct out *o, const struct gp_proc_res *r) {

@@ -424,7 +424,29 @@ def t_multiprocess():
           and api(j, "cudaStreamSynchronize")["count"] == 2, "API table of the sum")
 
 
-TESTS = {"compute": t_compute, "starved": t_starved, "starved_exact": t_starved_exact, "transfer": t_transfer,
+def t_demo_text():
+    """The text report of the bundled demo (tests/simcuda/demo.c): fits 100
+    columns, has no colour when not on a terminal, and explains the `*` its
+    kernel table puts on relu, launched with 32 blocks and then 1 to 32."""
+    d = workdir()
+    p = run([os.path.join(SIMDIR, "gpuphase-demo")], d, extra={"MALLOC_PERTURB_": None})
+    check(p.returncode == 0, f"demo failed: {p.stderr.strip()}")
+    files = traces(d)
+    check(len(files) == 1, f"traces {files}")
+    r = subprocess.run([REPORT, files[0]], capture_output=True, text=True, timeout=60,
+                       env=env(preload=False))
+    check(r.returncode == 0, f"report failed: {r.stderr.strip()}")
+    lines = r.stdout.splitlines()
+    wide = [ln for ln in lines if len(ln) > 100]
+    check(not wide, f"lines wider than 100 columns: {wide}")
+    check("\x1b" not in r.stdout, "colour codes in a report written to a pipe")
+    relu = [ln for ln in lines if ln.split()[:1] == ["relu"]]
+    check(len(relu) == 1 and "32*" in relu[0].split(), f"relu row {relu}")
+    check(any(ln.strip().startswith("* grid or block varies") for ln in lines),
+          "no legend for the * of a varying grid")
+
+
+TESTS = {"compute": t_compute, "demo_text": t_demo_text, "starved": t_starved, "starved_exact": t_starved_exact, "transfer": t_transfer,
          "launch": t_launch, "pageable": t_pageable, "degraded": t_degraded,
          "phases": t_phases, "multiprocess": t_multiprocess}
 
