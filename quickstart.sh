@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpuphase quick start: installs what the build needs (Debian), builds into
-# ./build, profiles the bundled demo workload on the simulated GPU and prints
-# the report. Safe to run again.
+# ./build, profiles a workload and prints the report: on a machine with an
+# NVIDIA GPU, a small CUDA program of known work (tests/gpu/truth.cu); without
+# one, the bundled demo on the simulated GPU. Safe to run again.
 set -eu
 cd "$(dirname "$0")"
 
@@ -21,11 +22,22 @@ fi
 meson compile -C build
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/gpuphase-demo.XXXXXX")
-echo "quickstart: profiling the bundled demo on the simulated GPU (tests/simcuda)"
-LD_LIBRARY_PATH="$PWD/build/tests/simcuda" \
-  build/tools/gpuphase run -o "$out/demo-%p.gph" -- build/tests/simcuda/gpuphase-demo
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU &&
+   command -v nvcc >/dev/null 2>&1; then
+  # A real GPU: profile a small CUDA program of known work (spin kernels,
+  # pinned and pageable copies, host sleeps; tests/gpu/truth.cu).
+  echo "quickstart: a GPU is present; profiling tests/gpu/truth.cu on it"
+  nvcc -O2 -o build/gpuphase-truth tests/gpu/truth.cu
+  build/tools/gpuphase run -o "$out/truth-%p.gph" -- build/gpuphase-truth >/dev/null
+  echo
+  build/tools/gpuphase-report "$out"/truth-*.gph
+else
+  echo "quickstart: no GPU here; profiling the bundled demo on the simulated GPU (tests/simcuda)"
+  LD_LIBRARY_PATH="$PWD/build/tests/simcuda" \
+    build/tools/gpuphase run -o "$out/demo-%p.gph" -- build/tests/simcuda/gpuphase-demo
+  echo
+  build/tools/gpuphase-report "$out"/demo-*.gph
+fi
 echo
-build/tools/gpuphase-report "$out"/demo-*.gph
-echo
-echo "quickstart: trace kept in $out; on a machine with an NVIDIA GPU run"
+echo "quickstart: trace kept in $out; to profile your own program:"
 echo "  build/tools/gpuphase run -- YOUR_PROGRAM   then   build/tools/gpuphase-report gpuphase-*.gph"
