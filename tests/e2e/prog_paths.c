@@ -10,6 +10,7 @@
  *   multidevice     launches on devices 0 and 1 and a peer copy
  *   dlsym-next      dlsym(RTLD_NEXT, ...) and dlsym(libcudart handle, ...)
  *   next-lib        a plain cudaMalloc, through a preloaded interposer
+ *   hostfn          host functions: the runtime's and the driver's two ways
  *
  * Built with -DPATHS_NEXT_LIB the file is instead that interposer: a tiny
  * preloaded library that defines cudaMalloc itself and forwards it to
@@ -207,6 +208,43 @@ static int mode_multidevice(void) {
   return 0;
 }
 
+static int hostfn_calls;
+static void CUDART_CB hostfn(void *arg) { hostfn_calls += arg != NULL; }
+static void CUDART_CB stream_cb(cudaStream_t s, cudaError_t e, void *arg) {
+  (void)s;
+  hostfn_calls += e == cudaSuccess && arg != NULL;
+}
+static void CUDA_CB drv_stream_cb(CUstream s, CUresult e, void *arg) {
+  (void)s;
+  hostfn_calls += e == CUDA_SUCCESS && arg != NULL;
+}
+
+/* Host functions in a stream, every way: runtime cudaLaunchHostFunc and
+ * cudaStreamAddCallback, driver cuLaunchHostFunc and cuStreamAddCallback
+ * (through cudaGetDriverEntryPoint), each once, between two kernels. */
+static int mode_hostfn(void) {
+  cudaStream_t s;
+  int tag = 1;
+  CK(cudaStreamCreate(&s));
+  CK(launch(paths_rt_kernel, 132, s));
+  CK(cudaLaunchHostFunc(s, hostfn, &tag));
+  CK(cudaStreamAddCallback(s, stream_cb, &tag, 0));
+  void *lh = NULL, *ac = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  CK(cudaGetDriverEntryPointByVersion("cuLaunchHostFunc", &lh, 13000,
+                                      cudaEnableDefault, &q));
+  CK(cudaGetDriverEntryPointByVersion("cuStreamAddCallback", &ac, 13000,
+                                      cudaEnableDefault, &q));
+  CK(((__typeof__(&cuLaunchHostFunc))lh)((CUstream)s, hostfn, &tag));
+  CK(((__typeof__(&cuStreamAddCallback))ac)((CUstream)s, drv_stream_cb, &tag,
+                                            0));
+  CK(launch(paths_rt_kernel, 132, s));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaStreamDestroy(s));
+  printf("hostfn_calls=%d\n", hostfn_calls);
+  return 0;
+}
+
 typedef cudaError_t (*malloc_fn)(void **, size_t);
 
 /* Allocation sizes tell the calls apart in the trace. */
@@ -252,6 +290,7 @@ int main(int argc, char **argv) {
       {"multidevice", mode_multidevice},
       {"dlsym-next", mode_dlsym_next},
       {"next-lib", mode_next_lib},
+      {"hostfn", mode_hostfn},
   };
   for (size_t i = 0; argc == 2 && i < sizeof modes / sizeof modes[0]; i++)
     if (strcmp(argv[1], modes[i].name) == 0) return modes[i].run();

@@ -309,6 +309,27 @@ def t_next_lib():
         check(sizes == [3333], f"LD_PRELOAD={order}: cudaMalloc records {sizes}")
 
 
+def t_hostfn():
+    """Host functions, the four entry points: each recorded once as a
+    launch-class call on the layer the program used, each callback run
+    once; the two kernels around them still linked to their launches."""
+    recs, said = paths("hostfn")
+    check(said.get("hostfn_calls") == "4", f"callbacks ran {said.get('hostfn_calls')} times")
+    calls = calls_of(recs)
+    ls = launches(calls)
+    got = [(c["fn"], c["layer"]) for c in ls]
+    want = [("cudaLaunchKernel", LAYER_RUNTIME), ("cudaLaunchHostFunc", LAYER_RUNTIME),
+            ("cudaStreamAddCallback", LAYER_RUNTIME), ("cuLaunchHostFunc", LAYER_DRIVER),
+            ("cuStreamAddCallback", LAYER_DRIVER), ("cudaLaunchKernel", LAYER_RUNTIME)]
+    check(got == want, f"launch records {got}")
+    check(all(c["ret"] == 0 for c in ls), "a host function call failed")
+    owner = linked(recs, calls)
+    ks = by_kind(recs, "kernel")
+    check(len(ks) == 2 and all(owner[("kernel", i)]["fn"] == "cudaLaunchKernel"
+                               for i in range(len(ks))), f"kernels {ks}")
+    check_kernels(ks, "paths_rt_kernel", 132, 128)
+
+
 def t_nvcc():
     """nvcc's <<<>>> launches (__cudaLaunchKernel): once each, kernels
     named by their registered names (mangled C++, plain extern "C")."""
@@ -329,5 +350,5 @@ if __name__ == "__main__":
     sys.exit(main({
         "blas": t_blas, "entrypoint": t_entrypoint, "runtime_nested": t_runtime_nested,
         "graph": t_graph, "multidevice": t_multidevice, "dlsym_next": t_dlsym_next,
-        "next_lib": t_next_lib, "nvcc": t_nvcc,
+        "next_lib": t_next_lib, "hostfn": t_hostfn, "nvcc": t_nvcc,
     }))
