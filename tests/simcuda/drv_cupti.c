@@ -282,7 +282,18 @@ static CUptiResult c_register_timestamp(CUpti_TimestampCallbackFunc fn) {
   bool late = act.ever_enabled;
   pthread_mutex_unlock(&cupti_lock);
   if (late) return CUPTI_ERROR_INVALID_OPERATION;
-  int64_t off = fn ? (int64_t)(fn() - gp_now()) : 0;
+  /* The offset between f's clock and CLOCK_MONOTONIC: f() read between two
+   * monotonic reads, the tightest of a few tries (a preempted try would
+   * skew every timestamp of the process). */
+  int64_t off = 0;
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; fn && i < 8; i++) {
+    uint64_t a = gp_now(), f = fn(), b = gp_now();
+    if (b - a < best) {
+      best = b - a;
+      off = (int64_t)(f - (a + (b - a) / 2));
+    }
+  }
   pthread_mutex_lock(&cupti_lock);
   act.tsfn = fn;
   __atomic_store_n(&act.ts_offset, off, __ATOMIC_RELAXED);
