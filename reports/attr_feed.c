@@ -82,6 +82,8 @@ struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id) {
   }
   if (put_idx(a, &a->dev_map, (uint64_t)id, a->ndev) < 0) return NULL;
   a->ndev++;
+  /* the windows' budget is shared by one more device */
+  if (a->started) gp_win_fit(a);
   return d;
 }
 
@@ -136,6 +138,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   if (!a) return NULL;
   if (o) a->o = *o;
   if (!a->o.window_ns) a->o.window_ns = 100000000ull;
+  a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
   /* Slot 0: the timeline of "some device", fed only by calls made while
    * the current device was unknown; new devices start as a copy of it. */
@@ -203,6 +206,7 @@ static uint64_t timed(struct gp_attr *a, uint64_t s, uint64_t end,
   }
   if (end > a->wend) a->wend = end;
   if (s > a->wend) a->wend = s;
+  if (a->wend >= a->wlimit) gp_win_fit(a);
   if (s < a->T) {
     a->diag.late++;
     return a->T;
@@ -442,7 +446,11 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
 static double occupancy(const struct dev *d, uint64_t threads, uint64_t regs,
                         uint64_t smem) {
   const struct gpuphase_device *p = &d->props;
-  if (!d->has_props || !p->warp_size || !threads) return -1;
+  /* Values no GPU has (a damaged or hostile trace) make it unknown, and
+   * keep the arithmetic below from overflowing to a zero divisor. */
+  if (!d->has_props || !p->warp_size || p->warp_size > 1024 || !threads ||
+      threads > (1ull << 31) || regs > 65536 || smem > (1ull << 40))
+    return -1;
   uint64_t max_warps = p->max_threads_per_sm / p->warp_size;
   uint64_t wpb = (threads + p->warp_size - 1) / p->warp_size;
   if (!max_warps) return -1;

@@ -11,6 +11,11 @@
 #define NODEV UINT32_MAX   /* a call made with device -1: counts for all */
 #define NOPHASE UINT32_MAX
 #define WSLOT 0 /* device slot 0: the idle "any device" timeline */
+/* Fixed windows per device, at most, and over all devices: a longer run
+ * gets longer windows (gp_win_fit), so memory does not grow with the
+ * traced duration (12 MiB of windows at most, whatever the trace holds). */
+#define GP_MAX_WINDOWS 65536
+#define GP_MAX_WINDOW_CELLS (1u << 18)
 
 enum { CALL_NB, CALL_BLK, CALL_UND }; /* non-blocking, blocking, undecided */
 
@@ -175,6 +180,9 @@ struct gp_attr {
   uint32_t w_call[3]; /* calls with device -1, by CALL_* */
   int started;
   uint64_t wstart, wend, T;
+  /* wstart + GP_MAX_WINDOWS windows (saturated): when wend reaches it, the
+   * windows are merged pairwise and their length doubled */
+  uint64_t wlimit, win_asked, win_widened;
   uint64_t host_cur, host_peak;
   int saw_state1, state_on, has_summary;
   uint64_t state_since, state_reason, n_devrec, lost;
@@ -244,6 +252,8 @@ static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
   return idx < d->capwin ? &d->win[idx] : gp_win_grow(a, d, idx);
 }
 size_t gp_win_idx(const struct gp_attr *a, uint64_t t);
+void gp_win_fit(struct gp_attr *a);
+uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
 void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
                    int delta);
 void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);

@@ -1,9 +1,17 @@
 /* End of the sweep, and the move from engine state to a gp_proc_res. */
 #include "attr_int.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Fixed windows covering [wstart, t): at most GP_MAX_WINDOWS once wend has
+ * been fitted (t <= wend). */
+static size_t win_count(const struct gp_attr *a, uint64_t t) {
+  uint64_t x = t > a->wstart ? t - a->wstart : 0;
+  return (size_t)(x / a->o.window_ns + (x % a->o.window_ns != 0));
+}
 
 static char *dupstr(const char *s) {
   return s ? strdup(s) : NULL;
@@ -48,7 +56,7 @@ static void end_sweep(struct gp_attr *a) {
     gp_decide(a, (uint32_t)i, 0);
     a->diag.unresolved_copies++;
   }
-  size_t nwin = (size_t)((t - a->wstart + a->o.window_ns - 1) / a->o.window_ns);
+  size_t nwin = win_count(a, t);
   for (size_t i = 0; i < a->ndev; i++) {
     struct dev *d = &a->dev[i];
     d->mem_area += (double)d->mem_cur * (double)(t - d->mem_t);
@@ -129,10 +137,7 @@ static int build_devs(struct gp_attr *a, struct gp_proc_res *r,
                       uint32_t **slots) {
   size_t first = a->ndev > 1 ? 1 : 0;
   size_t n = a->started || a->ndev > 1 ? a->ndev - first : 0;
-  size_t nwin = a->started
-                    ? (size_t)((a->wend - a->wstart + a->o.window_ns - 1) /
-                               a->o.window_ns)
-                    : 0;
+  size_t nwin = a->started ? win_count(a, a->wend) : 0;
   r->dev = calloc(n ? n : 1, sizeof *r->dev);
   *slots = calloc(n ? n : 1, sizeof **slots);
   if (!r->dev || !*slots) return -1;
@@ -250,6 +255,14 @@ static void add_notes(struct gp_attr *a, struct gp_proc_res *r) {
                 "all, first at +%.3f s (%s): device activity there is missing",
                 (unsigned long long)a->deg_spans, a->deg_ns / 1e9, from / 1e9,
                 why && *why ? why : "reason unknown");
+  }
+  if (a->win_widened) {
+    char asked[32], got[32];
+    gp_res_note(r,
+                "the run is long: fixed windows of %s instead of %s, so that "
+                "there are at most %d per GPU",
+                gp_fmt_dur(got, sizeof got, a->o.window_ns),
+                gp_fmt_dur(asked, sizeof asked, a->win_asked), GP_MAX_WINDOWS);
   }
   if (a->lost)
     gp_res_note(r, "%llu events were lost while recording: totals are low",

@@ -108,6 +108,77 @@ size_t gp_win_idx(const struct gp_attr *a, uint64_t t) {
   return t <= a->wstart ? 0 : (size_t)((t - a->wstart) / a->o.window_ns);
 }
 
+/* End of window idx, saturated (a hostile trace may hold times near 2^64). */
+uint64_t gp_win_end(const struct gp_attr *a, size_t idx) {
+  uint64_t len, end;
+  if (__builtin_mul_overflow((uint64_t)idx + 1, a->o.window_ns, &len) ||
+      __builtin_add_overflow(a->wstart, len, &end))
+    return UINT64_MAX;
+  return end;
+}
+
+/* Windows each device may have now: GP_MAX_WINDOWS, fewer when many
+ * devices share GP_MAX_WINDOW_CELLS. */
+static uint64_t max_windows(const struct gp_attr *a) {
+  uint64_t per = GP_MAX_WINDOW_CELLS / (a->ndev ? a->ndev : 1);
+  return per > GP_MAX_WINDOWS ? GP_MAX_WINDOWS : per ? per : 1;
+}
+
+static void win_limit(struct gp_attr *a) {
+  uint64_t len, lim;
+  a->wlimit = __builtin_mul_overflow(max_windows(a), a->o.window_ns, &len) ||
+                      __builtin_add_overflow(a->wstart, len, &lim)
+                  ? UINT64_MAX
+                  : lim;
+}
+
+/* Merges the windows of every device pairwise and doubles their length,
+ * until the window holds wend within GP_MAX_WINDOWS windows. Every stored
+ * window index is halved with them (floor(t / 2L) = floor(floor(t / L) / 2)
+ * from the same origin), so it is safe wherever no caller holds an index. */
+void gp_win_fit(struct gp_attr *a) {
+  uint64_t most = max_windows(a);
+  while (a->wend > a->wstart &&
+         (a->wend - a->wstart) / a->o.window_ns >= most &&
+         a->o.window_ns <= UINT64_MAX / 2) {
+    for (size_t i = 0; i < a->ndev; i++) {
+      struct dev *d = &a->dev[i];
+      size_t n = d->capwin, m = (n + 1) / 2;
+      for (size_t w = 0; w < m; w++) {
+        struct gp_win x = d->win[2 * w];
+        if (2 * w + 1 < n) {
+          const struct gp_win *y = &d->win[2 * w + 1];
+          for (int c = 0; c < GP_CAT_N; c++)
+            x.cat[c] += y->cat[c];
+          x.cov_ns += y->cov_ns;
+          if (y->mem_peak > x.mem_peak) x.mem_peak = y->mem_peak;
+        }
+        d->win[w] = x;
+      }
+      if (n > m) memset(d->win + m, 0, (n - m) * sizeof *d->win);
+      d->wcur /= 2;
+      d->wcur_end = 0; /* recomputed at the next accounting */
+      d->mem_widx /= 2;
+    }
+    for (size_t c = 0; c < a->calls.n; c++)
+      for (size_t l = 0; l < a->calls.v[c].nled; l++)
+        a->calls.v[c].led[l].win /= 2;
+    a->o.window_ns *= 2;
+    a->win_widened = 1;
+  }
+  /* give back what a device no longer needs (more devices, fewer windows) */
+  for (size_t i = 0; i < a->ndev; i++) {
+    struct dev *d = &a->dev[i];
+    if (d->capwin <= 2 * most) continue;
+    struct gp_win *v = realloc(d->win, most * sizeof *v);
+    if (!v) continue;
+    d->win = v;
+    d->capwin = most;
+    if (d->wcur >= most) d->wcur = 0, d->wcur_end = 0;
+  }
+  win_limit(a);
+}
+
 struct gp_win *gp_win_grow(struct gp_attr *a, struct dev *d, size_t idx) {
   size_t old = d->capwin;
   if (GROW(a, d->win, d->capwin, idx + 1) < 0) return NULL;
@@ -178,7 +249,7 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
   while (t < to) {
     if (t >= d->wcur_end) {
       d->wcur = gp_win_idx(a, t);
-      d->wcur_end = a->wstart + (d->wcur + 1) * a->o.window_ns;
+      d->wcur_end = gp_win_end(a, d->wcur);
     }
     uint64_t end = d->wcur_end < to ? d->wcur_end : to;
     struct gp_win *w = gp_win_at(a, d, d->wcur);
@@ -260,6 +331,7 @@ void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
 void gp_sweep_start(struct gp_attr *a, uint64_t t) {
   a->started = 1;
   a->wstart = a->wend = a->T = t;
+  win_limit(a);
   for (size_t i = 0; i < a->ndev; i++) {
     a->dev[i].seg_t = a->dev[i].mem_t = t;
     a->dev[i].wcur_end = 0;

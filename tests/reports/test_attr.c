@@ -668,6 +668,60 @@ static void test_findings(void) {
   tl_free(&t);
 }
 
+/* Long runs get longer windows: at most GP_MAX_WINDOWS (65536) per device,
+ * and 2^18 windows over all device slots (the engine's "any device" slot
+ * counts).
+ * One device, window 1 ns: kernel [0,200000) then a launch [200000,200010):
+ *   window [0,200010) = 200010 ns. 1 ns gives 200010 windows, 2 ns 100005,
+ *   4 ns 50003 <= 65536: windows of 4 ns; the last one, [200008,200010),
+ *   holds the rest of the launch. Windows 0..49999 are all kernel (4 ns),
+ *   window 50000 = [200000,200004) and 50001 launch; 50002 holds 2 ns.
+ * Seven devices (8 slots, 2^18 / 8 = 32768 windows each), kernel [0,70000)
+ *   on each: 70000 > 32768 at 1 ns, 35000 > 32768 at 2 ns, 17500 at 4 ns. */
+static void test_window_cap(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 1;
+  tl_kernel(&t, 0, 0, 200000, S_GEMM, 10, 128);
+  tl_api(&t, 1, LAUNCH, 200000, 200010, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->window_ns, 200010);
+  EQ(d->win_ns, 4);
+  EQ(d->nwin, 50003);
+  int ok = 1;
+  for (size_t w = 0; w < 50000 && ok; w++)
+    ok = d->win[w].cat[GP_CAT_KERNEL] == 4 &&
+         d->win[w].cat[GP_CAT_HOST_WAIT] == 0;
+  EQ(ok, 1);
+  EQ(d->win[50000].cat[GP_CAT_LAUNCH], 4);
+  EQ(d->win[50001].cat[GP_CAT_LAUNCH], 4);
+  EQ(d->win[50002].cat[GP_CAT_LAUNCH], 2);
+  CATS(d->bd, 200000, 0, 10, 0, 0);
+  int noted = 0;
+  for (size_t i = 0; i < r->nnotes; i++)
+    noted |= strstr(r->notes[i], "fixed windows of 4 ns instead of 1 ns") != 0;
+  EQ(noted, 1);
+  gp_res_free(r);
+  tl_free(&t);
+
+  base(&t);
+  t.o.window_ns = 1;
+  for (uint64_t dev = 0; dev < 7; dev++)
+    tl_kernel(&t, dev, 0, 70000, S_GEMM, 10, 128);
+  r = tl_run(&t);
+  EQ(r->ndev, 7);
+  for (int64_t dev = 0; dev < 7; dev++) {
+    d = tl_dev(r, dev);
+    EQ(d->win_ns, 4);
+    EQ(d->nwin, 17500);
+    EQ(d->win[17499].cat[GP_CAT_KERNEL], 4);
+    EQ(d->bd.cat[GP_CAT_KERNEL], 70000);
+  }
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -687,6 +741,7 @@ int main(void) {
   test_sums();
   test_garbage();
   test_findings();
+  test_window_cap();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }
