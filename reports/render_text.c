@@ -33,9 +33,13 @@ static const char *sdur(char *b, size_t n, uint64_t ns) {
   return b;
 }
 
+/* A share: "?" when unknown, one decimal below 10% (so that 0.1% of the
+ * SMs does not read as 0%), none above. */
 static const char *pcts(char *b, size_t n, double v) {
   if (v < 0)
     snprintf(b, n, "?");
+  else if (v > 0 && v < 9.95)
+    snprintf(b, n, "%.1f%%", v);
   else
     snprintf(b, n, "%.0f%%", v);
   return b;
@@ -172,12 +176,12 @@ static void spark(struct out *o, const struct gp_device_res *d) {
 
 static void time_lines(struct out *o, const struct gp_device_res *d) {
   if (!d->nwin) return;
-  char w[32], a[32], b[32], c[32];
-  fprintf(o->f,
-          "  over time (%s windows): busy p5 %.0f%%  p50 %.0f%%  p95 %.0f%%"
-          "  p99 %.0f%%\n",
-          sdur(w, sizeof w, d->win_ns), d->busy_p5, d->busy_p50, d->busy_p95,
-          d->busy_p99);
+  char w[32], a[32], b[32], c[32], p[4][16];
+  fprintf(o->f, "  over time (%s windows): busy p5 %s  p50 %s  p95 %s  p99 %s\n",
+          sdur(w, sizeof w, d->win_ns), pcts(p[0], sizeof p[0], d->busy_p5),
+          pcts(p[1], sizeof p[1], d->busy_p50),
+          pcts(p[2], sizeof p[2], d->busy_p95),
+          pcts(p[3], sizeof p[3], d->busy_p99));
   fprintf(o->f, "    longest idle %s at +%s",
           gp_fmt_dur(a, sizeof a, d->idle_longest),
           gp_fmt_dur(b, sizeof b, d->idle_longest_at));

@@ -454,6 +454,12 @@ def t_demo_text():
     check(len(relu) == 1 and "32*" in relu[0].split(), f"relu row {relu}")
     check(any(ln.strip().startswith("* grid or block varies") for ln in lines),
           "no legend for the * of a varying grid")
+    # shares below 10% keep one decimal: the demo's SM coverage is ~1.5%
+    cov = report_json(files)["devices"][0]["utilization"]["sm_coverage_pct"]
+    want = f"{cov:.1f}%" if 0 < cov < 9.95 else f"{cov:.0f}%"
+    util = [ln for ln in lines if "SM coverage" in ln]
+    check(len(util) == 1 and f"SM coverage {want} " in util[0],
+          f"utilization line {util}, want SM coverage {want}")
 
 
 TESTS = {"compute": t_compute, "demo_text": t_demo_text, "starved": t_starved, "starved_exact": t_starved_exact, "transfer": t_transfer,
