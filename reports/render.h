@@ -1,5 +1,5 @@
 /* Renderers: one entry per output format in gp_renderers (render.c). A new
- * format (HTML, Perfetto) is one more file and one more table row. */
+ * format is one more file and one more table row. */
 #ifndef GP_RENDER_H
 #define GP_RENDER_H
 
@@ -30,6 +30,8 @@ struct gp_renderer {
 int gp_render_text(FILE *f, const struct gp_report_set *s,
                    const struct gp_render_opts *o);
 int gp_render_json(FILE *f, const struct gp_report_set *s,
+                   const struct gp_render_opts *o);
+int gp_render_html(FILE *f, const struct gp_report_set *s,
                    const struct gp_render_opts *o);
 
 extern const struct gp_renderer gp_renderers[]; /* ends with {NULL, NULL} */

@@ -18,33 +18,6 @@ static double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
-/* Short duration for table cells: at most 8 characters. */
-static const char *sdur(char *b, size_t n, uint64_t ns) {
-  if (ns >= 100000000000ull)
-    snprintf(b, n, "%.0f s", ns / 1e9);
-  else if (ns >= 1000000000ull)
-    snprintf(b, n, "%.2f s", ns / 1e9);
-  else if (ns >= 1000000)
-    snprintf(b, n, "%.1f ms", ns / 1e6);
-  else if (ns >= 1000)
-    snprintf(b, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(b, n, "%llu ns", (unsigned long long)ns);
-  return b;
-}
-
-/* A share: "?" when unknown, one decimal below 10% (so that 0.1% of the
- * SMs does not read as 0%), none above. */
-static const char *pcts(char *b, size_t n, double v) {
-  if (v < 0)
-    snprintf(b, n, "?");
-  else if (v > 0 && v < 9.95)
-    snprintf(b, n, "%.1f%%", v);
-  else
-    snprintf(b, n, "%.0f%%", v);
-  return b;
-}
-
 /* A name in a column of `cols` characters: cleaned, cut, padded by
  * characters (printf pads by bytes, which misaligns UTF-8). */
 static void cell(struct out *o, const char *s, size_t cols) {
@@ -126,9 +99,9 @@ static void util_lines(struct out *o, const struct gp_device_res *d) {
   fprintf(o->f,
           "  %sbusy %.1f%%%s   SM coverage %s   occupancy %s   "
           "small kernels %s of kernel time\n",
-          o->bold, d->util.busy_pct, o->off, pcts(a, sizeof a, d->util.cov_pct),
-          pcts(b, sizeof b, d->util.occ_pct),
-          pcts(c, sizeof c, d->util.small_pct));
+          o->bold, d->util.busy_pct, o->off, gp_fmt_pct(a, sizeof a, d->util.cov_pct),
+          gp_fmt_pct(b, sizeof b, d->util.occ_pct),
+          gp_fmt_pct(c, sizeof c, d->util.small_pct));
   fprintf(o->f, "  memory peak %s",
           gp_fmt_bytes(m1, sizeof m1, (double)d->mem_peak));
   if (d->mem_peak_pct >= 0)
@@ -178,10 +151,10 @@ static void time_lines(struct out *o, const struct gp_device_res *d) {
   if (!d->nwin) return;
   char w[32], a[32], b[32], c[32], p[4][16];
   fprintf(o->f, "  over time (%s windows): busy p5 %s  p50 %s  p95 %s  p99 %s\n",
-          sdur(w, sizeof w, d->win_ns), pcts(p[0], sizeof p[0], d->busy_p5),
-          pcts(p[1], sizeof p[1], d->busy_p50),
-          pcts(p[2], sizeof p[2], d->busy_p95),
-          pcts(p[3], sizeof p[3], d->busy_p99));
+          gp_fmt_sdur(w, sizeof w, d->win_ns), gp_fmt_pct(p[0], sizeof p[0], d->busy_p5),
+          gp_fmt_pct(p[1], sizeof p[1], d->busy_p50),
+          gp_fmt_pct(p[2], sizeof p[2], d->busy_p95),
+          gp_fmt_pct(p[3], sizeof p[3], d->busy_p99));
   fprintf(o->f, "    longest idle %s at +%s",
           gp_fmt_dur(a, sizeof a, d->idle_longest),
           gp_fmt_dur(b, sizeof b, d->idle_longest_at));
@@ -230,9 +203,9 @@ static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
     fputs("  ", o->f);
     cell(o, label, 24);
     fprintf(o->f, " %8s %7.1f%% %8s %7.1f%% %8s %7.1f%% %9llu\n",
-            sdur(a, sizeof a, t->cpu), pct(t->cpu, win),
-            sdur(b, sizeof b, t->submit), pct(t->submit, win),
-            sdur(c, sizeof c, t->blocked), pct(t->blocked, win),
+            gp_fmt_sdur(a, sizeof a, t->cpu), pct(t->cpu, win),
+            gp_fmt_sdur(b, sizeof b, t->submit), pct(t->submit, win),
+            gp_fmt_sdur(c, sizeof c, t->blocked), pct(t->blocked, win),
             (unsigned long long)t->calls);
   }
   if (r->nthreads > o->top)
@@ -251,13 +224,13 @@ static void phases(struct out *o, const struct gp_proc_res *r) {
     fputs("  ", o->f);
     cell(o, p->name, 18);
     fprintf(o->f, " %7llu %8s %8s %8s", (unsigned long long)p->count,
-            sdur(a, sizeof a, p->union_ns),
-            sdur(b, sizeof b, p->count ? p->inst_ns / p->count : 0),
-            sdur(c, sizeof c, gp_hist_pct(&p->dur, 95)));
+            gp_fmt_sdur(a, sizeof a, p->union_ns),
+            gp_fmt_sdur(b, sizeof b, p->count ? p->inst_ns / p->count : 0),
+            gp_fmt_sdur(c, sizeof c, gp_hist_pct(&p->dur, 95)));
     for (int k = 0; k < GP_CAT_N; k++)
       fprintf(o->f, " %4.0f%%", pct(p->all.cat[k], span));
     fprintf(o->f, " %4.0f%% %5s\n", p->util.busy_pct,
-            pcts(cv, sizeof cv, p->util.cov_pct));
+            gp_fmt_pct(cv, sizeof cv, p->util.cov_pct));
   }
   if (r->nphases > o->top) fprintf(o->f, "  (%zu more)\n", r->nphases - o->top);
 }
@@ -279,11 +252,11 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
     fputs("  ", o->f);
     cell(o, k->name, 26);
     fprintf(o->f, " %7llu %8s %8s %8s %8s %8s %6s %6s\n",
-            (unsigned long long)k->count, sdur(a, sizeof a, k->total),
-            sdur(b, sizeof b, k->count ? k->total / k->count : 0),
-            sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
-            sdur(d, sizeof d, gp_hist_pct(&k->dur, 95)), g, bl,
-            pcts(cv, sizeof cv,
+            (unsigned long long)k->count, gp_fmt_sdur(a, sizeof a, k->total),
+            gp_fmt_sdur(b, sizeof b, k->count ? k->total / k->count : 0),
+            gp_fmt_sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
+            gp_fmt_sdur(d, sizeof d, gp_hist_pct(&k->dur, 95)), g, bl,
+            gp_fmt_pct(cv, sizeof cv,
                  k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1));
   }
   if (r->nkernels > o->top)
@@ -314,8 +287,8 @@ static void copies(struct out *o, const struct gp_proc_res *r) {
       fprintf(o->f, "  %-14s %9llu %10s %9s %9.2f %8s %9llu %9llu\n", lab,
               (unsigned long long)c->count,
               gp_fmt_bytes(by, sizeof by, (double)c->bytes),
-              sdur(t, sizeof t, c->ns), gbps,
-              pcts(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
+              gp_fmt_sdur(t, sizeof t, c->ns), gbps,
+              gp_fmt_pct(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
               (unsigned long long)c->pageable, (unsigned long long)c->pinned);
     }
   }
@@ -331,7 +304,7 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
     fputs("  ", o->f);
     cell(o, a->name, 32);
     fprintf(o->f, " %9llu %10s %10s %8llu\n", (unsigned long long)a->count,
-            sdur(t, sizeof t, a->total), sdur(b, sizeof b, a->blocked),
+            gp_fmt_sdur(t, sizeof t, a->total), gp_fmt_sdur(b, sizeof b, a->blocked),
             (unsigned long long)a->errors);
   }
   if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);

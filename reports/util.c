@@ -123,3 +123,30 @@ size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
   out[o] = 0;
   return chars;
 }
+
+/* Short duration for table cells: at most 8 characters. */
+const char *gp_fmt_sdur(char *b, size_t n, uint64_t ns) {
+  if (ns >= 100000000000ull)
+    snprintf(b, n, "%.0f s", ns / 1e9);
+  else if (ns >= 1000000000ull)
+    snprintf(b, n, "%.2f s", ns / 1e9);
+  else if (ns >= 1000000)
+    snprintf(b, n, "%.1f ms", ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(b, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(b, n, "%llu ns", (unsigned long long)ns);
+  return b;
+}
+
+/* A share: "?" when unknown, one decimal below 10% (so that 0.1% of the
+ * SMs does not read as 0%), none above. */
+const char *gp_fmt_pct(char *b, size_t n, double v) {
+  if (v < 0)
+    snprintf(b, n, "?");
+  else if (v > 0 && v < 9.95)
+    snprintf(b, n, "%.1f%%", v);
+  else
+    snprintf(b, n, "%.0f%%", v);
+  return b;
+}

@@ -12,6 +12,10 @@ int gp_parse_duration(const char *s, uint64_t *ns);
 /* Human-readable duration / byte count / rate into buf. */
 const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns);
 const char *gp_fmt_bytes(char *buf, size_t n, double bytes);
+/* A duration for table cells, at most 8 characters ("12.5 ms"). */
+const char *gp_fmt_sdur(char *buf, size_t n, uint64_t ns);
+/* A share in percent: "?" when negative (unknown), one decimal below 10%. */
+const char *gp_fmt_pct(char *buf, size_t n, double pct);
 
 /* Length of the valid UTF-8 sequence at s (s has len bytes left), 0 if the
  * bytes there are not valid UTF-8; *cp gets the code point. */

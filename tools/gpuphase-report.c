@@ -30,8 +30,8 @@ static const char usage[] =
     "one by one and then added together.\n"
     "\n"
     "Options:\n"
-    "  -f, --format FMT   text (default) or json (schema: "
-    "docs/report-json.md)\n"
+    "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
+    "                     or html (one self-contained page: tables, charts)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "  -w, --window DUR   length of the over-time windows: 100ms by default;\n"
     "                     e.g. 500us, 10ms, 1s, 2.5s (doubled as often as\n"
@@ -74,7 +74,7 @@ static int apply(struct opts *o, int c, const char *arg) {
   switch (c) {
   case 'f':
     if (!(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text or json", arg);
+      return usage_error("unknown format '%s': text, json or html", arg);
     break;
   case 'o':
     o->out = arg;

@@ -6,6 +6,7 @@
   x 500 / 800 = 31.25%.  Degraded (no kernel record): the sync call
   [1150,1800) 650 counts as kernel, launch 100, host wait 50.
 Usage: test_cli.py GPUPHASE_REPORT MKTRACE"""
+import html.parser
 import json
 import os
 import subprocess
@@ -210,7 +211,80 @@ def test_damaged():
     check(json.loads(out)["truncated"] is True, "truncated in JSON")
 
 
-for t in (test_json, test_windows, test_text, test_degraded, test_several,
+VOID = {"meta", "br", "rect", "img", "hr", "input", "link"}
+
+
+class Balance(html.parser.HTMLParser):
+    """Checks that every element is closed in order, and collects the text
+    of table cells and the elements seen."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.cells, self.tags = [], [], [], set()
+        self.cell = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        if tag in ("td", "th"):
+            self.cell = ""
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.add(tag)
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:]}")
+            return
+        self.stack.pop()
+        if tag in ("td", "th"):
+            self.cells.append(self.cell)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def test_html():
+    path = trace("h.gph")
+    rc, out, err = run("--format", "html", path)
+    check(rc == 0, f"html report exits 0 ({err})")
+    text = out.decode("utf-8")  # valid UTF-8
+    check(text.startswith("<!DOCTYPE html>"), "a whole HTML document")
+    check("\x1b" not in text and "\x01" not in text, "no control bytes in HTML")
+    # the hostile kernel name, escaped: <>&" as entities, the control byte
+    # and the ESC as U+FFFD, the invalid byte as U+FFFD
+    want = "k&lt;a&amp;b&gt;&quot;q\\&#xfffd;&#xfffd;[31m&#xfffd;\u00e9nd"
+    check(want in text, "kernel name escaped")
+    check("<script" not in text.lower() and "http:" not in text.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""), "no script, nothing fetched")
+    b = Balance()
+    b.feed(text)
+    b.close()
+    check(not b.errors and not b.stack, f"elements balanced: {b.errors} {b.stack}")
+    check({"table", "svg", "rect", "section"} <= b.tags, f"elements {sorted(b.tags)}")
+    cells = b.cells
+    # the categories table: name, time, share; values from the timeline above
+    for name, t, share in (("kernel", "500 ns", "62.5%"), ("launch", "100 ns", "12.5%"),
+                           ("sync idle", "150 ns", "18.8%"), ("host wait", "50 ns", "6.2%"),
+                           ("transfer", "0 ns", "0.0%")):
+        i = cells.index(name) if name in cells else -1
+        check(i >= 0 and cells[i + 1:i + 3] == [t, share],
+              f"{name} row {cells[i:i + 3] if i >= 0 else None}")
+    shown = HOSTILE.replace("\x01", "\ufffd").replace("\x1b", "\ufffd")
+    check(shown in cells, "the kernel row holds the name, controls replaced")
+    a, d = trace("h1.gph"), trace("h2.gph", "--degraded", "--pid", "77")
+    rc, out, _ = run("-f", "html", "-o", os.path.join(TMP, "r.html"), a, d)
+    check(rc == 0 and out == b"", "-o with html")
+    text = open(os.path.join(TMP, "r.html"), encoding="utf-8").read()
+    check("All 2 processes" in text and "DEGRADED" in text, "sum section and banner")
+
+
+for t in (test_json, test_windows, test_text, test_html, test_degraded, test_several,
           test_output_file, test_errors, test_damaged):
     t()
 print("failures:", failures)

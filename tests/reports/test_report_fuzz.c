@@ -4,10 +4,11 @@
  * popped that were never pushed, huge grids, out-of-order sources, names
  * with markup and control bytes. Each trace is reported (sorted reader,
  * attribution, derivation, findings), added into a sum, and rendered as
- * text and JSON. Under the sanitizers (CI) any overflow or bad access fails
+ * text, JSON and HTML. Under the sanitizers (CI) any overflow or bad access fails
  * the test; in every build, the invariants below must hold:
  *   - each device's categories add up to its window exactly;
  *   - the JSON output is one balanced object with no raw control bytes;
+ *   - the HTML output is a whole document whose only tags are its own;
  *   - the text output holds no escape byte (colour off).
  * Seeds are fixed: every run tests the same traces. */
 #include <fcntl.h>
@@ -180,19 +181,51 @@ static void check_text(const char *s, size_t n, int t) {
   }
 }
 
+/* Whole document, no raw control bytes, and none of the names' markup:
+ * every '<' starts one of the renderer's own tags. */
+static void check_html(const char *s, size_t n, int t) {
+  static const char *const tags[] = {
+      "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "h1",
+      "h2",       "h3",   "p",    "div",  "span",  "table", "thead", "tbody",
+      "tr",       "th",   "td",   "ul",   "li",    "section", "svg", "g",
+      "rect",     "text", "br",   "strong"};
+  int ok = n > 16 && !strncmp(s, "<!DOCTYPE html>", 15) &&
+           !strcmp(s + n - 8, "</html>\n");
+  for (size_t i = 0; i < n && ok; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && c != '\n') || c == 0x7f) ok = 0;
+    if (c != '<') continue;
+    const char *p = s + i + 1 + (s[i + 1] == '/');
+    int known = 0;
+    for (size_t k = 0; k < sizeof tags / sizeof *tags && !known; k++) {
+      size_t l = strlen(tags[k]);
+      known = !strncmp(p, tags[k], l) && strchr(" >/", p[l]);
+    }
+    ok = known;
+  }
+  if (!ok) {
+    fprintf(stderr, "trace %d: HTML output is not a clean document\n", t);
+    tl_failures++;
+  }
+}
+
 static void render_all(const struct gp_report_set *set, int t) {
   struct gp_render_opts ro = {0, 1 + (size_t)below(20)};
-  for (int fmt = 0; fmt < 2; fmt++) {
+  for (int fmt = 0; fmt < 3; fmt++) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) abort();
-    int rc = fmt ? gp_render_json(f, set, &ro) : gp_render_text(f, set, &ro);
+    int rc = fmt == 2   ? gp_render_html(f, set, &ro)
+             : fmt == 1 ? gp_render_json(f, set, &ro)
+                        : gp_render_text(f, set, &ro);
     fclose(f);
     if (rc < 0) {
       fprintf(stderr, "trace %d: rendering failed\n", t);
       tl_failures++;
-    } else if (fmt) {
+    } else if (fmt == 2) {
+      check_html(buf, len, t);
+    } else if (fmt == 1) {
       check_json(buf, len, t);
     } else {
       check_text(buf, len, t);

@@ -1,0 +1,445 @@
+/* HTML output: one self-contained file (inline CSS, inline SVG, no script,
+ * nothing fetched) with the content of the text report, a stacked bar of
+ * each GPU's categories and a chart of the categories over time. Every
+ * string from the trace goes through esc(): markup characters become
+ * entities, control characters and invalid UTF-8 become U+FFFD. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "render.h"
+#include "util.h"
+
+#define CHART_W 800
+#define CHART_H 120
+#define CHART_COLS 400
+
+/* Escaped text of s (NULL: nothing). */
+static void esc(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t len = strlen((const char *)p);
+  for (size_t i = 0; i < len;) {
+    uint32_t cp;
+    size_t k = gp_utf8_seq(p + i, len - i, &cp);
+    if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+      fputs("&#xfffd;", f);
+      i += k ? k : 1;
+      continue;
+    }
+    switch (cp) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default: fwrite(p + i, 1, k, f);
+    }
+    i += k;
+  }
+}
+
+static double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void td_dur(FILE *f, uint64_t ns) {
+  char b[32];
+  fprintf(f, "<td class=\"n\">%s</td>", gp_fmt_sdur(b, sizeof b, ns));
+}
+
+static void td_pct(FILE *f, double v) {
+  char b[16];
+  fprintf(f, "<td class=\"n\">%s</td>", gp_fmt_pct(b, sizeof b, v));
+}
+
+static void td_u64(FILE *f, uint64_t v) {
+  fprintf(f, "<td class=\"n\">%" PRIu64 "</td>", v);
+}
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;"
+    "max-width:1100px}\n"
+    "h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;"
+    "margin-top:2em}h3{font-size:1.05em}\n"
+    "table{border-collapse:collapse;margin:.5em 0}"
+    "td,th{padding:2px 10px;text-align:left}"
+    "th{border-bottom:1px solid #999}td.n,th.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}\n"
+    ".name{font-family:monospace;word-break:break-all}\n"
+    ".bar{display:flex;height:22px;width:100%;max-width:800px;"
+    "border:1px solid #999;margin:.5em 0}.bar span{display:block}\n"
+    ".key span{display:inline-block;width:.9em;height:.9em;"
+    "vertical-align:middle;margin-right:.3em}\n"
+    ".kernel{background:#2e7d32;fill:#2e7d32}"
+    ".transfer{background:#1565c0;fill:#1565c0}"
+    ".launch{background:#f9a825;fill:#f9a825}"
+    ".sync_idle{background:#c62828;fill:#c62828}"
+    ".host_wait{background:#bdbdbd;fill:#bdbdbd}\n"
+    ".warn{background:#fff3cd;border:1px solid #e0c060;padding:.5em}"
+    ".bad{background:#f8d7da;border:1px solid #d08080;padding:.5em}\n"
+    ".sub{color:#666;font-size:.9em}\n";
+
+static void cat_bar(FILE *f, const struct gp_breakdown *b, uint64_t span) {
+  char t[32];
+  fputs("<div class=\"bar\">", f);
+  for (int c = 0; c < GP_CAT_N; c++) {
+    double p = pct(b->cat[c], span);
+    if (p <= 0) continue;
+    fprintf(f, "<span class=\"%s\" style=\"width:%.3f%%\" title=\"%s %s (%.1f%%)\">"
+               "</span>",
+            gp_cat_key[c], p, gp_cat_label[c],
+            gp_fmt_dur(t, sizeof t, b->cat[c]), p);
+  }
+  fputs("</div>\n<p class=\"key\">", f);
+  for (int c = 0; c < GP_CAT_N; c++)
+    fprintf(f, "<span class=\"%s\"></span>%s &nbsp; ", gp_cat_key[c],
+            gp_cat_label[c]);
+  fputs("</p>\n", f);
+}
+
+static void cat_table(FILE *f, const struct gp_device_res *d) {
+  const struct gp_breakdown *b = &d->bd;
+  char t[32];
+  fputs("<table><thead><tr><th>category</th><th class=\"n\">time</th>"
+        "<th class=\"n\">share</th><th>detail</th></tr></thead><tbody>\n",
+        f);
+  for (int c = 0; c < GP_CAT_N; c++) {
+    fprintf(f, "<tr><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%.1f%%"
+               "</td><td class=\"sub\">",
+            gp_cat_label[c], gp_fmt_dur(t, sizeof t, b->cat[c]),
+            pct(b->cat[c], d->window_ns));
+    if (c == GP_CAT_KERNEL && b->kernel_nsum) {
+      fprintf(f, "compute %s", gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_COMPUTE]));
+      fprintf(f, ", communication %s",
+              gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_COMMUNICATION]));
+      if (b->kernel_xfer_overlap)
+        fprintf(f, "; copies under kernels %s",
+                gp_fmt_dur(t, sizeof t, b->kernel_xfer_overlap));
+      if (b->comm_overlap)
+        fprintf(f, "; communication under compute %s",
+                gp_fmt_dur(t, sizeof t, b->comm_overlap));
+    }
+    if (c == GP_CAT_TRANSFER)
+      for (int x = 0; x < GP_XFER_N; x++)
+        if (b->sub[GP_SUB_XFER + x])
+          fprintf(f, "%s %s ", gp_xfer_label[x],
+                  gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_XFER + x]));
+    fputs("</td></tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void util_table(FILE *f, const struct gp_device_res *d) {
+  char a[16], m1[32], m2[32];
+  fputs("<table><thead><tr><th>device busy</th><th>SM coverage</th>"
+        "<th>occupancy</th><th>small kernels</th><th>memory peak</th>"
+        "<th>memory mean</th></tr></thead><tbody><tr>",
+        f);
+  td_pct(f, d->util.busy_pct);
+  td_pct(f, d->util.cov_pct);
+  td_pct(f, d->util.occ_pct);
+  td_pct(f, d->util.small_pct);
+  fprintf(f, "<td class=\"n\">%s", gp_fmt_bytes(m1, sizeof m1, (double)d->mem_peak));
+  if (d->mem_peak_pct >= 0)
+    fprintf(f, " (%s of %s)", gp_fmt_pct(a, sizeof a, d->mem_peak_pct),
+            gp_fmt_bytes(m2, sizeof m2, (double)d->mem_total));
+  fprintf(f, "</td><td class=\"n\">%s", gp_fmt_bytes(m1, sizeof m1, d->mem_mean));
+  if (d->mem_mean_pct >= 0)
+    fprintf(f, " (%s)", gp_fmt_pct(a, sizeof a, d->mem_mean_pct));
+  fputs("</td></tr></tbody></table>\n", f);
+}
+
+/* The categories per fixed window as stacked columns; windows are merged
+ * to at most CHART_COLS columns, each column's height being its length. */
+static void chart(FILE *f, const struct gp_device_res *d) {
+  if (!d->nwin) return;
+  char w[32], a[16], b[16], c[16], e[16], t[32];
+  size_t cols = d->nwin < CHART_COLS ? d->nwin : CHART_COLS;
+  fprintf(f, "<p>Over time (%s windows): busy p5 %s, p50 %s, p95 %s, p99 %s; ",
+          gp_fmt_sdur(w, sizeof w, d->win_ns),
+          gp_fmt_pct(a, sizeof a, d->busy_p5), gp_fmt_pct(b, sizeof b, d->busy_p50),
+          gp_fmt_pct(c, sizeof c, d->busy_p95), gp_fmt_pct(e, sizeof e, d->busy_p99));
+  fprintf(f, "longest idle %s at +%s", gp_fmt_dur(w, sizeof w, d->idle_longest),
+          gp_fmt_dur(t, sizeof t, d->idle_longest_at));
+  if (d->busy_run)
+    fprintf(f, "; longest run above 90%% busy %s at +%s",
+            gp_fmt_dur(w, sizeof w, d->busy_run * d->win_ns),
+            gp_fmt_dur(t, sizeof t, d->busy_run_at * d->win_ns));
+  fprintf(f, ".</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+             "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+             "aria-label=\"categories over time\">\n",
+          CHART_W, CHART_H + 16, CHART_W, CHART_H + 16);
+  double cw = (double)CHART_W / (double)cols;
+  for (size_t col = 0; col < cols; col++) {
+    size_t lo = col * d->nwin / cols, hi = (col + 1) * d->nwin / cols;
+    uint64_t sum[GP_CAT_N] = {0}, len = 0;
+    for (size_t i = lo; i < hi; i++) {
+      for (int k = 0; k < GP_CAT_N; k++)
+        sum[k] += d->win[i].cat[k];
+      uint64_t rest = d->window_ns - i * d->win_ns;
+      len += rest < d->win_ns ? rest : d->win_ns;
+    }
+    if (!len) continue;
+    fprintf(f, "<g><title>+%s: busy %.1f%%</title>",
+            gp_fmt_dur(t, sizeof t, lo * d->win_ns), pct(sum[0], len));
+    double y = CHART_H;
+    for (int k = 0; k < GP_CAT_N; k++) {
+      double h = (double)CHART_H * (double)sum[k] / (double)len;
+      if (h <= 0) continue;
+      y -= h;
+      fprintf(f, "<rect class=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                 "height=\"%.2f\"/>",
+              gp_cat_key[k], (double)col * cw, y, cw, h);
+    }
+    fputs("</g>\n", f);
+  }
+  fprintf(f, "<text x=\"0\" y=\"%d\" font-size=\"11\">+0</text>"
+             "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">"
+             "+%s</text>\n</svg>\n",
+          CHART_H + 13, CHART_W, CHART_H + 13,
+          gp_fmt_dur(t, sizeof t, d->window_ns));
+}
+
+static void device(FILE *f, const struct gp_device_res *d) {
+  char mem[32], t[32];
+  if (d->id < 0)
+    fputs("<h3>GPU (unknown ordinal)", f);
+  else
+    fprintf(f, "<h3>GPU %" PRId64, d->id);
+  if (d->host) fputs(" on ", f), esc(f, d->host);
+  if (d->name) fputs(" &mdash; ", f), esc(f, d->name);
+  fputs("</h3>\n<p>", f);
+  if (d->has_props)
+    fprintf(f, "%" PRIu64 " SMs, %s, compute capability %" PRIu64 ".%" PRIu64
+               "; ",
+            d->sms, gp_fmt_bytes(mem, sizeof mem, (double)d->mem_total),
+            d->cc_major, d->cc_minor);
+  fprintf(f, "window %s.</p>\n", gp_fmt_dur(t, sizeof t, d->window_ns));
+  cat_bar(f, &d->bd, d->window_ns);
+  cat_table(f, d);
+  util_table(f, d);
+  chart(f, d);
+}
+
+static void findings(FILE *f, const struct gp_proc_res *r) {
+  if (!r->nfindings) return;
+  fputs("<h3>Findings</h3>\n<ul>\n", f);
+  for (size_t i = 0; i < r->nfindings; i++) {
+    fprintf(f, "<li>GPU %" PRId64 ": ", r->findings[i].device);
+    esc(f, r->findings[i].text);
+    fputs("</li>\n", f);
+  }
+  fputs("</ul>\n", f);
+}
+
+static void threads(FILE *f, const struct gp_proc_res *r, size_t top) {
+  if (!r->nthreads) return;
+  fputs("<h3>Host threads</h3>\n<table><thead><tr><th>thread</th>"
+        "<th class=\"n\">CPU work</th><th class=\"n\">%</th>"
+        "<th class=\"n\">submitting</th><th class=\"n\">%</th>"
+        "<th class=\"n\">blocked on GPU</th><th class=\"n\">%</th>"
+        "<th class=\"n\">calls</th></tr></thead><tbody>\n",
+        f);
+  for (size_t i = 0; i < r->nthreads && i < top; i++) {
+    const struct gp_thread_res *t = &r->threads[i];
+    fprintf(f, "<tr><td>#%" PRIu64 " tid %" PRIu64 " <span class=\"name\">",
+            t->index, t->tid);
+    esc(f, t->name);
+    fputs("</span></td>", f);
+    td_dur(f, t->cpu);
+    td_pct(f, pct(t->cpu, r->window_ns));
+    td_dur(f, t->submit);
+    td_pct(f, pct(t->submit, r->window_ns));
+    td_dur(f, t->blocked);
+    td_pct(f, pct(t->blocked, r->window_ns));
+    td_u64(f, t->calls);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void phases(FILE *f, const struct gp_proc_res *r, size_t top) {
+  if (!r->nphases) return;
+  fputs("<h3>Phases</h3>\n<table><thead><tr><th>phase</th>"
+        "<th class=\"n\">count</th><th class=\"n\">total</th>"
+        "<th class=\"n\">mean</th><th class=\"n\">p95</th>",
+        f);
+  for (int c = 0; c < GP_CAT_N; c++)
+    fprintf(f, "<th class=\"n\">%s</th>", gp_cat_label[c]);
+  fputs("<th class=\"n\">busy</th><th class=\"n\">SM coverage</th></tr>"
+        "</thead><tbody>\n",
+        f);
+  for (size_t i = 0; i < r->nphases && i < top; i++) {
+    const struct gp_phase_res *p = &r->phases[i];
+    uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
+    fputs("<tr><td class=\"name\">", f);
+    esc(f, p->name);
+    fputs("</td>", f);
+    td_u64(f, p->count);
+    td_dur(f, p->union_ns);
+    td_dur(f, p->count ? p->inst_ns / p->count : 0);
+    td_dur(f, gp_hist_pct(&p->dur, 95));
+    for (int c = 0; c < GP_CAT_N; c++)
+      td_pct(f, pct(p->all.cat[c], span));
+    td_pct(f, p->util.busy_pct);
+    td_pct(f, p->util.cov_pct);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
+  if (!r->nkernels) return;
+  fputs("<h3>Top kernels</h3>\n<table><thead><tr><th>kernel</th>"
+        "<th class=\"n\">count</th><th class=\"n\">total</th>"
+        "<th class=\"n\">mean</th><th class=\"n\">p50</th>"
+        "<th class=\"n\">p95</th><th class=\"n\">grid</th>"
+        "<th class=\"n\">block</th><th class=\"n\">SM coverage</th></tr>"
+        "</thead><tbody>\n",
+        f);
+  for (size_t i = 0; i < r->nkernels && i < top; i++) {
+    const struct gp_kernel_res *k = &r->kernels[i];
+    fputs("<tr><td class=\"name\">", f);
+    esc(f, k->name);
+    fputs("</td>", f);
+    td_u64(f, k->count);
+    td_dur(f, k->total);
+    td_dur(f, k->count ? k->total / k->count : 0);
+    td_dur(f, gp_hist_pct(&k->dur, 50));
+    td_dur(f, gp_hist_pct(&k->dur, 95));
+    fprintf(f, "<td class=\"n\">%" PRIu64 "%s</td>", k->grid,
+            k->grid_varies ? "*" : "");
+    fprintf(f, "<td class=\"n\">%" PRIu64 "%s</td>", k->block,
+            k->block_varies ? "*" : "");
+    td_pct(f, k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  if (r->nkernels > top)
+    fprintf(f, "<p class=\"sub\">%zu more kernels.</p>\n", r->nkernels - top);
+  fputs("<p class=\"sub\">* grid or block varies between launches; the first "
+        "launch's is shown.</p>\n",
+        f);
+}
+
+static void copies(FILE *f, const struct gp_proc_res *r) {
+  int head = 0;
+  for (size_t i = 0; i < r->ndev; i++) {
+    const struct gp_device_res *d = &r->dev[i];
+    for (int x = 0; x < GP_XFER_N; x++) {
+      const struct gp_copy_row *c = &d->copies[x];
+      char by[32];
+      if (!c->count) continue;
+      if (!head++)
+        fputs("<h3>Copies</h3>\n<table><thead><tr><th>GPU</th>"
+              "<th>direction</th><th class=\"n\">count</th>"
+              "<th class=\"n\">bytes</th><th class=\"n\">time</th>"
+              "<th class=\"n\">GB/s</th><th class=\"n\">of peak</th>"
+              "<th class=\"n\">pageable</th><th class=\"n\">pinned</th>"
+              "</tr></thead><tbody>\n",
+              f);
+      double gbps = c->ns ? (double)c->bytes / (double)c->ns : 0;
+      double peak = x == GP_XFER_D2D                       ? d->d2d_gbps
+                    : x == GP_XFER_H2D || x == GP_XFER_D2H ? d->link_gbps
+                                                           : 0;
+      fprintf(f, "<tr><td>%" PRId64 "</td><td>%s</td>", d->id,
+              gp_xfer_label[x]);
+      td_u64(f, c->count);
+      fprintf(f, "<td class=\"n\">%s</td>",
+              gp_fmt_bytes(by, sizeof by, (double)c->bytes));
+      td_dur(f, c->ns);
+      fprintf(f, "<td class=\"n\">%.2f</td>", gbps);
+      td_pct(f, peak > 0 ? 100 * gbps / peak : -1);
+      td_u64(f, c->pageable);
+      td_u64(f, c->pinned);
+      fputs("</tr>\n", f);
+    }
+  }
+  if (head) fputs("</tbody></table>\n", f);
+}
+
+static void apis(FILE *f, const struct gp_proc_res *r, size_t top) {
+  if (!r->napis) return;
+  fputs("<h3>CUDA API calls</h3>\n<table><thead><tr><th>function</th>"
+        "<th class=\"n\">count</th><th class=\"n\">total</th>"
+        "<th class=\"n\">blocked</th><th class=\"n\">errors</th></tr>"
+        "</thead><tbody>\n",
+        f);
+  for (size_t i = 0; i < r->napis && i < top; i++) {
+    const struct gp_api_res *a = &r->apis[i];
+    fputs("<tr><td class=\"name\">", f);
+    esc(f, a->name);
+    fputs("</td>", f);
+    td_u64(f, a->count);
+    td_dur(f, a->total);
+    td_dur(f, a->blocked);
+    td_u64(f, a->errors);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void section(FILE *f, const struct gp_proc_res *r, size_t top) {
+  char w[32];
+  fputs("<section>\n", f);
+  if (!r->file) {
+    fprintf(f, "<h2>All %" PRIu64 " processes together (sums over processes)"
+               "</h2>\n",
+            r->nprocs);
+  } else {
+    fprintf(f, "<h2>Process %" PRId64, r->pid);
+    if (r->ppid >= 0) fprintf(f, " (parent %" PRId64 ")", r->ppid);
+    if (r->rank >= 0) fprintf(f, " rank %" PRId64, r->rank);
+    fputs(" on ", f);
+    esc(f, r->host ? r->host : "?");
+    fputs("</h2>\n<p>command <span class=\"name\">", f);
+    esc(f, r->cmdline);
+    fputs("</span><br>file <span class=\"name\">", f);
+    esc(f, r->file);
+    fputs("</span><br>", f);
+  }
+  if (!r->file) fputs("<p>", f);
+  fprintf(f, "window %s (first CUDA call to last event)%s</p>\n",
+          gp_fmt_dur(w, sizeof w, r->window_ns),
+          r->truncated ? "; <strong>truncated trace</strong>" : "");
+  for (size_t i = 0; i < r->ndev; i++)
+    device(f, &r->dev[i]);
+  findings(f, r);
+  threads(f, r, top);
+  phases(f, r, top);
+  kernels(f, r, top);
+  copies(f, r);
+  apis(f, r, top);
+  if (r->nnotes) {
+    fputs("<h3>Notes</h3>\n<ul>\n", f);
+    for (size_t i = 0; i < r->nnotes; i++) {
+      fputs("<li>", f);
+      esc(f, r->notes[i]);
+      fputs("</li>\n", f);
+    }
+    fputs("</ul>\n", f);
+  }
+  fputs("</section>\n", f);
+}
+
+int gp_render_html(FILE *f, const struct gp_report_set *s,
+                   const struct gp_render_opts *o) {
+  size_t top = o && o->top ? o->top : 15, degraded = 0;
+  for (size_t i = 0; i < s->n; i++)
+    degraded += s->procs[i]->degraded != 0;
+  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+             "charset=\"utf-8\">\n<title>gpuphase report</title>\n<style>\n%s"
+             "</style>\n</head>\n<body>\n<h1>gpuphase report</h1>\n",
+          style);
+  if (degraded)
+    fprintf(f, "<p class=\"bad\"><strong>DEGRADED:</strong> %zu of %zu "
+               "traces hold no device activity (CUPTI unavailable?): "
+               "host-side times only there.</p>\n",
+            degraded, s->n);
+  fprintf(f, "<p>%zu process%s.</p>\n", s->n, s->n == 1 ? "" : "es");
+  for (size_t i = 0; i < s->n; i++)
+    section(f, s->procs[i], top);
+  if (s->n > 1) section(f, s->total, top);
+  fputs("</body>\n</html>\n", f);
+  return ferror(f) ? -1 : 0;
+}
