@@ -167,6 +167,7 @@ static void chart(FILE *f, const struct gp_device_res *d) {
             gp_fmt_dur(t, sizeof t, d->busy_run_at * d->win_ns));
   fprintf(f, ".</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
              "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+             "shape-rendering=\"crispEdges\" "
              "aria-label=\"categories over time\">\n",
           CHART_W, CHART_H + 16, CHART_W, CHART_H + 16);
   double cw = (double)CHART_W / (double)cols;
