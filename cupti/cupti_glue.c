@@ -147,6 +147,15 @@ static void *load_cupti(const void *cudart_addr, const char *override_path,
                         const char *cuda_home) {
   if (override_path && *override_path)
     return dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
+  /* A CUPTI the process already loaded (PyTorch's libtorch_cuda links one)
+   * comes first: a second, different CUPTI in one process would fight the
+   * first over the driver's profiling interface. */
+  static const char *const loaded[] = {"libcupti.so.13", "libcupti.so.12",
+                                       "libcupti.so"};
+  for (size_t i = 0; i < 3; i++) {
+    void *h = dlopen(loaded[i], RTLD_NOW | RTLD_NOLOAD);
+    if (h) return h;
+  }
   char dir[PATH_MAX] = "", up3[PATH_MAX] = "";
   Dl_info info;
   if (cudart_addr && dladdr(cudart_addr, &info) && info.dli_fname) {

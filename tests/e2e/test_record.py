@@ -1,6 +1,7 @@
 """End-to-end tests of recording on the simulated GPU (tests/simcuda).
 Expected values come from the simulator's documented timing model."""
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -311,6 +312,24 @@ def t_othertool():
     check(len(during) == 4, "the 4 launches of the other tool's interval are inside it")
 
 
+def t_cupti_loaded():
+    """A CUPTI the program loaded itself, from elsewhere than beside the
+    runtime, is the one gpuphase uses: one libcupti in the process, and
+    every kernel recorded through it."""
+    d = workdir()
+    other = os.path.join(d, "other")
+    os.mkdir(other)
+    copy = os.path.join(other, "libcupti.so.13")
+    shutil.copy(os.path.join(SIMDIR, "libcupti.so.13"), copy)
+    p = run([prog("e2e-prog-cuptifirst"), copy], d)
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    check(p.stdout.strip() == "cupti_objects=1", f"CUPTI objects: {p.stdout.strip()}")
+    recs, _ = dump(traces(d)[0])
+    check(not by_kind(recs, "state"), "trace degraded")
+    ks = by_kind(recs, "kernel")
+    check(len(ks) == 5 and all(k["name"] == "k_first" for k in ks), f"kernels {ks}")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -323,7 +342,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
-         "spawn": t_spawn}
+         "spawn": t_spawn, "cupti_loaded": t_cupti_loaded}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
