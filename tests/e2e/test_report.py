@@ -454,12 +454,14 @@ def t_demo_text():
     check(len(relu) == 1 and "32*" in relu[0].split(), f"relu row {relu}")
     check(any(ln.strip().startswith("* grid or block varies") for ln in lines),
           "no legend for the * of a varying grid")
-    # shares below 10% keep one decimal: the demo's SM coverage is ~1.5%
+    # shares below 10% keep one decimal: the demo's SM coverage is ~1.5%.
+    # JSON gives it to 0.01, so the text's 0.1 may round either way from it.
     cov = report_json(files)["devices"][0]["utilization"]["sm_coverage_pct"]
-    want = f"{cov:.1f}%" if 0 < cov < 9.95 else f"{cov:.0f}%"
+    check(0 < cov < 9.9, f"demo SM coverage {cov}")
+    want = {f"SM coverage {x:.1f}% " for x in (cov - 0.005, cov + 0.005)}
     util = [ln for ln in lines if "SM coverage" in ln]
-    check(len(util) == 1 and f"SM coverage {want} " in util[0],
-          f"utilization line {util}, want SM coverage {want}")
+    check(len(util) == 1 and any(w in util[0] for w in want),
+          f"utilization line {util}, want one of {want}")
 
 
 TESTS = {"compute": t_compute, "demo_text": t_demo_text, "starved": t_starved, "starved_exact": t_starved_exact, "transfer": t_transfer,
