@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gp_cupti.h"
@@ -405,7 +406,90 @@ static uint32_t mem_kind(uint8_t k) {
   }
 }
 
-static uint32_t u32(int32_t v) {
+/* The activity record fields gpuphase reads sit at the same offsets, with
+ * the same sizes, in every record version that CUPTI 12.0 to 13.x delivers
+ * (Kernel7..10, Memcpy4..6, MemcpyPtoP3..4, Memset3..4, Synchronization and
+ * Synchronization2; newer versions append fields). They are read by offset,
+ * so one build serves CUPTI 12 and 13 and builds with either toolkit; the
+ * offsets are checked against the toolkit's own structs below. */
+enum {
+  K_REGS = 6, K_START = 16, K_END = 24, K_DEVICE = 40, K_STREAM = 48,
+  K_GRID = 52, K_BLOCK = 64, K_SMEM_STATIC = 76, K_SMEM_DYNAMIC = 80,
+  K_CORR = 92, K_NAME = 104, K_GRAPH = 156,
+  M_COPY_KIND = 4, M_SRC_KIND = 5, M_DST_KIND = 6, M_FLAGS = 7, M_BYTES = 8,
+  M_START = 16, M_END = 24, M_DEVICE = 32, M_STREAM = 40, M_CORR = 44,
+  P_SRC_DEVICE = 44, P_DST_DEVICE = 52, P_CORR = 60,
+  S_VALUE = 4, S_FLAGS = 48,
+  Y_TYPE = 4, Y_START = 8, Y_END = 16, Y_CORR = 24, Y_STREAM = 32
+};
+
+#define OFFSET_IS(T, f, off)                                                   \
+  _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000 &&              \
+    CUPTI_API_VERSION < 130100
+#define GP_KERNEL_T CUpti_ActivityKernel10
+#elif defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 19 &&                \
+    CUPTI_API_VERSION < 100
+#define GP_KERNEL_T CUpti_ActivityKernel9
+#endif
+#ifdef GP_KERNEL_T
+OFFSET_IS(GP_KERNEL_T, registersPerThread, K_REGS);
+OFFSET_IS(GP_KERNEL_T, start, K_START);
+OFFSET_IS(GP_KERNEL_T, end, K_END);
+OFFSET_IS(GP_KERNEL_T, deviceId, K_DEVICE);
+OFFSET_IS(GP_KERNEL_T, streamId, K_STREAM);
+OFFSET_IS(GP_KERNEL_T, gridX, K_GRID);
+OFFSET_IS(GP_KERNEL_T, blockX, K_BLOCK);
+OFFSET_IS(GP_KERNEL_T, staticSharedMemory, K_SMEM_STATIC);
+OFFSET_IS(GP_KERNEL_T, dynamicSharedMemory, K_SMEM_DYNAMIC);
+OFFSET_IS(GP_KERNEL_T, correlationId, K_CORR);
+OFFSET_IS(GP_KERNEL_T, name, K_NAME);
+OFFSET_IS(GP_KERNEL_T, graphId, K_GRAPH);
+#endif
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000 &&              \
+    CUPTI_API_VERSION < 130100
+OFFSET_IS(CUpti_ActivityMemcpy6, copyKind, M_COPY_KIND);
+OFFSET_IS(CUpti_ActivityMemcpy6, flags, M_FLAGS);
+OFFSET_IS(CUpti_ActivityMemcpy6, bytes, M_BYTES);
+OFFSET_IS(CUpti_ActivityMemcpy6, deviceId, M_DEVICE);
+OFFSET_IS(CUpti_ActivityMemcpy6, streamId, M_STREAM);
+OFFSET_IS(CUpti_ActivityMemcpy6, correlationId, M_CORR);
+OFFSET_IS(CUpti_ActivityMemcpyPtoP4, srcDeviceId, P_SRC_DEVICE);
+OFFSET_IS(CUpti_ActivityMemcpyPtoP4, dstDeviceId, P_DST_DEVICE);
+OFFSET_IS(CUpti_ActivityMemcpyPtoP4, correlationId, P_CORR);
+OFFSET_IS(CUpti_ActivityMemset4, value, S_VALUE);
+OFFSET_IS(CUpti_ActivityMemset4, flags, S_FLAGS);
+OFFSET_IS(CUpti_ActivitySynchronization2, type, Y_TYPE);
+OFFSET_IS(CUpti_ActivitySynchronization2, end, Y_END);
+OFFSET_IS(CUpti_ActivitySynchronization2, correlationId, Y_CORR);
+OFFSET_IS(CUpti_ActivitySynchronization2, streamId, Y_STREAM);
+#endif
+
+static uint64_t rd64(const void *rec, size_t off) {
+  uint64_t v;
+  memcpy(&v, (const char *)rec + off, sizeof v);
+  return v;
+}
+
+static uint32_t rd32(const void *rec, size_t off) {
+  uint32_t v;
+  memcpy(&v, (const char *)rec + off, sizeof v);
+  return v;
+}
+
+static uint8_t rd8(const void *rec, size_t off) {
+  return ((const uint8_t *)rec)[off];
+}
+
+static uint16_t rd16(const void *rec, size_t off) {
+  uint16_t v;
+  memcpy(&v, (const char *)rec + off, sizeof v);
+  return v;
+}
+
+/* A signed 32-bit count (grid and block sizes, shared memory); < 0 is 0. */
+static uint32_t rdpos(const void *rec, size_t off) {
+  int32_t v = (int32_t)rd32(rec, off);
   return v < 0 ? 0 : (uint32_t)v;
 }
 
@@ -415,54 +499,64 @@ static int convert(const CUpti_Activity *rec, struct gp_dev_activity *a) {
   switch (rec->kind) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-    const CUpti_ActivityKernel10 *k = (const void *)rec;
     a->kind = GP_DA_KERNEL;
-    a->device = k->deviceId, a->stream = k->streamId, a->corr = k->correlationId;
-    a->start = k->start, a->end = k->end, a->name = k->name;
-    a->grid[0] = u32(k->gridX), a->grid[1] = u32(k->gridY), a->grid[2] = u32(k->gridZ);
-    a->block[0] = u32(k->blockX), a->block[1] = u32(k->blockY), a->block[2] = u32(k->blockZ);
-    a->regs = k->registersPerThread;
-    a->smem_static = u32(k->staticSharedMemory);
-    a->smem_dynamic = u32(k->dynamicSharedMemory);
-    a->graph_id = k->graphId;
+    a->device = rd32(rec, K_DEVICE), a->stream = rd32(rec, K_STREAM);
+    a->corr = rd32(rec, K_CORR);
+    a->start = rd64(rec, K_START), a->end = rd64(rec, K_END);
+    a->name = (const char *)(uintptr_t)rd64(rec, K_NAME);
+    for (int i = 0; i < 3; i++) {
+      a->grid[i] = rdpos(rec, K_GRID + 4 * (size_t)i);
+      a->block[i] = rdpos(rec, K_BLOCK + 4 * (size_t)i);
+    }
+    a->regs = rd16(rec, K_REGS);
+    a->smem_static = rdpos(rec, K_SMEM_STATIC);
+    a->smem_dynamic = rdpos(rec, K_SMEM_DYNAMIC);
+    a->graph_id = rd32(rec, K_GRAPH);
     return 1;
   }
-  case CUPTI_ACTIVITY_KIND_MEMCPY: {
-    const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+  case CUPTI_ACTIVITY_KIND_MEMCPY:
     a->kind = GP_DA_MEMCPY;
-    a->device = m->deviceId, a->stream = m->streamId, a->corr = m->correlationId;
-    a->start = m->start, a->end = m->end, a->bytes = m->bytes;
-    a->copy_kind = copy_kind(m->copyKind);
-    a->src_mem = mem_kind(m->srcKind), a->dst_mem = mem_kind(m->dstKind);
+    a->device = rd32(rec, M_DEVICE), a->stream = rd32(rec, M_STREAM);
+    a->corr = rd32(rec, M_CORR);
+    a->start = rd64(rec, M_START), a->end = rd64(rec, M_END);
+    a->bytes = rd64(rec, M_BYTES);
+    a->copy_kind = copy_kind(rd8(rec, M_COPY_KIND));
+    a->src_mem = mem_kind(rd8(rec, M_SRC_KIND));
+    a->dst_mem = mem_kind(rd8(rec, M_DST_KIND));
     a->peer_device = -1;
-    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    a->flags = (rd8(rec, M_FLAGS) & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
+                   ? GPUPHASE_OP_ASYNC
+                   : 0;
     return 1;
-  }
-  case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-    const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
+  case CUPTI_ACTIVITY_KIND_MEMCPY2:
     a->kind = GP_DA_MEMCPY;
-    a->device = m->srcDeviceId, a->stream = m->streamId, a->corr = m->correlationId;
-    a->start = m->start, a->end = m->end, a->bytes = m->bytes;
+    a->device = rd32(rec, P_SRC_DEVICE), a->stream = rd32(rec, M_STREAM);
+    a->corr = rd32(rec, P_CORR);
+    a->start = rd64(rec, M_START), a->end = rd64(rec, M_END);
+    a->bytes = rd64(rec, M_BYTES);
     a->copy_kind = GPUPHASE_COPY_PTOP;
     a->src_mem = GPUPHASE_MEM_DEVICE, a->dst_mem = GPUPHASE_MEM_DEVICE;
-    a->peer_device = (int32_t)m->dstDeviceId;
-    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    a->peer_device = (int32_t)rd32(rec, P_DST_DEVICE);
+    a->flags = (rd8(rec, M_FLAGS) & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
+                   ? GPUPHASE_OP_ASYNC
+                   : 0;
     return 1;
-  }
-  case CUPTI_ACTIVITY_KIND_MEMSET: {
-    const CUpti_ActivityMemset4 *m = (const void *)rec;
+  case CUPTI_ACTIVITY_KIND_MEMSET:
     a->kind = GP_DA_MEMSET;
-    a->device = m->deviceId, a->stream = m->streamId, a->corr = m->correlationId;
-    a->start = m->start, a->end = m->end, a->bytes = m->bytes, a->value = m->value;
-    a->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? GPUPHASE_OP_ASYNC : 0;
+    a->device = rd32(rec, M_DEVICE), a->stream = rd32(rec, M_STREAM);
+    a->corr = rd32(rec, M_CORR);
+    a->start = rd64(rec, M_START), a->end = rd64(rec, M_END);
+    a->bytes = rd64(rec, M_BYTES), a->value = rd32(rec, S_VALUE);
+    a->flags = (rd16(rec, S_FLAGS) & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC)
+                   ? GPUPHASE_OP_ASYNC
+                   : 0;
     return 1;
-  }
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-    const CUpti_ActivitySynchronization2 *s = (const void *)rec;
+    uint32_t type = rd32(rec, Y_TYPE);
     a->kind = GP_DA_SYNC;
-    a->stream = s->streamId, a->corr = s->correlationId;
-    a->start = s->start, a->end = s->end;
-    a->sync_type = (uint32_t)s->type <= 4 ? (uint32_t)s->type : 0;
+    a->stream = rd32(rec, Y_STREAM), a->corr = rd32(rec, Y_CORR);
+    a->start = rd64(rec, Y_START), a->end = rd64(rec, Y_END);
+    a->sync_type = type <= 4 ? type : 0;
     return 1;
   }
   default: return 0;

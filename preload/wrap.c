@@ -7,11 +7,13 @@
  * counted once, as the outer call. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gp_config.h"
 #include "gp_shim.h"
 #include "gp_apitab.h"
 #include "gpuphase/trace_records.h"
@@ -36,6 +38,7 @@
 #define IDS_N(n) GP_API_##n,
 #define IDS_Z(n) GP_API_##n, GP_API_##n##_ptsz,
 #define IDS_D(n) GP_API_##n, GP_API_##n##_ptds,
+#define IDS_A(n) IDS_Z(n)
 #define ID_ROW(v, n, c, p, a, rec) IDS_##v(n)
 enum {
   GP_API_NONE_ = 0,
@@ -47,6 +50,7 @@ enum {
 #define NAMES_N(n) #n,
 #define NAMES_Z(n) #n, #n "_ptsz",
 #define NAMES_D(n) #n, #n "_ptds",
+#define NAMES_A(n) NAMES_Z(n)
 #define NAME_ROW(v, n, c, p, a, rec) NAMES_##v(n)
 static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)
                                             GP_DRIVER_API(NAME_ROW)};
@@ -54,6 +58,7 @@ static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)
 #define CLS_N(c) (c),
 #define CLS_Z(c) (c), (c),
 #define CLS_D(c) (c), (c),
+#define CLS_A(c) (c), (c),
 #define CLS_ROW(v, n, c, p, a, rec) CLS_##v(c)
 static const uint32_t api_cls[] = {0, GP_RUNTIME_API(CLS_ROW)
                                           GP_DRIVER_API(CLS_ROW)};
@@ -105,12 +110,14 @@ static inline uint64_t sum_sizes(const size_t *sizes, size_t n) {
   return s;
 }
 
+#if CUDART_VERSION >= 12080
 static inline uint64_t batch3d_bytes(size_t n,
                                      const struct cudaMemcpy3DBatchOp *ops) {
   uint64_t s = 0;
   for (size_t i = 0; ops && i < n; i++) s += extent_bytes(ops[i].extent);
   return s;
 }
+#endif
 
 static inline uint32_t dim_total(dim3 d) {
   uint64_t t = (uint64_t)d.x * d.y * d.z;
@@ -122,6 +129,7 @@ static inline uint16_t block_total(dim3 d) {
   return t > UINT16_MAX ? UINT16_MAX : (uint16_t)t;
 }
 
+#if CUDA_VERSION >= 13000
 static inline uint64_t dbatch3d_bytes(size_t n,
                                       const CUDA_MEMCPY3D_BATCH_OP *ops) {
   uint64_t s = 0;
@@ -130,6 +138,7 @@ static inline uint64_t dbatch3d_bytes(size_t n,
          (ops[i].extent.depth ? ops[i].extent.depth : 1);
   return s;
 }
+#endif
 
 static inline uint8_t mem_copy_kind(CUmemorytype src, CUmemorytype dst) {
   int sh = src == CU_MEMORYTYPE_HOST, dh = dst == CU_MEMORYTYPE_HOST;
@@ -235,6 +244,57 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     return r;                                                                  \
   }
 
+/* Variant A (api_runtime.def): nine integer-class arguments passed on as
+ * they came, whatever the caller's signature; the symbol is given by an asm
+ * label so that the header's prototype of the name does not clash. */
+#define GP_ANY_PARAMS                                                          \
+  (uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4,        \
+   uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8)
+#define GP_ANY_ARGS (a0, a1, a2, a3, a4, a5, a6, a7, a8)
+#define GP_WRAPPER_ANY(NAME, ID, REC)                                          \
+  typedef cudaError_t(*NAME##_fn) GP_ANY_PARAMS;                               \
+  static void *real_##NAME;                                                    \
+  static int abi12_##NAME;                                                     \
+  GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS __asm__(#NAME);            \
+  GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS {                          \
+    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
+    if (GP_UNLIKELY(gp_fn_ == NULL)) {                                         \
+      gp_fn_ = (NAME##_fn)gp_real_layer(GPUPHASE_LAYER_RUNTIME, #NAME);        \
+      if (gp_fn_ == NULL) return cudaErrorSharedObjectSymbolNotFound;          \
+      abi12_##NAME = gp_runtime_abi12((void *)gp_fn_);                         \
+      real_##NAME = (void *)gp_fn_;                                            \
+    }                                                                          \
+    int abi12 = abi12_##NAME;                                                  \
+    struct gp_tstate *ts = gp_enter();                                         \
+    if (ts == NULL) return gp_fn_ GP_ANY_ARGS;                                 \
+    uint64_t t0 = gp_now();                                                    \
+    cudaError_t r = gp_fn_ GP_ANY_ARGS;                                        \
+    uint64_t t1 = gp_now();                                                    \
+    struct gp_event *ev = gp_slot(ts->buf);                                    \
+    if (GP_LIKELY(ev != NULL)) {                                               \
+      *ev = (struct gp_event){.t0 = t0,                                        \
+                              .t1 = t1,                                        \
+                              .api = (ID),                                     \
+                              .ret = (int32_t)r,                               \
+                              .corr = ts->corr,                                \
+                              .device = ts->device,                            \
+                              .type = GP_EV_API};                              \
+      REC;                                                                     \
+      gp_publish(ts->buf, 1);                                                  \
+    }                                                                          \
+    gp_leave(ts);                                                              \
+    return r;                                                                  \
+  }
+
+/* Whether fn lives in a CUDA 12 runtime (libcudart.so.12*). */
+__attribute__((unused)) static int gp_runtime_abi12(void *fn) {
+  Dl_info info;
+  if (!dladdr(fn, &info) || !info.dli_fname) return 0;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  return strncmp(base, "libcudart.so.12", 15) == 0;
+}
+
 #define RT_W(n, p, a, rec)                                                     \
   GP_WRAPPER(cudaError_t, cudaErrorSharedObjectSymbolNotFound,                 \
              GPUPHASE_LAYER_RUNTIME, n, GP_API_##n, p, a, rec)
@@ -245,10 +305,17 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
 #define WRAP_VARIANTS_N(W, n, p, a, rec) W(n, p, a, rec)
 #define WRAP_VARIANTS_Z(W, n, p, a, rec) W(n, p, a, rec) W(n##_ptsz, p, a, rec)
 #define WRAP_VARIANTS_D(W, n, p, a, rec) W(n, p, a, rec) W(n##_ptds, p, a, rec)
+#define WRAP_VARIANTS_A(W, n, p, a, rec)                                       \
+  GP_WRAPPER_ANY(n, GP_API_##n, rec) GP_WRAPPER_ANY(n##_ptsz, GP_API_##n##_ptsz, rec)
 #define RT_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(RT_W, n, p, a, rec)
 #define DRV_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(DRV_W, n, p, a, rec)
 
-/* Declarations for the names the C headers do not declare. */
+/* Declarations for the names the C headers do not declare. CUDA 13's
+ * <<<>>> calls __cudaLaunchKernel; it is wrapped whatever headers gpuphase
+ * was built with, so that CUDA 13 programs are seen. */
+#if !GP_HAVE_CUDA_KERNEL_T
+typedef struct CUkern_st *cudaKernel_t;
+#endif
 cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t,
                                cudaStream_t);
 
@@ -260,6 +327,8 @@ GP_DRIVER_API(DRV_ROW)
 #define IDX_N(n, l) IDX_ONE(n, l)
 #define IDX_Z(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptsz, l)
 #define IDX_D(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptds, l)
+#define IDX_ANY(n, layer) {#n, (void *)gp_any_##n, &real_##n, layer},
+#define IDX_A(n, l) IDX_ANY(n, l) IDX_ANY(n##_ptsz, l)
 #define IDX_RT(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_RUNTIME)
 #define IDX_DRV(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_DRIVER)
 

@@ -330,6 +330,27 @@ def t_cupti_loaded():
     check(len(ks) == 5 and all(k["name"] == "k_first" for k in ks), f"kernels {ks}")
 
 
+def t_abi12():
+    """CUDA 12.8's batch copies have a failIdx before the stream; CUDA 13's
+    do not, under the same names. Against a CUDA 12 runtime (a stand-in
+    libcudart.so.12), the wrapper passes every argument on unchanged, the
+    callee's failIdx comes back, and the record has the right stream and
+    bytes (1000 + 24)."""
+    d = workdir()
+    p = run([os.path.join(PROGDIR, "abi12", "e2e-prog-abi12")], d,
+            extra={"GPUPHASE_CUPTI": "0", "GPUPHASE_QUIET": "1"})
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    check(p.stdout.splitlines() == ["batch ok rc=0 fail=7", "batch3d ok rc=0 fail=3"],
+          f"callee saw {p.stdout!r}")
+    recs, _ = dump(traces(d)[0])
+    calls = {c["fn"]: c for c in api_calls(recs)}
+    b = calls.get("cudaMemcpyBatchAsync")
+    check(b and b["stream"] == 0x5151 and b["bytes"] == 1024 and b["ret"] == 0,
+          f"batch record {b}")
+    b3 = calls.get("cudaMemcpy3DBatchAsync")
+    check(b3 and b3["stream"] == 0x5252 and b3["bytes"] == 0, f"3D batch record {b3}")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -342,7 +363,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
-         "spawn": t_spawn, "cupti_loaded": t_cupti_loaded}
+         "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
+         "abi12": t_abi12}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
