@@ -4,6 +4,7 @@ import os
 import shutil
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -351,6 +352,30 @@ def t_abi12():
     check(b3 and b3["stream"] == 0x5252 and b3["bytes"] == 0, f"3D batch record {b3}")
 
 
+def t_output():
+    """GPUPHASE_OUTPUT: %h host, %r rank (RANK, else SLURM_PROCID, ...),
+    %q{VAR} a variable, %% a percent sign, %p the pid; an existing file is
+    never overwritten (.1, .2 before .gph); the header has the rank."""
+    d = workdir()
+    host = socket.gethostname()
+    p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_OUTPUT": "o-%h-r%r-%q{JOBNAME}-%%-%p.gph",
+                                          "RANK": "3", "JOBNAME": "train"})
+    check(p.returncode == 0, f"program failed: {p.stderr}")
+    names = [os.path.basename(f) for f in traces(d)]
+    want = re.compile(r"^o-" + re.escape(host) + r"-r3-train-%-(\d+)\.gph$")
+    check(len(names) == 1 and want.match(names[0]), f"trace names {names}")
+    i = info(traces(d)[0])
+    check(re.search(r"rank:\s+3\b", i.stdout), f"rank in the header: {i.stdout}")
+    e = {"GPUPHASE_OUTPUT": "fixed.gph", "RANK": None, "SLURM_PROCID": "5"}
+    for _ in range(3):
+        p = run([prog("e2e-prog-basic")], d, e)
+        check(p.returncode == 0, f"program failed: {p.stderr}")
+    got = sorted(n for n in os.listdir(d) if n.startswith("fixed"))
+    check(got == ["fixed.1.gph", "fixed.2.gph", "fixed.gph"], f"repeated runs wrote {got}")
+    i = info(os.path.join(d, "fixed.gph"))
+    check(re.search(r"rank:\s+5\b", i.stdout), f"rank from SLURM_PROCID: {i.stdout}")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -364,7 +389,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
-         "abi12": t_abi12}
+         "abi12": t_abi12, "output": t_output}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
