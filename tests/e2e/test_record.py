@@ -1,5 +1,6 @@
 """End-to-end tests of recording on the simulated GPU (tests/simcuda).
 Expected values come from the simulator's documented timing model."""
+import json
 import os
 import shutil
 import re
@@ -376,6 +377,42 @@ def t_output():
     check(re.search(r"rank:\s+5\b", i.stdout), f"rank from SLURM_PROCID: {i.stdout}")
 
 
+def t_lost():
+    """A burst of 100000 launches into a 64 KiB ring (1024 events): what the
+    writer cannot take in time is counted, never waited for. Every call is
+    either recorded or counted lost (against a run whose 64 MiB ring holds
+    them all), kernels likewise, and the summary, the LOST records and the
+    report agree on the number."""
+    n = 100000
+    counts = {}
+    for kb in ("65536", "64"):
+        d = workdir()
+        p = run([prog("e2e-prog-scenarios"), "launch", str(n)], d,
+                {"GPUPHASE_BUFFER_KB": kb, "MALLOC_PERTURB_": None}, timeout=100)
+        check(p.returncode == 0, f"program failed with a {kb} KiB ring: {p.stderr}")
+        recs, _ = dump(traces(d)[0])
+        lost = {0: 0, 1: 0}
+        for r in by_kind(recs, "lost"):
+            lost[r["source"]] = lost.get(r["source"], 0) + r["count"]
+        summ = by_kind(recs, "summary")
+        check(summ and summ[0]["lost"] == lost[0] + lost[1],
+              f"{kb} KiB: summary {summ} vs LOST records {lost}")
+        counts[kb] = (len(by_kind(recs, "api")), lost, len(by_kind(recs, "kernel")))
+        if kb == "64":
+            j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                          capture_output=True, text=True,
+                                          env=env(preload=False)).stdout)
+            check(j["lost_events"] == summ[0]["lost"], "report's lost_events")
+            if summ[0]["lost"]:
+                check(any("lost" in x for x in j["notes"]), f"notes {j['notes']}")
+    calls, lost_big, kernels_big = counts["65536"]
+    check(lost_big == {0: 0, 1: 0} and kernels_big == n, f"64 MiB ring lost {lost_big}")
+    api, lost, kernels = counts["64"]
+    check(api + lost[0] == calls, f"{api} recorded + {lost[0]} lost != {calls} calls")
+    check(kernels + lost[1] == n, f"{kernels} kernels + {lost[1]} lost != {n}")
+    print(f"64 KiB ring: {api} of {calls} calls recorded, {lost[0]} counted lost")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -389,7 +426,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
-         "abi12": t_abi12, "output": t_output}
+         "abi12": t_abi12, "output": t_output,
+         "lost": t_lost}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
