@@ -33,6 +33,7 @@ struct stream_slot {
 #define CAL_N 64
 struct calpoint {
   uint64_t tsc, ns;
+  double slope; /* ns per tick since the point before (the first: slope0) */
 };
 
 struct note {
@@ -116,19 +117,21 @@ static void calibrate(void) {
   if (!gp_clock_tsc) return;
   struct calpoint p;
   sample_pair(&p.tsc, &p.ns);
-  if (p.tsc <= W.cal[(W.cal_next + CAL_N - 1) % CAL_N].tsc) return;
+  const struct calpoint *prev = &W.cal[(W.cal_next + CAL_N - 1) % CAL_N];
+  if (p.tsc <= prev->tsc) return;
+  /* the slope is worked out once here, not at every conversion */
+  p.slope = W.cal_count ? (double)(p.ns - prev->ns) / (double)(p.tsc - prev->tsc)
+                        : W.slope0;
   W.cal[W.cal_next] = p;
   W.cal_next = (W.cal_next + 1) % CAL_N;
   if (W.cal_count < CAL_N) W.cal_count++;
 }
 
+/* raw on the line through a with b's slope (b follows a). */
 static uint64_t along(const struct calpoint *a, const struct calpoint *b,
                       uint64_t raw) {
-  double slope = b->tsc > a->tsc
-                     ? (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc)
-                     : W.slope0;
   int64_t d = (int64_t)(raw - a->tsc);
-  return a->ns + (uint64_t)(int64_t)((double)d * slope);
+  return a->ns + (uint64_t)(int64_t)((double)d * b->slope);
 }
 
 uint64_t gp_clock_to_ns(uint64_t raw) {
@@ -137,7 +140,7 @@ uint64_t gp_clock_to_ns(uint64_t raw) {
   const struct calpoint *newest = &W.cal[(W.cal_next + CAL_N - 1) % CAL_N];
   if (n < 2) {
     struct calpoint ext = {newest->tsc + 1000000000ull,
-                           newest->ns + (uint64_t)(1e9 * W.slope0)};
+                           newest->ns + (uint64_t)(1e9 * W.slope0), W.slope0};
     return along(newest, &ext, raw);
   }
   /* Walk back from the newest point: events are almost always recent. */
@@ -620,6 +623,7 @@ int gp_writer_start(void) {
     do sample_pair(&b.tsc, &b.ns);
     while (b.ns - a.ns < 200000);
     W.slope0 = (double)(b.ns - a.ns) / (double)(b.tsc - a.tsc);
+    a.slope = W.slope0;
     W.cal[0] = a;
     W.cal_next = 1;
     W.cal_count = 1;
