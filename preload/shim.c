@@ -118,8 +118,14 @@ static struct gp_tbuf *tbuf_claim(void) {
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
     int expect = GP_TB_FREE;
     if (atomic_load_explicit(&b->state, memory_order_relaxed) == GP_TB_FREE &&
-        atomic_compare_exchange_strong(&b->state, &expect, GP_TB_CLAIMED))
+        atomic_compare_exchange_strong(&b->state, &expect, GP_TB_CLAIMED)) {
+      /* The header of an exited thread is reused, but a new thread gets a
+       * new index (while indices last), so that the trace and the report
+       * keep threads apart. The writer does not look at a claimed header. */
+      uint32_t idx = atomic_fetch_add(&tbuf_next_index, 1);
+      if (idx < MAX_THREADS) b->index = idx;
       return b;
+    }
   }
   uint32_t idx = atomic_fetch_add(&tbuf_next_index, 1);
   if (idx >= MAX_THREADS) return NULL;

@@ -413,6 +413,43 @@ def t_lost():
     print(f"64 KiB ring: {api} of {calls} calls recorded, {lost[0]} counted lost")
 
 
+def t_threads():
+    """Two waves of 8 threads, 2000 launches each on its own stream, the
+    second wave reusing the first's released rings: every call recorded once
+    on its own thread (a reused ring gets a new thread index), every kernel
+    linked to its launch and on its thread's stream, nothing lost."""
+    threads, launches = 16, 2000
+    d = workdir()
+    p = run([prog("e2e-prog-threads")], d, {"GPUPHASE_FLUSH_MS": "10"}, timeout=100)
+    check(p.returncode == 0 and p.stdout.strip() == "ok", f"program: {p.stdout} {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    check(by_kind(recs, "summary")[0]["lost"] == 0, "events lost")
+    calls = api_calls(recs)
+    per = {}
+    for c in calls:
+        per.setdefault(c["thread"], []).append(c["fn"])
+    workers = {t: fns for t, fns in per.items() if "cudaLaunchKernel" in fns}
+    check(len(workers) == threads, f"{len(workers)} threads launched, want {threads}")
+    for t, fns in workers.items():
+        check(fns.count("cudaLaunchKernel") == launches and
+              fns.count("cudaStreamSynchronize") == 1, f"thread {t}: {len(fns)} calls")
+    check(len({r["thread"] for r in by_kind(recs, "thread")}) >= threads,
+          "thread records")
+    launch_of = {c["corr"]: c for c in calls if c["fn"] == "cudaLaunchKernel"}
+    check(len(launch_of) == threads * launches, "launch correlation ids not unique")
+    ks = by_kind(recs, "kernel")
+    check(len(ks) == threads * launches, f"{len(ks)} kernels")
+    streams = {}
+    for k in ks:
+        c = launch_of.get(k["corr"])
+        check(c is not None, f"kernel corr {k['corr']} has no launch")
+        if c:
+            streams.setdefault(c["thread"], set()).add(k["stream"])
+    check(all(len(s) == 1 for s in streams.values()) and
+          len({next(iter(s)) for s in streams.values()}) == threads,
+          "each thread's kernels on its own stream")
+
+
 def t_errno():
     d = workdir()
     a = run([prog("e2e-prog-lifecycle"), "errno"], d)
@@ -427,7 +464,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost}
+         "lost": t_lost, "threads": t_threads}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
