@@ -1,13 +1,16 @@
 /* libFuzzer entry point for the reader: every input is read to the end in
  * file order and in time order, and also decoded as a raw frame payload
  * (a fuzzer rarely gets past zstd's checksum to reach the record decoder
- * otherwise); the sanitizers do the checking. Built only
+ * otherwise) by both decoders, which must agree; the sanitizers do the
+ * rest of the checking. Built only
  * with a compiler that supports -fsanitize=fuzzer (clang):
  *   CC=clang meson setup build-fuzz -Db_sanitize=address,undefined \
  *     -Db_lundef=false && ninja -C build-fuzz tests/trace/fuzz_reader
  *   build-fuzz/tests/trace/fuzz_reader -max_total_time=60 CORPUS_DIR */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "codec.h"
 #include "reader_ext.h"
@@ -23,11 +26,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (void)gpuphase_reader_string(r, rec.u.string.id);
     gpuphase_reader_close(r);
   }
+  /* The input as a raw frame payload, through both decoders: the reader's
+   * (gp_decode_next, which needs GP_DECODE_PAD readable bytes past the end)
+   * must accept, reject and decode exactly what the reference does. */
+  uint8_t *buf = malloc(size + GP_DECODE_PAD);
+  if (!buf) return 0;
+  memcpy(buf, data, size);
+  memset(buf + size, 0, GP_DECODE_PAD);
   struct gp_delta d;
   gp_delta_reset(&d);
-  const uint8_t *p = data, *end = data + size;
+  static struct gp_dstate st;
+  gp_dstate_reset(&st);
+  const uint8_t *p = buf, *q = buf, *end = buf + size;
   struct gpuphase_record rec;
-  while (p < end && gp_decode_record(&p, end, &d, &rec) >= 0)
-    ;
+  while (p < end) {
+    int a = gp_decode_record(&p, end, &d, &rec);
+    uint64_t start;
+    int b = gp_decode_next(&q, end, &st, &start);
+    if ((a < 0) != (b < 0)) abort();
+    if (a < 0) break;
+    if (p != q || (a == 1) != (b > 0)) abort();
+    if (a == 1 && (uint32_t)b != rec.kind) abort();
+  }
+  free(buf);
   return 0;
 }
