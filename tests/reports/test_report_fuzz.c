@@ -41,6 +41,10 @@ static uint64_t below(uint64_t n) {
   return n ? rnd() % n : 0;
 }
 
+static const char long_name[] =
+    "a_very_long_kernel_name_that_goes_on_and_on_and_on_and_on_and_on_and_on"
+    "_and_on_and_on_and_on_and_on_and_on_and_on_and_on_and_on_and_on";
+
 static const char *const names[] = {
     "cudaLaunchKernel",
     "void gemm<float, 128>(float const*, float*) [with T = <&>]",
@@ -51,8 +55,7 @@ static const char *const names[] = {
     "\xff\xfe not utf-8 \xc3",
     "</script><script>alert(1)</script>",
     "\"quoted\" \\ back",
-    "a_very_long_kernel_name_that_goes_on_and_on_and_on_and_on_and_on_and_"
-    "on_and_on_and_on_and_on_and_on_and_on_and_on_and_on_and_on_and_on",
+    long_name,
     "",
 };
 #define NNAMES (sizeof names / sizeof *names)
