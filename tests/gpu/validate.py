@@ -115,6 +115,31 @@ def check_blas(build, out):
         launches, None, "through the driver API")
 
 
+def check_overhead(build, out):
+    """ns per launch and per cudaGetDevice, with and without gpuphase:
+    medians of 3 runs each, alternating. Reported, not judged (no model to
+    derive a bound from); docs/performance.md quotes them."""
+    exe = os.path.join(out, "overhead")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "overhead.cu"))
+    if r.returncode:
+        raise RuntimeError("nvcc overhead.cu: " + r.stderr[-500:])
+    base, shim = [], []
+    for i in range(3):
+        r = sh([exe])
+        if r.returncode:
+            raise RuntimeError(f"overhead failed: {r.stderr.strip()[-200:]}")
+        base.append(json.loads(r.stdout.strip().splitlines()[-1]))
+        got, _ = profiled(build, out, f"overhead{i}", [exe])
+        shim.append(got)
+
+    def med(runs, key):
+        return sorted(x[key] for x in runs)[len(runs) // 2]
+    for key, what in (("launch_ns", "cudaLaunchKernel"), ("get_device_ns", "cudaGetDevice")):
+        b, s = med(base, key), med(shim, key)
+        row(f"overhead: {what} ns/call without / with", f"{b:.0f}", f"{s:.0f}", None,
+            f"+{s - b:.0f} ns per call")
+
+
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
@@ -158,7 +183,7 @@ def main():
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
-    for step in (check_truth, check_blas, check_torch):
+    for step in (check_truth, check_overhead, check_blas, check_torch):
         try:
             step(build, out)
         except Exception as e:
