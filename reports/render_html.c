@@ -300,8 +300,15 @@ static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
         f);
   for (size_t i = 0; i < r->nkernels && i < top; i++) {
     const struct gp_kernel_res *k = &r->kernels[i];
-    fputs("<tr><td class=\"name\">", f);
-    esc(f, k->name);
+    if (k->demangled) { /* the declaration, the symbol on hover */
+      fputs("<tr><td class=\"name\" title=\"", f);
+      esc(f, k->name);
+      fputs("\">", f);
+      esc(f, k->demangled);
+    } else {
+      fputs("<tr><td class=\"name\">", f);
+      esc(f, k->name);
+    }
     fputs("</td>", f);
     td_u64(f, k->count);
     td_dur(f, k->total);

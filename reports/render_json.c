@@ -163,6 +163,7 @@ static void phase(struct gp_json *j, const struct gp_proc_res *r,
 static void kernel(struct gp_json *j, const struct gp_kernel_res *k) {
   gp_json_obj(j, NULL);
   gp_json_str(j, "name", k->name);
+  gp_json_str(j, "demangled", k->demangled);
   gp_json_u64(j, "count", k->count);
   gp_json_u64(j, "total_ns", k->total);
   gp_json_u64(j, "mean_ns", k->count ? k->total / k->count : 0);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "render.h"
 #include "util.h"
 
@@ -250,7 +251,9 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
     snprintf(bl, sizeof bl, "%llu%s", (unsigned long long)k->block,
              k->block_varies ? "*" : "");
     fputs("  ", o->f);
-    cell(o, k->name, 26);
+    char shortname[256];
+    if (k->demangled) gp_short_name(k->demangled, shortname, sizeof shortname);
+    cell(o, k->demangled ? shortname : k->name, 26);
     fprintf(o->f, " %7llu %8s %8s %8s %8s %8s %6s %6s\n",
             (unsigned long long)k->count, gp_fmt_sdur(a, sizeof a, k->total),
             gp_fmt_sdur(b, sizeof b, k->count ? k->total / k->count : 0),

@@ -1,6 +1,8 @@
 /* Result helpers: derived figures, freeing, and adding processes together. */
 #include "report.h"
 
+#include "demangle.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -84,6 +86,7 @@ void gp_res_free(struct gp_proc_res *r) {
   }
   for (size_t i = 0; i < r->nkernels; i++) {
     free(r->kernels[i].name);
+    free(r->kernels[i].demangled);
     gp_hist_free(&r->kernels[i].dur);
   }
   for (size_t i = 0; i < r->napis; i++)
@@ -204,6 +207,9 @@ int gp_res_derive(struct gp_proc_res *r, const struct gp_report_opts *o) {
   if (r->nphases) qsort(r->phases, r->nphases, sizeof *r->phases, cmp_phase);
   if (r->nkernels)
     qsort(r->kernels, r->nkernels, sizeof *r->kernels, cmp_kernel);
+  for (size_t i = 0; i < r->nkernels; i++)
+    if (!r->kernels[i].demangled)
+      r->kernels[i].demangled = gp_demangle(r->kernels[i].name);
   if (r->napis) qsort(r->apis, r->napis, sizeof *r->apis, cmp_api);
   for (size_t i = 0; i < r->nfindings; i++)
     free(r->findings[i].text);
@@ -314,6 +320,7 @@ static int merge_kernel(struct gp_proc_res *d, const struct gp_kernel_res *x) {
     v[i].count = v[i].total = v[i].cov_ns = v[i].occ_ns = 0;
     v[i].cov_wsum = v[i].occ_wsum = 0;
     v[i].name = strdup(x->name);
+    v[i].demangled = NULL; /* derived again for the sum */
     d->nkernels++;
     if (!v[i].name) return -1;
   }

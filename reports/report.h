@@ -136,7 +136,8 @@ struct gp_phase_res {
 };
 
 struct gp_kernel_res {
-  char *name;
+  char *name;      /* as recorded (CUPTI: the mangled symbol) */
+  char *demangled; /* the C++ declaration, NULL if not mangled (derived) */
   uint64_t count, total;
   struct gp_hist dur;
   uint64_t grid, block; /* of the first execution; varies: not all equal */

@@ -27,6 +27,9 @@ NEXT_LIB = os.path.join(PROGDIR, "libe2e-paths-next.so")
 CUDART = os.path.join(SIMDIR, "libcudart.so.13")
 
 
+traces_of_last_run = []
+
+
 def same_file(a, b):
     try:
         return os.path.samefile(a, b)
@@ -47,6 +50,7 @@ def run_prog(args, extra=None, preload=True):
         return None, said
     files = traces(d)
     check(len(files) == 1, f"one trace expected, got {files}")
+    traces_of_last_run[:] = files
     recs, _ = dump(files[0])
     check(not by_kind(recs, "state"), "trace unexpectedly degraded")
     check(by_kind(recs, "summary") and by_kind(recs, "summary")[0]["lost"] == 0,
@@ -344,6 +348,18 @@ def t_nvcc():
     check_kernels([k for k in ks if k["grid_x"] == 132], "paths_axpy", 132, 128)
     for i, k in enumerate(ks):
         check(owner[("kernel", i)]["grid"] == k["grid_x"], "kernel linked to another launch")
+    # the report keeps the recorded name and adds the C++ declaration; the
+    # text table shows the function's name
+    d = os.path.dirname(traces_of_last_run[0])
+    r = subprocess.run([REPORT, "--format", "json", traces_of_last_run[0]],
+                       capture_output=True, text=True, env=env(preload=False), timeout=60)
+    kern = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
+    check(kern["_Z11paths_scalePfi"]["demangled"] == "paths_scale(float*, int)"
+          and kern["paths_axpy"]["demangled"] is None, f"demangled {kern}")
+    r = subprocess.run([REPORT, traces_of_last_run[0]], capture_output=True, text=True,
+                       env=env(preload=False), timeout=60)
+    rows = [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith("  paths_")]
+    check(sorted(rows) == ["paths_axpy", "paths_scale"], f"text kernel rows {rows} in {d}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "hist.h"
 #include "jsonw.h"
 #include "tl.h"
@@ -167,7 +168,44 @@ static void test_map(void) {
   gp_idx_free(&x);
 }
 
+/* Demangled names (libstdc++'s demangler, present wherever gcc is) and
+ * their short form for table cells; expectations from the Itanium C++ ABI
+ * mangling rules. */
+static void test_demangle(void) {
+  char *d = gp_demangle("_Z11paths_scalePfi"); /* paths_scale(float*, int) */
+  char out[128];
+  if (!d) {
+    fprintf(stderr, "no C++ demangler here: demangling not checked\n");
+  } else {
+    STREQ(d, "paths_scale(float*, int)");
+    gp_short_name(d, out, sizeof out);
+    STREQ(out, "paths_scale");
+    free(d);
+    /* template function: return type, namespace, template arguments */
+    d = gp_demangle("_ZN2at6native6detail3fooIiEEvT_");
+    STREQ(d ? d : "", "void at::native::detail::foo<int>(int)");
+    if (d) gp_short_name(d, out, sizeof out);
+    STREQ(out, "at::native::detail::foo");
+    free(d);
+  }
+  EQ(gp_demangle("relu") == NULL, 1);
+  EQ(gp_demangle("_Znot a mangled name") == NULL, 1);
+  EQ(gp_demangle(NULL) == NULL, 1);
+  /* brackets of every kind inside arguments; an anonymous namespace */
+  gp_short_name("void (anonymous namespace)::k<128, {lambda(int)#1}>(int, "
+                "float (*)[4]) const",
+                out, sizeof out);
+  STREQ(out, "(anonymous namespace)::k");
+  gp_short_name("ns::kern(int)", out, sizeof out);
+  STREQ(out, "ns::kern");
+  gp_short_name("plain", out, sizeof out);
+  STREQ(out, "plain");
+  gp_short_name("void ns::very_long_name(int)", out, 8);
+  STREQ(out, "ns::ver"); /* cap - 1 bytes */
+}
+
 int main(void) {
+  test_demangle();
   test_durations();
   test_clean();
   test_json_quote();

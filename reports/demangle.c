@@ -1,0 +1,87 @@
+/* C++ kernel names as people read them. CUPTI reports the mangled symbol
+ * (_ZN2at6native...); the C++ runtime's demangler, when one can be loaded
+ * (libstdc++'s __cxa_demangle, looked up at run time so that the tools do
+ * not depend on it), turns it into the declaration, and gp_short_name keeps
+ * the qualified function name for narrow table cells. */
+#include "demangle.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+static cxa_demangle_fn demangler(void) {
+  static int tried;
+  static cxa_demangle_fn fn;
+  if (!tried) {
+    tried = 1;
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+  }
+  return fn;
+}
+
+char *gp_demangle(const char *name) {
+  if (!name || strncmp(name, "_Z", 2) != 0) return NULL;
+  cxa_demangle_fn fn = demangler();
+  if (!fn) return NULL;
+  int status = -1;
+  char *out = fn(name, NULL, NULL, &status);
+  if (status != 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* Index of the bracket that opens the group closing at s[end] (')' or '>'),
+ * counting every kind of bracket; SIZE_MAX if unbalanced. */
+static size_t opening(const char *s, size_t end) {
+  int depth = 0;
+  for (size_t i = end + 1; i-- > 0;) {
+    char c = s[i];
+    if (c == ')' || c == '>' || c == ']' || c == '}') depth++;
+    if (c == '(' || c == '<' || c == '[' || c == '{') {
+      if (--depth == 0) return i;
+    }
+  }
+  return SIZE_MAX;
+}
+
+size_t gp_short_name(const char *d, char *out, size_t cap) {
+  if (!cap) return 0;
+  size_t end = strlen(d);
+  /* the parameter list, and cv- or ref-qualifiers after it */
+  const char *close = strrchr(d, ')');
+  if (close && strspn(close + 1, " constvolatile&") == strlen(close + 1))
+    end = (size_t)(close - d) + 1;
+  if (end > 0 && d[end - 1] == ')') {
+    size_t o = opening(d, end - 1);
+    if (o != SIZE_MAX && o > 0) end = o;
+  }
+  /* template arguments of the function itself */
+  if (end > 0 && d[end - 1] == '>') {
+    size_t o = opening(d, end - 1);
+    if (o != SIZE_MAX && o > 0) end = o;
+  }
+  /* a return type: the name starts after the last space outside brackets */
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i < end; i++) {
+    char c = d[i];
+    if (c == '(' || c == '<' || c == '[' || c == '{') depth++;
+    if (c == ')' || c == '>' || c == ']' || c == '}') depth--;
+    if (c == ' ' && depth == 0) start = i + 1;
+  }
+  size_t n = end - start;
+  if (n == 0) { /* nothing recognisable: the whole declaration */
+    start = 0;
+    n = strlen(d);
+  }
+  if (n >= cap) n = cap - 1;
+  memcpy(out, d + start, n);
+  out[n] = 0;
+  return n;
+}
