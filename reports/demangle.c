@@ -24,7 +24,10 @@ static cxa_demangle_fn demangler(void) {
 }
 
 char *gp_demangle(const char *name) {
-  if (!name || strncmp(name, "_Z", 2) != 0) return NULL;
+  /* the length cap keeps a hostile name from driving an older demangler's
+   * recursion deep (libstdc++ 12 itself refuses deep nesting) */
+  if (!name || strncmp(name, "_Z", 2) != 0 || strlen(name) > 16384)
+    return NULL;
   cxa_demangle_fn fn = demangler();
   if (!fn) return NULL;
   int status = -1;

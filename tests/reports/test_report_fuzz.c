@@ -55,6 +55,9 @@ static const char *const names[] = {
     "\xff\xfe not utf-8 \xc3",
     "</script><script>alert(1)</script>",
     "\"quoted\" \\ back",
+    "_ZN2at6native6detail3fooIiEEvT_", /* demangles to a template */
+    "_Z1kIN3foo3barEEvPFvRKT_E",       /* with a function pointer */
+    "_Zgarbage<&>",
     long_name,
     "",
 };

@@ -189,6 +189,14 @@ static void test_demangle(void) {
     free(d);
   }
   EQ(gp_demangle("relu") == NULL, 1);
+  /* f(int*...*): valid, but longer than demangling is tried for */
+  char *deep = malloc(20000);
+  memset(deep, 'P', 19998);
+  memcpy(deep, "_Z1f", 4);
+  deep[19998] = 'i';
+  deep[19999] = 0;
+  EQ(gp_demangle(deep) == NULL, 1);
+  free(deep);
   EQ(gp_demangle("_Znot a mangled name") == NULL, 1);
   EQ(gp_demangle(NULL) == NULL, 1);
   /* brackets of every kind inside arguments; an anonymous namespace */
