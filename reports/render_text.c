@@ -15,6 +15,27 @@ struct out {
   size_t top;
 };
 
+/* A count in at most w (>= 7) characters: digits, or 1.8e+19 when they do
+ * not fit, so that no value can push a table past 100 columns. */
+static const char *num(char *b, size_t n, uint64_t v, int w) {
+  int k = snprintf(b, n, "%llu", (unsigned long long)v);
+  if (k > w) snprintf(b, n, "%.1e", (double)v);
+  return b;
+}
+
+/* A share with `dec` decimals in at most w characters; a value too large
+ * for that (only a damaged trace has one) reads ">999%" (w = 5). */
+static const char *pctw(char *b, size_t n, double v, int dec, int w) {
+  int k = snprintf(b, n, "%.*f%%", dec, v);
+  if (k > w && w >= 3 && (size_t)w < n) {
+    memset(b, '9', (size_t)w);
+    b[0] = '>';
+    b[w - 1] = '%';
+    b[w] = 0;
+  }
+  return b;
+}
+
 static double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0;
 }
@@ -156,36 +177,48 @@ static void time_lines(struct out *o, const struct gp_device_res *d) {
           gp_fmt_pct(p[1], sizeof p[1], d->busy_p50),
           gp_fmt_pct(p[2], sizeof p[2], d->busy_p95),
           gp_fmt_pct(p[3], sizeof p[3], d->busy_p99));
-  fprintf(o->f, "    longest idle %s at +%s",
-          gp_fmt_dur(a, sizeof a, d->idle_longest),
-          gp_fmt_dur(b, sizeof b, d->idle_longest_at));
-  if (d->busy_run)
-    fprintf(o->f, "; longest run > 90%% busy %s at +%s",
-            gp_fmt_dur(c, sizeof c, d->busy_run * d->win_ns),
-            gp_fmt_dur(w, sizeof w, d->busy_run_at * d->win_ns));
-  fputc('\n', o->f);
+  char line[256];
+  int k = snprintf(line, sizeof line, "longest idle %s at +%s",
+                   gp_fmt_dur(a, sizeof a, d->idle_longest),
+                   gp_fmt_dur(b, sizeof b, d->idle_longest_at));
+  if (d->busy_run && k > 0 && (size_t)k < sizeof line)
+    snprintf(line + k, sizeof line - (size_t)k,
+             "; longest run > 90%% busy %s at +%s",
+             gp_fmt_dur(c, sizeof c, d->busy_run * d->win_ns),
+             gp_fmt_dur(w, sizeof w, d->busy_run_at * d->win_ns));
+  wrap(o, "    ", line, 6);
   spark(o, d);
 }
 
 static void device(struct out *o, const struct gp_device_res *d) {
-  char name[64], mem[32];
+  char name[64], mem[32], head[32], lead[64], rest[512], x[32], y[32], z[32];
+  size_t n = 0;
   if (d->id < 0)
-    fprintf(o->f, "\n%sGPU (unknown ordinal)%s", o->bold, o->off);
+    snprintf(head, sizeof head, "GPU (unknown ordinal)");
   else
-    fprintf(o->f, "\n%sGPU %lld%s", o->bold, (long long)d->id, o->off);
+    snprintf(head, sizeof head, "GPU %lld", (long long)d->id);
+  rest[0] = 0;
   if (d->host) {
     gp_text_clean(d->host, name, sizeof name, 16);
-    fprintf(o->f, " on %s", name);
+    n += (size_t)snprintf(rest + n, sizeof rest - n, " on %s", name);
   }
   if (d->name) {
     gp_text_clean(d->name, name, sizeof name, d->host ? 20 : 32);
-    fprintf(o->f, "  %s", name);
+    n += (size_t)snprintf(rest + n, sizeof rest - n, "  %s", name);
   }
   if (d->has_props)
-    fprintf(o->f, "  %llu SMs  %s  cc %llu.%llu", (unsigned long long)d->sms,
-            gp_fmt_bytes(mem, sizeof mem, (double)d->mem_total),
-            (unsigned long long)d->cc_major, (unsigned long long)d->cc_minor);
-  fprintf(o->f, "  window %s\n", gp_fmt_dur(mem, sizeof mem, d->window_ns));
+    n += (size_t)snprintf(rest + n, sizeof rest - n, "  %s SMs  %s  cc %s.%s",
+                          num(x, sizeof x, d->sms, 7),
+                          gp_fmt_bytes(mem, sizeof mem, (double)d->mem_total),
+                          num(y, sizeof y, d->cc_major, 7),
+                          num(z, sizeof z, d->cc_minor, 7));
+  snprintf(rest + n, sizeof rest - n, "  window %s",
+           gp_fmt_dur(mem, sizeof mem, d->window_ns));
+  snprintf(lead, sizeof lead, "\n%s%s%s", o->bold, head, o->off);
+  if (strlen(head) + strlen(rest) <= WIDTH)
+    fprintf(o->f, "%s%s\n", lead, rest);
+  else /* absurd values (a damaged trace): wrapped, still in 100 columns */
+    wrap(o, lead, rest, 4);
   cat_lines(o, d);
   util_lines(o, d);
   time_lines(o, d);
@@ -203,11 +236,16 @@ static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
              (unsigned long long)t->index, (unsigned long long)t->tid, nm);
     fputs("  ", o->f);
     cell(o, label, 24);
-    fprintf(o->f, " %8s %7.1f%% %8s %7.1f%% %8s %7.1f%% %9llu\n",
-            gp_fmt_sdur(a, sizeof a, t->cpu), pct(t->cpu, win),
-            gp_fmt_sdur(b, sizeof b, t->submit), pct(t->submit, win),
-            gp_fmt_sdur(c, sizeof c, t->blocked), pct(t->blocked, win),
-            (unsigned long long)t->calls);
+    char cl[32];
+    char p1[16], p2[16], p3[16];
+    fprintf(o->f, " %8s %8s %8s %8s %8s %8s %9s\n",
+            gp_fmt_sdur(a, sizeof a, t->cpu),
+            pctw(p1, sizeof p1, pct(t->cpu, win), 1, 8),
+            gp_fmt_sdur(b, sizeof b, t->submit),
+            pctw(p2, sizeof p2, pct(t->submit, win), 1, 8),
+            gp_fmt_sdur(c, sizeof c, t->blocked),
+            pctw(p3, sizeof p3, pct(t->blocked, win), 1, 8),
+            num(cl, sizeof cl, t->calls, 9));
   }
   if (r->nthreads > o->top)
     fprintf(o->f, "  (%zu more)\n", r->nthreads - o->top);
@@ -221,17 +259,18 @@ static void phases(struct out *o, const struct gp_proc_res *r) {
   for (size_t i = 0; i < r->nphases && i < o->top; i++) {
     const struct gp_phase_res *p = &r->phases[i];
     uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
-    char a[16], b[16], c[16], cv[16];
+    char a[16], b[16], c[16], cv[16], cn[32];
     fputs("  ", o->f);
     cell(o, p->name, 18);
-    fprintf(o->f, " %7llu %8s %8s %8s", (unsigned long long)p->count,
+    fprintf(o->f, " %7s %8s %8s %8s", num(cn, sizeof cn, p->count, 7),
             gp_fmt_sdur(a, sizeof a, p->union_ns),
             gp_fmt_sdur(b, sizeof b, p->count ? p->inst_ns / p->count : 0),
             gp_fmt_sdur(c, sizeof c, gp_hist_pct(&p->dur, 95)));
+    char pw[16];
     for (int k = 0; k < GP_CAT_N; k++)
-      fprintf(o->f, " %4.0f%%", pct(p->all.cat[k], span));
-    fprintf(o->f, " %4.0f%% %5s\n", p->util.busy_pct,
-            gp_fmt_pct(cv, sizeof cv, p->util.cov_pct));
+      fprintf(o->f, " %5s", pctw(pw, sizeof pw, pct(p->all.cat[k], span), 0, 5));
+    fprintf(o->f, " %5s", pctw(pw, sizeof pw, p->util.busy_pct, 0, 5));
+    fprintf(o->f, " %5s\n", gp_fmt_pct(cv, sizeof cv, p->util.cov_pct));
   }
   if (r->nphases > o->top) fprintf(o->f, "  (%zu more)\n", r->nphases - o->top);
 }
@@ -244,18 +283,19 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
   int varies = 0;
   for (size_t i = 0; i < r->nkernels && i < o->top; i++) {
     const struct gp_kernel_res *k = &r->kernels[i];
-    char a[16], b[16], c[16], d[16], g[24], bl[24], cv[16];
+    char a[16], b[16], c[16], d[16], g[40], bl[40], cv[16];
     varies |= k->grid_varies || k->block_varies;
-    snprintf(g, sizeof g, "%llu%s", (unsigned long long)k->grid,
+    char gn[32], bn[32], cn[32];
+    snprintf(g, sizeof g, "%s%s", num(gn, sizeof gn, k->grid, 7),
              k->grid_varies ? "*" : "");
-    snprintf(bl, sizeof bl, "%llu%s", (unsigned long long)k->block,
+    snprintf(bl, sizeof bl, "%s%s", num(bn, sizeof bn, k->block, 7),
              k->block_varies ? "*" : "");
     fputs("  ", o->f);
     char shortname[256];
     if (k->demangled) gp_short_name(k->demangled, shortname, sizeof shortname);
     cell(o, k->demangled ? shortname : k->name, 26);
-    fprintf(o->f, " %7llu %8s %8s %8s %8s %8s %6s %6s\n",
-            (unsigned long long)k->count, gp_fmt_sdur(a, sizeof a, k->total),
+    fprintf(o->f, " %7s %8s %8s %8s %8s %8s %6s %6s\n",
+            num(cn, sizeof cn, k->count, 7), gp_fmt_sdur(a, sizeof a, k->total),
             gp_fmt_sdur(b, sizeof b, k->count ? k->total / k->count : 0),
             gp_fmt_sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
             gp_fmt_sdur(d, sizeof d, gp_hist_pct(&k->dur, 95)), g, bl,
@@ -287,12 +327,17 @@ static void copies(struct out *o, const struct gp_proc_res *r) {
                                                            : 0;
       snprintf(lab, sizeof lab, "GPU %lld %s", (long long)d->id,
                gp_xfer_label[x]);
-      fprintf(o->f, "  %-14s %9llu %10s %9s %9.2f %8s %9llu %9llu\n", lab,
-              (unsigned long long)c->count,
+      fputs("  ", o->f);
+      cell(o, lab, 14); /* an absurd ordinal is cut, not the table */
+      char cn[32], pg[32], pn[32], gb[32];
+      snprintf(gb, sizeof gb, gbps < 1e6 ? "%.2f" : "%.2e", gbps);
+      fprintf(o->f, " %9s %10s %9s %9s %8s %9s %9s\n",
+              num(cn, sizeof cn, c->count, 9),
               gp_fmt_bytes(by, sizeof by, (double)c->bytes),
-              gp_fmt_sdur(t, sizeof t, c->ns), gbps,
+              gp_fmt_sdur(t, sizeof t, c->ns), gb,
               gp_fmt_pct(pk, sizeof pk, peak > 0 ? 100 * gbps / peak : -1),
-              (unsigned long long)c->pageable, (unsigned long long)c->pinned);
+              num(pg, sizeof pg, c->pageable, 9),
+              num(pn, sizeof pn, c->pinned, 9));
     }
   }
 }
@@ -306,9 +351,10 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
     char t[16], b[16];
     fputs("  ", o->f);
     cell(o, a->name, 32);
-    fprintf(o->f, " %9llu %10s %10s %8llu\n", (unsigned long long)a->count,
+    char cn[32], en[32];
+    fprintf(o->f, " %9s %10s %10s %8s\n", num(cn, sizeof cn, a->count, 9),
             gp_fmt_sdur(t, sizeof t, a->total), gp_fmt_sdur(b, sizeof b, a->blocked),
-            (unsigned long long)a->errors);
+            num(en, sizeof en, a->errors, 8));
   }
   if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);
 }

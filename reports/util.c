@@ -126,7 +126,9 @@ size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
 
 /* Short duration for table cells: at most 8 characters. */
 const char *gp_fmt_sdur(char *b, size_t n, uint64_t ns) {
-  if (ns >= 100000000000ull)
+  if (ns >= 1000000000000000ull) /* over 11 days: 1.2e+06 s fits */
+    snprintf(b, n, "%.0e s", ns / 1e9);
+  else if (ns >= 100000000000ull)
     snprintf(b, n, "%.0f s", ns / 1e9);
   else if (ns >= 1000000000ull)
     snprintf(b, n, "%.2f s", ns / 1e9);

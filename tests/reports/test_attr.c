@@ -722,6 +722,34 @@ static void test_window_cap(void) {
   tl_free(&t);
 }
 
+/* A phase on a process with two GPUs, the second first seen inside it:
+ *   phase "step" [0,1000); a launch on device 0 [0,10) (the window starts
+ *   at 0); kernel on device 0 [100,200); kernel on device 1 [300,400)
+ *   (device 1 first appears at 300); the phase pops at 1000, the window's
+ *   end. Every device's phase breakdown covers the phase's union (1000):
+ *   device 0: launch 10, kernel 100, host wait 890;
+ *   device 1: the launch was a call on device 0, so kernel 100, host wait
+ *   900. */
+static void test_phase_devices(void) {
+  struct tl t;
+  base(&t);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 0, S_STEP, 0);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 100, 200, S_GEMM, 10, 128);
+  tl_kernel(&t, 1, 300, 400, S_GEMM, 10, 128);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 1000, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_phase_res *s = tl_phase(r, "step");
+  EQ(r->ndev, 2);
+  EQ(s->union_ns, 1000);
+  for (size_t d = 0; d < r->ndev; d++)
+    EQ(gp_breakdown_total(&s->dev[d].bd), 1000);
+  CATS(tl_dev(r, 0)->bd, 100, 0, 10, 0, 890);
+  CATS(tl_dev(r, 1)->bd, 100, 0, 0, 0, 900);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -742,6 +770,7 @@ int main(void) {
   test_garbage();
   test_findings();
   test_window_cap();
+  test_phase_devices();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }

@@ -9,7 +9,8 @@
  *   - each device's categories add up to its window exactly;
  *   - the JSON output is one balanced object with no raw control bytes;
  *   - the HTML output is a whole document whose only tags are its own;
- *   - the text output holds no escape byte (colour off).
+ *   - the text output holds no escape byte (colour off) and no line over
+ *     100 columns.
  * Seeds are fixed: every run tests the same traces. */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -184,6 +185,21 @@ static void check_text(const char *s, size_t n, int t) {
   if (memchr(s, 0x1b, n)) {
     fprintf(stderr, "trace %d: escape byte in the text report\n", t);
     tl_failures++;
+  }
+  /* 100 columns, whatever the values; UTF-8 continuation bytes take none */
+  size_t col = 0, line = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '\n') {
+      col = 0;
+      line = i + 1;
+    } else if (((unsigned char)s[i] & 0xc0) != 0x80 && ++col == 101) {
+      const char *nl = memchr(s + line, '\n', n - line);
+      int len = (int)((nl ? (size_t)(nl - s) : n) - line);
+      fprintf(stderr, "trace %d: text line over 100 columns: %.*s\n", t, len,
+              s + line);
+      tl_failures++;
+      return;
+    }
   }
 }
 
