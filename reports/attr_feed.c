@@ -247,7 +247,8 @@ void gp_phase_close(struct gp_attr *a, uint32_t pi, uint64_t start,
 
 static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
   uint64_t s = timed(a, r->start, r->start, 0);
-  if (s == UINT64_MAX) s = r->start;
+  if (!a->started) s = r->start; /* before the window (not UINT64_MAX: a
+                                    * sweep may legitimately stand there) */
   struct thr *th = gp_attr_thr(a, r->thread);
   if (!th) return;
   if (r->op == GPUPHASE_RANGE_PUSH || r->op == GPUPHASE_RANGE_START) {
@@ -413,7 +414,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   def->errors += r->ret != 0;
   int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
   uint64_t s = timed(a, r->start, end, is_cuda);
-  if (!is_cuda || s == UINT64_MAX) return;
+  if (!is_cuda || !a->started) return;
   uint32_t api = (uint32_t)(def - a->api);
   struct thr *th = gp_attr_thr(a, r->thread);
   struct dev *d = r->device >= 0 ? gp_attr_dev(a, r->device) : NULL;
@@ -708,8 +709,7 @@ static void on_device(struct gp_attr *a, const struct gpuphase_device *r) {
 }
 
 static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
-  uint64_t s = timed(a, r->start, r->start, 0);
-  if (s == UINT64_MAX) s = r->start;
+  (void)timed(a, r->start, r->start, 0); /* the window; times are r->start */
   if (r->state && !a->state_on) {
     a->state_on = 1;
     a->saw_state1 = 1;

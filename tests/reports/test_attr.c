@@ -750,6 +750,30 @@ static void test_phase_devices(void) {
   tl_free(&t);
 }
 
+/* Times at the end of the clock: a kernel ending at UINT64_MAX moves the
+ * sweep there, so a later phase push (late, at 9) opens at the sweep time,
+ * UINT64_MAX, and lasts nothing. It was mistaken for "before the window"
+ * (timed()'s sentinel is UINT64_MAX) and opened at 9 on some timelines
+ * only: device 5's phase breakdown came out as 2^64 - 44.
+ *   kernel device 5 [1,43); kernel device 1 at UINT64_MAX (zero length);
+ *   push "step" at 9. Window [1, UINT64_MAX). */
+static void test_clock_end(void) {
+  struct tl t;
+  base(&t);
+  tl_kernel(&t, 5, 1, 43, S_GEMM, 10, 128);
+  tl_kernel(&t, 1, UINT64_MAX, UINT64_MAX, S_GEMM, 10, 128);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 9, S_STEP, 0);
+  struct gp_proc_res *r = tl_run_raw(&t);
+  const struct gp_phase_res *s = tl_phase(r, "step");
+  EQ(r->window_ns, UINT64_MAX - 1);
+  EQ(s->union_ns, 0);
+  for (size_t d = 0; d < r->ndev; d++)
+    EQ(gp_breakdown_total(&s->dev[d].bd), 0);
+  CATS(tl_dev(r, 5)->bd, 42, 0, 0, 0, UINT64_MAX - 1 - 42);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -771,6 +795,7 @@ int main(void) {
   test_findings();
   test_window_cap();
   test_phase_devices();
+  test_clock_end();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }
