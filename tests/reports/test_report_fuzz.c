@@ -6,7 +6,8 @@
  * attribution, derivation, findings), added into a sum, and rendered as
  * text, JSON and HTML. Under the sanitizers (CI) any overflow or bad access fails
  * the test; in every build, the invariants below must hold:
- *   - each device's categories add up to its window exactly;
+ *   - each device's categories add up to its window exactly, and its
+ *     share of each phase to the phase's union;
  *   - the JSON output is one balanced object with no raw control bytes;
  *   - the HTML output is a whole document whose only tags are its own;
  *   - the text output holds no escape byte (colour off) and no line over
@@ -145,6 +146,19 @@ static char *write_trace(int t) {
 }
 
 static void check_partition(const struct gp_proc_res *r, int t) {
+  /* in one process, every device's share of a phase covers its union (in
+   * a sum, a device of another process saw none of it) */
+  for (size_t i = 0; r->file && i < r->nphases; i++)
+    for (size_t d = 0; d < r->ndev; d++)
+      if (gp_breakdown_total(&r->phases[i].dev[d].bd) !=
+          r->phases[i].union_ns) {
+        fprintf(stderr, "trace %d phase %zu device %zu: %llu != union %llu\n",
+                t, i, d,
+                (unsigned long long)gp_breakdown_total(&r->phases[i].dev[d].bd),
+                (unsigned long long)r->phases[i].union_ns);
+        tl_failures++;
+        return;
+      }
   for (size_t d = 0; d < r->ndev; d++) {
     uint64_t s = 0;
     for (int c = 0; c < GP_CAT_N; c++)
