@@ -213,6 +213,29 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
    ev->device = (d))
 
 /* ---- the wrapper body ---- */
+/* The recording part of every wrapper, once gp_fn_ (the real function) is
+ * known: two timestamps around the call, one event into the thread's ring. */
+#define GP_RECORD_CALL(RET, ARGS, ID, REC)                                     \
+  struct gp_tstate *ts = gp_enter();                                           \
+  if (ts == NULL) return gp_fn_ ARGS;                                          \
+  uint64_t t0 = gp_now();                                                      \
+  RET r = gp_fn_ ARGS;                                                         \
+  uint64_t t1 = gp_now();                                                      \
+  struct gp_event *ev = gp_slot(ts->buf);                                      \
+  if (GP_LIKELY(ev != NULL)) {                                                 \
+    *ev = (struct gp_event){.t0 = t0,                                          \
+                            .t1 = t1,                                          \
+                            .api = (ID),                                       \
+                            .ret = (int32_t)r,                                 \
+                            .corr = ts->corr,                                  \
+                            .device = ts->device,                              \
+                            .type = GP_EV_API};                                \
+    REC;                                                                       \
+    gp_publish(ts->buf, 1);                                                    \
+  }                                                                            \
+  gp_leave(ts);                                                                \
+  return r;
+
 #define GP_WRAPPER(RET, MISSING, LAYER, NAME, ID, PARAMS, ARGS, REC)           \
   typedef RET(*NAME##_fn) PARAMS;                                              \
   static void *real_##NAME;                                                    \
@@ -223,25 +246,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
       if (gp_fn_ == NULL) return MISSING;                                      \
       real_##NAME = (void *)gp_fn_;                                            \
     }                                                                          \
-    struct gp_tstate *ts = gp_enter();                                         \
-    if (ts == NULL) return gp_fn_ ARGS;                                        \
-    uint64_t t0 = gp_now();                                                    \
-    RET r = gp_fn_ ARGS;                                                       \
-    uint64_t t1 = gp_now();                                                    \
-    struct gp_event *ev = gp_slot(ts->buf);                                    \
-    if (GP_LIKELY(ev != NULL)) {                                               \
-      *ev = (struct gp_event){.t0 = t0,                                        \
-                              .t1 = t1,                                        \
-                              .api = (ID),                                     \
-                              .ret = (int32_t)r,                               \
-                              .corr = ts->corr,                                \
-                              .device = ts->device,                            \
-                              .type = GP_EV_API};                              \
-      REC;                                                                     \
-      gp_publish(ts->buf, 1);                                                  \
-    }                                                                          \
-    gp_leave(ts);                                                              \
-    return r;                                                                  \
+    GP_RECORD_CALL(RET, ARGS, ID, REC)                                         \
   }
 
 /* Variant A (api_runtime.def): nine integer-class arguments passed on as
@@ -257,33 +262,17 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   static int abi12_##NAME;                                                     \
   GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS __asm__(#NAME);            \
   GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS {                          \
-    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
+    NAME##_fn gp_fn_ =                                                         \
+        (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_ACQUIRE);            \
     if (GP_UNLIKELY(gp_fn_ == NULL)) {                                         \
       gp_fn_ = (NAME##_fn)gp_real_layer(GPUPHASE_LAYER_RUNTIME, #NAME);        \
       if (gp_fn_ == NULL) return cudaErrorSharedObjectSymbolNotFound;          \
       abi12_##NAME = gp_runtime_abi12((void *)gp_fn_);                         \
-      real_##NAME = (void *)gp_fn_;                                            \
+      /* published after abi12, which other threads then read with it */     \
+      __atomic_store_n(&real_##NAME, (void *)gp_fn_, __ATOMIC_RELEASE);        \
     }                                                                          \
     int abi12 = abi12_##NAME;                                                  \
-    struct gp_tstate *ts = gp_enter();                                         \
-    if (ts == NULL) return gp_fn_ GP_ANY_ARGS;                                 \
-    uint64_t t0 = gp_now();                                                    \
-    cudaError_t r = gp_fn_ GP_ANY_ARGS;                                        \
-    uint64_t t1 = gp_now();                                                    \
-    struct gp_event *ev = gp_slot(ts->buf);                                    \
-    if (GP_LIKELY(ev != NULL)) {                                               \
-      *ev = (struct gp_event){.t0 = t0,                                        \
-                              .t1 = t1,                                        \
-                              .api = (ID),                                     \
-                              .ret = (int32_t)r,                               \
-                              .corr = ts->corr,                                \
-                              .device = ts->device,                            \
-                              .type = GP_EV_API};                              \
-      REC;                                                                     \
-      gp_publish(ts->buf, 1);                                                  \
-    }                                                                          \
-    gp_leave(ts);                                                              \
-    return r;                                                                  \
+    GP_RECORD_CALL(cudaError_t, GP_ANY_ARGS, ID, REC)                          \
   }
 
 /* Whether fn lives in a CUDA 12 runtime (libcudart.so.12*). */
