@@ -176,16 +176,15 @@ static uint64_t step(struct gen *g) {
 
 static int generate(const char *path, uint64_t target) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-  struct gp_process_info info = {"bench-host",
-                                 4242,
-                                 1,
-                                 -1,
-                                 -1,
-                                 "python train.py --synthetic",
-                                 1000000000ull,
-                                 1700000000000000000ull,
-                                 "clock_gettime",
-                                 0};
+  struct gp_process_info info = {.host = "bench-host",
+                                 .pid = 4242,
+                                 .ppid = 1,
+                                 .rank = -1,
+                                 .local_rank = -1,
+                                 .cmdline = "python train.py --synthetic",
+                                 .start_mono_ns = 1000000000ull,
+                                 .start_real_ns = 1700000000000000000ull,
+                                 .clock = "clock_gettime"};
   struct gen g = {.host = 1000000000ull, .rng = 42};
   if (fd < 0 || !(g.w = gp_writer_open(fd, &info, 0, &err))) {
     perror(path);

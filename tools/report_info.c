@@ -21,9 +21,9 @@ static const char info_usage[] =
     "usage: gpuphase-report info FILE...\n"
     "\n"
     "For each trace file: format and gpuphase version, host, process, rank,\n"
-    "command line, start time (UTC), clock, devices, records by kind,\n"
-    "events and lost events, degraded recording, completeness, and the\n"
-    "first and last timestamps.\n"
+    "command line, run id and items per step (when recorded), start time\n"
+    "(UTC), clock, devices, records by kind, events and lost events,\n"
+    "degraded recording, completeness, and the first and last timestamps.\n"
     "\n"
     "exit status: 0 all files read, 1 a file is missing, not a trace, too\n"
     "new or corrupt, 2 usage error. A truncated file is reported, with a\n"
@@ -259,6 +259,11 @@ static void print_identity(const char *path, const gpuphase_reader *r) {
   else
     printf(" (local rank %" PRId64 ")\n", h->local_rank);
   printf("%-14s%s\n", "command:", h->cmdline);
+  /* version 2 header fields; a version-1 file has neither */
+  if (h->run_id && *h->run_id) printf("%-14s%s\n", "run id:", h->run_id);
+  if (h->step_items)
+    printf("%-14s%" PRIu64 " per step (GPUPHASE_STEP_ITEMS)\n",
+           "step items:", h->step_items);
   print_start(h);
   printf("%-14s%s\n", "clock:", h->clock);
 }

@@ -27,10 +27,17 @@ enum {
   GP_HO_STRINGS = 72, /* host, cmdline, clock, version_str: u32 len + bytes */
   GP_HDR_MIN = GP_HO_STRINGS + 4 * 4
 };
+/* Version 2 appends, after version_str, the run_id string (u32 len +
+ * bytes) and step_items (u64). Their presence is told by header_size, not
+ * by the version: a version-1 header ends after version_str. */
+#define GP_HDR_STRINGS_V1 4
 /* Readers refuse larger headers as corrupt; writers clamp each header
  * string to GP_HDR_STRING_MAX so that they stay below. */
 #define GP_HDR_MAX (16u << 20)
 #define GP_HDR_STRING_MAX (4u << 20)
+/* A run id is a short token; writers cut longer ones here (the same cut
+ * in every process of a run keeps them equal). */
+#define GP_HDR_RUN_ID_MAX 256u
 
 /* Frame header byte offsets. */
 enum {

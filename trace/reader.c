@@ -117,16 +117,24 @@ static int check_prefix(gpuphase_reader *r, const uint8_t *h, size_t avail) {
 }
 
 /* Header strings, each u32 length + bytes, copied NUL-terminated into one
- * block owned by the reader. */
+ * block owned by the reader (a block of header_size bytes holds them all:
+ * each string's 4-byte length prefix is more than its terminator). The
+ * four strings of version 1 are required; what follows them (version 2:
+ * run_id, step_items) is read where header_size leaves room for it, so a
+ * version-1 header simply ends after version_str. */
 static int parse_strings(gpuphase_reader *r, const uint8_t *h, uint32_t size) {
-  const char **dst[4] = {&r->hdr.host, &r->hdr.cmdline, &r->hdr.clock,
-                         &r->hdr.version_str};
+  const char **dst[GP_HDR_STRINGS_V1 + 1] = {
+      &r->hdr.host, &r->hdr.cmdline, &r->hdr.clock, &r->hdr.version_str,
+      &r->hdr.run_id};
+  r->hdr.run_id = "";
+  r->hdr.step_items = 0;
   r->hdr_strings = malloc(size);
   if (!r->hdr_strings)
     return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   char *out = r->hdr_strings;
   uint32_t pos = GP_HO_STRINGS;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < GP_HDR_STRINGS_V1 + 1; i++) {
+    if (i == GP_HDR_STRINGS_V1 && size - pos < 4) return GPUPHASE_OK;
     uint32_t len = gp_load32(h + pos, r->swap);
     if (len > size - pos - 4)
       return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
@@ -137,11 +145,12 @@ static int parse_strings(gpuphase_reader *r, const uint8_t *h, uint32_t size) {
     *dst[i] = out;
     out += len + 1;
     pos += 4 + len;
-    if (i < 3 && pos > size - 4)
+    if (i < GP_HDR_STRINGS_V1 - 1 && pos > size - 4)
       return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
                             "corrupt header: string %d overruns the header",
                             i + 2);
   }
+  if (size - pos >= 8) r->hdr.step_items = gp_load64(h + pos, r->swap);
   return GPUPHASE_OK;
 }
 

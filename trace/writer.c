@@ -396,11 +396,17 @@ static uint8_t *put_string(uint8_t *p, const char *s, size_t len) {
   return p + 4 + len;
 }
 
+/* Version 2: host, cmdline, clock, version_str, run_id, then step_items. */
 static int write_header(gp_writer *w, const struct gp_process_info *in) {
-  const char *str[4] = {in->host, in->cmdline, in->clock, GP_VERSION};
-  size_t len[4], size = GP_HO_STRINGS;
-  for (int i = 0; i < 4; i++)
+  const char *str[5] = {in->host, in->cmdline, in->clock, GP_VERSION,
+                        in->run_id};
+  size_t len[5], size = GP_HO_STRINGS + 8;
+  for (int i = 0; i < 5; i++)
     size += 4 + (len[i] = clamp_len(str[i]));
+  if (len[4] > GP_HDR_RUN_ID_MAX) {
+    size -= len[4] - GP_HDR_RUN_ID_MAX;
+    len[4] = GP_HDR_RUN_ID_MAX;
+  }
   uint8_t *h = calloc(1, size);
   if (!h) return fail(w, GPUPHASE_E_NOMEM);
   memcpy(h, GP_MAGIC, GP_MAGIC_LEN);
@@ -416,8 +422,9 @@ static int write_header(gp_writer *w, const struct gp_process_info *in) {
   gp_store64(h + GP_HO_START_MONO, in->start_mono_ns);
   gp_store64(h + GP_HO_START_REAL, in->start_real_ns);
   uint8_t *p = h + GP_HO_STRINGS;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     p = put_string(p, str[i], len[i]);
+  gp_store64(p, in->step_items);
   int rc = write_all(w, h, size);
   free(h);
   return rc;

@@ -16,6 +16,8 @@ struct gp_process_info {
   uint64_t start_mono_ns, start_real_ns;
   const char *clock; /* e.g. "tsc" or "clock_gettime" */
   uint32_t flags;
+  const char *run_id;  /* GPUPHASE_RUN_ID; NULL or "" when none */
+  uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 when unset */
 };
 
 typedef struct gp_writer gp_writer;

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define GPUPHASE_FORMAT_VERSION 1u
+#define GPUPHASE_FORMAT_VERSION 2u
 #define GPUPHASE_FORMAT_MIN_READER 1u
 
 /* Error codes: pinned values, never renumbered. */
@@ -77,6 +77,10 @@ struct gpuphase_header {
   const char *cmdline;      /* arguments joined by single spaces */
   const char *clock;        /* how timestamps were taken, e.g. "tsc" */
   const char *version_str;  /* gpuphase version that wrote the file */
+  /* Format version 2; "" and 0 in version-1 files. */
+  const char *run_id;       /* shared by the processes of one run
+                               (GPUPHASE_RUN_ID) */
+  uint64_t step_items;      /* GPUPHASE_STEP_ITEMS: items per step; 0 unset */
 };
 
 typedef struct gpuphase_reader gpuphase_reader;

@@ -26,14 +26,18 @@
   F(V, uint64_t, api) F(V, uint64_t, name) F(V, uint64_t, cls)               \
   F(V, uint64_t, layer)
 
-/* Device properties, written when first known. */
+/* Device properties, written when first known. driver_version and
+ * runtime_version (format version 2) are what cuDriverGetVersion and
+ * cudaRuntimeGetVersion return, e.g. 13000 for 13.0; 0 unknown (and in
+ * files written before them). */
 #define GPUPHASE_FIELDS_DEVICE(F)                                             \
   F(V, uint64_t, device) F(V, uint64_t, name) F(V, uint64_t, sms)            \
   F(V, uint64_t, mem_total) F(V, uint64_t, cc_major) F(V, uint64_t, cc_minor) \
   F(V, uint64_t, max_threads_per_sm) F(V, uint64_t, max_blocks_per_sm)       \
   F(V, uint64_t, regs_per_sm) F(V, uint64_t, smem_per_sm)                    \
   F(V, uint64_t, warp_size) F(V, uint64_t, clock_khz)                        \
-  F(V, uint64_t, mem_clock_khz) F(V, uint64_t, mem_bus_width)
+  F(V, uint64_t, mem_clock_khz) F(V, uint64_t, mem_bus_width)                \
+  F(V, uint64_t, driver_version) F(V, uint64_t, runtime_version)
 
 /* One intercepted host API call. device is -1 when unknown; stream is the
  * application's handle value; corr the CUPTI correlation id (0: none);
@@ -94,6 +98,12 @@
   F(V, uint64_t, events) F(V, uint64_t, lost) F(V, uint64_t, flags)          \
   F(V, uint64_t, end)
 
+/* A call of gpuphase_step_items on a host thread (format version 2): the
+ * current step processed `count` more items (samples, tokens, frames).
+ * Written in the thread's source, like RANGE. */
+#define GPUPHASE_FIELDS_ITEMS(F)                                              \
+  F(V, uint64_t, thread) F(V, uint64_t, start) F(V, uint64_t, count)
+
 /* X(number, UPPER, lower, FIELDS) */
 #define GPUPHASE_RECORD_KINDS(X)                                              \
   X(1, STRING, string, GPUPHASE_FIELDS_STRING)                               \
@@ -108,7 +118,8 @@
   X(10, RANGE, range, GPUPHASE_FIELDS_RANGE)                                 \
   X(11, LOST, lost, GPUPHASE_FIELDS_LOST)                                    \
   X(12, STATE, state, GPUPHASE_FIELDS_STATE)                                 \
-  X(13, SUMMARY, summary, GPUPHASE_FIELDS_SUMMARY)
+  X(13, SUMMARY, summary, GPUPHASE_FIELDS_SUMMARY)                           \
+  X(14, ITEMS, items, GPUPHASE_FIELDS_ITEMS)
 
 /* API class bits (API_DEF.cls). */
 enum {

@@ -59,10 +59,13 @@ static void add(gp_writer *w, uint32_t src, struct gpuphase_record r) {
 }
 
 /* 5 strings, 2 threads, 1 API def, 1 device, 5 API calls, 3 kernels,
- * 1 LOST (7 events), 1 STATE (degraded), summary: 20 records. */
+ * 1 LOST (7 events), 1 STATE (degraded), 1 ITEMS, summary: 21 records.
+ * The header has a run id and items per step (format version 2). */
 static void write_known(const char *path, int summary) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   struct gp_process_info in = tt_info();
+  in.run_id = "5eed0fc0ffee1234";
+  in.step_items = 256;
   gp_writer *w = gp_writer_open(fd, &in, 0, NULL);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_THREAD};
   r.u.thread =
@@ -82,7 +85,9 @@ static void write_known(const char *path, int summary) {
       .sms = 132,
       .mem_total = 80ull << 30,
       .cc_major = 9,
-      .cc_minor = 0};
+      .cc_minor = 0,
+      .driver_version = 13000,
+      .runtime_version = 12080};
   add(w, 0, r);
   r.kind = GPUPHASE_REC_STATE;
   r.u.state = (struct gpuphase_state){
@@ -110,7 +115,11 @@ static void write_known(const char *path, int summary) {
                                           .name = 3};
     add(w, 2, r);
   }
-  struct gpuphase_summary s = {14, 7, GPUPHASE_FLAG_DEGRADED, T0 + 9000};
+  r.kind = GPUPHASE_REC_ITEMS;
+  r.u.items = (struct gpuphase_items){.thread = 0, .start = T0 + 1200,
+                                      .count = 64};
+  add(w, 3, r); /* a source of its own keeps source 1 in start order */
+  struct gpuphase_summary s = {15, 7, GPUPHASE_FLAG_DEGRADED, T0 + 9000};
   CHECK(gp_writer_close(w, summary ? &s : NULL) == GPUPHASE_OK);
 }
 
@@ -118,19 +127,21 @@ static void test_info(const char *good) {
   CHECK(run("info", good, NULL, NULL) == 0);
   CHECK(err[0] == 0);
   CHECK(has(out, "host:         testhost\n"));
-  CHECK(has(out, "format:       version 1 (readable by readers >= 1)"));
+  CHECK(has(out, "format:       version 2 (readable by readers >= 1)"));
   CHECK(has(out, "process:      pid 4242, ppid 1\n"));
   CHECK(has(out, "rank:         3 (local rank unknown)\n"));
-  CHECK(has(out, "command:      python train.py --epochs 2\n"));
+  CHECK(has(out, "command:      python train.py --epochs 2\n"
+                 "run id:       5eed0fc0ffee1234\n"
+                 "step items:   256 per step (GPUPHASE_STEP_ITEMS)\n"));
   /* 1700000000 s after the epoch */
   CHECK(has(out, "started:      2023-11-14T22:13:20.000Z\n"));
   CHECK(has(out, "clock:        clock_gettime\n"));
   CHECK(has(out, "devices:      1\n  device 0: NVIDIA H100 80GB HBM3, 132 "
                  "SMs, 80.0 GiB, compute capability 9.0\n"));
   CHECK(has(out, "status:       complete\n"));
-  CHECK(has(out, "records:      20 (string 5, thread 2, api_def 1, device 1, "
-                 "api 5, kernel 3, lost 1, state 1, summary 1)\n"));
-  CHECK(has(out, "events:       14 (summary: 14)\n"));
+  CHECK(has(out, "records:      21 (string 5, thread 2, api_def 1, device 1, "
+                 "api 5, kernel 3, lost 1, state 1, summary 1, items 1)\n"));
+  CHECK(has(out, "events:       15 (summary: 15)\n"));
   CHECK(has(out, "lost events:  7 in LOST records (summary: 7)\n"));
   CHECK(has(out, "degraded:     yes (CUPTI in use by another tool)\n"));
   CHECK(has(out, "first event:  +0.000000010 s after start (monotonic "
@@ -143,26 +154,32 @@ static void test_info(const char *good) {
 static void test_dump(const char *good) {
   CHECK(run("dump", good, NULL, NULL) == 0);
   CHECK(err[0] == 0);
-  CHECK_EQ_U(lines(out), 20);
+  CHECK_EQ_U(lines(out), 21);
   CHECK(has(out, "string id=1 text=\"main\"\n"));
   CHECK(has(out, "thread thread=1 tid=4243 name=\"a\\\"b\\n\\x01\"\n"));
   CHECK(has(out, "device device=0 name=\"NVIDIA H100 80GB HBM3\" sms=132 "
                  "mem_total=85899345920 cc_major=9 cc_minor=0 "));
+  CHECK(has(out, " mem_bus_width=0 driver_version=13000 "
+                 "runtime_version=12080\n"));
+  CHECK(has(out, "items thread=0 start=1000001200 count=64\n"));
   CHECK(has(out, "state start=1000000010 state=1 reason=\"CUPTI in use by "
                  "another tool\"\n"));
   CHECK(has(out, "api thread=0 api=1 start=1000003000 end=1000003500 ret=-1 "
                  "corr=3 device=-1 "));
   CHECK(has(out, "kernel device=0 stream=0 corr=2 start=1000004100 "
                  "end=1000005100 name=\"cudaLaunchKernel\" "));
-  CHECK(has(out, "summary events=14 lost=7 flags=1 end=1000009000\n"));
-  /* time order: untimed metadata, then STATE(10) LOST(50) API(1000) ... */
+  CHECK(has(out, "summary events=15 lost=7 flags=1 end=1000009000\n"));
+  /* time order: untimed metadata, then STATE(10) LOST(50) API(1000)
+   * ITEMS(1200) API(2000) ... */
   CHECK(run("dump", "--sorted", good, NULL) == 0);
-  CHECK_EQ_U(lines(out), 20);
+  CHECK_EQ_U(lines(out), 21);
   const char *state = strstr(out, "\nstate "), *lost = strstr(out, "\nlost ");
   const char *api1 = strstr(out, "\napi "), *k1 = strstr(out, "\nkernel ");
   const char *api2 = strstr(out, "start=1000002000");
-  CHECK(state && lost && api1 && k1 && api2);
+  const char *items = strstr(out, "\nitems ");
+  CHECK(state && lost && api1 && k1 && api2 && items);
   CHECK(state < lost && lost < api1 && api1 < api2 && api2 < k1);
+  CHECK(api1 < items && items < api2);
   CHECK(run("dump", "--help", NULL, NULL) == 0);
   CHECK(has(out, "usage: gpuphase-report dump"));
   CHECK(run("dump", good, good, NULL) == 2);
@@ -193,7 +210,7 @@ static void test_unreadable(const uint8_t *file, size_t len, const char *bad) {
   copy[10] = 9; /* min_reader 9 */
   tt_write_file(bad, copy, len);
   CHECK(run("info", bad, NULL, NULL) == 1);
-  CHECK(has(err, ": written by a newer gpuphase: format version 1 needs a "
+  CHECK(has(err, ": written by a newer gpuphase: format version 2 needs a "
                  "reader of version >= 9"));
   free(copy);
 }
@@ -227,10 +244,10 @@ static void test_damaged(const char *good, const char *bad) {
   CHECK(run("info", bad, NULL, NULL) == 0);
   CHECK(has(err, "warning: truncated trace"));
   CHECK(has(out, "status:       truncated"));
-  CHECK(has(out, "events:       14\n"));
+  CHECK(has(out, "events:       15\n"));
   CHECK(run("dump", bad, NULL, NULL) == 0);
   CHECK(has(err, "warning: truncated trace"));
-  CHECK_EQ_U(lines(out), 19);
+  CHECK_EQ_U(lines(out), 20);
 
   /* several files: each reported, the bad one makes the status 1 */
   CHECK(run("info", good, "/nonexistent/x.gph", good) == 1);
@@ -267,7 +284,7 @@ int main(int argc, char **argv) {
   write_known(bad, 0);
   CHECK(run("info", bad, NULL, NULL) == 0);
   CHECK(has(out, "status:       no summary"));
-  CHECK(has(out, "events:       14\nlost events:  7 in LOST records\n"));
+  CHECK(has(out, "events:       15\nlost events:  7 in LOST records\n"));
   free(out);
   free(err);
   return tt_done("test_cli");

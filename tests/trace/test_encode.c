@@ -129,8 +129,8 @@ static void test_kernel_bytes(void) {
 }
 
 /* Every DEVICE field 2^62: zigzag 2^63, whose varint is nine 80 bytes and
- * 01. 14 fields make a 140-byte payload, so the length takes two bytes
- * (8c 01). The same record again has only zero deltas: an empty payload. */
+ * 01. 16 fields make a 160-byte payload, so the length takes two bytes
+ * (a0 01). The same record again has only zero deltas: an empty payload. */
 static void test_long_payload_bytes(void) {
   struct gpuphase_record r[2];
   memset(r, 0, sizeof r);
@@ -139,14 +139,14 @@ static void test_long_payload_bytes(void) {
   for (size_t i = 0; i < sizeof r[0].u.device / 8; i++)
     f[i] = 1ull << 62;
   r[1] = r[0];
-  uint8_t want[3 + 140 + 2], buf[1024];
-  want[0] = 0x04, want[1] = 0x8c, want[2] = 0x01;
-  for (int i = 0; i < 14; i++) {
+  uint8_t want[3 + 160 + 2], buf[1024];
+  want[0] = 0x04, want[1] = 0xa0, want[2] = 0x01;
+  for (int i = 0; i < 16; i++) {
     memset(want + 3 + 10 * i, 0x80, 9);
     want[3 + 10 * i + 9] = 0x01;
   }
-  want[143] = 0x04, want[144] = 0x00;
-  CHECK_EQ_U(sizeof r[0].u.device / 8, 14);
+  want[163] = 0x04, want[164] = 0x00;
+  CHECK_EQ_U(sizeof r[0].u.device / 8, 16);
   size_t n = encode_all(buf, r, 2);
   CHECK_EQ_U(n, sizeof want);
   CHECK(!memcmp(buf, want, sizeof want));

@@ -26,6 +26,7 @@ static int group_of(uint32_t kind) {
     return 0;
   case GPUPHASE_REC_API:
   case GPUPHASE_REC_RANGE:
+  case GPUPHASE_REC_ITEMS:
     return 1;
   case GPUPHASE_REC_KERNEL:
   case GPUPHASE_REC_MEMCPY:
@@ -39,7 +40,7 @@ static const uint32_t kinds[] = {
     GPUPHASE_REC_THREAD, GPUPHASE_REC_API_DEF, GPUPHASE_REC_DEVICE,
     GPUPHASE_REC_LOST,   GPUPHASE_REC_STATE,   GPUPHASE_REC_API,
     GPUPHASE_REC_RANGE,  GPUPHASE_REC_KERNEL,  GPUPHASE_REC_MEMCPY,
-    GPUPHASE_REC_MEMSET, GPUPHASE_REC_SYNC};
+    GPUPHASE_REC_MEMSET, GPUPHASE_REC_SYNC,    GPUPHASE_REC_ITEMS};
 
 static uint64_t edge_value(uint64_t *rng) {
   static const uint64_t edges[] = {0,
@@ -154,7 +155,7 @@ static void write_trace(const char *path, struct expect *e) {
 static void check_header(gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   struct gp_process_info in = tt_info();
-  CHECK_EQ_U(h->version, 1);
+  CHECK_EQ_U(h->version, 2);
   CHECK_EQ_U(h->min_reader, 1);
   CHECK_EQ_U(h->pid, in.pid);
   CHECK_EQ_U(h->ppid, in.ppid);
@@ -165,9 +166,10 @@ static void check_header(gpuphase_reader *r) {
   CHECK(!strcmp(h->cmdline, in.cmdline));
   CHECK(!strcmp(h->clock, "clock_gettime"));
   CHECK(!strcmp(h->version_str, GP_VERSION));
-  /* 72 fixed bytes + four u32 lengths + the strings */
-  CHECK_EQ_U(h->header_size,
-             72 + 16 + 8 + strlen(in.cmdline) + 13 + strlen(GP_VERSION));
+  CHECK(!strcmp(h->run_id, "") && h->step_items == 0); /* none given */
+  /* 72 fixed bytes + five u32 lengths + the strings + step_items */
+  CHECK_EQ_U(h->header_size, 72 + 20 + 8 + strlen(in.cmdline) + 13 +
+                                 strlen(GP_VERSION) + 8);
 }
 
 /* Sorted reading returns source 0's untimed records first: they form

@@ -1,8 +1,10 @@
 /* Versioning and compatibility: newer-reader requirements are refused,
  * newer-but-compatible files (longer header, unknown record kinds, extra
  * trailing fields, optional frame types, the other byte order) are read;
- * hand-made damaged frames are refused with E_CORRUPT. Frames here are
- * assembled by hand from docs/format.md, not by the writer. */
+ * hand-made damaged frames are refused with E_CORRUPT; a version-1 file
+ * (header without run_id and step_items, shorter DEVICE records) reads
+ * with their defaults. Frames here are assembled by hand from
+ * docs/format.md, not by the writer. */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,10 +82,10 @@ static int read_mem(const struct bytes *b, int sorted,
 static void test_versions(const char *path) {
   struct bytes b = header_only(path);
   char msg[256];
-  uint16_t two = 2, zero = 0;
-  memcpy(b.p + 10, &two, 2); /* min_reader 2 */
+  uint16_t three = 3, zero = 0;
+  memcpy(b.p + 10, &three, 2); /* min_reader 3: after this reader (2) */
   CHECK(open_err(&b, 0, msg) == GPUPHASE_E_VERSION);
-  CHECK(strstr(msg, "needs a reader of version >= 2") != NULL);
+  CHECK(strstr(msg, "needs a reader of version >= 3") != NULL);
   CHECK(open_err(&b, 1, msg) == GPUPHASE_E_VERSION);
   tt_write_file(path, b.p, b.len);
   int err;
@@ -284,11 +286,12 @@ static void swap_file(uint8_t *p, size_t len) {
   uint32_t hs, slen;
   memcpy(&hs, p + 16, 4);
   size_t pos = 72;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) { /* version 2: run_id is the fifth */
     memcpy(&slen, p + pos, 4);
     swap_at(p + pos, 4);
     pos += 4 + slen;
   }
+  swap_at(p + pos, 8); /* step_items */
   swap_at(p + 8, 2);
   swap_at(p + 10, 2);
   for (size_t o = 12; o < 24; o += 4)
@@ -308,6 +311,8 @@ static void test_byte_order(const char *path) {
   /* a writer-made file with a few frames */
   int fd = open(path, O_WRONLY | O_TRUNC);
   struct gp_process_info in = tt_info();
+  in.run_id = "0123456789abcdef";
+  in.step_items = 0x0102030405060708ull; /* every byte differs */
   gp_writer *w = gp_writer_open(fd, &in, 64, NULL);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
   for (int i = 0; i < 50; i++) {
@@ -332,6 +337,8 @@ static void test_byte_order(const char *path) {
     const struct gpuphase_header *h = gpuphase_reader_header(fr);
     CHECK(h && h->pid == 4242 && h->rank == 3 && h->local_rank == -1);
     CHECK(h && !strcmp(h->cmdline, in.cmdline));
+    CHECK(h && !strcmp(h->run_id, in.run_id));
+    CHECK(h && h->step_items == in.step_items);
     gpuphase_reader_close(fr);
     memcpy(b.p, native, b.len);
     CHECK(read_mem(&b, sorted, want, 64, &nw, msg) == 0);
@@ -373,6 +380,191 @@ static void test_longer_header(const char *path) {
   free(n.p);
 }
 
+static void put16(struct bytes *b, uint16_t v) {
+  put(b, &v, 2);
+}
+static void put64(struct bytes *b, uint64_t v) {
+  put(b, &v, 8);
+}
+static void put_str(struct bytes *b, const char *s) {
+  put32(b, (uint32_t)strlen(s));
+  put(b, s, strlen(s));
+}
+
+/* A version-1 header as docs/format.md lays it out (section 2): the fixed
+ * part, then host, cmdline, clock and version_str, and nothing after. */
+static struct bytes v1_header(void) {
+  struct bytes b = {NULL, 0};
+  const char *str[4] = {"oldhost", "python old.py", "tsc", "0.0.9"};
+  uint32_t size = 72;
+  for (int i = 0; i < 4; i++)
+    size += 4 + (uint32_t)strlen(str[i]);
+  put(&b, "GPUPHASE", 8);
+  put16(&b, 1);
+  put16(&b, 1);
+  put32(&b, 0x01020304u);
+  put32(&b, size);
+  put32(&b, 0);   /* flags */
+  put64(&b, 77);  /* pid */
+  put64(&b, 7);   /* ppid */
+  put64(&b, (uint64_t)-1);
+  put64(&b, (uint64_t)-1);
+  put64(&b, 5000);
+  put64(&b, 1700000000000000000ull);
+  for (int i = 0; i < 4; i++)
+    put_str(&b, str[i]);
+  CHECK_EQ_U(b.len, size);
+  return b;
+}
+
+/* A version-1 file (no run id, no step items, 14-field DEVICE records)
+ * reads with run_id "", step_items 0 and the new DEVICE fields 0. */
+static void test_v1_file(void) {
+  struct bytes b = v1_header();
+  struct bytes p = {NULL, 0};
+  /* DEVICE: device 0, name 0, sms 132 (zigzag 264 = 88 02), the other
+   * eleven version-1 fields 0 */
+  static const uint8_t dev[] = {0x00, 0x00, 0x88, 0x02, 0, 0, 0, 0,
+                                0,    0,    0,    0,    0, 0, 0, 0};
+  record(&p, 4, dev, sizeof dev);
+  record(&p, 12, (const uint8_t *)"\x02\x02", 2); /* STATE start 1 */
+  frame(&b, 1, 0, p.p, p.len, 1);
+  for (int sorted = 0; sorted < 2; sorted++) {
+    int err;
+    gpuphase_reader *r = gp_reader_open_mem(b.p, b.len, sorted, &err, 0, 0);
+    CHECK(r != NULL);
+    if (!r) continue;
+    const struct gpuphase_header *h = gpuphase_reader_header(r);
+    CHECK(h->version == 1 && h->min_reader == 1 && h->header_size == 72 + 16 + 28);
+    CHECK(h->pid == 77 && h->ppid == 7 && !strcmp(h->host, "oldhost"));
+    CHECK(!strcmp(h->version_str, "0.0.9"));
+    CHECK(h->run_id && !strcmp(h->run_id, ""));
+    CHECK_EQ_U(h->step_items, 0);
+    struct gpuphase_record g[4];
+    size_t n = 0;
+    CHECK(tt_read_all(r, g, 4, &n) == 0);
+    CHECK_EQ_U(n, 2);
+    CHECK(n >= 1 && g[0].kind == GPUPHASE_REC_DEVICE);
+    if (n >= 1 && g[0].kind == GPUPHASE_REC_DEVICE) {
+      CHECK(g[0].u.device.sms == 132 && g[0].u.device.mem_bus_width == 0);
+      CHECK(g[0].u.device.driver_version == 0);
+      CHECK(g[0].u.device.runtime_version == 0);
+    }
+    for (size_t i = 0; i < n && i < 4; i++)
+      tt_rec_free(&g[i]);
+    gpuphase_reader_close(r);
+  }
+  free(p.p);
+  free(b.p);
+}
+
+/* A header with run_id but cut before step_items reads step_items 0; a
+ * run_id whose length runs past header_size is corrupt. */
+static void test_v2_partial(void) {
+  struct bytes b = v1_header();
+  uint32_t size = (uint32_t)b.len + 4 + 3;
+  memcpy(b.p + 8, "\x02\x00", 2);
+  memcpy(b.p + 16, &size, 4);
+  put_str(&b, "r-7");
+  int err;
+  gpuphase_reader *r = gp_reader_open_mem(b.p, b.len, 0, &err, 0, 0);
+  CHECK(r && !strcmp(gpuphase_reader_header(r)->run_id, "r-7"));
+  CHECK(r && gpuphase_reader_header(r)->step_items == 0);
+  gpuphase_reader_close(r);
+  uint32_t huge = 1000;
+  memcpy(b.p + b.len - 7, &huge, 4);
+  char msg[256];
+  CHECK(open_err(&b, 0, msg) == GPUPHASE_E_CORRUPT);
+  CHECK(strstr(msg, "string 5 overruns") != NULL);
+  free(b.p);
+}
+
+/* Version 2 written and read back: the run id and items per step in the
+ * header, DEVICE's driver and runtime versions, ITEMS records in their
+ * thread's source, ordered by start among the thread's other records. */
+static void test_v2_roundtrip(const char *path) {
+  CHECK(gp_kind_in(GP_TIMED_KINDS, GPUPHASE_REC_ITEMS));
+  CHECK(!strcmp(gpuphase_kind_name(GPUPHASE_REC_ITEMS), "items"));
+  int fd = open(path, O_WRONLY | O_TRUNC);
+  struct gp_process_info in = tt_info();
+  in.run_id = "9f86d081884c7d65";
+  in.step_items = 32;
+  gp_writer *w = gp_writer_open(fd, &in, 64, NULL);
+  CHECK(w != NULL);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
+  r.u.device = (struct gpuphase_device){
+      .device = 0, .sms = 132, .driver_version = 13000,
+      .runtime_version = 12090};
+  CHECK(gp_writer_add(w, 0, &r) == GPUPHASE_OK);
+  /* thread 1: API at 100, 300, 500; ITEMS 3 per step at 150, 160, 170,
+   * 350, ... on the same source; a range on another source at 200 */
+  for (uint64_t step = 0; step < 3; step++) {
+    uint64_t t = 100 + 200 * step;
+    r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
+    r.u.api = (struct gpuphase_api){.thread = 1, .start = t, .end = t + 20};
+    CHECK(gp_writer_add(w, 1, &r) == GPUPHASE_OK);
+    for (uint64_t k = 0; k < 3; k++) {
+      r = (struct gpuphase_record){.kind = GPUPHASE_REC_ITEMS};
+      r.u.items = (struct gpuphase_items){
+          .thread = 1, .start = t + 50 + 10 * k, .count = 8 << k};
+      CHECK(gp_writer_add(w, 1, &r) == GPUPHASE_OK);
+    }
+  }
+  r = (struct gpuphase_record){.kind = GPUPHASE_REC_RANGE};
+  r.u.range = (struct gpuphase_range){.thread = 2, .op = 1, .start = 200};
+  CHECK(gp_writer_add(w, 2, &r) == GPUPHASE_OK);
+  struct gpuphase_summary sum = {14, 0, 0, 1000};
+  CHECK(gp_writer_close(w, &sum) == GPUPHASE_OK);
+  for (int sorted = 0; sorted < 2; sorted++) {
+    int err;
+    gpuphase_reader *rd = sorted ? gpuphase_reader_open_sorted(path, &err)
+                                 : gpuphase_reader_open(path, &err);
+    CHECK(rd != NULL);
+    if (!rd) continue;
+    const struct gpuphase_header *h = gpuphase_reader_header(rd);
+    CHECK_EQ_U(h->version, 2);
+    CHECK_EQ_U(h->min_reader, 1);
+    CHECK(!strcmp(h->run_id, "9f86d081884c7d65"));
+    CHECK_EQ_U(h->step_items, 32);
+    CHECK(!strcmp(h->host, "testhost") && !strcmp(h->clock, "clock_gettime"));
+    static struct gpuphase_record g[32];
+    size_t n = 0;
+    CHECK(tt_read_all(rd, g, 32, &n) == 0);
+    CHECK_EQ_U(n, 15);
+    uint64_t items = 0, last = 0, nitems = 0;
+    int ordered = 1;
+    for (size_t i = 0; i < n && i < 32; i++) {
+      int timed;
+      uint64_t t = gp_record_start(&g[i], &timed);
+      if (timed && g[i].kind != GPUPHASE_REC_SUMMARY) {
+        ordered &= t >= last;
+        last = t;
+      }
+      if (g[i].kind == GPUPHASE_REC_DEVICE)
+        CHECK(g[i].u.device.driver_version == 13000 &&
+              g[i].u.device.runtime_version == 12090 &&
+              g[i].u.device.sms == 132);
+      if (g[i].kind != GPUPHASE_REC_ITEMS) continue;
+      CHECK(timed && t == g[i].u.items.start);
+      CHECK_EQ_U(g[i].u.items.thread, 1);
+      CHECK_EQ_U(g[i].u.items.count, 8u << (nitems % 3));
+      items += g[i].u.items.count;
+      nitems++;
+    }
+    CHECK_EQ_U(nitems, 9);
+    CHECK_EQ_U(items, 3 * (8 + 16 + 32));
+    CHECK(!sorted || ordered); /* time order puts the range among them */
+    if (sorted && n == 15) {
+      /* DEVICE, API 100, ITEMS 150 160 170, RANGE 200, API 300 ... */
+      CHECK(g[0].kind == GPUPHASE_REC_DEVICE && g[1].kind == GPUPHASE_REC_API);
+      CHECK(g[4].kind == GPUPHASE_REC_ITEMS && g[5].kind == GPUPHASE_REC_RANGE);
+    }
+    for (size_t i = 0; i < n && i < 32; i++)
+      tt_rec_free(&g[i]);
+    gpuphase_reader_close(rd);
+  }
+}
+
 int main(void) {
   const char *path = tt_tmpfile("version");
   test_versions(path);
@@ -380,5 +572,8 @@ int main(void) {
   test_damage(path);
   test_byte_order(path);
   test_longer_header(path);
+  test_v1_file();
+  test_v2_partial();
+  test_v2_roundtrip(path);
   return tt_done("test_version");
 }
