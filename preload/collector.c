@@ -219,6 +219,30 @@ typedef CUresult (*cu_dev_get_fn)(CUdevice *, int);
 typedef CUresult (*cu_name_fn)(char *, int, CUdevice);
 typedef CUresult (*cu_mem_fn)(size_t *, CUdevice);
 typedef CUresult (*cu_attr_fn)(int *, CUdevice_attribute, CUdevice);
+typedef CUresult (*cu_version_fn)(int *);
+typedef int (*rt_version_fn)(int *); /* cudaError_t: 0 is cudaSuccess */
+
+/* The driver's and runtime's versions, for every DEVICE record: asked once
+ * each (until known). Both getters only return a number and need no
+ * initialised context, so the writer thread may call them; the runtime's
+ * is the real one (its CUPTI callback, if any, comes to an internal
+ * thread and is not recorded). 0 when unknown, e.g. a program that only
+ * uses the driver API. */
+static void versions(void *cuda, uint64_t *driver, uint64_t *runtime) {
+  static int drv, rt;
+  if (!drv) {
+    cu_version_fn f = (cu_version_fn)dlsym(cuda, "cuDriverGetVersion");
+    int v = 0;
+    if (f && f(&v) == CUDA_SUCCESS && v > 0) drv = v;
+  }
+  if (!rt) {
+    rt_version_fn f = (rt_version_fn)gp_real_runtime("cudaRuntimeGetVersion");
+    int v = 0;
+    if (f && f(&v) == 0 && v > 0) rt = v;
+  }
+  *driver = (uint64_t)drv;
+  *runtime = (uint64_t)rt;
+}
 
 static void describe_device(uint32_t dev) {
   if (dev >= MAX_DEVICES || W.device_state[dev] == 1 ||
@@ -261,6 +285,7 @@ static void describe_device(uint32_t dev) {
   p->mem_clock_khz = ATTR(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
   p->mem_bus_width = ATTR(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
 #undef ATTR
+  versions(h, &p->driver_version, &p->runtime_version);
   add(0, &r);
   W.device_state[dev] = 1;
   dlclose(h);
@@ -313,6 +338,14 @@ static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
   add(thread_source(b->index), &r);
 }
 
+static void emit_items(struct gp_tbuf *b, const struct gp_event *e) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_ITEMS};
+  r.u.items.thread = b->index;
+  r.u.items.start = gp_clock_to_ns(e->t0);
+  r.u.items.count = e->aux;
+  add(thread_source(b->index), &r);
+}
+
 static void drain_ring(struct gp_tbuf *b) {
   int st = atomic_load_explicit(&b->state, memory_order_acquire);
   if (st != GP_TB_ALIVE && st != GP_TB_DEAD) return;
@@ -326,7 +359,8 @@ static void drain_ring(struct gp_tbuf *b) {
     else if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;
-    }
+    } else if (e->type == GP_EV_ITEMS)
+      emit_items(b, e);
     t += used;
   }
   atomic_store_explicit(&b->tail, t, memory_order_release);
@@ -653,6 +687,8 @@ int gp_writer_start(void) {
       .start_real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
       .clock = gp_clock_tsc ? "tsc" : "monotonic",
       .flags = 0,
+      .run_id = gp_cfg.run_id,
+      .step_items = gp_cfg.step_items,
   };
   int err = 0;
   W.w = gp_writer_open(fd, &info, 0, &err);

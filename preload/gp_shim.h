@@ -20,8 +20,9 @@
 #define GP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GP_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Event types in a thread ring. */
-enum { GP_EV_API = 1, GP_EV_RANGE = 2, GP_EV_NAME = 3 };
+/* Event types in a thread ring. GP_EV_ITEMS: a gpuphase_step_items call,
+ * t0 its time, aux the count. */
+enum { GP_EV_API = 1, GP_EV_RANGE = 2, GP_EV_NAME = 3, GP_EV_ITEMS = 4 };
 
 /* One slot of a per-thread ring: 64 bytes, one cache line. Raw facts only;
  * the writer thread converts clocks and encodes. */
@@ -156,6 +157,8 @@ struct gp_config {
   int cupti;        /* 0: never load CUPTI */
   char cupti_lib[4096];
   int quiet;
+  char run_id[128];    /* GPUPHASE_RUN_ID, made up when unset */
+  uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 unset */
 };
 extern struct gp_config gp_cfg;
 

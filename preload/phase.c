@@ -1,6 +1,8 @@
 /* The phase API (include/gpuphase/gpuphase.h) as recorded by the shim. The
  * name travels inline in the ring, in the slots after the event, so the hot
- * path neither allocates nor locks. */
+ * path neither allocates nor locks. Item counts take one slot each: the
+ * writer turns them into ITEMS records, one per call, and the report adds
+ * them up per step. */
 #include <string.h>
 
 #include "gp_shim.h"
@@ -41,4 +43,18 @@ GP_EXPORT int gpuphase_range_push(const char *name) {
 
 GP_EXPORT int gpuphase_range_pop(void) {
   return gp_range_record(GPUPHASE_RANGE_POP, NULL, 0, NULL);
+}
+
+GP_EXPORT int gpuphase_step_items(uint64_t n) {
+  /* Like ranges: never starts the profiler, never recorded from inside
+   * one of our wrappers or from our own threads. */
+  struct gp_tstate *ts = &gp_ts;
+  if (ts->depth || ts->internal || gp_ring_of_thread() == NULL) return 1;
+  struct gp_tbuf *b = ts->buf;
+  struct gp_event *e = gp_slot(b);
+  if (!e) return 1;
+  *e = (struct gp_event){.t0 = gp_now(), .aux = n, .device = -1,
+                         .type = GP_EV_ITEMS};
+  gp_publish(b, 1);
+  return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,6 +68,52 @@ static void copy_env(char *dst, size_t cap, const char *name,
   snprintf(dst, cap, "%s", (v && *v) ? v : def);
 }
 
+/* A decimal count; empty or unset: def (0 reads as 0: none). */
+static uint64_t env_u64(const char *name, uint64_t def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*end || errno || v[0] < '0' || v[0] > '9') {
+    gp_warn("ignoring %s=%s (expected a whole number)", name, v);
+    return def;
+  }
+  return (uint64_t)x;
+}
+
+/* 64 random bits for a run id: getrandom, else whatever differs between
+ * two starts (clocks, pid, where the stack landed), mixed by splitmix64. */
+static uint64_t random_u64(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, GRND_NONBLOCK) == (ssize_t)sizeof x && x)
+    return x;
+  struct timespec a, b;
+  clock_gettime(CLOCK_REALTIME, &a);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  x = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
+  x ^= ((uint64_t)b.tv_nsec << 20) ^ ((uint64_t)getpid() << 40) ^
+       (uint64_t)(uintptr_t)&a;
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* Every process of one run carries the same id in its header: the first
+ * profiled process that finds none makes one and puts it in its own
+ * environment, which forked children share and exec'd ones inherit
+ * (spawn.c puts it back where a program rebuilt the environment: it is
+ * in place before gp_spawn_init takes its copy). */
+static void setup_run_id(void) {
+  if (gp_cfg.run_id[0]) return;
+  snprintf(gp_cfg.run_id, sizeof gp_cfg.run_id, "%016llx",
+           (unsigned long long)random_u64());
+  if (setenv("GPUPHASE_RUN_ID", gp_cfg.run_id, 1) != 0)
+    gp_warn("cannot set GPUPHASE_RUN_ID: %s; child processes get their own",
+            strerror(errno));
+}
+
 static void read_config(void) {
   gp_cfg.quiet = env_uint("GPUPHASE_QUIET", 0, 0, 1);
   copy_env(gp_cfg.output, sizeof gp_cfg.output, "GPUPHASE_OUTPUT",
@@ -78,6 +125,9 @@ static void read_config(void) {
   gp_cfg.cupti = env_uint("GPUPHASE_CUPTI", 1, 0, 1);
   copy_env(gp_cfg.cupti_lib, sizeof gp_cfg.cupti_lib, "GPUPHASE_CUPTI_LIB",
            "");
+  /* a longer id is cut the same way in every process of the run */
+  copy_env(gp_cfg.run_id, sizeof gp_cfg.run_id, "GPUPHASE_RUN_ID", "");
+  gp_cfg.step_items = env_u64("GPUPHASE_STEP_ITEMS", 0);
 }
 
 static void atfork_child(void);
@@ -89,6 +139,8 @@ __attribute__((constructor)) static void gp_init(void) {
   if (d && *d && strcmp(d, "0") != 0) {
     disabled = 1;
     atomic_store(&gp_state, GP_STOPPED);
+  } else {
+    setup_run_id();
   }
   pthread_atfork(NULL, NULL, atfork_child);
   gp_spawn_init();

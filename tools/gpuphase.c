@@ -2,18 +2,21 @@
  *
  *   gpuphase run [-o PATTERN] [--] CMD [ARGS...]
  *
- * Sets LD_PRELOAD (and the output pattern), runs CMD, passes its exit
- * status through and says where the traces went. */
+ * Sets LD_PRELOAD (the output pattern, and a run id shared by every
+ * process of CMD), runs CMD, passes its exit status through and says where
+ * the traces went. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gp_config.h"
@@ -35,7 +38,10 @@ static const char usage_text[] =
     "\n"
     "environment: GPUPHASE_LIB overrides the library to preload; NVTX ranges\n"
     "are recorded as phases (NVTX_INJECTION64_PATH is set unless already set);\n"
-    "the GPUPHASE_* variables of the library are passed through (see README).\n"
+    "GPUPHASE_RUN_ID, the id every trace of this run carries, is set to a\n"
+    "fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N items\n"
+    "(samples, tokens) per step; the other GPUPHASE_* variables of the\n"
+    "library are passed through (see README).\n"
     "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
     "cannot be run, 2 for a usage error.\n";
 
@@ -95,6 +101,31 @@ static int find_library(char *out, size_t cap) {
   return -1;
 }
 
+/* Every process the command starts shares this id (the library writes
+ * it into each trace header), so the report can tell one run's traces
+ * from another's in the same directory. */
+static int set_run_id(void) {
+  const char *have = getenv("GPUPHASE_RUN_ID");
+  if (have && *have) return 0; /* an outer run or the user chose one */
+  uint64_t x = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, &x, sizeof x) != (ssize_t)sizeof x) x = 0;
+    close(fd);
+  }
+  if (!x) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+        ((uint64_t)getpid() << 32);
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+  }
+  char id[17];
+  snprintf(id, sizeof id, "%016llx", (unsigned long long)x);
+  return setenv("GPUPHASE_RUN_ID", id, 1);
+}
+
 static int setup_env(const char *lib, const char *output, char *manifest,
                      size_t cap) {
   const char *old = getenv("LD_PRELOAD");
@@ -109,6 +140,7 @@ static int setup_env(const char *lib, const char *output, char *manifest,
   free(pre);
   if (rc != 0) return -1;
   if (output && setenv("GPUPHASE_OUTPUT", output, 1) != 0) return -1;
+  if (set_run_id() != 0) return -1;
   /* NVTX ranges become phases, unless another tool already injects. */
   const char *nvtx = getenv("NVTX_INJECTION64_PATH");
   if ((!nvtx || !*nvtx) && setenv("NVTX_INJECTION64_PATH", lib, 1) != 0)

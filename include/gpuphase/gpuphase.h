@@ -1,5 +1,6 @@
 /* gpuphase phase API: mark regions of your program ("data", "forward",
- * "step") so the report breaks GPU time down per phase.
+ * "step") so the report breaks GPU time down per phase, and count what
+ * each step produced (gpuphase_step_items) for throughput per step.
  *
  * Link with -lgpuphase-api (a tiny library whose functions do nothing).
  * When the program runs under gpuphase (LD_PRELOAD=libgpuphase.so or
@@ -13,6 +14,8 @@
 #ifndef GPUPHASE_H
 #define GPUPHASE_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,6 +26,12 @@ int gpuphase_range_push(const char *name);
 
 /* Closes the innermost open range of the calling thread. Same returns. */
 int gpuphase_range_pop(void);
+
+/* Counts n items (samples, tokens, frames) processed by the current step
+ * of the calling thread; may be called several times per step, the counts
+ * add up. Without calls, GPUPHASE_STEP_ITEMS=N gives every step N items.
+ * Same returns as gpuphase_range_push. */
+int gpuphase_step_items(uint64_t n);
 
 #ifdef __cplusplus
 }

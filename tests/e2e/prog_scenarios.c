@@ -18,6 +18,13 @@
  *   pageable [20]   cudaMemcpyAsync of 25e6 B from malloc'ed memory
  *   fork [30]       30 compute kernels, then a child runs 20 and exits;
  *                   the parent waits for it and prints "child PID"
+ *   items [5]       per step i (from 0), in a "step" range:
+ *                   gpuphase_step_items(i + 1), one 1-block kernel,
+ *                   gpuphase_step_items(100), cudaStreamSynchronize,
+ *                   gpuphase_step_items(1000 * (i + 1)); prints
+ *                   "before cuda: R" (the return of a call made before
+ *                   the first CUDA call) and "items recorded N" (calls
+ *                   that returned 0)
  *
  * Every scenario first creates its stream: that first CUDA call also
  * initialises the runtime, so the loop itself runs on a warm runtime.
@@ -149,6 +156,21 @@ static int forked(cudaStream_t s, int steps) {
   return 1;
 }
 
+static int items(cudaStream_t s, int steps) {
+  int recorded = 0;
+  for (int i = 0; i < steps; i++) {
+    gpuphase_range_push("step");
+    recorded += gpuphase_step_items((uint64_t)i + 1) == 0;
+    if (!launch(k_tiny, 1, s)) return 0;
+    recorded += gpuphase_step_items(100) == 0;
+    if (!ok(cudaStreamSynchronize(s), "cudaStreamSynchronize")) return 0;
+    recorded += gpuphase_step_items(1000 * ((uint64_t)i + 1)) == 0;
+    gpuphase_range_pop();
+  }
+  printf("items recorded %d\n", recorded);
+  return 1;
+}
+
 static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
   if (!strcmp(mode, "compute"))
     return kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, steps ? steps : 200);
@@ -159,6 +181,7 @@ static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
     return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
   if (!strcmp(mode, "pageable")) return pageable(s, steps ? steps : 20);
   if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
+  if (!strcmp(mode, "items")) return items(s, steps ? steps : 5);
   fprintf(stderr, "prog_scenarios: unknown scenario '%s'\n", mode);
   return 0;
 }
@@ -175,6 +198,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   cudaStream_t s;
+  /* not recorded: the profiler starts at the first CUDA call */
+  if (!strcmp(argv[1], "items"))
+    printf("before cuda: %d\n", gpuphase_step_items(7));
   unsigned long long start = now_ns();
   if (!ok(cudaStreamCreate(&s), "cudaStreamCreate")) return 1;
   if (!scenario(argv[1], s, steps, scale)) return 1;

@@ -458,13 +458,98 @@ def t_errno():
           f"errno/returns differ with the shim: {a.stdout!r} vs {b.stdout!r}")
 
 
+def t_items():
+    """gpuphase_step_items, 3 calls per step of 5 (prog_scenarios.c
+    "items"): one ITEMS record per call, in call order, with its count, on
+    the calling thread and inside its step's range; a call before the first
+    CUDA call is not recorded; without the profiler the stub returns 1."""
+    steps = 5
+    want = [c for i in range(steps) for c in (i + 1, 100, 1000 * (i + 1))]
+    d = workdir()
+    p = run([prog("e2e-prog-scenarios"), "items", str(steps)], d)
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    check("before cuda: 1" in p.stdout, f"a call before CUDA was recorded: {p.stdout!r}")
+    check(f"items recorded {len(want)}" in p.stdout, f"returns: {p.stdout!r}")
+    recs, _ = dump(traces(d)[0])
+    items = sorted(by_kind(recs, "items"), key=lambda r: r["start"])
+    check([r["count"] for r in items] == want,
+          f"ITEMS counts {[r['count'] for r in items]}, want {want}")
+    main_thread = {c["thread"] for c in api_calls(recs)}
+    check(len(main_thread) == 1 and {r["thread"] for r in items} == main_thread,
+          f"ITEMS threads {[r['thread'] for r in items]}, API threads {main_thread}")
+    ranges = sorted(by_kind(recs, "range"), key=lambda r: r["start"])
+    check([r["op"] for r in ranges] == [1, 2] * steps, f"step ranges {ranges}")
+    for i in range(steps):
+        push, pop = ranges[2 * i]["start"], ranges[2 * i + 1]["start"]
+        inside = [r["count"] for r in items if push <= r["start"] <= pop]
+        check(inside == want[3 * i:3 * i + 3], f"step {i}: items {inside} inside its range")
+    check(by_kind(recs, "summary")[0]["lost"] == 0, "events lost")
+    p = run([prog("e2e-prog-scenarios"), "items", str(steps)], d, preload=False)
+    check(p.returncode == 0 and "before cuda: 1" in p.stdout and "items recorded 0" in p.stdout,
+          f"without the profiler: {p.returncode} {p.stdout!r}")
+
+
+def header_field(path, label):
+    m = re.search(r"^" + re.escape(label) + r":\s+(.*)$", info(path).stdout, re.M)
+    return m.group(1) if m else None
+
+
+def t_run_id():
+    """One run id per run, in every trace header: `gpuphase run` makes a
+    fresh one for each invocation, and the library makes one where none is
+    set and hands it to forked and exec'd children; a GPUPHASE_RUN_ID given
+    is kept. GPUPHASE_STEP_ITEMS shows in the header."""
+    fresh = re.compile(r"[0-9a-f]{16}")
+    none = {"GPUPHASE_RUN_ID": None, "GPUPHASE_STEP_ITEMS": None}
+
+    def ids(d):
+        files = traces(d)
+        check(len(files) == 2, f"two traces (parent, child) expected: {files}")
+        return [header_field(f, "run id") for f in files]
+
+    seen = []
+    for _ in range(2):
+        d = workdir()
+        p = run([RUN, "run", "-q", "--", prog("e2e-prog-scenarios"), "fork", "3"], d, none,
+                preload=False)
+        check(p.returncode == 0, f"gpuphase run failed {p.returncode}: {p.stderr}")
+        a, b = ids(d)
+        check(a and fresh.fullmatch(a) and a == b, f"parent and child run ids {a!r} {b!r}")
+        seen.append(a)
+    check(seen[0] != seen[1], f"two runs share the id {seen[0]}")
+    # plain LD_PRELOAD: the library makes the id; fork and exec keep it
+    # (the exec'd image checks that its rebuilt environment got
+    # GPUPHASE_OUTPUT back, so one is set)
+    for args in (["e2e-prog-scenarios", "fork", "3"], ["e2e-prog-lifecycle", "exec"]):
+        d = workdir()
+        p = run([prog(args[0])] + args[1:], d, dict(none, GPUPHASE_OUTPUT="r-%p.gph"))
+        check(p.returncode == 0, f"{args} failed {p.returncode}: {p.stderr}")
+        a, b = ids(d)
+        check(a and fresh.fullmatch(a) and a == b, f"{args}: run ids {a!r} {b!r}")
+        check(a not in seen, f"{args}: the id {a} of an earlier run")
+    d = workdir()
+    given = {"GPUPHASE_RUN_ID": "job-4711.a", "GPUPHASE_STEP_ITEMS": "32"}
+    p = run([RUN, "run", "-q", "--", prog("e2e-prog-scenarios"), "fork", "3"], d, given,
+            preload=False)
+    check(p.returncode == 0, f"gpuphase run failed {p.returncode}: {p.stderr}")
+    check(ids(d) == ["job-4711.a"] * 2, f"given run id not kept: {ids(d)}")
+    for f in traces(d):
+        items = header_field(f, "step items")
+        check(items and items.split()[0] == "32", f"step items in {f}: {items!r}")
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "exit", "0"], d, dict(none, GPUPHASE_STEP_ITEMS="x12"))
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    check("ignoring GPUPHASE_STEP_ITEMS=x12" in p.stderr, f"stderr {p.stderr!r}")
+    check(header_field(traces(d)[0], "step items") is None, "an invalid value was recorded")
+
+
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "threads": t_threads}
+         "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))

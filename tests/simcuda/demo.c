@@ -7,6 +7,14 @@
  *
  *   usage: gpuphase-demo [steps] [data-loading-ms]     (default 50 20)
  *
+ * It marks its steps the way a training script would, with the phase API
+ * (gpuphase/gpuphase.h, linked from libgpuphase-api; no-ops unless run
+ * under gpuphase): each step is a range "step" holding the phases "data"
+ * (the batch load and the enqueue of its H2D copy), "forward_backward"
+ * (the kernel launches) and "sync" (the D2H copy and the stream
+ * synchronisation, where the host waits for the GPU), and each step
+ * counts BATCH_SAMPLES = 256 items with gpuphase_step_items.
+ *
  * Per step, with the default model: H2D 64 MiB = 2686355 ns; kernels
  * 2 x 1320 blocks (10 waves each) + 2640 blocks (20 waves) + 264 blocks
  * (2 waves) + 23 small ones (1 wave each) = 650 us; D2H 4 KiB = 2164 ns.
@@ -16,7 +24,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "gpuphase/gpuphase.h"
+
 #define BATCH_BYTES (64u << 20)
+#define BATCH_SAMPLES 256u /* what a batch of BATCH_BYTES holds */
 #define RESULT_BYTES 4096u
 
 /* The "kernels". Distinct bodies keep them distinct functions. */
@@ -69,17 +80,30 @@ static void load_batch(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* Each phase is closed whether or not its work failed, so the ranges
+ * stay balanced on the way out. */
 static int step(cudaStream_t s, void *batch, void *dev_batch, void *result,
                 void *dev_result, long load_ms) {
+  gpuphase_range_push("step");
+  gpuphase_range_push("data");
   load_batch(load_ms);
-  return check(cudaMemcpyAsync(dev_batch, batch, BATCH_BYTES,
-                               cudaMemcpyHostToDevice, s),
-               "H2D copy") &&
-         compute(s) &&
-         check(cudaMemcpyAsync(result, dev_result, RESULT_BYTES,
-                               cudaMemcpyDeviceToHost, s),
-               "D2H copy") &&
-         check(cudaStreamSynchronize(s), "synchronize");
+  int ok = check(cudaMemcpyAsync(dev_batch, batch, BATCH_BYTES,
+                                 cudaMemcpyHostToDevice, s),
+                 "H2D copy");
+  gpuphase_range_pop();
+  gpuphase_range_push("forward_backward");
+  ok = ok && compute(s);
+  gpuphase_range_pop();
+  gpuphase_range_push("sync");
+  ok = ok &&
+       check(cudaMemcpyAsync(result, dev_result, RESULT_BYTES,
+                             cudaMemcpyDeviceToHost, s),
+             "D2H copy") &&
+       check(cudaStreamSynchronize(s), "synchronize");
+  gpuphase_range_pop();
+  if (ok) gpuphase_step_items(BATCH_SAMPLES);
+  gpuphase_range_pop();
+  return ok;
 }
 
 int main(int argc, char **argv) {
