@@ -149,6 +149,11 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   memset(a->dev, 0, sizeof *a->dev);
   a->dev[WSLOT].id = -1;
   a->ndev = 1;
+  if (gp_steps_init(a) < 0) {
+    free(a->dev);
+    free(a);
+    return NULL;
+  }
   return a;
 }
 
@@ -189,6 +194,7 @@ void gp_attr_free(gp_attr *a) {
   free(a->ropens.v);
   free(a->heap);
   free(a->hold);
+  gp_steps_free(a);
   free(a);
 }
 
@@ -257,6 +263,7 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     if (r->op == GPUPHASE_RANGE_PUSH) {
       if (GROW(a, th->stk, th->capstk, th->nstk + 1) < 0) return;
       th->stk[th->nstk++] = (struct rframe){pi, r->start};
+      if (th->nstk == 1) gp_steps_range(a, pi, r->thread, 1, s);
     } else {
       uint64_t *old = gp_u64map_get(&a->ranges, r->id);
       uint32_t ri;
@@ -281,6 +288,7 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     }
     struct rframe f = th->stk[--th->nstk];
     gp_phase_close(a, f.phase, f.start, s);
+    if (!th->nstk) gp_steps_range(a, f.phase, r->thread, 0, s);
   } else if (r->op == GPUPHASE_RANGE_END) {
     uint64_t ri;
     if (!gp_u64map_del(&a->ranges, r->id, &ri)) {
@@ -365,7 +373,8 @@ static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
 enum { CORR_CALL = 1, CORR_WAIT = 2 };
 
 static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
-                     uint32_t th, uint32_t dev, uint32_t api, uint64_t end) {
+                     uint32_t th, uint32_t dev, uint32_t api, uint64_t end,
+                     uint32_t sver) {
   uint32_t ci;
   POOL_GET(a, a->calls, ci);
   if (ci == UINT32_MAX) return -1;
@@ -376,6 +385,8 @@ static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
   c->thread = th;
   c->dev = dev;
   c->api = api;
+  c->sver = sver;
+  c->smeas = (uint8_t)gp_steps_last_measured(a);
   c->state = CALL_UND;
   c->open = c->live = 1;
   if (put_index(a, &a->corr, r->corr, ((uint64_t)CORR_CALL << 32) | ci) < 0 ||
@@ -426,13 +437,14 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
   int cl = call_class(a, r, def->cls, end);
+  uint32_t sver = gp_steps_call(a, def, r, cl, end);
   if (end <= s) { /* nothing left to account after clipping */
     if (r->start < s) a->diag.late_dropped++;
     if (cl == CALL_BLK) def->blocked += end - r->start;
     return;
   }
   if (cl == CALL_UND) {
-    new_async(a, r, ti, dev, api, end);
+    new_async(a, r, ti, dev, api, end, sver);
     return;
   }
   if (cl == CALL_BLK) def->blocked += end - r->start;
@@ -534,6 +546,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
   double occ = k->c_occ;
   kernel_stats(k, r, end - r->start, f, occ);
+  gp_steps_device(a, r->corr, k, end - r->start, 0);
   d->kernels++;
   if (end <= s) {
     if (r->start < s) a->diag.late_dropped++;
@@ -645,6 +658,7 @@ static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
   row->pinned += !pageable && (r->src_mem == GPUPHASE_MEM_PINNED ||
                                r->dst_mem == GPUPHASE_MEM_PINNED);
   if (r->corr) link_copy(a, r, end, pageable);
+  gp_steps_device(a, r->corr, NULL, end - r->start, pageable);
   if (end <= s && r->start < s) a->diag.late_dropped++;
   xfer_begin(a, d, x, s, end);
   /* A peer copy occupies both devices: the other one books it too (its
@@ -671,6 +685,7 @@ static void on_memset(struct gp_attr *a, const struct gpuphase_memset *r) {
   row->count++;
   row->bytes += r->bytes;
   row->ns += end - r->start;
+  gp_steps_device(a, r->corr, NULL, end - r->start, 0);
   if (end <= s && r->start < s) a->diag.late_dropped++;
   xfer_begin(a, d, GP_XFER_MEMSET, s, end);
 }
@@ -770,6 +785,10 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   }
   case GPUPHASE_REC_RANGE:
     on_range(a, &rec->u.range);
+    break;
+  case GPUPHASE_REC_ITEMS:
+    timed(a, rec->u.items.start, rec->u.items.start, 0);
+    if (a->started) gp_steps_items(a, rec->u.items.thread, rec->u.items.count);
     break;
   case GPUPHASE_REC_LOST:
     timed(a, rec->u.lost.start, rec->u.lost.start, 0);

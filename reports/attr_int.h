@@ -61,10 +61,16 @@ struct thr {
 struct apidef {
   uint64_t id, name, cls, layer;
   uint64_t count, total, blocked, errors;
+  uint64_t step_count, step_total, step_blocked;
+  uint32_t sync_cand; /* its step candidate + 1 (synchronising calls) */
 };
 
 struct kst {
   uint64_t name, count, total, grid, block, regs, smem, cov_ns, occ_ns;
+  uint64_t step_count, step_ns; /* in the measured steps (fixed steps) */
+  /* the steps this name was last counted in, for distinct_kernels: a few
+   * (candidate, step + 1) pairs */
+  uint32_t seen[4][2];
   /* the last block configuration seen and its occupancy: kernels of one
    * name are nearly always launched alike, and this spares the divisions */
   uint64_t c_threads, c_regs, c_smem;
@@ -77,6 +83,8 @@ struct kst {
 
 struct phase {
   uint64_t name;
+  uint32_t cand; /* step candidate + 1 of its top-level instances; 0: not
+                    decided yet; UINT32_MAX: none */
   uint32_t active; /* open instances */
   uint32_t apos;   /* index in the active list while active */
   uint64_t count, inst_ns;
@@ -94,6 +102,8 @@ struct lent {
 struct acall {
   uint64_t start, end, corr, thread_ns;
   uint32_t thread, dev, api, gen, next_free;
+  uint32_t sver;  /* the open steps when it was called (step set version) */
+  uint8_t smeas;  /* called in a measured step of the fixed steps */
   uint8_t state, open, live;
   struct lent *led;
   size_t nled, capled;
@@ -122,7 +132,8 @@ enum hev_kind {
   HEV_CALL,
   HEV_ACALL,
   HEV_HOLD_CALL,
-  HEV_HOLD_COPY
+  HEV_HOLD_COPY,
+  HEV_STEP /* a synchronising call ends: a step boundary of candidate slot */
 };
 enum { HF_COMM = 1, HF_SMALL = 2, HF_OCC = 4 };
 
@@ -188,6 +199,7 @@ struct gp_attr {
   uint64_t state_since, state_reason, n_devrec, lost;
   uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
   struct gp_diag diag;
+  struct gp_stepper *st; /* step candidates (attr_steps.c); NULL: none */
 };
 
 /* growth of a dynamic array: 0, or -1 (and a->oom) when out of memory */
@@ -260,6 +272,30 @@ void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);
 void gp_call_release(struct gp_attr *a, uint32_t ci);
 void gp_wait_release(struct gp_attr *a, uint32_t wi);
 void gp_run_close(struct run *r, uint64_t t);
+
+/* attr_steps.c: cutting the run into steps. Each hook is cheap when no
+ * candidate is open. */
+int gp_steps_init(struct gp_attr *a);
+void gp_steps_free(struct gp_attr *a);
+/* a top-level range of phase pi opens / closes on thread th at t */
+void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
+                    uint64_t t);
+/* an API call (already classified) starts; returns the step set version
+ * to remember for its device work */
+uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
+                       const struct gpuphase_api *r, int cl, uint64_t end);
+void gp_steps_boundary(struct gp_attr *a, uint32_t cand, uint64_t thread,
+                       uint64_t t);
+/* the last gp_steps_call was made in a measured step of the fixed steps */
+int gp_steps_last_measured(const struct gp_attr *a);
+/* device work of correlation id corr (kernel: k set) */
+void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
+                     uint64_t ns, int pageable);
+/* an undecided copy turned out blocking */
+void gp_steps_blocked(struct gp_attr *a, const struct acall *c);
+void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count);
+/* end of the sweep: chooses the steps and moves them into r */
+int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r);
 
 /* attr_feed.c */
 void gp_phase_open(struct gp_attr *a, uint32_t pi, uint64_t t);

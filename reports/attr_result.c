@@ -205,6 +205,8 @@ static int build_kernels(struct gp_attr *a, struct gp_proc_res *r) {
     o->occ_wsum = k->occ_wsum;
     o->occ_ns = k->occ_ns;
     o->communication = k->comm;
+    o->step_count = k->step_count;
+    o->step_ns = k->step_ns;
     if (!o->name) return -1;
   }
   return 0;
@@ -223,6 +225,9 @@ static int build_host(struct gp_attr *a, struct gp_proc_res *r) {
     o->total = d->total;
     o->blocked = d->blocked;
     o->errors = d->errors;
+    o->step_count = d->step_count;
+    o->step_total = d->step_total;
+    o->step_blocked = d->step_blocked;
     if (!o->name) return -1;
   }
   for (size_t i = 0; i < a->nthr; i++) {
@@ -300,7 +305,7 @@ struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   r->pid = r->ppid = r->rank = -1;
   int bad = a->oom || build_devs(a, r, &slots) < 0 ||
             build_phases(a, r, slots) < 0 || build_kernels(a, r) < 0 ||
-            build_host(a, r) < 0;
+            build_host(a, r) < 0 || gp_steps_finish(a, r) < 0;
   free(slots);
   add_notes(a, r);
   if (bad || a->oom || gp_res_derive(r, &a->o) < 0) {

@@ -416,6 +416,7 @@ void gp_decide(struct gp_attr *a, uint32_t ci, int blocking) {
   if (blocking) {
     ledger_move(a, c);
     a->api[c->api].blocked += c->end - c->start;
+    gp_steps_blocked(a, c);
   }
   free(c->led);
   c->led = NULL;
@@ -496,6 +497,9 @@ static void process(struct gp_attr *a, const struct hev *e) {
     gp_call_release(a, e->slot);
     break;
   }
+  case HEV_STEP:
+    gp_steps_boundary(a, e->slot, e->a, e->t);
+    break;
   case HEV_HOLD_COPY: {
     struct cwait *w = &a->waits.v[e->slot];
     if (!w->live || w->gen != e->a) break;

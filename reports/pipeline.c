@@ -22,6 +22,7 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
   r->rank = h->rank;
   r->host = dup0(h->host);
   r->cmdline = dup0(h->cmdline);
+  r->run_id = h->run_id && *h->run_id ? dup0(h->run_id) : NULL;
 }
 
 /* Feeds every record; 0 at the end of the trace, else the reader's error. */
@@ -42,11 +43,12 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
   return rc;
 }
 
-struct gp_proc_res *gp_report_file(const char *path,
-                                   const struct gp_report_opts *o,
-                                   gp_progress_fn progress, void *ctx,
-                                   int *status, char *err, size_t errlen) {
+static struct gp_proc_res *one_pass(const char *path,
+                                    const struct gp_report_opts *opts,
+                                    gp_progress_fn progress, void *ctx,
+                                    int *status, char *err, size_t errlen) {
   int code = 0, oom = 0;
+  struct gp_report_opts ro = *opts, *o = &ro;
   char msg[256] = "";
   *status = GP_PIPE_BAD_INPUT;
   gpuphase_reader *rd =
@@ -59,6 +61,7 @@ struct gp_proc_res *gp_report_file(const char *path,
     if (code == GPUPHASE_E_NOMEM) *status = GP_PIPE_NOMEM;
     return NULL;
   }
+  ro.step_items = gpuphase_reader_header(rd)->step_items;
   gp_attr *a = gp_attr_new(o);
   int rc = a ? feed_all(rd, a, path, progress, ctx, &oom) : 0;
   struct gp_proc_res *r = NULL;
@@ -87,4 +90,53 @@ struct gp_proc_res *gp_report_file(const char *path,
   gp_attr_free(a);
   gpuphase_reader_close(rd);
   return r;
+}
+
+/* The steps a first pass chose, fixed for a second one. */
+static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
+  o->warmup = (long)s->warmup;
+  o->step_source = s->source;
+  o->step_exact = 0;
+  o->step_api = NULL;
+  switch (s->source) {
+  case GP_STEPS_REPEATED_RANGE:
+    o->step = s->name;
+    o->step_exact = 1;
+    break;
+  case GP_STEPS_PROFILER_STEP:
+    o->step = "ProfilerStep#*";
+    break;
+  case GP_STEPS_HEURISTIC:
+    o->step = NULL;
+    o->step_api = s->name;
+    break;
+  default: /* NAMED: o->step stays */
+    break;
+  }
+}
+
+struct gp_proc_res *gp_report_file(const char *path,
+                                   const struct gp_report_opts *o,
+                                   gp_progress_fn progress, void *ctx,
+                                   int *status, char *err, size_t errlen) {
+  static const struct gp_report_opts defaults = {.warmup = -1};
+  if (!o) o = &defaults;
+  struct gp_report_opts first = *o;
+  /* with a known step and warm-up, one pass attributes everything */
+  int fixed = o->step && o->warmup >= 0;
+  if (!fixed) first.step_detail = 0;
+  struct gp_proc_res *r = one_pass(path, &first, progress, ctx, status, err,
+                                   errlen);
+  if (!r) return NULL;
+  const struct gp_steps_res *s = &r->steps;
+  int again = s->source != GP_STEPS_NONE &&
+              (s->incomplete || (o->step_detail && !fixed));
+  if (!again) return r;
+  struct gp_report_opts second = *o;
+  second.step_detail = o->step_detail;
+  fix_steps(&second, s);
+  struct gp_proc_res *r2 =
+      one_pass(path, &second, progress, ctx, status, err, errlen);
+  gp_res_free(r);
+  return r2;
 }

@@ -387,6 +387,69 @@ static void apis(FILE *f, const struct gp_proc_res *r, size_t top) {
   fputs("</tbody></table>\n", f);
 }
 
+static void step_summary(FILE *f, const struct gp_steps_res *st) {
+  char a[16], b[16], c[16], d[16];
+  fprintf(f, "<p>%zu measured (after %zu warm-up): median %s, p95 %s, "
+             "p99 %s, max %s; %.2f steps/s",
+          st->measured, st->warmup, gp_fmt_sdur(a, sizeof a, st->median_ns),
+          gp_fmt_sdur(b, sizeof b, st->p95_ns),
+          gp_fmt_sdur(c, sizeof c, st->p99_ns),
+          gp_fmt_sdur(d, sizeof d, st->max_ns), st->per_s);
+  if (st->items_per_s >= 0) fprintf(f, ", %.1f items/s", st->items_per_s);
+  if (st->per_busy_s >= 0)
+    fprintf(f, "; per second of device busy time: %.2f steps", st->per_busy_s);
+  if (st->items_per_busy_s >= 0)
+    fprintf(f, ", %.1f items", st->items_per_busy_s);
+  fputs("</p>\n", f);
+}
+
+static void step_table(FILE *f, const struct gp_steps_res *st) {
+  fputs("<table><thead><tr><th>per step</th><th class=\"n\">median</th>"
+        "<th class=\"n\">mean</th></tr></thead><tbody>\n",
+        f);
+  for (int k = 0; k < GP_CAT_N; k++) {
+    fprintf(f, "<tr><td>%s</td>", gp_cat_label[k]);
+    td_dur(f, st->cat_med[k] / st->ndev);
+    td_dur(f, (uint64_t)(st->cat_mean[k] / (double)st->ndev));
+    fputs("</tr>\n", f);
+  }
+  for (int k = 0; k < GP_SC_N; k++) {
+    if (!st->c_med[k] && st->c_mean[k] == 0) continue;
+    fputs("<tr><td>", f);
+    esc(f, gp_step_counter_doc[k]);
+    fputs("</td>", f);
+    td_u64(f, st->c_med[k]);
+    fprintf(f, "<td class=\"n\">%.2f</td></tr>\n", st->c_mean[k]);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void steps(FILE *f, const struct gp_proc_res *r) {
+  const struct gp_steps_res *st = &r->steps;
+  fputs("<h3>Steps</h3>\n<p>", f);
+  if (st->name) {
+    fprintf(f, "%zu <span class=\"name\">", st->n);
+    esc(f, st->name);
+    fprintf(f, "</span> (%s): ", gp_step_source_key[st->source]);
+  }
+  esc(f, st->how ? st->how : "no steps found");
+  fputs("</p>\n", f);
+  if (!st->measured) return;
+  step_summary(f, st);
+  step_table(f, st);
+  if (!st->nslow) return;
+  fputs("<p>slowest:</p><ul>\n", f);
+  for (size_t i = 0; i < st->nslow; i++) {
+    char d[16], why[64];
+    const struct gp_step *x = &st->v[st->slow[i]];
+    fprintf(f, "<li>#%zu %s (", st->slow[i],
+            gp_fmt_sdur(d, sizeof d, x->end - x->start));
+    esc(f, gp_step_why(st, st->slow[i], why, sizeof why));
+    fputs(")</li>\n", f);
+  }
+  fputs("</ul>\n", f);
+}
+
 static void section(FILE *f, const struct gp_proc_res *r, size_t top) {
   char w[32];
   fputs("<section>\n", f);
@@ -412,6 +475,7 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top) {
           r->truncated ? "; <strong>truncated trace</strong>" : "");
   for (size_t i = 0; i < r->ndev; i++)
     device(f, &r->dev[i]);
+  if (r->file) steps(f, r);
   findings(f, r);
   threads(f, r, top);
   phases(f, r, top);

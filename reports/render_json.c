@@ -226,6 +226,107 @@ static void diag(struct gp_json *j, const struct gp_diag *d) {
 }
 
 /* The members shared by the top level and each entry of "processes". */
+static void num_or_null(struct gp_json *j, const char *key, double v) {
+  if (v < 0)
+    gp_json_null(j, key);
+  else
+    gp_json_num(j, key, v, 3, 0);
+}
+
+static void step_per(struct gp_json *j, const struct gp_steps_res *s) {
+  gp_json_obj(j, "per_step");
+  gp_json_obj(j, "breakdown");
+  for (int c = 0; c < GP_CAT_N; c++) {
+    gp_json_obj(j, gp_cat_key[c]);
+    gp_json_u64(j, "median_ns", s->cat_med[c]);
+    gp_json_num(j, "mean_ns", s->cat_mean[c], 1, 0);
+    gp_json_end(j);
+  }
+  gp_json_end(j);
+  gp_json_obj(j, "counters");
+  for (int c = 0; c < GP_SC_N; c++) {
+    gp_json_obj(j, gp_step_counter_key[c]);
+    gp_json_u64(j, "median", s->c_med[c]);
+    gp_json_num(j, "mean", s->c_mean[c], 3, 0);
+    gp_json_end(j);
+  }
+  gp_json_end(j);
+  gp_json_end(j);
+}
+
+static void step_lists(struct gp_json *j, const struct gp_steps_res *s) {
+  uint64_t tot = 0, mx = 0;
+  for (size_t i = 0; i < s->warmup && i < s->n; i++) {
+    uint64_t d = s->v[i].end - s->v[i].start;
+    tot += d;
+    mx = d > mx ? d : mx;
+  }
+  gp_json_obj(j, "warmup_steps");
+  gp_json_u64(j, "count", s->warmup);
+  gp_json_u64(j, "total_ns", tot);
+  gp_json_u64(j, "max_ns", mx);
+  gp_json_end(j);
+  gp_json_arr(j, "slowest");
+  for (size_t i = 0; i < s->nslow; i++) {
+    const struct gp_step *x = &s->v[s->slow[i]];
+    uint64_t ns;
+    int k = gp_step_excess(s, s->slow[i], &ns);
+    gp_json_obj(j, NULL);
+    gp_json_u64(j, "index", s->slow[i]);
+    gp_json_u64(j, "duration_ns", x->end - x->start);
+    if (k < 0)
+      gp_json_null(j, "excess_category");
+    else
+      gp_json_str(j, "excess_category", gp_cat_key[k]);
+    gp_json_u64(j, "excess_ns", ns);
+    gp_json_end(j);
+  }
+  gp_json_end(j);
+}
+
+static void steps(struct gp_json *j, const struct gp_proc_res *r) {
+  const struct gp_steps_res *s = r ? &r->steps : NULL;
+  gp_json_obj(j, "steps");
+  gp_json_str(j, "source", gp_step_source_key[s ? s->source : GP_STEPS_NONE]);
+  if (s && s->name)
+    gp_json_str(j, "name", s->name);
+  else
+    gp_json_null(j, "name");
+  gp_json_str(j, "how", s && s->how ? s->how : "no steps found");
+  if (r && !r->file) gp_json_i64(j, "pid", -1);
+  else if (r) gp_json_i64(j, "pid", r->pid);
+  gp_json_u64(j, "count", s ? s->measured : 0);
+  gp_json_u64(j, "found", s ? s->n : 0);
+  gp_json_u64(j, "warmup", s ? s->warmup : 0);
+  if (!s || !s->measured) {
+    gp_json_null(j, "median_ns");
+    gp_json_null(j, "p95_ns");
+    gp_json_null(j, "per_s");
+    gp_json_null(j, "items_per_s");
+    gp_json_end(j);
+    return;
+  }
+  gp_json_u64(j, "median_ns", s->median_ns);
+  gp_json_u64(j, "mean_ns", s->mean_ns);
+  gp_json_u64(j, "min_ns", s->min_ns);
+  gp_json_u64(j, "p95_ns", s->p95_ns);
+  gp_json_u64(j, "p99_ns", s->p99_ns);
+  gp_json_u64(j, "max_ns", s->max_ns);
+  gp_json_u64(j, "span_ns", s->span_ns);
+  gp_json_num(j, "per_s", s->per_s, 3, 0);
+  num_or_null(j, "items_per_s", s->items_per_s);
+  num_or_null(j, "per_busy_s", s->per_busy_s);
+  num_or_null(j, "items_per_busy_s", s->items_per_busy_s);
+  if (s->items_fixed)
+    gp_json_u64(j, "items_fixed", s->items_fixed);
+  else
+    gp_json_null(j, "items_fixed");
+  gp_json_u64(j, "gpus", s->ndev);
+  step_per(j, s);
+  step_lists(j, s);
+  gp_json_end(j);
+}
+
 static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
   gp_json_bool(j, "degraded", r->degraded);
   gp_json_bool(j, "truncated", r->truncated);
@@ -282,11 +383,14 @@ int gp_render_json(FILE *f, const struct gp_report_set *s,
   gp_json_str(&j, "version", GP_VERSION);
   gp_json_u64(&j, "processes_count", s->n);
   proc_body(&j, s->total);
+  steps(&j, gp_steps_pick(s->procs, s->n));
   gp_json_arr(&j, "processes");
   for (size_t i = 0; i < s->n; i++) {
     gp_json_obj(&j, NULL);
     identity(&j, s->procs[i]);
+    gp_json_str(&j, "run_id", s->procs[i]->run_id);
     proc_body(&j, s->procs[i]);
+    steps(&j, s->procs[i]);
     gp_json_end(&j);
   }
   gp_json_end(&j);

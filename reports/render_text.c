@@ -359,6 +359,149 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
   if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);
 }
 
+/* Printed counters of a step: the most telling, where not zero. */
+static const int step_shown[] = {
+    GP_SC_launches,     GP_SC_kernels,     GP_SC_distinct_kernels,
+    GP_SC_syncs,        GP_SC_h2d_copies,  GP_SC_h2d_bytes,
+    GP_SC_d2h_copies,   GP_SC_d2h_bytes,   GP_SC_d2d_copies,
+    GP_SC_d2d_bytes,    GP_SC_p2p_copies,  GP_SC_p2p_bytes,
+    GP_SC_memsets,      GP_SC_pageable_copies, GP_SC_allocations,
+    GP_SC_frees,        GP_SC_items};
+
+static const char *step_count_label(int k) {
+  switch (k) {
+  case GP_SC_launches: return "launches";
+  case GP_SC_kernels: return "kernels";
+  case GP_SC_distinct_kernels: return "distinct kernels";
+  case GP_SC_syncs: return "syncs";
+  case GP_SC_h2d_copies: return "H2D copies";
+  case GP_SC_d2h_copies: return "D2H copies";
+  case GP_SC_d2d_copies: return "D2D copies";
+  case GP_SC_p2p_copies: return "P2P copies";
+  case GP_SC_memsets: return "memsets";
+  case GP_SC_pageable_copies: return "pageable copies";
+  case GP_SC_allocations: return "allocations";
+  case GP_SC_frees: return "frees";
+  case GP_SC_items: return "items";
+  default: return NULL; /* bytes: shown with their copies */
+  }
+}
+
+static void step_counters(struct out *o, const struct gp_steps_res *st) {
+  char line[1024], v[32], b[32];
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof step_shown / sizeof *step_shown; i++) {
+    int k = step_shown[i];
+    const char *lab = step_count_label(k);
+    if (!lab || !st->c_med[k]) continue;
+    int bytes = k >= GP_SC_h2d_copies && k <= GP_SC_p2p_copies;
+    if (bytes)
+      snprintf(b, sizeof b, " (%s)",
+               gp_fmt_bytes(v, sizeof v,
+                            (double)st->c_med[k + GP_SC_h2d_bytes -
+                                              GP_SC_h2d_copies]));
+    else
+      b[0] = 0;
+    char cn[32];
+    int w = snprintf(line + n, sizeof line - n, "%s%s %s%s", n ? ", " : "",
+                     num(cn, sizeof cn, st->c_med[k], 20), lab, b);
+    if (w < 0 || (size_t)w >= sizeof line - n) break;
+    n += (size_t)w;
+  }
+  if (n) wrap(o, "  per step (median): ", line, 4);
+}
+
+static void step_rates(struct out *o, const struct gp_steps_res *st) {
+  char line[512];
+  size_t n = (size_t)snprintf(line, sizeof line, "%.2f steps/s", st->per_s);
+  if (st->items_per_s >= 0)
+    n += (size_t)snprintf(line + n, sizeof line - n, ", %.1f items/s",
+                          st->items_per_s);
+  if (st->per_busy_s >= 0)
+    n += (size_t)snprintf(line + n, sizeof line - n,
+                          "; per second of device busy time: %.2f steps",
+                          st->per_busy_s);
+  if (st->items_per_busy_s >= 0)
+    snprintf(line + n, sizeof line - n, ", %.1f items", st->items_per_busy_s);
+  wrap(o, "  ", line, 4);
+}
+
+static void step_cats(struct out *o, const struct gp_steps_res *st) {
+  char line[512], d[16];
+  size_t n = 0;
+  uint64_t wall = 0;
+  for (int k = 0; k < GP_CAT_N; k++)
+    wall += st->cat_med[k];
+  for (int k = 0; k < GP_CAT_N; k++) {
+    char p[16];
+    int w = snprintf(line + n, sizeof line - n, "%s%s %s (%s)", k ? ", " : "",
+                     gp_cat_label[k],
+                     gp_fmt_sdur(d, sizeof d, st->cat_med[k] / st->ndev),
+                     pctw(p, sizeof p, pct(st->cat_med[k], wall), 0, 5));
+    if (w < 0 || (size_t)w >= sizeof line - n) break;
+    n += (size_t)w;
+  }
+  wrap(o, st->ndev > 1 ? "  per step and GPU (median): "
+                       : "  per step (median): ",
+       line, 4);
+}
+
+static void step_slow(struct out *o, const struct gp_steps_res *st) {
+  char line[1024], why[64], d[16];
+  size_t n = 0;
+  for (size_t i = 0; i < st->nslow && i < 3; i++) {
+    const struct gp_step *x = &st->v[st->slow[i]];
+    int w = snprintf(line + n, sizeof line - n, "%s#%zu %s (%s)",
+                     i ? "; " : "", st->slow[i],
+                     gp_fmt_sdur(d, sizeof d, x->end - x->start),
+                     gp_step_why(st, st->slow[i], why, sizeof why));
+    if (w < 0 || (size_t)w >= sizeof line - n) break;
+    n += (size_t)w;
+  }
+  if (n) wrap(o, "  slowest: ", line, 4);
+}
+
+static void steps(struct out *o, const struct gp_proc_res *r) {
+  const struct gp_steps_res *st = &r->steps;
+  char a[16], b[16], c[16], d[16], nm[64];
+  gp_text_clean(st->name ? st->name : "", nm, sizeof nm, 40);
+  fprintf(o->f, "\n%sSteps%s", o->bold, o->off);
+  if (st->source == GP_STEPS_NONE || !st->n) {
+    fputc('\n', o->f);
+    wrap(o, "  ", st->how ? st->how : "no steps found", 4);
+    return;
+  }
+  fprintf(o->f, " %zu '%s'  %s(%s)%s\n", st->n, nm, o->dim,
+          gp_step_source_key[st->source], o->off);
+  wrap(o, "  ", st->how, 4);
+  if (st->warmup) {
+    uint64_t tot = 0, mx = 0;
+    for (size_t i = 0; i < st->warmup; i++) {
+      uint64_t x = st->v[i].end - st->v[i].start;
+      tot += x;
+      mx = x > mx ? x : mx;
+    }
+    fprintf(o->f, "  warm-up %zu step%s left out (--warmup): %s in all, "
+                  "longest %s\n",
+            st->warmup, st->warmup == 1 ? "" : "s",
+            gp_fmt_sdur(a, sizeof a, tot), gp_fmt_sdur(b, sizeof b, mx));
+  }
+  if (!st->measured) {
+    fprintf(o->f, "  no measured step: all are warm-up (--warmup 0 counts "
+                  "them)\n");
+    return;
+  }
+  fprintf(o->f, "  %s%zu measured%s: median %s  p95 %s  p99 %s  max %s\n",
+          o->bold, st->measured, o->off, gp_fmt_sdur(a, sizeof a, st->median_ns),
+          gp_fmt_sdur(b, sizeof b, st->p95_ns),
+          gp_fmt_sdur(c, sizeof c, st->p99_ns),
+          gp_fmt_sdur(d, sizeof d, st->max_ns));
+  step_rates(o, st);
+  step_cats(o, st);
+  step_counters(o, st);
+  step_slow(o, st);
+}
+
 static void header(struct out *o, const struct gp_proc_res *r) {
   char w[32], host[64], cmd[128], file[128];
   if (!r->file) {
@@ -402,6 +545,7 @@ static void section(struct out *o, const struct gp_proc_res *r) {
   header(o, r);
   for (size_t i = 0; i < r->ndev; i++)
     device(o, &r->dev[i]);
+  if (r->file) steps(o, r);
   findings(o, r);
   threads(o, r, r->window_ns);
   phases(o, r);

@@ -105,6 +105,10 @@ void gp_res_free(struct gp_proc_res *r) {
   free(r->file);
   free(r->host);
   free(r->cmdline);
+  free(r->run_id);
+  free(r->steps.v);
+  free(r->steps.name);
+  free(r->steps.how);
   free(r);
 }
 

@@ -148,11 +148,16 @@ struct gp_kernel_res {
   double occ_wsum;
   uint64_t occ_ns;
   int communication;
+  /* Kernels launched by the measured steps (steps.detail set): executions
+   * and device time, summed over those steps. */
+  uint64_t step_count, step_ns;
 };
 
 struct gp_api_res {
   char *name;
   uint64_t count, total, blocked, errors;
+  /* Calls started in the measured steps (steps.detail set). */
+  uint64_t step_count, step_total, step_blocked;
 };
 
 struct gp_thread_res {
@@ -172,10 +177,115 @@ struct gp_diag {
       unknown_free, unresolved_copies, bad_interval;
 };
 
+/* Where the steps of a run came from. X(UPPER, key): key is the JSON
+ * "source" value. */
+#define GP_STEP_SOURCES(X)                                                     \
+  X(NONE, none)                                                                \
+  X(NAMED, named)                                                              \
+  X(PROFILER_STEP, profiler_step)                                              \
+  X(REPEATED_RANGE, repeated_range)                                            \
+  X(HEURISTIC, heuristic)
+
+enum gp_step_source {
+#define GP_X(U, k) GP_STEPS_##U,
+  GP_STEP_SOURCES(GP_X)
+#undef GP_X
+      GP_STEPS_SOURCE_N
+};
+extern const char *const gp_step_source_key[GP_STEPS_SOURCE_N];
+
+/* Counters of one step. Host-side counts are of the API calls that started
+ * inside the step's interval (any thread); device-side figures are of the
+ * work those calls launched (by correlation id), wherever it ran. */
+#define GP_STEP_COUNTERS(X)                                                    \
+  X(launches, "kernel and graph launch calls")                                 \
+  X(syncs, "synchronising calls")                                              \
+  X(sync_ns, "time blocked in synchronising calls and blocking copies, ns")   \
+  X(kernels, "kernel executions launched")                                     \
+  X(kernel_ns, "device time of the kernels launched, ns")                      \
+  X(xfer_ns, "device time of the copies and memsets launched, ns")             \
+  X(h2d_copies, "host-to-device copy calls")                                   \
+  X(d2h_copies, "device-to-host copy calls")                                   \
+  X(d2d_copies, "device-to-device copy calls")                                 \
+  X(p2p_copies, "peer copy calls")                                             \
+  X(memsets, "memset calls")                                                   \
+  X(h2d_bytes, "bytes copied host to device")                                  \
+  X(d2h_bytes, "bytes copied device to host")                                  \
+  X(d2d_bytes, "bytes copied device to device")                                \
+  X(p2p_bytes, "bytes copied between GPUs")                                    \
+  X(pageable_copies, "device copies from or to pageable host memory")          \
+  X(allocations, "allocation calls (device and pinned host memory)")           \
+  X(frees, "free calls")                                                       \
+  X(distinct_kernels, "distinct kernel names among the executions")            \
+  X(items, "items (gpuphase_step_items or GPUPHASE_STEP_ITEMS)")
+
+enum gp_step_counter {
+#define GP_X(k, d) GP_SC_##k,
+  GP_STEP_COUNTERS(GP_X)
+#undef GP_X
+      GP_SC_N
+};
+extern const char *const gp_step_counter_key[GP_SC_N];
+extern const char *const gp_step_counter_doc[GP_SC_N];
+
+struct gp_step {
+  uint64_t start, end; /* wall interval (CLOCK_MONOTONIC ns) */
+  /* device time inside [start, end) by category, summed over the GPUs of
+   * the process (each GPU's categories add up to end - start) */
+  uint64_t cat[GP_CAT_N];
+  uint64_t c[GP_SC_N];
+  uint64_t thread; /* recorder index of the thread the step ran on */
+};
+
+struct gp_steps_res {
+  enum gp_step_source source;
+  char *name; /* range name, glob or API name; NULL when none */
+  char *how;  /* one sentence: how the steps were found (or why none) */
+  size_t n, warmup; /* steps found; the first `warmup` are warm-up */
+  struct gp_step *v; /* n steps in start order */
+  size_t ndev;       /* GPUs the categories are summed over (>= 1) */
+  int items_known;   /* items were counted (API or fixed per step) */
+  uint64_t items_fixed; /* GPUPHASE_STEP_ITEMS of the run; 0: unset */
+  int detail; /* kernels' and APIs' step_* fields are filled */
+  int incomplete; /* chosen, but its steps were not all kept (too many
+                     candidate ranges): a second pass must settle them */
+  /* derived over the measured steps v[warmup..n) by gp_steps_derive */
+  size_t measured;
+  uint64_t min_ns, median_ns, mean_ns, p95_ns, p99_ns, max_ns;
+  uint64_t span_ns;  /* first measured start to last measured end */
+  double per_s;      /* measured steps / span; 0 when none */
+  double items_per_s; /* -1 when items are unknown */
+  double busy_ns;     /* kernel category time of the measured steps */
+  double per_busy_s, items_per_busy_s; /* per second of device busy time;
+                                          -1 unknown */
+  /* per measured step: the median and the mean of each category and
+   * counter */
+  uint64_t cat_med[GP_CAT_N], c_med[GP_SC_N];
+  double cat_mean[GP_CAT_N], c_mean[GP_SC_N];
+  /* the slowest measured steps, slowest first (indices into v) */
+  size_t nslow;
+  size_t slow[5];
+};
+
+/* Fills the derived fields of s (the measured-step statistics). */
+int gp_steps_derive(struct gp_steps_res *s);
+/* The category of step i that exceeds its median by the most, and by how
+ * much (ns); -1 when none exceeds it. */
+int gp_step_excess(const struct gp_steps_res *s, size_t i, uint64_t *ns);
+/* The same in words: "+38.0 ms host wait" (per GPU). */
+const char *gp_step_why(const struct gp_steps_res *s, size_t i, char *buf,
+                        size_t n);
+/* The process whose steps speak for a set of processes: rank 0, else the
+ * one with the most measured steps; NULL when none has steps. */
+const struct gp_proc_res *gp_steps_pick(struct gp_proc_res *const *procs,
+                                        size_t n);
+
 struct gp_proc_res {
   char *file; /* NULL for the sum of several files */
   int64_t pid, ppid, rank;
   char *host, *cmdline;
+  char *run_id;          /* groups the processes of one run; NULL: none */
+  int64_t driver_version, runtime_version; /* e.g. 13000; 0: unknown */
   uint64_t wstart, window_ns; /* wstart: CLOCK_MONOTONIC ns */
   uint64_t win_ns;            /* the --window length */
   int started;                /* 0: no CUDA call in the trace */
@@ -191,6 +301,7 @@ struct gp_proc_res {
   char **notes;
   struct gp_finding *findings;
   struct gp_diag diag;
+  struct gp_steps_res steps; /* per process only (source NONE in sums) */
 };
 
 /* Options shared by the engine and derivation. */
@@ -199,6 +310,17 @@ struct gp_report_opts {
   double link_gbps;   /* host<->device peak in GB/s; 0: per device default */
   uint64_t hold_ns;   /* how long an async copy waits for its device record;
                          0: 1 s */
+  const char *step;   /* --step: a range name or glob; NULL: found alone */
+  long warmup;        /* --warmup: steps left out first; < 0: max(3, 10%) */
+  int step_detail;    /* attribute kernels and API calls to the measured
+                         steps (a second pass when the steps were found
+                         alone): what compare needs */
+  /* internal (pipeline.c): how a second pass finds the steps the first
+   * chose */
+  int step_exact;       /* `step` is a name, not a glob */
+  int step_source;      /* enum gp_step_source to report */
+  const char *step_api; /* heuristic: the synchronising call's name */
+  uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
 };
 
 void gp_res_free(struct gp_proc_res *r); /* accepts NULL; frees r too */

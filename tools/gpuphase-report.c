@@ -40,6 +40,12 @@ static const char usage[] =
     "                     capability: >= 9.0 64, 8.x 32, older 16)\n"
     "      --top N        rows of the kernel, phase, thread and API tables "
     "(15)\n"
+    "      --step NAME    each top-level occurrence of the range NAME (NVTX or\n"
+    "                     gpuphase_range_push; a glob such as 'step*' works)\n"
+    "                     is a step; by default: ProfilerStep#N ranges, else\n"
+    "                     the top-level range that repeats most, else a\n"
+    "                     repeating synchronising call\n"
+    "      --warmup N     steps left out at the start (default: max(3, 10%))\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
     "  -h, --help         show this help\n"
@@ -66,7 +72,7 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
   return *s && !*end && *v >= lo && *v <= hi ? 0 : -1;
 }
 
-enum { O_LINK = 256, O_TOP, O_COLOR };
+enum { O_LINK = 256, O_TOP, O_COLOR, O_STEP, O_WARMUP };
 
 /* One option with a value; -1 to go on, else the exit status. */
 static int apply(struct opts *o, int c, const char *arg) {
@@ -94,6 +100,15 @@ static int apply(struct opts *o, int c, const char *arg) {
       return usage_error("invalid --top '%s': expected a count >= 1", arg);
     o->rend.top = (size_t)v;
     break;
+  case O_STEP:
+    if (!*arg) return usage_error("%s", "--step needs a range name or glob");
+    o->ro.step = arg;
+    break;
+  case O_WARMUP:
+    if (parse_num(arg, 0, 1e9, &v) < 0 || v != (long)v)
+      return usage_error("invalid --warmup '%s': expected a count >= 0", arg);
+    o->ro.warmup = (long)v;
+    break;
   case O_COLOR:
     if (!arg || !strcmp(arg, "always"))
       o->color = 1;
@@ -116,6 +131,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"window", required_argument, 0, 'w'},
       {"link-gbps", required_argument, 0, O_LINK},
       {"top", required_argument, 0, O_TOP},
+      {"step", required_argument, 0, O_STEP},
+      {"warmup", required_argument, 0, O_WARMUP},
       {"color", optional_argument, 0, O_COLOR},
       {"colour", optional_argument, 0, O_COLOR},
       {"help", no_argument, 0, 'h'},
@@ -214,6 +231,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "dump"))
     return gp_cmd_dump(argc - 1, argv + 1);
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
+  o.ro.warmup = -1;
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t n = (size_t)(argc - optind);

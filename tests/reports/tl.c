@@ -140,6 +140,8 @@ static uint64_t start_of(const struct gpuphase_record *r) {
     return r->u.lost.start;
   case GPUPHASE_REC_STATE:
     return r->u.state.start;
+  case GPUPHASE_REC_ITEMS:
+    return r->u.items.start;
   }
   return 0;
 }

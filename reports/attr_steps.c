@@ -1,0 +1,622 @@
+/* Steps: cutting the run into the iterations of the user's loop while the
+ * sweep goes. Every way the run could be cut is a candidate: each top-level
+ * range name (all ProfilerStep#N names together, or the --step glob alone)
+ * and each synchronising call (a step ends where it returns). All of them
+ * are followed at once, since which one is the step is known only at the
+ * end (docs/attribution.md, "Steps"); a candidate costs something only
+ * while one of its steps is open.
+ *
+ * What a step holds:
+ * - its categories: the device timeline inside its wall interval, from
+ *   snapshots of the device totals at its two ends;
+ * - host counters: the API calls that start inside it, on any thread;
+ * - device work by correlation: each call remembers the set of open steps
+ *   (a version number, in a ring indexed by correlation id), and the
+ *   kernels and copies it launched are added to those steps when their
+ *   device records arrive, wherever they ran. */
+#include "attr_int.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Steps kept over all candidates found alone (not --step): past this the
+ * largest candidate's steps are dropped and, if it is chosen, a second
+ * pass settles it (pipeline.c). About 20 MiB. */
+#define STEP_CAP (1u << 16)
+#define RING_BITS 16
+#define RING_MASK ((1u << RING_BITS) - 1)
+
+enum { SC_RANGE, SC_SYNC };
+
+struct sstep {
+  struct gp_step s;
+  /* at open: the snapshot; at close: what the step adds (see snap_delta) */
+  uint64_t creal[GP_CAT_N], wd[GP_CAT_N];
+  uint64_t nreal;
+};
+
+struct scand {
+  uint8_t kind, dropped, open;
+  uint64_t key;   /* RANGE: phase name string id (0: a shared class); SYNC:
+                     API id */
+  uint64_t othread, ostart;
+  uint64_t count, sum, first, last; /* closed steps, dropped or not */
+  double sumsq;
+  struct sstep *v;
+  size_t n, cap;  /* v[n - 1] is the open step while open and kept */
+  uint32_t apos;  /* in the open list */
+};
+
+struct ringent {
+  uint64_t corr;
+  uint32_t ver;
+};
+
+struct gp_stepper {
+  struct scand *c;
+  size_t nc, capc;
+  uint32_t *open; /* candidates with a kept open step */
+  size_t nopen, capopen;
+  /* step set versions: version v (>= 1) is the list pairs[voff[v - 1] ..
+   * voff[v]) of (candidate, step index) open when it was made */
+  uint32_t ver;
+  int dirty;
+  uint32_t *voff;
+  size_t nver, capver;
+  uint32_t (*pairs)[2];
+  size_t npairs, cappairs;
+  struct ringent *ring;
+  size_t kept;
+  int fixed; /* one candidate, warm-up known: kernels and APIs of the
+                measured steps are counted */
+  int capped; /* steps found alone: many candidates, STEP_CAP applies */
+  int sync_off; /* a range repeats: synchronising calls keep no steps */
+  uint64_t warmup;
+  uint32_t named, ps; /* candidate + 1 of --step, of ProfilerStep#N */
+  int items_seen, last_meas;
+  uint64_t overlap, unlinked;
+};
+
+int gp_steps_init(struct gp_attr *a) {
+  a->st = calloc(1, sizeof *a->st);
+  if (!a->st) return -1;
+  a->st->fixed = a->o.step_detail && a->o.warmup >= 0 &&
+                 (a->o.step || a->o.step_api);
+  a->st->warmup = a->o.warmup >= 0 ? (uint64_t)a->o.warmup : 0;
+  a->st->capped = !a->o.step && !a->o.step_api;
+  return 0;
+}
+
+void gp_steps_free(struct gp_attr *a) {
+  struct gp_stepper *st = a->st;
+  if (!st) return;
+  for (size_t i = 0; i < st->nc; i++)
+    free(st->c[i].v);
+  free(st->c);
+  free(st->open);
+  free(st->voff);
+  free(st->pairs);
+  free(st->ring);
+  free(st);
+  a->st = NULL;
+}
+
+static uint32_t cand_new(struct gp_attr *a, int kind, uint64_t key) {
+  struct gp_stepper *st = a->st;
+  if (GROW(a, st->c, st->capc, st->nc + 1) < 0) return UINT32_MAX;
+  struct scand *c = &st->c[st->nc];
+  memset(c, 0, sizeof *c);
+  c->kind = (uint8_t)kind;
+  c->key = key;
+  c->dropped = kind == SC_SYNC && st->sync_off;
+  return (uint32_t)st->nc++;
+}
+
+/* The candidate of a range name: --step alone when given, all
+ * ProfilerStep#N together, else one per name. UINT32_MAX: none. */
+static uint32_t range_cand(struct gp_attr *a, uint64_t name) {
+  struct gp_stepper *st = a->st;
+  const char *s = gp_attr_str(a, name);
+  if (!s) s = "";
+  uint32_t *shared = NULL;
+  if (a->o.step_api) return UINT32_MAX;
+  if (a->o.step) {
+    int hit = a->o.step_exact ? !strcmp(a->o.step, s)
+                              : !fnmatch(a->o.step, s, 0);
+    if (!hit) return UINT32_MAX;
+    shared = &st->named;
+  } else if (!strncmp(s, "ProfilerStep#", 13)) {
+    shared = &st->ps;
+  }
+  if (shared && *shared) return *shared - 1;
+  uint32_t ci = cand_new(a, SC_RANGE, shared ? 0 : name);
+  if (shared && ci != UINT32_MAX) *shared = ci + 1;
+  return ci;
+}
+
+/* Device totals at t: over the real devices, and of the "any device"
+ * timeline that devices not seen yet still follow. */
+static void snapshot(struct gp_attr *a, uint64_t t, uint64_t *real,
+                     uint64_t *w, uint64_t *n) {
+  gp_flush_devs(a, NODEV, t);
+  memset(real, 0, GP_CAT_N * sizeof *real);
+  for (size_t i = 1; i < a->ndev; i++)
+    for (int k = 0; k < GP_CAT_N; k++)
+      real[k] += a->dev[i].tot.cat[k];
+  memcpy(w, a->dev[WSLOT].tot.cat, GP_CAT_N * sizeof *w);
+  *n = a->ndev - 1;
+}
+
+static void open_add(struct gp_attr *a, uint32_t ci) {
+  struct gp_stepper *st = a->st;
+  if (GROW(a, st->open, st->capopen, st->nopen + 1) < 0) return;
+  st->c[ci].apos = (uint32_t)st->nopen;
+  st->open[st->nopen++] = ci;
+  st->dirty = 1;
+}
+
+static void open_remove(struct gp_attr *a, uint32_t ci) {
+  struct gp_stepper *st = a->st;
+  struct scand *c = &st->c[ci];
+  if (c->apos >= st->nopen || st->open[c->apos] != ci) return;
+  uint32_t last = st->open[--st->nopen];
+  st->open[c->apos] = last;
+  st->c[last].apos = c->apos;
+  st->dirty = 1;
+}
+
+/* Frees the steps of a candidate (its count, span and spread stay, for
+ * the choice at the end). */
+static void drop(struct gp_attr *a, size_t i) {
+  struct gp_stepper *st = a->st;
+  struct scand *c = &st->c[i];
+  if (c->dropped) return;
+  if (c->open) open_remove(a, (uint32_t)i);
+  st->kept -= c->n;
+  free(c->v);
+  c->v = NULL;
+  c->n = c->cap = 0;
+  c->dropped = 1;
+}
+
+static void drop_largest(struct gp_attr *a) {
+  struct gp_stepper *st = a->st;
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < st->nc; i++)
+    if (!st->c[i].dropped && (best == SIZE_MAX || st->c[i].n > st->c[best].n))
+      best = i;
+  if (best != SIZE_MAX) drop(a, best);
+}
+
+/* Once a top-level range has repeated 5 times, a synchronising call is
+ * unlikely to be chosen (only when no range qualifies at the end): their
+ * steps are dropped, which halves the cost of the usual traces, and a
+ * second pass settles the rare trace where one is chosen after all. */
+static void sync_off(struct gp_attr *a) {
+  struct gp_stepper *st = a->st;
+  st->sync_off = 1;
+  for (size_t i = 0; i < st->nc; i++)
+    if (st->c[i].kind == SC_SYNC) drop(a, i);
+}
+
+static void step_open(struct gp_attr *a, uint32_t ci, uint64_t thread,
+                      uint64_t t) {
+  struct gp_stepper *st = a->st;
+  struct scand *c = &st->c[ci];
+  c->open = 1;
+  c->othread = thread;
+  c->ostart = t;
+  if (c->dropped) return;
+  if (!st->ring) {
+    st->ring = calloc(RING_MASK + 1, sizeof *st->ring);
+    if (!st->ring) {
+      a->oom = 1;
+      return;
+    }
+  }
+  if (GROW(a, c->v, c->cap, c->n + 1) < 0) return;
+  struct sstep *x = &c->v[c->n++];
+  memset(x, 0, sizeof *x);
+  x->s.start = t;
+  x->s.thread = thread;
+  snapshot(a, t, x->creal, x->wd, &x->nreal);
+  open_add(a, ci);
+  if (st->capped && ++st->kept > STEP_CAP) drop_largest(a);
+}
+
+/* What [open, close) added, in a form that stays right when devices first
+ * seen later join the sum (gp_steps_finish): creal over the devices known
+ * at the close (a device first seen inside the step followed the "any
+ * device" timeline until then), wd the "any device" timeline's own delta. */
+static void snap_delta(struct sstep *x, const uint64_t *real,
+                       const uint64_t *w, uint64_t n) {
+  for (int k = 0; k < GP_CAT_N; k++) {
+    x->creal[k] = real[k] - x->creal[k] - (n - x->nreal) * x->wd[k];
+    x->wd[k] = w[k] - x->wd[k];
+  }
+  x->nreal = n;
+}
+
+static void step_close(struct gp_attr *a, uint32_t ci, uint64_t t) {
+  struct gp_stepper *st = a->st;
+  struct scand *c = &st->c[ci];
+  uint64_t dur = t > c->ostart ? t - c->ostart : 0;
+  if (!c->count) c->first = c->ostart;
+  c->count++;
+  c->sum += dur;
+  c->sumsq += (double)dur * (double)dur;
+  c->last = t;
+  c->open = 0;
+  if (c->kind == SC_RANGE && c->count >= 5 && st->capped && !st->sync_off)
+    sync_off(a);
+  if (c->dropped || !c->n) return;
+  struct sstep *x = &c->v[c->n - 1];
+  uint64_t real[GP_CAT_N], w[GP_CAT_N], n;
+  x->s.end = t > x->s.start ? t : x->s.start;
+  snapshot(a, t, real, w, &n);
+  snap_delta(x, real, w, n);
+  open_remove(a, ci);
+}
+
+void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
+                    uint64_t t) {
+  struct phase *p = &a->ph[pi];
+  if (!p->cand) {
+    uint32_t ci = range_cand(a, p->name);
+    p->cand = ci == UINT32_MAX ? UINT32_MAX : ci + 1;
+  }
+  if (p->cand == UINT32_MAX) return;
+  uint32_t ci = p->cand - 1;
+  struct scand *c = &a->st->c[ci];
+  if (open) {
+    if (c->open) { /* open on another thread already: not a step */
+      a->st->overlap++;
+      return;
+    }
+    step_open(a, ci, th, t);
+  } else if (c->open && c->othread == th) {
+    step_close(a, ci, t);
+  }
+}
+
+void gp_steps_boundary(struct gp_attr *a, uint32_t ci, uint64_t thread,
+                       uint64_t t) {
+  if (!a->st || ci >= a->st->nc) return;
+  if (a->st->c[ci].open) step_close(a, ci, t);
+  step_open(a, ci, thread, t);
+}
+
+/* The current step set version, made now if the set changed. */
+static uint32_t version(struct gp_attr *a) {
+  struct gp_stepper *st = a->st;
+  if (!st->nopen) return 0;
+  if (!st->dirty) return st->ver;
+  if (GROW(a, st->voff, st->capver, st->nver + 1) < 0 ||
+      GROW(a, st->pairs, st->cappairs, st->npairs + st->nopen) < 0)
+    return 0;
+  for (size_t i = 0; i < st->nopen; i++) {
+    st->pairs[st->npairs][0] = st->open[i];
+    st->pairs[st->npairs++][1] = (uint32_t)(st->c[st->open[i]].n - 1);
+  }
+  st->voff[st->nver++] = (uint32_t)st->npairs;
+  st->dirty = 0;
+  return st->ver = (uint32_t)st->nver;
+}
+
+/* A call that may delimit steps: a synchronising call or a blocking copy
+ * (not a poll). */
+static int delimits(uint64_t cls, int cl) {
+  if (cls & GPUPHASE_API_QUERY) return 0;
+  return (cls & GPUPHASE_API_SYNC) ||
+         ((cls & GPUPHASE_API_COPY) && cl == CALL_BLK);
+}
+
+static void sync_boundary(struct gp_attr *a, struct apidef *def,
+                          const struct gpuphase_api *r, uint64_t end) {
+  if (a->o.step) return;
+  if (a->o.step_api) {
+    const char *n = gp_attr_str(a, def->name);
+    if (!n || strcmp(n, a->o.step_api)) return;
+  }
+  if (!def->sync_cand) {
+    uint32_t ci = cand_new(a, SC_SYNC, def->id);
+    if (ci == UINT32_MAX) return;
+    def->sync_cand = ci + 1;
+  }
+  gp_sweep_push(a, end, HEV_STEP, 0, def->sync_cand - 1,
+                (uint32_t)r->thread, 0);
+}
+
+static int xfer_of_kind(uint64_t k) {
+  switch (k) {
+  case GPUPHASE_COPY_HTOD: return GP_SC_h2d_copies;
+  case GPUPHASE_COPY_DTOH: return GP_SC_d2h_copies;
+  case GPUPHASE_COPY_DTOD: return GP_SC_d2d_copies;
+  case GPUPHASE_COPY_PTOP: return GP_SC_p2p_copies;
+  }
+  return -1;
+}
+
+static void count_call(uint64_t *c, uint64_t cls, const struct gpuphase_api *r,
+                       int cl, uint64_t dur) {
+  c[GP_SC_launches] += (cls & GPUPHASE_API_LAUNCH) != 0;
+  c[GP_SC_syncs] += (cls & GPUPHASE_API_SYNC) && !(cls & GPUPHASE_API_QUERY);
+  if (cl == CALL_BLK) c[GP_SC_sync_ns] += dur;
+  if (cls & GPUPHASE_API_MEMSET) c[GP_SC_memsets]++;
+  if (cls & GPUPHASE_API_COPY) {
+    int x = xfer_of_kind(r->copy_kind);
+    if (x >= 0) {
+      c[x]++;
+      /* the bytes counters follow the copy counters in the same order */
+      c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
+    }
+  }
+  c[GP_SC_allocations] += (cls & GPUPHASE_API_ALLOC) != 0;
+  c[GP_SC_frees] += (cls & GPUPHASE_API_FREE) != 0;
+}
+
+uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
+                       const struct gpuphase_api *r, int cl, uint64_t end) {
+  struct gp_stepper *st = a->st;
+  if (!st) return 0;
+  if (delimits(def->cls, cl)) sync_boundary(a, def, r, end);
+  st->last_meas = 0;
+  if (!st->nopen) return 0;
+  uint64_t dur = end - r->start;
+  for (size_t i = 0; i < st->nopen; i++) {
+    struct scand *c = &st->c[st->open[i]];
+    count_call(c->v[c->n - 1].s.c, def->cls, r, cl, dur);
+  }
+  if (st->fixed && st->c[st->open[0]].n > st->warmup) {
+    st->last_meas = 1;
+    def->step_count++;
+    def->step_total += dur;
+    if (cl == CALL_BLK) def->step_blocked += dur;
+  }
+  uint32_t v = version(a);
+  if (r->corr && v) {
+    struct ringent *e = &st->ring[r->corr & RING_MASK];
+    e->corr = r->corr;
+    e->ver = v;
+  }
+  return v;
+}
+
+int gp_steps_last_measured(const struct gp_attr *a) {
+  return a->st && a->st->last_meas;
+}
+
+static int kernel_seen(struct kst *k, uint32_t ci, uint32_t si) {
+  uint32_t *e = k->seen[ci & 3];
+  if (e[0] == ci + 1 && e[1] == si + 1) return 1;
+  e[0] = ci + 1;
+  e[1] = si + 1;
+  return 0;
+}
+
+void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
+                     uint64_t ns, int pageable) {
+  struct gp_stepper *st = a->st;
+  if (!st || !st->ring || !corr) return;
+  const struct ringent *e = &st->ring[corr & RING_MASK];
+  if (e->corr != corr || !e->ver) return;
+  uint32_t from = e->ver > 1 ? st->voff[e->ver - 2] : 0;
+  for (uint32_t p = from; p < st->voff[e->ver - 1]; p++) {
+    uint32_t ci = st->pairs[p][0], si = st->pairs[p][1];
+    struct scand *c = &st->c[ci];
+    if (c->dropped || si >= c->n) continue;
+    uint64_t *x = c->v[si].s.c;
+    if (!k) {
+      x[GP_SC_xfer_ns] += ns;
+      x[GP_SC_pageable_copies] += pageable != 0;
+      continue;
+    }
+    x[GP_SC_kernels]++;
+    x[GP_SC_kernel_ns] += ns;
+    if (!kernel_seen(k, ci, si)) x[GP_SC_distinct_kernels]++;
+    if (st->fixed && si >= st->warmup) {
+      k->step_count++;
+      k->step_ns += ns;
+    }
+  }
+}
+
+void gp_steps_blocked(struct gp_attr *a, const struct acall *cl) {
+  struct gp_stepper *st = a->st;
+  if (!st || !cl->sver || cl->sver > st->nver) return;
+  uint64_t dur = cl->end - cl->start;
+  uint32_t from = cl->sver > 1 ? st->voff[cl->sver - 2] : 0;
+  for (uint32_t p = from; p < st->voff[cl->sver - 1]; p++) {
+    struct scand *c = &st->c[st->pairs[p][0]];
+    uint32_t si = st->pairs[p][1];
+    if (!c->dropped && si < c->n) c->v[si].s.c[GP_SC_sync_ns] += dur;
+  }
+  if (cl->smeas) a->api[cl->api].step_blocked += dur;
+}
+
+void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count) {
+  struct gp_stepper *st = a->st;
+  (void)thread; /* like API calls: whatever thread counts them */
+  if (!st) return;
+  st->items_seen = 1;
+  for (size_t i = 0; i < st->nopen; i++) {
+    struct scand *c = &st->c[st->open[i]];
+    c->v[c->n - 1].s.c[GP_SC_items] += count;
+  }
+}
+
+/* ---- the choice, at the end ---- */
+
+static double spread(const struct scand *c) { /* coefficient of variation */
+  if (c->count < 2 || !c->sum) return INFINITY;
+  double m = (double)c->sum / (double)c->count;
+  double v = c->sumsq / (double)c->count - m * m;
+  return sqrt(v > 0 ? v : 0) / m;
+}
+
+/* A top-level range is a step when it repeats at least 5 times and its
+ * occurrences stretch over at least half of the window; of those, the one
+ * whose occurrences cover most time. */
+static size_t best_range(const struct gp_stepper *st, uint64_t window) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < st->nc; i++) {
+    const struct scand *c = &st->c[i];
+    if (c->kind != SC_RANGE || c->count < 5 || 2 * (c->last - c->first) < window)
+      continue;
+    if (best == SIZE_MAX || c->sum > st->c[best].sum ||
+        (c->sum == st->c[best].sum && c->count > st->c[best].count))
+      best = i;
+  }
+  return best;
+}
+
+/* A synchronising call delimits steps when at least 5 intervals between
+ * its returns stretch over half of the window and vary by at most 50%
+ * (coefficient of variation); of those, the most regular. */
+static size_t best_sync(const struct gp_stepper *st, uint64_t window) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < st->nc; i++) {
+    const struct scand *c = &st->c[i];
+    if (c->kind != SC_SYNC || c->count < 5 ||
+        2 * (c->last - c->first) < window || spread(c) > 0.5)
+      continue;
+    if (best == SIZE_MAX || spread(c) < spread(&st->c[best])) best = i;
+  }
+  return best;
+}
+
+static const char *api_name(struct gp_attr *a, uint64_t id) {
+  uint32_t i;
+  if (!gp_idx_get(&a->api_map, id, &i)) return NULL;
+  return gp_attr_str(a, a->api[i].name);
+}
+
+static int describe(struct gp_attr *a, struct gp_steps_res *s,
+                    const struct scand *c, uint64_t window) {
+  char how[512];
+  const char *nm = s->name ? s->name : "";
+  switch (s->source) {
+  case GP_STEPS_NAMED:
+    snprintf(how, sizeof how,
+             c && c->count ? "each top-level '%s' range is a step (--step)"
+                           : "no top-level range matches --step '%s': no "
+                             "steps",
+             nm);
+    break;
+  case GP_STEPS_PROFILER_STEP:
+    snprintf(how, sizeof how, "PyTorch profiler's ProfilerStep#N ranges");
+    break;
+  case GP_STEPS_REPEATED_RANGE:
+    snprintf(how, sizeof how,
+             "the top-level range '%s' repeats %llu times and covers %.0f%% "
+             "of the window",
+             nm, (unsigned long long)c->count,
+             window ? 100.0 * (double)c->sum / (double)window : 0.0);
+    break;
+  case GP_STEPS_HEURISTIC:
+    snprintf(how, sizeof how,
+             "heuristic: no step range, so a step ends at each return from "
+             "%s (%llu intervals, spread %.0f%%); mark steps with NVTX or "
+             "gpuphase_range_push and --step for certainty",
+             nm, (unsigned long long)c->count, 100 * spread(c));
+    break;
+  default:
+    snprintf(how, sizeof how,
+             "no steps found: no range repeats at top level (5 times or "
+             "more) and no synchronising call repeats regularly; mark steps "
+             "with NVTX or gpuphase_range_push (--step NAME)");
+  }
+  (void)a;
+  s->how = strdup(how);
+  return s->how ? 0 : -1;
+}
+
+static uint64_t clamp_cat(uint64_t real, uint64_t wd, uint64_t add) {
+  int64_t v = (int64_t)(real + add * wd);
+  return v > 0 ? (uint64_t)v : 0; /* rebooked time may overshoot a little */
+}
+
+/* Moves the candidate's steps into s, their categories over the devices of
+ * the result. */
+static int move_steps(struct gp_attr *a, struct gp_steps_res *s,
+                      struct scand *c, int degraded) {
+  uint64_t nf = a->ndev > 1 ? a->ndev - 1 : 0;
+  s->ndev = nf ? nf : 1;
+  s->n = c->n;
+  s->v = calloc(c->n ? c->n : 1, sizeof *s->v);
+  if (!s->v) return -1;
+  for (size_t i = 0; i < c->n; i++) {
+    struct sstep *x = &c->v[i];
+    struct gp_step *o = &s->v[i];
+    *o = x->s;
+    for (int k = 0; k < GP_CAT_N; k++)
+      o->cat[k] = nf ? clamp_cat(x->creal[k], x->wd[k], nf - x->nreal)
+                     : x->wd[k];
+    if (degraded) {
+      o->cat[GP_CAT_KERNEL] += o->cat[GP_CAT_SYNC_IDLE];
+      o->cat[GP_CAT_SYNC_IDLE] = 0;
+    }
+    if (!o->c[GP_SC_items] && a->o.step_items)
+      o->c[GP_SC_items] = a->o.step_items;
+  }
+  return 0;
+}
+
+int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
+  struct gp_stepper *st = a->st;
+  struct gp_steps_res *s = &r->steps;
+  uint64_t window = a->wend - a->wstart;
+  size_t pick = SIZE_MAX;
+  s->source = GP_STEPS_NONE;
+  if (!st) return describe(a, s, NULL, window);
+  for (size_t i = 0; i < st->nc; i++) /* an open step is not a whole one */
+    if (st->c[i].open && !st->c[i].dropped && st->c[i].n) st->c[i].n--;
+  if (a->o.step) {
+    s->source = GP_STEPS_NAMED;
+    pick = st->named ? st->named - 1 : SIZE_MAX;
+  } else if (a->o.step_api) {
+    s->source = GP_STEPS_HEURISTIC;
+    pick = st->nc ? 0 : SIZE_MAX;
+  } else if (st->ps && st->c[st->ps - 1].count) {
+    s->source = GP_STEPS_PROFILER_STEP;
+    pick = st->ps - 1;
+  } else if ((pick = best_range(st, window)) != SIZE_MAX) {
+    s->source = GP_STEPS_REPEATED_RANGE;
+  } else if ((pick = best_sync(st, window)) != SIZE_MAX) {
+    s->source = GP_STEPS_HEURISTIC;
+  }
+  if (a->o.step_source && s->source != GP_STEPS_NONE)
+    s->source = (enum gp_step_source)a->o.step_source;
+  struct scand *c = pick != SIZE_MAX ? &st->c[pick] : NULL;
+  const char *nm = NULL;
+  if (s->source == GP_STEPS_NAMED) nm = a->o.step;
+  else if (s->source == GP_STEPS_PROFILER_STEP) nm = "ProfilerStep#*";
+  else if (c && c->kind == SC_RANGE) nm = gp_attr_str(a, c->key);
+  else if (c) nm = api_name(a, c->key);
+  if (nm && !(s->name = strdup(nm))) return -1;
+  if (describe(a, s, c, window) < 0) return -1;
+  s->items_fixed = a->o.step_items;
+  s->items_known = st->items_seen || a->o.step_items;
+  s->ndev = a->ndev > 1 ? a->ndev - 1 : 1;
+  if (!c) return 0;
+  uint64_t n = c->dropped ? c->count : c->n;
+  s->warmup = a->o.warmup >= 0 ? (size_t)a->o.warmup
+                                : (size_t)(n / 10 > 3 ? n / 10 : 3);
+  if (s->warmup > n) s->warmup = (size_t)n;
+  if (c->dropped) {
+    s->incomplete = 1;
+    s->n = (size_t)n;
+    return 0;
+  }
+  s->detail = st->fixed;
+  if (move_steps(a, s, c, r->degraded) < 0) return -1;
+  if (st->overlap)
+    gp_res_note(r,
+                "%llu top-level ranges opened while the same step was open "
+                "on another thread were not counted as steps",
+                (unsigned long long)st->overlap);
+  return gp_steps_derive(s);
+}

@@ -1,0 +1,339 @@
+/* Steps on hand-built timelines: how they are found, what each holds, and
+ * the statistics over the measured ones. Every expected number is worked
+ * out in the comment above its check (ns, half-open intervals). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tl.h"
+
+enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC };
+enum { S_STEP = 10, S_DATA, S_INIT, S_K1, S_K2, S_PS0 };
+
+static void base(struct tl *t) {
+  tl_init(t);
+  static const char *names[] = {"", "cudaLaunchKernel", "cudaDeviceSynchronize",
+                                "cudaMemcpy", "cudaMemcpyAsync"};
+  static const uint64_t cls[] = {0, GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
+                                 GPUPHASE_API_SYNC, GPUPHASE_API_COPY,
+                                 GPUPHASE_API_COPY | GPUPHASE_API_ASYNC};
+  for (uint64_t i = 1; i <= MEMCPY_ASYNC; i++) {
+    tl_str(t, i, names[i]);
+    tl_api_def(t, i, i, cls[i]);
+  }
+  tl_str(t, S_STEP, "step");
+  tl_str(t, S_DATA, "data");
+  tl_str(t, S_INIT, "init");
+  tl_str(t, S_K1, "k1");
+  tl_str(t, S_K2, "k2");
+  static const char *ps[] = {"ProfilerStep#0", "ProfilerStep#1",
+                              "ProfilerStep#2", "ProfilerStep#3",
+                              "ProfilerStep#4", "ProfilerStep#5",
+                              "ProfilerStep#6", "ProfilerStep#7"};
+  for (uint64_t i = 0; i < 8; i++) /* tl_str keeps the pointer */
+    tl_str(t, S_PS0 + i, ps[i]);
+  tl_device(t, 0, 100);
+}
+
+static void items(struct tl *t, uint64_t thread, uint64_t at, uint64_t n) {
+  struct gpuphase_record *r = tl_add(t, GPUPHASE_REC_ITEMS);
+  r->u.items.thread = thread;
+  r->u.items.start = at;
+  r->u.items.count = n;
+}
+
+/* Step i (i = 0..5) on thread 1 is [1000i, 1000i + 600):
+ *   launch call [+10, +20) corr i+1 -> kernel k1 [+50, +250)
+ *   sync call [+300, +500)
+ * The window starts at 10 (first CUDA call), so step 0 lacks its first
+ * 10 ns of host wait; --warmup 1 leaves it out. Steps 1..5, each 600:
+ *   host [0,10) 10 + [20,50) 30 + [250,300) 50 + [500,600) 100 = 190
+ *   launch [10,20) 10, kernel [50,250) 200, sync idle [300,500) 200.
+ * Counters: 1 launch, 1 sync, 200 ns blocked, 1 kernel of 200 ns. */
+static void loop(struct tl *t, uint64_t name, int n) {
+  for (uint64_t i = 0; i < (uint64_t)n; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(t, 1, GPUPHASE_RANGE_PUSH, b, name, 0);
+    tl_api(t, 1, LAUNCH, b + 10, b + 20, 0, i + 1);
+    struct gpuphase_kernel *k = tl_kernel(t, 0, b + 50, b + 250, S_K1, 200, 128);
+    k->corr = i + 1;
+    tl_api(t, 1, SYNC, b + 300, b + 500, 0, 0);
+    tl_range(t, 1, GPUPHASE_RANGE_POP, b + 600, 0, 0);
+  }
+}
+
+static void test_named(void) {
+  struct tl t;
+  base(&t);
+  loop(&t, S_STEP, 6);
+  t.o.step = "st*p";
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_NAMED);
+  EQ(s->n, 6);
+  EQ(s->warmup, 1);
+  EQ(s->measured, 5);
+  EQ(s->median_ns, 600);
+  EQ(s->p95_ns, 600);
+  EQ(s->max_ns, 600);
+  /* span: 1000 .. 5600 */
+  EQ(s->span_ns, 4600);
+  NEAR(s->per_s, 5 / 4.6e-6, 1e-3);
+  CATS(s->v[3], 200, 0, 10, 200, 190);
+  EQ(s->cat_med[GP_CAT_HOST_WAIT], 190);
+  EQ(s->c_med[GP_SC_launches], 1);
+  EQ(s->c_med[GP_SC_syncs], 1);
+  EQ(s->c_med[GP_SC_sync_ns], 200);
+  EQ(s->c_med[GP_SC_kernels], 1);
+  EQ(s->c_med[GP_SC_kernel_ns], 200);
+  EQ(s->c_med[GP_SC_distinct_kernels], 1);
+  EQ(s->items_known, 0);
+  NEAR(s->items_per_s, -1, 0);
+  /* busy: 5 x 200 ns of kernel -> 5 steps per microsecond of busy time */
+  NEAR(s->per_busy_s, 5 / 1e-6, 1e-3);
+  /* step 0 (warm-up) starts before the window: 10 ns less host wait */
+  CATS(s->v[0], 200, 0, 10, 200, 180);
+  gp_res_free(r);
+  /* a glob that matches nothing: named, no steps */
+  t.o.step = "nope";
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NAMED);
+  EQ(r->steps.n, 0);
+  EQ(strstr(r->steps.how, "no top-level range matches") != NULL, 1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Work is counted in the step that launched it. Steps [0,100), [100,200)
+ * and [200,300) (and two more, so that 5 repeat). Step 0 launches k2 at
+ * [90,95) corr 1; it runs [150,180), inside step 1's interval. Step 1
+ * launches nothing. Step 0: kernel_ns 30, kernels 1; its kernel category
+ * 0. Step 1: kernel_ns 0, kernel category 30. */
+static void test_by_correlation(void) {
+  struct tl t;
+  base(&t);
+  for (uint64_t i = 0; i < 5; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 100 * i, S_STEP, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 100 * i + 100, 0, 0);
+  }
+  tl_api(&t, 1, LAUNCH, 90, 95, 0, 1);
+  struct gpuphase_kernel *k = tl_kernel(&t, 0, 150, 180, S_K2, 200, 128);
+  k->corr = 1;
+  t.o.warmup = 0;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_REPEATED_RANGE);
+  EQ(s->n, 5);
+  EQ(s->v[0].c[GP_SC_kernel_ns], 30);
+  EQ(s->v[0].c[GP_SC_kernels], 1);
+  EQ(s->v[0].c[GP_SC_launches], 1);
+  EQ(s->v[0].cat[GP_CAT_KERNEL], 0);
+  EQ(s->v[1].c[GP_SC_kernel_ns], 0);
+  EQ(s->v[1].cat[GP_CAT_KERNEL], 30);
+  EQ(s->v[1].c[GP_SC_launches], 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* ProfilerStep#0..#7 (each a different name) are one sequence, found
+ * without --step, before a more frequent range; default warm-up
+ * max(3, 10% of 8) = 3. */
+static void test_profiler_step(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 5, 0, 0);
+  for (uint64_t i = 0; i < 8; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 100 * i, S_PS0 + i, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 100 * i + 50 + i, 0, 0);
+  }
+  for (uint64_t i = 0; i < 20; i++) { /* another thread: more, longer */
+    tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 40 * i, S_DATA, 0);
+    tl_range(&t, 2, GPUPHASE_RANGE_POP, 40 * i + 39, 0, 0);
+  }
+  t.o.warmup = -1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_PROFILER_STEP);
+  EQ(s->n, 8);
+  EQ(s->warmup, 3);
+  EQ(s->measured, 5);
+  /* measured durations 53..57: median 55, max 57 */
+  EQ(s->median_ns, 55);
+  EQ(s->max_ns, 57);
+  EQ(s->nslow, 5);
+  EQ(s->slow[0], 7);
+  EQ(strcmp(s->name, "ProfilerStep#*"), 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Top-level "data" [300i, 300i+100) and "step" [300i+100, 300i+300) for
+ * i = 0..5, "init" 5 times in [0,50) only (its occurrences stretch over
+ * less than half of the window): "step" covers the most (6 x 200). */
+static void test_repeated(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 5, 0, 0);
+  for (uint64_t i = 0; i < 6; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 300 * i, S_DATA, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 300 * i + 100, 0, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 300 * i + 100, S_STEP, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 300 * i + 300, 0, 0);
+  }
+  for (uint64_t i = 0; i < 5; i++) {
+    tl_range(&t, 3, GPUPHASE_RANGE_PUSH, 10 * i, S_INIT, 0);
+    tl_range(&t, 3, GPUPHASE_RANGE_POP, 10 * i + 9, 0, 0);
+  }
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_REPEATED_RANGE);
+  EQ(strcmp(s->name, "step"), 0);
+  EQ(s->n, 6);
+  EQ(s->median_ns, 200);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* No ranges: a synchronising call returning at 1000i + 900 (i = 0..6)
+ * cuts 6 steps of 1000 ns; a blocking copy at irregular times does not
+ * (its intervals vary too much). */
+static void test_heuristic(void) {
+  struct tl t;
+  base(&t);
+  static const uint64_t at[] = {0, 30, 2000, 2100, 5000, 5100, 6500};
+  for (uint64_t i = 0; i < 7; i++) {
+    tl_api(&t, 1, SYNC, 1000 * i + 800, 1000 * i + 900, 0, 0);
+    tl_api(&t, 1, MEMCPY, at[i], at[i] + 5, 0, 0);
+  }
+  t.o.warmup = 0;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_HEURISTIC);
+  EQ(strcmp(s->name, "cudaDeviceSynchronize"), 0);
+  EQ(s->n, 6);
+  EQ(s->v[0].start, 900);
+  EQ(s->median_ns, 1000);
+  /* each step holds one sync call (started at +900 of its interval) */
+  EQ(s->c_med[GP_SC_syncs], 1);
+  gp_res_free(r);
+  /* only 4 returns: 3 intervals, too few */
+  struct tl u;
+  base(&u);
+  for (uint64_t i = 0; i < 4; i++)
+    tl_api(&u, 1, SYNC, 1000 * i + 800, 1000 * i + 900, 0, 0);
+  r = tl_run(&u);
+  EQ(r->steps.source, GP_STEPS_NONE);
+  EQ(r->steps.n, 0);
+  EQ(strstr(r->steps.how, "no steps found") != NULL, 1);
+  gp_res_free(r);
+  tl_free(&u);
+  tl_free(&t);
+}
+
+/* Items: 3 + 5 per step from the API; a fixed count where a step has
+ * none. Steps as in loop(): 5 measured over 4600 ns. */
+static void test_items(void) {
+  struct tl t;
+  base(&t);
+  loop(&t, S_STEP, 6);
+  for (uint64_t i = 0; i < 6; i++) {
+    items(&t, 1, 1000 * i + 100, 3);
+    if (i != 4) items(&t, 2, 1000 * i + 200, 5);
+  }
+  items(&t, 1, 700, 1000); /* between steps: no step's */
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->items_known, 1);
+  EQ(s->v[3].c[GP_SC_items], 8);
+  EQ(s->v[4].c[GP_SC_items], 3);
+  /* 8 + 8 + 8 + 3 + 8 = 35 items over 4600 ns */
+  NEAR(s->items_per_s, 35 / 4.6e-6, 1e-3);
+  NEAR(s->items_per_busy_s, 35 / 1e-6, 1e-3);
+  gp_res_free(r);
+  tl_free(&t);
+  /* GPUPHASE_STEP_ITEMS=64 (the header's), no API items */
+  base(&t);
+  loop(&t, S_STEP, 6);
+  t.o.warmup = 1;
+  t.o.step_items = 64;
+  r = tl_run(&t);
+  EQ(r->steps.items_known, 1);
+  EQ(r->steps.items_fixed, 64);
+  EQ(r->steps.c_med[GP_SC_items], 64);
+  NEAR(r->steps.items_per_s, 5 * 64 / 4.6e-6, 1e-3);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* With steps and warm-up fixed and detail asked for, kernels and API calls
+ * of the measured steps are counted: 5 measured steps x one 200 ns k1,
+ * one launch and one sync each (the sync blocked 200 ns). */
+static void test_detail(void) {
+  struct tl t;
+  base(&t);
+  loop(&t, S_STEP, 6);
+  t.o.step = "step";
+  t.o.warmup = 1;
+  t.o.step_detail = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->steps.detail, 1);
+  const struct gp_kernel_res *k = tl_kern(r, "k1");
+  EQ(k->count, 6);
+  EQ(k->step_count, 5);
+  EQ(k->step_ns, 1000);
+  const struct gp_api_res *l = tl_apires(r, "cudaLaunchKernel");
+  EQ(l->step_count, 5);
+  const struct gp_api_res *y = tl_apires(r, "cudaDeviceSynchronize");
+  EQ(y->step_count, 5);
+  EQ(y->step_blocked, 1000);
+  EQ(y->step_total, 1000);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Pageable async copies: decided blocking when their device record comes,
+ * counted as pageable and blocked in the step that made them. Steps
+ * [0,1000) x 6 (repeated range), each with cudaMemcpyAsync [+100, +400)
+ * corr 10+i whose pageable H2D copy runs [+150, +390). */
+static void test_pageable(void) {
+  struct tl t;
+  base(&t);
+  for (uint64_t i = 0; i < 6; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    struct gpuphase_api *a = tl_api(&t, 1, MEMCPY_ASYNC, b + 100, b + 400, 0, 10 + i);
+    a->copy_kind = GPUPHASE_COPY_HTOD;
+    a->bytes = 4096;
+    tl_copy(&t, 0, b + 150, b + 390, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE,
+            TL_DEVMEM, 10 + i);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 1000, 0, 0);
+  }
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->n, 6);
+  EQ(s->c_med[GP_SC_h2d_copies], 1);
+  EQ(s->c_med[GP_SC_h2d_bytes], 4096);
+  EQ(s->c_med[GP_SC_pageable_copies], 1);
+  EQ(s->c_med[GP_SC_xfer_ns], 240);
+  EQ(s->c_med[GP_SC_sync_ns], 300);
+  /* [100,150) and [390,400): idle in a call that blocked -> sync idle */
+  CATS(s->v[2], 0, 240, 0, 60, 700);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+int main(void) {
+  test_named();
+  test_by_correlation();
+  test_profiler_step();
+  test_repeated();
+  test_heuristic();
+  test_items();
+  test_detail();
+  test_pageable();
+  if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
+  return tl_failures ? 1 : 0;
+}
