@@ -1,0 +1,237 @@
+/* The gate's statistics: see stats.h and docs/compare.md. */
+#include "stats.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void gp_rng_seed(struct gp_rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+uint64_t gp_rng_next(struct gp_rng *r) {
+  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return out;
+}
+
+/* Lemire's multiply-and-reject: uniform without the bias of x % n. */
+uint64_t gp_rng_below(struct gp_rng *r, uint64_t n) {
+  unsigned __int128 m = (unsigned __int128)gp_rng_next(r) * n;
+  uint64_t low = (uint64_t)m;
+  if (low < n) {
+    uint64_t floor = -n % n;
+    while (low < floor) {
+      m = (unsigned __int128)gp_rng_next(r) * n;
+      low = (uint64_t)m;
+    }
+  }
+  return (uint64_t)(m >> 64);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void swap(double *a, ptrdiff_t i, ptrdiff_t j) {
+  double t = a[i];
+  a[i] = a[j];
+  a[j] = t;
+}
+
+/* Moves the k-th smallest of a[0..n) to a[k], smaller ones before it and
+ * larger ones after. Hoare selection with a median-of-three pivot; after
+ * 2 log2(n) + 8 rounds (a hostile order) it sorts what is left, so the
+ * worst case stays O(n log n). */
+static double select_k(double *a, size_t n, size_t k) {
+  ptrdiff_t l = 0, r = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+  int budget = 8;
+  for (size_t m = n; m > 1; m >>= 1)
+    budget += 2;
+  while (l < r) {
+    if (budget-- <= 0) {
+      qsort(a + l, (size_t)(r - l + 1), sizeof *a, cmp_dbl);
+      break;
+    }
+    ptrdiff_t mid = l + (r - l) / 2, i = l, j = r;
+    if (a[mid] < a[l]) swap(a, mid, l);
+    if (a[r] < a[l]) swap(a, r, l);
+    if (a[r] < a[mid]) swap(a, r, mid);
+    double x = a[mid];
+    while (i <= j) {
+      while (a[i] < x)
+        i++;
+      while (x < a[j])
+        j--;
+      if (i <= j) swap(a, i++, j--);
+    }
+    /* now a[l..j] <= x <= a[i..r], and a[j+1..i-1] == x */
+    if (kk <= j)
+      r = j;
+    else if (kk >= i)
+      l = i;
+    else
+      break;
+  }
+  return a[k];
+}
+
+static double min_of(const double *a, size_t n) {
+  double m = a[0];
+  for (size_t i = 1; i < n; i++)
+    if (a[i] < m) m = a[i];
+  return m;
+}
+
+double gp_stat_of(enum gp_stat st, double *v, size_t n) {
+  double s = 0;
+  switch (st) {
+  case GP_STAT_MEAN:
+    for (size_t i = 0; i < n; i++)
+      s += v[i];
+    return s / (double)n;
+  case GP_STAT_MAX:
+    s = v[0];
+    for (size_t i = 1; i < n; i++)
+      if (v[i] > s) s = v[i];
+    return s;
+  case GP_STAT_P95:
+  case GP_STAT_P99: {
+    double p = st == GP_STAT_P95 ? 0.95 : 0.99;
+    size_t rank = (size_t)ceil(p * (double)n);
+    return select_k(v, n, rank ? rank - 1 : 0);
+  }
+  case GP_STAT_MEDIAN:
+  default:
+    if (n & 1) return select_k(v, n, n / 2);
+    s = select_k(v, n, n / 2 - 1);
+    return (s + min_of(v + n / 2, n / 2)) / 2;
+  }
+}
+
+double gp_quantile_sorted(const double *v, size_t n, double q) {
+  if (n == 1 || q <= 0) return v[0];
+  if (q >= 1) return v[n - 1];
+  double h = (double)(n - 1) * q;
+  size_t i = (size_t)h;
+  if (i + 1 >= n) return v[n - 1];
+  double lo = v[i], hi = v[i + 1];
+  if (isinf(lo) || isinf(hi)) return h - (double)i < 0.5 ? lo : hi;
+  return lo + (h - (double)i) * (hi - lo);
+}
+
+size_t gp_block_len(size_t n) {
+  /* in integers: cbrt() of a cube may round up past it */
+  size_t b = (size_t)cbrt((double)n);
+  while (b * b * b < n)
+    b++;
+  while (b > 1 && (b - 1) * (b - 1) * (b - 1) >= n)
+    b--;
+  return b ? b : 1;
+}
+
+/* One resample of v into tmp (same length), and its statistic. */
+static double resample(const double *v, size_t n, const struct gp_boot *o,
+                       struct gp_rng *g, double *tmp) {
+  if (!o->blocks || n <= 1) {
+    for (size_t i = 0; i < n; i++)
+      tmp[i] = v[gp_rng_below(g, n)];
+  } else {
+    size_t b = gp_block_len(n), k = 0;
+    while (k < n) {
+      size_t s = gp_rng_below(g, n);
+      for (size_t j = 0; j < b && k < n; j++)
+        tmp[k++] = v[(s + j) % n];
+    }
+  }
+  return gp_stat_of(o->stat, tmp, n);
+}
+
+static double ratio_of(double base, double cand) {
+  if (base > 0) return cand / base;
+  return cand > 0 ? INFINITY : 1;
+}
+
+int gp_boot_ratio(const double *base, size_t nb, const double *cand, size_t nc,
+                  const struct gp_boot *o, struct gp_interval *out) {
+  if (!nb || !nc) return -1;
+  size_t reps = o->resamples ? o->resamples : 10000;
+  double level = o->level > 0 && o->level < 1 ? o->level : 0.95;
+  double *tmp = malloc((nb > nc ? nb : nc) * sizeof *tmp);
+  double *rat = malloc(reps * sizeof *rat);
+  if (!tmp || !rat) {
+    free(tmp);
+    free(rat);
+    return -1;
+  }
+  memcpy(tmp, base, nb * sizeof *tmp);
+  double sb = gp_stat_of(o->stat, tmp, nb);
+  memcpy(tmp, cand, nc * sizeof *tmp);
+  out->ratio = ratio_of(sb, gp_stat_of(o->stat, tmp, nc));
+  struct gp_rng g;
+  gp_rng_seed(&g, o->seed);
+  for (size_t i = 0; i < reps; i++) {
+    double b = resample(base, nb, o, &g, tmp);
+    rat[i] = ratio_of(b, resample(cand, nc, o, &g, tmp));
+  }
+  qsort(rat, reps, sizeof *rat, cmp_dbl);
+  out->lo = gp_quantile_sorted(rat, reps, (1 - level) / 2);
+  out->hi = gp_quantile_sorted(rat, reps, 1 - (1 - level) / 2);
+  out->resamples = reps;
+  free(tmp);
+  free(rat);
+  return 0;
+}
+
+static enum gp_verdict said(enum gp_why *why, enum gp_why w,
+                            enum gp_verdict v) {
+  *why = w;
+  return v;
+}
+
+enum gp_verdict gp_judge(const struct gp_rule *r, const struct gp_slow *s,
+                         enum gp_why *why) {
+  int absolute = r->min_delta > 0;
+  int rel = s->est >= r->threshold && s->lo > r->noise;
+  if (rel && (!absolute || s->d_est >= r->min_delta)) {
+    if (r->advisory && !(s->lo >= r->large))
+      return said(why, GP_WHY_ADVISORY, GP_INCONCLUSIVE);
+    return said(why, GP_WHY_REGRESSION, GP_REGRESSION);
+  }
+  /* a pass from an interval that ignores between-run variance would be
+   * a guess: advisory intervals pass nothing */
+  if (absolute && s->d_hi < r->min_delta)
+    return said(why, r->advisory ? GP_WHY_ADVISORY : GP_WHY_TINY,
+                r->advisory ? GP_INCONCLUSIVE : GP_PASS);
+  if (s->hi < r->threshold)
+    return said(why, r->advisory ? GP_WHY_ADVISORY : GP_WHY_UNDER,
+                r->advisory ? GP_INCONCLUSIVE : GP_PASS);
+  if (rel) return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
+  if (s->lo > r->noise) return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
+  return said(why, GP_WHY_VARIANCE, GP_INCONCLUSIVE);
+}
+
+const char *gp_verdict_key(enum gp_verdict v) {
+  return v == GP_PASS         ? "pass"
+         : v == GP_REGRESSION ? "regression"
+                              : "inconclusive";
+}
