@@ -13,6 +13,7 @@
 #include "gp_config.h"
 #include "pipeline.h"
 #include "render.h"
+#include "report_compare.h"
 #include "report_info.h"
 #include "util.h"
 
@@ -20,6 +21,8 @@ static const char usage[] =
     "Usage: gpuphase-report [options] FILE...\n"
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
+    "       gpuphase-report compare [options] BASE... --vs NEW...\n"
+    "       gpuphase-report check --budgets FILE [options] NEW...\n"
     "\n"
     "Says where the time of each GPU went (kernel, transfer, launch, sync "
     "idle,\n"
@@ -230,6 +233,10 @@ int main(int argc, char **argv) {
     return gp_cmd_info(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "dump"))
     return gp_cmd_dump(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "compare"))
+    return gp_cmd_compare(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "check"))
+    return gp_cmd_check(argc - 1, argv + 1);
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
   o.ro.warmup = -1;
   int rc = parse(argc, argv, &o);

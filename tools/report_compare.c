@@ -1,0 +1,525 @@
+/* gpuphase-report compare and check: the command lines of the CI gate.
+ * Files are read one at a time and reduced to what the gate needs
+ * (reports/compare.c), so the memory is that of one report plus the names
+ * and steps of every run. */
+#include "report_compare.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "pipeline.h"
+#include "util.h"
+
+static const char compare_usage[] =
+    "Usage: gpuphase-report compare [OPTIONS] BASE... --vs NEW...\n"
+    "\n"
+    "Compares the runs of NEW (the candidate) with those of BASE and says "
+    "pass,\n"
+    "regression or inconclusive, why (categories, kernels, copies, API "
+    "calls,\n"
+    "counters and findings per step) and how sure. The files of one run (a\n"
+    "parent and its children, the ranks of a job) are grouped by the run id\n"
+    "in their headers; traces without one count one file per run. Give 3 or\n"
+    "more runs a side, interleaved (A B A B A B) on one machine.\n"
+    "\n"
+    "The primary metric is each run's median step time (without steps: its\n"
+    "window). With >= 3 runs a side the ratio of the medians of the per-run\n"
+    "values is bootstrapped; with fewer, the steps are (in blocks) and the\n"
+    "result is advisory. Regression: the 95% interval's lower bound is over\n"
+    "the noise floor and the estimate at or over the threshold. Pass: the\n"
+    "upper bound is under the threshold. Otherwise inconclusive.\n"
+    "\n"
+    "Options:\n"
+    "      --vs               the files after it are the candidate's\n"
+    "      --max-slowdown [M=]P  threshold (5%); with M=, gate metric M "
+    "too:\n"
+    "                         host_wait=10%, step_p95=5%, items_per_s=3%...\n"
+    "      --min-delta [M=]D  the change must also reach D (e.g. 1ms)\n"
+    "      --noise-floor P    the lower bound must clear P (2%)\n"
+    "      --exact LIST|all   fail when these per-step counters change for "
+    "the\n"
+    "                         worse (e.g. pageable_copies,syncs)\n"
+    "      --budget EXPR      a budget on the candidate ('host_wait<=20%'),\n"
+    "                         repeatable; --budgets FILE: one per line\n"
+    "      --allow-different-devices  compare runs on different GPUs\n"
+    "      --inconclusive=pass|fail  exit 0 or 1 instead of 3\n"
+    "      --step NAME        the steps' range name or glob (as the report)\n"
+    "      --warmup N         steps left out at the start (max(3, 10%))\n"
+    "  -f, --format FMT       text (default), markdown or json\n"
+    "  -o, --output FILE      write to FILE instead of standard output\n"
+    "      --junit FILE       also write JUnit XML: a testcase per gate\n"
+    "      --top N            rows of the kernel and API tables (5; markdown "
+    "10)\n"
+    "      --resamples N      bootstrap resamples (10000)\n"
+    "      --seed N           the bootstrap's seed (fixed: same input, same\n"
+    "                         verdict)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "With --format markdown and $GITHUB_STEP_SUMMARY set, the summary is\n"
+    "appended there too; with GITHUB_ACTIONS=true, regressions are also\n"
+    "written as ::error annotations on standard error.\n"
+    "\n"
+    "Exit status: 0 pass, 1 regression or budget exceeded, 2 usage or input\n"
+    "error, 3 inconclusive. Details: docs/compare.md.\n";
+
+static const char check_usage[] =
+    "Usage: gpuphase-report check (--budget EXPR | --budgets FILE)... "
+    "[OPTIONS] NEW...\n"
+    "\n"
+    "Checks budgets on the runs of NEW alone, without a baseline. A budget "
+    "is\n"
+    "METRIC OP VALUE, OP one of <= < >= > == !=, e.g.\n"
+    "  host_wait<=20%   step_p95<=120ms   mem_peak<=60GiB   lost_events==0\n"
+    "  busy>=80%        steps_per_s>=50   pageable_copies==0\n"
+    "Units: % ns us ms s B KiB MiB GiB KB MB GB. A category takes a share "
+    "of\n"
+    "the step (%) or a time per step; mem_peak a size or a share of the "
+    "GPU's\n"
+    "memory. A budgets file has one per line; '#' starts a comment. The value\n"
+    "is the median over the runs (lost_events, mem_peak: the worst run).\n"
+    "\n"
+    "Options:\n"
+    "      --budget EXPR      a budget (repeatable)\n"
+    "      --budgets FILE     budgets, one per line (repeatable)\n"
+    "      --inconclusive=pass|fail  exit 0 or 1 instead of 3 when a budget\n"
+    "                         cannot be evaluated (e.g. no steps found)\n"
+    "      --step NAME, --warmup N   how steps are found (as the report)\n"
+    "  -f, --format FMT       text (default), markdown or json\n"
+    "  -o, --output FILE      write to FILE instead of standard output\n"
+    "      --junit FILE       also write JUnit XML: a testcase per budget\n"
+    "  -h, --help             show this help and the metrics\n"
+    "\n"
+    "Exit status: 0 every budget met, 1 a budget exceeded, 2 usage or input\n"
+    "error, 3 inconclusive. Details: docs/compare.md.\n";
+
+struct cli {
+  int check;
+  struct gp_cmp_opts o;
+  struct gp_budgets bud;
+  struct gp_report_opts ro;
+  const char *format, *out, *junit;
+  size_t top;
+  char **files[2]; /* base, candidate */
+  size_t nf[2];
+  int side;
+  const char *compare_only; /* an option that check does not take */
+};
+
+static int usage_error(const struct cli *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int usage_error(const struct cli *c, const char *fmt, ...) {
+  char msg[1400], clean[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  gp_text_clean(msg, clean, sizeof clean, 600);
+  const char *cmd = c->check ? "check" : "compare";
+  fprintf(stderr, "gpuphase-report %s: %s (see gpuphase-report %s --help)\n",
+          cmd, clean, cmd);
+  return 2;
+}
+
+/* A message of the library (budget files, traces), on one clean line. */
+static int input_error(const struct cli *c, const char *msg) {
+  char clean[1400];
+  gp_text_clean(msg, clean, sizeof clean, 600);
+  fprintf(stderr, "gpuphase-report %s: %s\n", c->check ? "check" : "compare",
+          clean);
+  return 2;
+}
+
+/* "M=VALUE": *m the metric (one a slowdown can gate) and *val the value;
+ * without '=', *m = -1 (the primary metric). 0, or the exit status. */
+static int split_metric(const struct cli *c, const char *opt, const char *arg,
+                        int *m, const char **val) {
+  const char *eq = strchr(arg, '=');
+  *m = -1;
+  *val = arg;
+  if (!eq) return 0;
+  int len = (int)(eq - arg > 40 ? 40 : eq - arg);
+  if ((*m = gp_metric_find(arg, (size_t)(eq - arg))) < 0)
+    return usage_error(c, "%s: unknown metric '%.*s' (known: %s)", opt, len,
+                       arg, gp_metric_list());
+  enum gp_mkind k = gp_metric_kind(*m);
+  if (*m >= GP_M_SC0 || !(k == GP_MK_DUR || k == GP_MK_RATE || k == GP_MK_CAT))
+    return usage_error(c,
+                       "%s: %s is not a time or a rate (counters: --exact; "
+                       "shares and sizes: --budget)",
+                       opt, gp_metric_name(*m));
+  *val = eq + 1;
+  return 0;
+}
+
+static int quantity(const struct cli *c, const char *opt, const char *val,
+                    enum gp_mkind k, double *v) {
+  char err[200];
+  int pct;
+  if (gp_parse_quantity(val, k, v, &pct, err, sizeof err) < 0)
+    return usage_error(c, "%s: %s", opt, err);
+  if (pct) *v /= 100;
+  return 0;
+}
+
+static int max_slowdown(struct cli *c, const char *arg) {
+  int m, rc;
+  const char *val;
+  double v;
+  if ((rc = split_metric(c, "--max-slowdown", arg, &m, &val)) ||
+      (rc = quantity(c, "--max-slowdown", val, GP_MK_PCT, &v)))
+    return rc;
+  if (m < 0) {
+    c->o.threshold = v;
+  } else {
+    c->o.m_slow[m] = v;
+    c->o.m_set[m] |= 1;
+  }
+  return 0;
+}
+
+static int min_delta(struct cli *c, const char *arg) {
+  int m, rc;
+  const char *val;
+  double v;
+  if ((rc = split_metric(c, "--min-delta", arg, &m, &val))) return rc;
+  enum gp_mkind k = m < 0 ? GP_MK_DUR : gp_metric_kind(m);
+  if ((rc =
+           quantity(c, "--min-delta", val, k == GP_MK_CAT ? GP_MK_DUR : k, &v)))
+    return rc;
+  if (m < 0) {
+    c->o.min_delta = v;
+  } else {
+    c->o.m_delta[m] = v;
+    c->o.m_set[m] |= 2;
+  }
+  return 0;
+}
+
+static const char *exact_list(void) {
+  static char buf[512];
+  size_t o = 0;
+  for (int sc = 0; sc < GP_SC_N && o < sizeof buf; sc++)
+    if (gp_counter_exact(sc))
+      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", o ? ", " : "",
+                            gp_metric_name(GP_M_SC0 + sc));
+  return buf;
+}
+
+static int exact(struct cli *c, const char *arg) {
+  if (!strcmp(arg, "all")) {
+    for (int sc = 0; sc < GP_SC_N; sc++)
+      c->o.exact[sc] = (unsigned char)gp_counter_exact(sc);
+    return 0;
+  }
+  for (const char *p = arg;; p++) {
+    size_t len = strcspn(p, ",");
+    int m = gp_metric_find(p, len);
+    if (m < GP_M_SC0 || !gp_counter_exact(m - GP_M_SC0))
+      return usage_error(c, "--exact: '%.*s' is not a counter (all, or: %s)",
+                         (int)(len > 40 ? 40 : len), p, exact_list());
+    c->o.exact[m - GP_M_SC0] = 1;
+    p += len;
+    if (!*p) return 0;
+  }
+}
+
+static int count_arg(const struct cli *c, const char *opt, const char *arg,
+                     double lo, double hi, double *v) {
+  char *end;
+  *v = strtod(arg, &end);
+  if (!*arg || *end || !(*v >= lo && *v <= hi) || *v != (double)(long long)*v)
+    return usage_error(c,
+                       "invalid %s '%s': expected a whole number from %.0f "
+                       "to %.0f",
+                       opt, arg, lo, hi);
+  return 0;
+}
+
+static int budget(struct cli *c, const char *arg, int file) {
+  char err[1400];
+  int rc = file ? gp_budgets_load(&c->bud, arg, err, sizeof err)
+                : gp_budgets_add(&c->bud, arg, "--budget", err, sizeof err);
+  return rc < 0 ? input_error(c, err) : 0;
+}
+
+enum {
+  O_VS = 300,
+  O_JUNIT,
+  O_SLOW,
+  O_DELTA,
+  O_NOISE,
+  O_EXACT,
+  O_BUDGET,
+  O_BUDGETS,
+  O_INCONCLUSIVE,
+  O_ALLOW,
+  O_STEP,
+  O_WARMUP,
+  O_TOP,
+  O_RESAMPLES,
+  O_SEED
+};
+
+/* Options only compare takes. */
+static int compare_only(int ch) {
+  return ch == O_VS || ch == O_SLOW || ch == O_DELTA || ch == O_NOISE ||
+         ch == O_EXACT || ch == O_ALLOW || ch == O_TOP || ch == O_RESAMPLES ||
+         ch == O_SEED;
+}
+
+static int apply_num(struct cli *c, int ch, const char *arg) {
+  double v;
+  int rc;
+  switch (ch) {
+  case O_NOISE:
+    return quantity(c, "--noise-floor", arg, GP_MK_PCT, &c->o.noise);
+  case O_WARMUP:
+    if ((rc = count_arg(c, "--warmup", arg, 0, 1e9, &v))) return rc;
+    c->ro.warmup = (long)v;
+    return 0;
+  case O_TOP:
+    if ((rc = count_arg(c, "--top", arg, 1, 1e6, &v))) return rc;
+    c->top = (size_t)v;
+    return 0;
+  case O_RESAMPLES:
+    if ((rc = count_arg(c, "--resamples", arg, 100, 1e7, &v))) return rc;
+    c->o.resamples = (size_t)v;
+    return 0;
+  default: { /* O_SEED */
+    char *end;
+    c->o.seed = strtoull(arg, &end, 0);
+    if (!*arg || *end || *arg == '-')
+      return usage_error(c, "invalid --seed '%s': expected a number", arg);
+    return 0;
+  }
+  }
+}
+
+/* One option; 0 to go on, else the exit status. */
+static int apply(struct cli *c, int ch, const char *arg) {
+  switch (ch) {
+  case 'f':
+    if (strcmp(arg, "text") && strcmp(arg, "markdown") && strcmp(arg, "json"))
+      return usage_error(c, "unknown format '%s': text, markdown or json", arg);
+    c->format = arg;
+    return 0;
+  case 'o':
+    c->out = arg;
+    return 0;
+  case O_JUNIT:
+    c->junit = arg;
+    return 0;
+  case O_VS:
+    if (c->side) return usage_error(c, "--vs given twice");
+    c->side = 1;
+    return 0;
+  case O_SLOW:
+    return max_slowdown(c, arg);
+  case O_DELTA:
+    return min_delta(c, arg);
+  case O_EXACT:
+    return exact(c, arg);
+  case O_BUDGET:
+    return budget(c, arg, 0);
+  case O_BUDGETS:
+    return budget(c, arg, 1);
+  case O_ALLOW:
+    c->o.allow_different_devices = 1;
+    return 0;
+  case O_STEP:
+    if (!*arg) return usage_error(c, "--step needs a range name or glob");
+    c->ro.step = arg;
+    return 0;
+  case O_INCONCLUSIVE:
+    if (!strcmp(arg, "pass") || !strcmp(arg, "fail")) {
+      c->o.inconclusive = !strcmp(arg, "fail");
+      return 0;
+    }
+    return usage_error(c, "invalid --inconclusive '%s': pass or fail", arg);
+  default:
+    return apply_num(c, ch, arg);
+  }
+}
+
+static const struct option longs[] = {
+    {"vs", no_argument, 0, O_VS},
+    {"format", required_argument, 0, 'f'},
+    {"output", required_argument, 0, 'o'},
+    {"junit", required_argument, 0, O_JUNIT},
+    {"max-slowdown", required_argument, 0, O_SLOW},
+    {"min-delta", required_argument, 0, O_DELTA},
+    {"noise-floor", required_argument, 0, O_NOISE},
+    {"exact", required_argument, 0, O_EXACT},
+    {"budget", required_argument, 0, O_BUDGET},
+    {"budgets", required_argument, 0, O_BUDGETS},
+    {"inconclusive", required_argument, 0, O_INCONCLUSIVE},
+    {"allow-different-devices", no_argument, 0, O_ALLOW},
+    {"step", required_argument, 0, O_STEP},
+    {"warmup", required_argument, 0, O_WARMUP},
+    {"top", required_argument, 0, O_TOP},
+    {"resamples", required_argument, 0, O_RESAMPLES},
+    {"seed", required_argument, 0, O_SEED},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
+static void help(const struct cli *c) {
+  fputs(c->check ? check_usage : compare_usage, stdout);
+  if (!c->check) return;
+  fputs("\nMetrics:\n", stdout);
+  for (int m = 0; m < GP_M_N; m++)
+    printf("  %-18s %s\n", gp_metric_name(m), gp_metric_doc(m));
+}
+
+static void add_file(struct cli *c, char *path) {
+  c->files[c->side][c->nf[c->side]++] = path;
+}
+
+/* Returns 0 to go on, else the exit status (-1: help was shown). */
+static int parse(struct cli *c, int argc, char **argv) {
+  int ch, rc;
+  char opt[3] = "-?";
+  optind = 0; /* glibc: start afresh */
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "-:f:o:h", longs, NULL)) != -1) {
+    const char *last = argv[optind - 1];
+    opt[1] = (char)optopt;
+    const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
+    if (ch == 1) {
+      add_file(c, optarg);
+      continue;
+    }
+    if (ch == 'h') return help(c), -1;
+    if (ch == ':') return usage_error(c, "option '%s' needs a value", name);
+    if (ch == '?') return usage_error(c, "unknown option '%s'", name);
+    if (c->check && compare_only(ch)) {
+      if (!c->compare_only) c->compare_only = last;
+      continue;
+    }
+    if ((rc = apply(c, ch, optarg))) return rc;
+  }
+  while (optind < argc)
+    add_file(c, argv[optind++]);
+  return 0;
+}
+
+static int validate(const struct cli *c) {
+  if (c->check) {
+    if (c->compare_only)
+      return usage_error(c, "'%s' is an option of compare", c->compare_only);
+    if (!c->bud.n)
+      return usage_error(c, "no budget: give --budget or --budgets");
+    if (!c->nf[1]) return usage_error(c, "no trace file given");
+    return 0;
+  }
+  if (!c->side) return usage_error(c, "no --vs: compare BASE... --vs NEW...");
+  if (!c->nf[0]) return usage_error(c, "no baseline file before --vs");
+  if (!c->nf[1]) return usage_error(c, "no candidate file after --vs");
+  return 0;
+}
+
+/* Reads one side's files, reducing each result as soon as it is made. */
+static int read_side(const struct cli *c, int side, struct gp_cmp_side *s) {
+  for (size_t i = 0; i < c->nf[side]; i++) {
+    const char *path = c->files[side][i];
+    char err[600];
+    int st;
+    struct gp_proc_res *r =
+        gp_report_file(path, &c->ro, NULL, NULL, &st, err, sizeof err);
+    if (!r) return input_error(c, err);
+    if (r->truncated) {
+      char clean[400];
+      gp_text_clean(path, clean, sizeof clean, 200);
+      fprintf(stderr,
+              "gpuphase-report: warning: %s is truncated: compared up to "
+              "its last complete frame\n",
+              clean);
+    }
+    int rc = gp_cmp_side_add(s, r);
+    gp_res_free(r);
+    if (rc < 0) return input_error(c, "out of memory");
+  }
+  return 0;
+}
+
+typedef int (*writer_fn)(FILE *, const struct gp_cmp_out *);
+
+/* Writes with fn to path (NULL: standard output), appending if asked. */
+static int write_to(const struct cli *c, const char *path, const char *mode,
+                    writer_fn fn, const struct gp_cmp_out *o) {
+  FILE *f = path ? fopen(path, mode) : stdout;
+  if (!f) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s: cannot write: %m", path);
+    return input_error(c, msg);
+  }
+  int rc = fn(f, o);
+  if ((path ? fclose(f) : fflush(f)) != 0 || rc < 0) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s: write failed",
+             path ? path : "standard output");
+    return input_error(c, msg);
+  }
+  return 0;
+}
+
+static int emit(const struct cli *c, const struct gp_cmp_out *o) {
+  writer_fn fn = !strcmp(c->format, "json")       ? gp_cmp_json
+                 : !strcmp(c->format, "markdown") ? gp_cmp_markdown
+                                                  : gp_cmp_text;
+  const char *summary = getenv("GITHUB_STEP_SUMMARY");
+  const char *actions = getenv("GITHUB_ACTIONS");
+  int rc = write_to(c, c->out, "w", fn, o);
+  if (!rc && c->junit) rc = write_to(c, c->junit, "w", gp_cmp_junit, o);
+  if (!rc && fn == gp_cmp_markdown && summary && *summary)
+    rc = write_to(c, summary, "a", gp_cmp_markdown, o);
+  if (!rc && actions && !strcmp(actions, "true")) gp_cmp_annotations(stderr, o);
+  return rc;
+}
+
+static int run(struct cli *c) {
+  struct gp_cmp_side s[2] = {{0}};
+  struct gp_cmp_result res;
+  int rc = c->check ? 0 : read_side(c, 0, &s[0]);
+  if (!rc) rc = read_side(c, 1, &s[1]);
+  c->o.budgets = &c->bud;
+  if (!rc && gp_cmp_judge(c->check ? NULL : &s[0], &s[1], &c->o, &res) < 0)
+    rc = input_error(c, "out of memory");
+  else if (!rc) {
+    struct gp_cmp_out o = {c->check ? NULL : &s[0], &s[1], &res, &c->o, c->top};
+    rc = emit(c, &o);
+    if (!rc) rc = res.exit_code;
+    gp_cmp_result_free(&res);
+  }
+  gp_cmp_side_free(&s[0]);
+  gp_cmp_side_free(&s[1]);
+  return rc;
+}
+
+static int command(int argc, char **argv, int check) {
+  struct cli c = {.check = check, .format = "text", .side = check};
+  gp_cmp_opts_init(&c.o);
+  c.ro.warmup = -1;
+  c.ro.step_detail = 1;
+  c.files[0] = calloc((size_t)argc + 1, sizeof *c.files[0]);
+  c.files[1] = calloc((size_t)argc + 1, sizeof *c.files[1]);
+  int rc = c.files[0] && c.files[1] ? 0 : input_error(&c, "out of memory");
+  if (!rc) rc = parse(&c, argc, argv);
+  if (!rc) rc = validate(&c);
+  if (!rc) rc = run(&c);
+  gp_budgets_free(&c.bud);
+  free(c.files[0]);
+  free(c.files[1]);
+  return rc < 0 ? 0 : rc;
+}
+
+int gp_cmd_compare(int argc, char **argv) {
+  return command(argc, argv, 0);
+}
+
+int gp_cmd_check(int argc, char **argv) {
+  return command(argc, argv, 1);
+}
