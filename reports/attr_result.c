@@ -303,6 +303,12 @@ struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   r->host_pinned_peak = a->host_peak;
   r->diag = a->diag;
   r->pid = r->ppid = r->rank = -1;
+  for (size_t i = 0; i < a->ndev; i++) { /* the same for every device */
+    if (a->dev[i].props.driver_version > (uint64_t)r->driver_version)
+      r->driver_version = (int64_t)a->dev[i].props.driver_version;
+    if (a->dev[i].props.runtime_version > (uint64_t)r->runtime_version)
+      r->runtime_version = (int64_t)a->dev[i].props.runtime_version;
+  }
   int bad = a->oom || build_devs(a, r, &slots) < 0 ||
             build_phases(a, r, slots) < 0 || build_kernels(a, r) < 0 ||
             build_host(a, r) < 0 || gp_steps_finish(a, r) < 0;

@@ -592,7 +592,8 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
     s->source = (enum gp_step_source)a->o.step_source;
   struct scand *c = pick != SIZE_MAX ? &st->c[pick] : NULL;
   const char *nm = NULL;
-  if (s->source == GP_STEPS_NAMED) nm = a->o.step;
+  if (a->o.step && s->source != GP_STEPS_NONE) nm = a->o.step; /* also a
+                                                  second pass's fixed name */
   else if (s->source == GP_STEPS_PROFILER_STEP) nm = "ProfilerStep#*";
   else if (c && c->kind == SC_RANGE) nm = gp_attr_str(a, c->key);
   else if (c) nm = api_name(a, c->key);

@@ -370,6 +370,8 @@ static void identity(struct gp_json *j, const struct gp_proc_res *r) {
   gp_json_str(j, "host", r->host);
   gp_json_str(j, "cmdline", r->cmdline);
   gp_json_u64(j, "start_mono_ns", r->wstart);
+  gp_json_i64(j, "driver_version", r->driver_version);
+  gp_json_i64(j, "runtime_version", r->runtime_version);
 }
 
 int gp_render_json(FILE *f, const struct gp_report_set *s,

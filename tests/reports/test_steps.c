@@ -290,6 +290,14 @@ static void test_detail(void) {
   EQ(y->step_blocked, 1000);
   EQ(y->step_total, 1000);
   gp_res_free(r);
+  /* a second pass of steps found alone keeps their source and name */
+  t.o.step_exact = 1;
+  t.o.step_source = GP_STEPS_REPEATED_RANGE;
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_REPEATED_RANGE);
+  EQ(r->steps.name && !strcmp(r->steps.name, "step"), 1);
+  EQ(r->steps.n, 6);
+  gp_res_free(r);
   tl_free(&t);
 }
 
