@@ -3,6 +3,7 @@
  * a side of many 10 M-event traces costs its names and steps only. */
 #include "compare.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,9 +280,8 @@ static int step_value(const struct gp_cmp_run *r, int m, int as_pct, double *v,
   }
 }
 
-int gp_cmp_run_value(const struct gp_cmp_run *r, int m, int as_pct, double *v,
+static int run_value(const struct gp_cmp_run *r, int m, int as_pct, double *v,
                      const char **why) {
-  if (m < 0 || m >= GP_M_N) return unknown(why, "unknown metric");
   if (m == GP_M_BUSY && r->has_steps)
     return step_value(r, GP_M_CAT0 + GP_CAT_KERNEL, 1, v, why);
   switch (m) {
@@ -304,4 +304,12 @@ int gp_cmp_run_value(const struct gp_cmp_run *r, int m, int as_pct, double *v,
   default:
     return step_value(r, m, as_pct, v, why);
   }
+}
+
+int gp_cmp_run_value(const struct gp_cmp_run *r, int m, int as_pct, double *v,
+                     const char **why) {
+  if (m < 0 || m >= GP_M_N) return unknown(why, "unknown metric");
+  if (run_value(r, m, as_pct, v, why) < 0) return -1;
+  /* a hostile trace may make a rate infinite: no sample then */
+  return isfinite(*v) ? 0 : unknown(why, "a value out of range");
 }

@@ -726,12 +726,12 @@ static void budget(const struct gp_cmp_side *c, const struct gp_budget *bu,
     snprintf(v, sizeof v, "%.1f%%", x->value);
   else
     fmt_val(v, sizeof v, bu->metric, x->value);
-  snprintf(x->reason, sizeof x->reason, "%s %s (%s of %zu run%s)", v,
-           x->v == GP_PASS ? "meets it" : "exceeds it",
-           k == 1  ? "one"
-           : worst ? "worst"
-                   : "median",
-           k, k == 1 ? "" : "s");
+  const char *verb = x->v == GP_PASS ? "meets it" : "misses it";
+  if (k == 1)
+    snprintf(x->reason, sizeof x->reason, "%s %s (one run)", v, verb);
+  else
+    snprintf(x->reason, sizeof x->reason, "%s %s (%s of %zu runs)", v, verb,
+             worst ? "worst" : "median", k);
 }
 
 static int budgets(const struct gp_cmp_side *c, const struct gp_cmp_opts *o,

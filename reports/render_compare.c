@@ -75,7 +75,7 @@ static void head(struct sink *s, int ncol, const char *const *h, const int *w) {
       out(s, "| %s ", h[i]);
     out(s, "|\n");
     for (int i = 0; i < ncol; i++)
-      out(s, "|%s", i ? "---:" : "---");
+      out(s, "|%s", i && !s->left ? "---:" : "---");
     out(s, "|\n");
     return;
   }

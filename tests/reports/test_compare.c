@@ -391,7 +391,7 @@ static void test_budgets(void) {
   CHECK(res.verdict == GP_REGRESSION && res.exit_code == 1 &&
         res.nbud_failed == 1);
   CHECK(strstr(res.reason,
-               "budget host_wait<=15%: 20.0% exceeds it (median of 3 runs)"));
+               "budget host_wait<=15%: 20.0% misses it (median of 3 runs)"));
   gp_cmp_result_free(&res);
   gp_budgets_free(&bs);
   add(&bs, "items_per_s>=100");
