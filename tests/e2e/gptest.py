@@ -134,3 +134,34 @@ def main(tests):
         return 1
     print("ok")
     return 0
+
+
+# ---- Runs for the compare tests (test_compare.py)
+
+def profile(cmd, d, extra=None, timeout=100):
+    """Runs CMD once under `gpuphase run` (so its processes share one run
+    id), traces written into folder D; returns the traces it added."""
+    before = set(traces(d))
+    extra = dict(extra or {}, MALLOC_PERTURB_=None)  # see test_report.py
+    p = run([RUN, "run", "-o", os.path.join(d, "t-%p.gph"), "--"] + [str(a) for a in cmd],
+            d, extra, preload=False, timeout=timeout)
+    check(p.returncode == 0, f"{cmd}: failed ({p.returncode}): {p.stderr.strip()}")
+    added = sorted(set(traces(d)) - before)
+    check(added, f"{cmd}: no trace written")
+    return added
+
+
+def ab_runs(cmd_a, cmd_b, n, extra_a=None, extra_b=None):
+    """N runs of A and of B, interleaved A B A B ... as a CI job should run
+    them; returns the traces of A and of B."""
+    da, db = workdir(), workdir()
+    for _ in range(n):
+        profile(cmd_a, da, extra_a)
+        profile(cmd_b, db, extra_b)
+    return traces(da), traces(db)
+
+
+def report_cmd(args, extra=None, timeout=120):
+    """gpuphase-report ARGS (e.g. compare ... or check ...), not profiled."""
+    return subprocess.run([REPORT] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=env(extra, preload=False))
