@@ -291,6 +291,29 @@ static void counter_row(struct sink *s, const struct gp_cmp_counter *x) {
   row(s, cells);
 }
 
+/* Gated counters: a row each that moved, one line for the others (so
+ * that --exact all keeps to one screen). */
+static void counter_rows(struct sink *s, const struct gp_cmp_result *r) {
+  char same[600] = "", b[700];
+  size_t nsame = 0, at = 0;
+  for (int sc = 0; sc < GP_SC_N; sc++) {
+    const struct gp_cmp_counter *c = &r->ctr[sc];
+    if (c->sc < 0 || !c->gated) continue;
+    if (c->v != GP_PASS || c->base != c->cand) {
+      counter_row(s, c);
+    } else if (at < sizeof same) {
+      nsame++;
+      at += (size_t)snprintf(same + at, sizeof same - at, "%s%s",
+                             at ? ", " : "", gp_metric_name(GP_M_SC0 + sc));
+    }
+  }
+  if (!nsame) return;
+  snprintf(b, sizeof b, "%zu exact counter%s unchanged: %s", nsame,
+           nsame == 1 ? "" : "s", same);
+  out(s, s->md ? "\n%s\n" : "  %s\n",
+      cell(s, same, sizeof same, b, s->md ? 600 : 96));
+}
+
 static void gates(struct sink *s, const struct gp_cmp_out *o) {
   const struct gp_cmp_result *r = o->res;
   static const char *const h[6] = {"gate",   "base",         "new",
@@ -299,8 +322,7 @@ static void gates(struct sink *s, const struct gp_cmp_out *o) {
   head(s, 6, h, (const int[]){16, 10, 10, 8, 18, 20});
   for (size_t i = 0; i < r->nm; i++)
     gate_row(s, &r->m[i]);
-  for (int sc = 0; sc < GP_SC_N; sc++)
-    if (r->ctr[sc].sc >= 0 && r->ctr[sc].gated) counter_row(s, &r->ctr[sc]);
+  counter_rows(s, r);
   /* one gate: its reason is the verdict's, said above */
   if (r->nm < 2 && r->nm && strstr(r->reason, r->m[0].reason)) return;
   if (!s->md) out(s, "\n");
