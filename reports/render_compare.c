@@ -99,9 +99,24 @@ static void row(struct sink *s, const char *const *c) {
   out(s, s->md ? "|\n" : "\n");
 }
 
+/* A sentence: a list item in markdown; in text, wrapped at blanks to 98
+ * columns (bytes, which never overcounts), continued with an indent. */
 static void line(struct sink *s, const char *text) {
   char b[1024];
-  out(s, s->md ? "- %s\n" : "  %s\n", cell(s, b, sizeof b, text, 300));
+  const char *p = cell(s, b, sizeof b, text, 300);
+  if (s->md) {
+    out(s, "- %s\n", p);
+    return;
+  }
+  for (size_t width = 96; strlen(p) > width; width = 94) {
+    const char *cut = p + width;
+    while (cut > p && *cut != ' ')
+      cut--;
+    if (cut == p) break; /* one long word: left whole */
+    out(s, "%s%.*s\n", width == 96 ? "  " : "    ", (int)(cut - p), p);
+    p = cut + 1;
+  }
+  out(s, "%s%s\n", p == b ? "  " : "    ", p);
 }
 
 static const char *dur(char *b, size_t n, double ns) {
