@@ -18,9 +18,7 @@ void gp_rng_seed(struct gp_rng *r, uint64_t seed) {
     r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t gp_rng_next(struct gp_rng *r) {
   uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
@@ -73,16 +71,20 @@ static double select_k(double *a, size_t n, size_t k) {
       break;
     }
     ptrdiff_t mid = l + (r - l) / 2, i = l, j = r;
-    if (a[mid] < a[l]) swap(a, mid, l);
-    if (a[r] < a[l]) swap(a, r, l);
-    if (a[r] < a[mid]) swap(a, r, mid);
+    if (a[mid] < a[l])
+      swap(a, mid, l);
+    if (a[r] < a[l])
+      swap(a, r, l);
+    if (a[r] < a[mid])
+      swap(a, r, mid);
     double x = a[mid];
     while (i <= j) {
       while (a[i] < x)
         i++;
       while (x < a[j])
         j--;
-      if (i <= j) swap(a, i++, j--);
+      if (i <= j)
+        swap(a, i++, j--);
     }
     /* now a[l..j] <= x <= a[i..r], and a[j+1..i-1] == x */
     if (kk <= j)
@@ -98,7 +100,8 @@ static double select_k(double *a, size_t n, size_t k) {
 static double min_of(const double *a, size_t n) {
   double m = a[0];
   for (size_t i = 1; i < n; i++)
-    if (a[i] < m) m = a[i];
+    if (a[i] < m)
+      m = a[i];
   return m;
 }
 
@@ -112,7 +115,8 @@ double gp_stat_of(enum gp_stat st, double *v, size_t n) {
   case GP_STAT_MAX:
     s = v[0];
     for (size_t i = 1; i < n; i++)
-      if (v[i] > s) s = v[i];
+      if (v[i] > s)
+        s = v[i];
     return s;
   case GP_STAT_P95:
   case GP_STAT_P99: {
@@ -122,20 +126,25 @@ double gp_stat_of(enum gp_stat st, double *v, size_t n) {
   }
   case GP_STAT_MEDIAN:
   default:
-    if (n & 1) return select_k(v, n, n / 2);
+    if (n & 1)
+      return select_k(v, n, n / 2);
     s = select_k(v, n, n / 2 - 1);
     return (s + min_of(v + n / 2, n / 2)) / 2;
   }
 }
 
 double gp_quantile_sorted(const double *v, size_t n, double q) {
-  if (n == 1 || q <= 0) return v[0];
-  if (q >= 1) return v[n - 1];
+  if (n == 1 || q <= 0)
+    return v[0];
+  if (q >= 1)
+    return v[n - 1];
   double h = (double)(n - 1) * q;
   size_t i = (size_t)h;
-  if (i + 1 >= n) return v[n - 1];
+  if (i + 1 >= n)
+    return v[n - 1];
   double lo = v[i], hi = v[i + 1];
-  if (isinf(lo) || isinf(hi)) return h - (double)i < 0.5 ? lo : hi;
+  if (isinf(lo) || isinf(hi))
+    return h - (double)i < 0.5 ? lo : hi;
   return lo + (h - (double)i) * (hi - lo);
 }
 
@@ -149,57 +158,142 @@ size_t gp_block_len(size_t n) {
   return b ? b : 1;
 }
 
-/* One resample of v into tmp (same length), and its statistic. */
-static double resample(const double *v, size_t n, const struct gp_boot *o,
-                       struct gp_rng *g, double *tmp) {
-  if (!o->blocks || n <= 1) {
-    for (size_t i = 0; i < n; i++)
-      tmp[i] = v[gp_rng_below(g, n)];
-  } else {
-    size_t b = gp_block_len(n), k = 0;
-    while (k < n) {
-      size_t s = gp_rng_below(g, n);
-      for (size_t j = 0; j < b && k < n; j++)
-        tmp[k++] = v[(s + j) % n];
+/* A side of a bootstrap. Each resample is drawn as counts per rank
+ * (rk[i]: the rank of v[i] in sorted order sv), so that an order statistic
+ * of it is a scan of the counts rather than a selection among n copied
+ * values. */
+struct side {
+  const double *v;
+  size_t n;
+  double *sv;
+  uint32_t *rk, *cnt;
+};
+
+static int cmp_rank(const void *a, const void *b, void *ctx) {
+  const double *v = ctx;
+  double x = v[*(const uint32_t *)a], y = v[*(const uint32_t *)b];
+  return x < y ? -1 : x > y;
+}
+
+static int side_init(struct side *s, const double *v, size_t n) {
+  s->v = v;
+  s->n = n;
+  s->sv = malloc(n * sizeof *s->sv);
+  s->rk = malloc(n * sizeof *s->rk);
+  s->cnt = malloc(n * sizeof *s->cnt);
+  if (!s->sv || !s->rk || !s->cnt || n > UINT32_MAX)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    s->cnt[i] = (uint32_t)i;
+  qsort_r(s->cnt, n, sizeof *s->cnt, cmp_rank, (void *)v);
+  for (size_t i = 0; i < n; i++) {
+    s->sv[i] = v[s->cnt[i]];
+    s->rk[s->cnt[i]] = (uint32_t)i;
+  }
+  return 0;
+}
+
+static void side_free(struct side *s) {
+  free(s->sv);
+  free(s->rk);
+  free(s->cnt);
+}
+
+/* The k-th smallest (from 0) value of the resample counted in cnt. */
+static double kth(const struct side *s, size_t k) {
+  size_t cum = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if ((cum += s->cnt[i]) > k)
+      return s->sv[i];
+  return s->sv[s->n - 1];
+}
+
+static double counted_stat(const struct side *s, enum gp_stat st) {
+  size_t n = s->n;
+  switch (st) {
+  case GP_STAT_MAX:
+    return kth(s, n - 1);
+  case GP_STAT_P95:
+  case GP_STAT_P99: {
+    size_t rank = (size_t)ceil((st == GP_STAT_P95 ? 0.95 : 0.99) * (double)n);
+    return kth(s, rank ? rank - 1 : 0);
+  }
+  default:
+    return n & 1 ? kth(s, n / 2) : (kth(s, n / 2 - 1) + kth(s, n / 2)) / 2;
+  }
+}
+
+/* One resample of the side (values independently, or circular blocks)
+ * and its statistic. */
+static double resample(const struct side *s, const struct gp_boot *o,
+                       struct gp_rng *g) {
+  size_t n = s->n, b = o->blocks && n > 1 ? gp_block_len(n) : 1, k = 0;
+  double sum = 0;
+  int mean = o->stat == GP_STAT_MEAN;
+  if (!mean)
+    memset(s->cnt, 0, n * sizeof *s->cnt);
+  while (k < n) {
+    size_t at = (size_t)gp_rng_below(g, n);
+    for (size_t j = 0; j < b && k < n; j++, k++) {
+      if (mean)
+        sum += s->v[at];
+      else
+        s->cnt[s->rk[at]]++;
+      if (++at == n)
+        at = 0;
     }
   }
-  return gp_stat_of(o->stat, tmp, n);
+  return mean ? sum / (double)n : counted_stat(s, o->stat);
 }
 
 static double ratio_of(double base, double cand) {
-  if (base > 0) return cand / base;
+  if (base > 0)
+    return cand / base;
   return cand > 0 ? INFINITY : 1;
 }
 
-int gp_boot_ratio(const double *base, size_t nb, const double *cand, size_t nc,
-                  const struct gp_boot *o, struct gp_interval *out) {
-  if (!nb || !nc) return -1;
-  size_t reps = o->resamples ? o->resamples : 10000;
-  double level = o->level > 0 && o->level < 1 ? o->level : 0.95;
-  double *tmp = malloc((nb > nc ? nb : nc) * sizeof *tmp);
-  double *rat = malloc(reps * sizeof *rat);
-  if (!tmp || !rat) {
-    free(tmp);
-    free(rat);
-    return -1;
-  }
-  memcpy(tmp, base, nb * sizeof *tmp);
-  double sb = gp_stat_of(o->stat, tmp, nb);
-  memcpy(tmp, cand, nc * sizeof *tmp);
-  out->ratio = ratio_of(sb, gp_stat_of(o->stat, tmp, nc));
-  struct gp_rng g;
-  gp_rng_seed(&g, o->seed);
-  for (size_t i = 0; i < reps; i++) {
-    double b = resample(base, nb, o, &g, tmp);
-    rat[i] = ratio_of(b, resample(cand, nc, o, &g, tmp));
-  }
+static double stat_copy(enum gp_stat st, const double *v, size_t n,
+                        double *tmp) {
+  memcpy(tmp, v, n * sizeof *tmp);
+  return gp_stat_of(st, tmp, n);
+}
+
+static void interval(double *rat, size_t reps, double level,
+                     struct gp_interval *out) {
   qsort(rat, reps, sizeof *rat, cmp_dbl);
   out->lo = gp_quantile_sorted(rat, reps, (1 - level) / 2);
   out->hi = gp_quantile_sorted(rat, reps, 1 - (1 - level) / 2);
   out->resamples = reps;
-  free(tmp);
+}
+
+int gp_boot_ratio(const double *base, size_t nb, const double *cand, size_t nc,
+                  const struct gp_boot *o, struct gp_interval *out) {
+  if (!nb || !nc)
+    return -1;
+  size_t reps = o->resamples ? o->resamples : 10000;
+  double level = o->level > 0 && o->level < 1 ? o->level : 0.95;
+  struct side sb = {0}, sc = {0};
+  double *rat = malloc(reps * sizeof *rat);
+  double *tmp = malloc((nb > nc ? nb : nc) * sizeof *tmp);
+  int rc = -1;
+  if (rat && tmp && side_init(&sb, base, nb) == 0 &&
+      side_init(&sc, cand, nc) == 0) {
+    double b = stat_copy(o->stat, base, nb, tmp);
+    out->ratio = ratio_of(b, stat_copy(o->stat, cand, nc, tmp));
+    struct gp_rng g;
+    gp_rng_seed(&g, o->seed);
+    for (size_t i = 0; i < reps; i++) {
+      double x = resample(&sb, o, &g);
+      rat[i] = ratio_of(x, resample(&sc, o, &g));
+    }
+    interval(rat, reps, level, out);
+    rc = 0;
+  }
+  side_free(&sb);
+  side_free(&sc);
   free(rat);
-  return 0;
+  free(tmp);
+  return rc;
 }
 
 static enum gp_verdict said(enum gp_why *why, enum gp_why w,
@@ -225,8 +319,10 @@ enum gp_verdict gp_judge(const struct gp_rule *r, const struct gp_slow *s,
   if (s->hi < r->threshold)
     return said(why, r->advisory ? GP_WHY_ADVISORY : GP_WHY_UNDER,
                 r->advisory ? GP_INCONCLUSIVE : GP_PASS);
-  if (rel) return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
-  if (s->lo > r->noise) return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
+  if (rel)
+    return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
+  if (s->lo > r->noise)
+    return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
   return said(why, GP_WHY_VARIANCE, GP_INCONCLUSIVE);
 }
 
