@@ -4,15 +4,23 @@
  * derive) and prints events/s and the peak resident set.
  *   gpuphase-report-bench [--events N] [--runs R] [--keep FILE]
  *   gpuphase-report-bench --input FILE [--runs R]   (time an existing trace)
- * Results and the command used: docs/performance.md, "Report throughput". */
+ *   gpuphase-report-bench --compare [--events N] [--runs R] [--keep PREFIX]
+ * The last: two such traces, the second's kernels 5% longer, compared as
+ * `gpuphase-report compare` does (each read with per-step attribution,
+ * reduced, freed; the verdict; the text), in a child process whose time
+ * and peak resident set are its own.
+ * Results and the commands used: docs/performance.md, "Report throughput"
+ * and "Comparing runs". */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "pipeline.h"
 #include "writer.h"
 
@@ -22,6 +30,7 @@ enum { API_LAUNCH = 1, API_COPY_ASYNC, API_SYNC, API_MALLOC };
 struct gen {
   gp_writer *w;
   uint64_t host, dev, corr, rng;
+  uint64_t slow_pct; /* kernels this much longer (the compare mode) */
   uint64_t s_kern[8], s_nccl, s_step, s_fwd, s_bwd;
 };
 
@@ -110,6 +119,7 @@ static void launch(struct gen *g, uint64_t name, uint64_t grid, uint64_t dur) {
   api(g, SRC_MAIN, 1, API_LAUNCH, t, t + len, corr);
   g->host = t + len + 500 + rnd(g, 1500);
   uint64_t start = t + len + 2000 > g->dev ? t + len + 2000 : g->dev;
+  dur += dur * g->slow_pct / 100;
   struct gpuphase_record r = {.kind = GPUPHASE_REC_KERNEL};
   r.u.kernel = (struct gpuphase_kernel){.device = 0,
                                         .stream = 7,
@@ -174,7 +184,8 @@ static uint64_t step(struct gen *g) {
   return events + 2 + 2 + 2;
 }
 
-static int generate(const char *path, uint64_t target) {
+static int generate(const char *path, uint64_t target, uint64_t seed,
+                    uint64_t slow_pct) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
   struct gp_process_info info = {.host = "bench-host",
                                  .pid = 4242,
@@ -185,7 +196,7 @@ static int generate(const char *path, uint64_t target) {
                                  .start_mono_ns = 1000000000ull,
                                  .start_real_ns = 1700000000000000000ull,
                                  .clock = "clock_gettime"};
-  struct gen g = {.host = 1000000000ull, .rng = 42};
+  struct gen g = {.host = 1000000000ull, .rng = seed, .slow_pct = slow_pct};
   if (fd < 0 || !(g.w = gp_writer_open(fd, &info, 0, &err))) {
     perror(path);
     return -1;
@@ -254,10 +265,113 @@ static int measure(const char *path, int runs) {
   return 0;
 }
 
+/* Reads both traces and judges them as `gpuphase-report compare` does:
+ * each result reduced to the run's figures and freed before the next. */
+static int compare_once(char *const paths[2], const struct gp_report_opts *ro) {
+  struct gp_cmp_side s[2] = {{0}};
+  int rc = 0;
+  for (int i = 0; i < 2 && !rc; i++) {
+    int st;
+    char err[512];
+    struct gp_proc_res *r =
+        gp_report_file(paths[i], ro, NULL, NULL, &st, err, sizeof err);
+    if (!r || gp_cmp_side_add(&s[i], r) < 0) {
+      fprintf(stderr, "report_bench: %s\n", r ? "out of memory" : err);
+      rc = -1;
+    }
+    gp_res_free(r);
+  }
+  struct gp_cmp_opts o;
+  struct gp_cmp_result res;
+  gp_cmp_opts_init(&o);
+  if (!rc && gp_cmp_judge(&s[0], &s[1], &o, &res) == 0) {
+    struct gp_cmp_out out = {&s[0], &s[1], &res, &o, 0};
+    FILE *null = fopen("/dev/null", "w");
+    if (null) gp_cmp_text(null, &out), fclose(null);
+    printf("  %zu + %zu measured steps; %s: %s\n", s[0].v[0].measured,
+           s[1].v[0].measured, gp_verdict_key(res.verdict), res.reason);
+    gp_cmp_result_free(&res);
+  } else if (!rc) {
+    rc = -1;
+  }
+  gp_cmp_side_free(&s[0]);
+  gp_cmp_side_free(&s[1]);
+  return rc;
+}
+
+static double tv_s(struct timeval t) {
+  return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+/* One compare in a child process, so that its peak RSS (KiB) and CPU time
+ * are its own, not the generator's. */
+static int timed_compare(char *const paths[2], const struct gp_report_opts *ro,
+                         double *wall, double *cpu, long *rss) {
+  fflush(stdout);
+  double t = now();
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int rc = compare_once(paths, ro);
+    fflush(stdout);
+    _exit(rc < 0);
+  }
+  int st;
+  struct rusage ru;
+  if (wait4(pid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+    return -1;
+  *wall = now() - t;
+  *cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+  *rss = ru.ru_maxrss;
+  return 0;
+}
+
+/* Times compare on a trace and its 5%-slower twin, with the steps found
+ * alone (two passes a file) and named with a fixed warm-up (one). */
+static int compare_bench(uint64_t events, int runs, const char *keep) {
+  char pa[4096], pb[4096];
+  snprintf(pa, sizeof pa, "%s-base.gph",
+           keep ? keep : "/tmp/gpuphase-bench-cmp");
+  snprintf(pb, sizeof pb, "%s-new.gph",
+           keep ? keep : "/tmp/gpuphase-bench-cmp");
+  double t0 = now();
+  if (generate(pa, events, 42, 0) < 0 || generate(pb, events, 43, 5) < 0)
+    return 1;
+  printf("generated %s and %s: %.1f s\n", pa, pb, now() - t0);
+  static const struct {
+    const char *what, *step;
+    long warmup;
+  } cfg[] = {{"steps found alone", NULL, -1},
+             {"--step step --warmup 3", "step", 3}};
+  char *paths[2] = {pa, pb};
+  int rc = 0;
+  for (int c = 0; c < 2 && !rc; c++) {
+    struct gp_report_opts ro = {
+        .step = cfg[c].step, .warmup = cfg[c].warmup, .step_detail = 1};
+    double wall[99], cpu[99];
+    long rss = 0;
+    for (int i = 0; i < runs && !rc; i++) {
+      long r;
+      rc = timed_compare(paths, &ro, &wall[i], &cpu[i], &r);
+      if (r > rss) rss = r;
+      printf("%s, run %d: %.2f s (%.2f s CPU)\n", cfg[c].what, i + 1, wall[i],
+             cpu[i]);
+    }
+    if (rc) break;
+    qsort(wall, (size_t)runs, sizeof *wall, cmp_dbl);
+    qsort(cpu, (size_t)runs, sizeof *cpu, cmp_dbl);
+    printf("%s: median of %d: %.2f s (%.2f s CPU), peak RSS %.1f MiB\n",
+           cfg[c].what, runs, wall[runs / 2], cpu[runs / 2], rss / 1024.0);
+  }
+  if (!keep) unlink(pa), unlink(pb);
+  return rc != 0;
+}
+
 int main(int argc, char **argv) {
   uint64_t events = 50000000;
   int runs = 3;
   const char *keep = NULL, *input = NULL;
+  int cmp = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = strtoull(argv[++i], NULL, 10);
@@ -267,15 +381,19 @@ int main(int argc, char **argv) {
       keep = argv[++i];
     else if (!strcmp(argv[i], "--input") && i + 1 < argc)
       input = argv[++i];
+    else if (!strcmp(argv[i], "--compare"))
+      cmp = 1;
     else {
       fprintf(stderr,
               "usage: %s [--events N] [--runs R] [--keep FILE | --input "
-              "FILE]\n",
-              argv[0]);
+              "FILE]\n       %s --compare [--events N] [--runs R] [--keep "
+              "PREFIX]\n",
+              argv[0], argv[0]);
       return 2;
     }
   }
   if (runs < 1 || runs > 99) runs = 3;
+  if (cmp) return compare_bench(events, runs, keep);
   /* a trace kept from an earlier run: time the pipeline alone, e.g. under
    * callgrind, where generating the trace would dominate */
   if (input) return measure(input, runs) < 0;
@@ -288,7 +406,7 @@ int main(int argc, char **argv) {
     path = tmp;
   }
   double t0 = now();
-  if (generate(path, events) < 0) return 1;
+  if (generate(path, events, 42, 0) < 0) return 1;
   printf("generated %s: %.1f s\n", path, now() - t0);
   int rc = measure(path, runs);
   if (!keep) unlink(path);
