@@ -233,7 +233,8 @@ def t_budgets():
           f"values {b['kernel>=2ms']} {b['mem_peak<=1MB']}")
     check(b["launches==2"]["where"] == f"{bud}:5", f"where {b['launches==2']['where']}")
     p = report_cmd(["check", "--budget", "mem_peak<1MB", "--budget", "kernel<2ms"] + run1)
-    check(p.returncode == 1 and p.stdout.count("exceeded") == 2, f"exceeded:\n{p.stdout}")
+    check(p.returncode == 1 and p.stdout.count("exceeded") == 2 and
+          p.stdout.startswith("gpuphase check: BUDGET EXCEEDED (exit 1)"), f"exceeded:\n{p.stdout}")
     run2 = profile(STEP, workdir())  # no items
     p = report_cmd(["check", "--budget", "items_per_s>=1"] + run2)
     check(p.returncode == 3 and "no items counted" in p.stdout, f"no items: {p.returncode}")
