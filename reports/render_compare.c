@@ -112,8 +112,7 @@ static void line(struct sink *s, const char *text) {
     const char *cut = p + width;
     while (cut > p && *cut != ' ')
       cut--;
-    if (cut == p)
-      break; /* one long word: left whole */
+    if (cut == p) break; /* one long word: left whole */
     out(s, "%s%.*s\n", width == 96 ? "  " : "    ", (int)(cut - p), p);
     p = cut + 1;
   }
@@ -144,10 +143,8 @@ static const char *pct(char *b, size_t n, double x) {
 
 static const char *value(char *b, size_t n, int m, double v) {
   enum gp_mkind k = gp_metric_kind(m);
-  if (k == GP_MK_DUR || k == GP_MK_CAT)
-    return dur(b, n, v);
-  if (k == GP_MK_BYTES || k == GP_MK_MEM)
-    return gp_fmt_bytes(b, n, v);
+  if (k == GP_MK_DUR || k == GP_MK_CAT) return dur(b, n, v);
+  if (k == GP_MK_BYTES || k == GP_MK_MEM) return gp_fmt_bytes(b, n, v);
   if (k == GP_MK_PCT)
     snprintf(b, n, "%.1f%%", v);
   else
@@ -173,13 +170,10 @@ static void steps_words(const struct gp_cmp_side *s, char *b, size_t n) {
   size_t k = 0, lo = (size_t)-1, hi = 0;
   for (size_t i = 0; i < s->n; i++) {
     const struct gp_cmp_run *r = &s->v[i];
-    if (!r->has_steps)
-      continue;
+    if (!r->has_steps) continue;
     k++;
-    if (r->measured < lo)
-      lo = r->measured;
-    if (r->measured > hi)
-      hi = r->measured;
+    if (r->measured < lo) lo = r->measured;
+    if (r->measured > hi) hi = r->measured;
   }
   if (!k) {
     snprintf(b, n, "none found");
@@ -199,8 +193,7 @@ static void gpu_words(const struct gp_cmp_run *r, char *b, size_t n) {
     snprintf(b, n, "unknown");
     return;
   }
-  if (r->ndev > 1)
-    snprintf(mult, sizeof mult, " (x%zu)", r->ndev);
+  if (r->ndev > 1) snprintf(mult, sizeof mult, " (x%zu)", r->ndev);
   snprintf(b, n, "%.28s%s, %llu SMs, %s", r->device, mult,
            (unsigned long long)r->sms,
            gp_fmt_bytes(mem, sizeof mem, (double)r->mem_total));
@@ -261,15 +254,13 @@ static void preflight(struct sink *s, const struct gp_cmp_out *o) {
                                       "command"};
   int two = o->base != NULL;
   const char *h[3] = {"", "base", "new"};
-  if (!two)
-    h[1] = "new";
+  if (!two) h[1] = "new";
   title(s, two ? "Runs" : "Run");
   s->left = 1;
   head(s, two ? 3 : 2, h, (const int[]){8, 40, 40});
   for (int i = 0; i < 5; i++) {
     char b[400] = "", c[400];
-    if (two)
-      side_text(o->base, i, b, sizeof b);
+    if (two) side_text(o->base, i, b, sizeof b);
     side_text(o->cand, i, c, sizeof c);
     pre_row(s, two, label[i], b, c);
   }
@@ -310,8 +301,7 @@ static void counter_row(struct sink *s, const struct gp_cmp_counter *x) {
     snprintf(c[3], sizeof c[3], "=");
   else
     snprintf(c[3], sizeof c[3], "%+.4g", x->cand - x->base);
-  if (!x->exact)
-    cells[4] = "varies";
+  if (!x->exact) cells[4] = "varies";
   snprintf(c[5], sizeof c[5], "%s", verdict_word(x->v, 0));
   row(s, cells);
 }
@@ -323,8 +313,7 @@ static void counter_rows(struct sink *s, const struct gp_cmp_result *r) {
   size_t nsame = 0, at = 0;
   for (int sc = 0; sc < GP_SC_N; sc++) {
     const struct gp_cmp_counter *c = &r->ctr[sc];
-    if (c->sc < 0 || !c->gated)
-      continue;
+    if (c->sc < 0 || !c->gated) continue;
     if (c->v != GP_PASS || c->base != c->cand) {
       counter_row(s, c);
     } else if (at < sizeof same) {
@@ -333,8 +322,7 @@ static void counter_rows(struct sink *s, const struct gp_cmp_result *r) {
                              at ? ", " : "", gp_metric_name(GP_M_SC0 + sc));
     }
   }
-  if (!nsame)
-    return;
+  if (!nsame) return;
   snprintf(b, sizeof b, "%zu exact counter%s unchanged: %s", nsame,
            nsame == 1 ? "" : "s", same);
   out(s, s->md ? "\n%s\n" : "  %s\n",
@@ -351,10 +339,8 @@ static void gates(struct sink *s, const struct gp_cmp_out *o) {
     gate_row(s, &r->m[i]);
   counter_rows(s, r);
   /* one gate: its reason is the verdict's, said above */
-  if (r->nm < 2 && r->nm && strstr(r->reason, r->m[0].reason))
-    return;
-  if (!s->md)
-    out(s, "\n");
+  if (r->nm < 2 && r->nm && strstr(r->reason, r->m[0].reason)) return;
+  if (!s->md) out(s, "\n");
   for (size_t i = 0; i < r->nm; i++) {
     char b[400];
     snprintf(b, sizeof b, "%s: %s", gp_metric_name(r->m[i].metric),
@@ -382,8 +368,7 @@ static void cats(struct sink *s, const struct gp_cmp_result *r) {
 static const char *short_name(char *b, size_t n, const char *name) {
   if (strchr(name, '(')) {
     gp_short_name(name, b, n);
-    if (*b)
-      return b;
+    if (*b) return b;
   }
   return name;
 }
@@ -394,8 +379,7 @@ static void name_rows(struct sink *s, const char *what, const char *label,
   title(s, label);
   head(s, 4, h, (const int[]){44, 10, 10, 10});
   for (size_t i = 0; i < n && i < top; i++) {
-    if (v[i].base == v[i].cand)
-      break;
+    if (v[i].base == v[i].cand) break;
     char c[4][256], nm[256], sn[200], cut[160];
     gp_text_clean(short_name(sn, sizeof sn, v[i].name), cut, sizeof cut, 36);
     snprintf(nm, sizeof nm, "%s%s", cut,
@@ -419,10 +403,8 @@ static void copies(struct sink *s, const struct gp_cmp_result *r) {
   int any = 0;
   for (int i = 0; i < 4; i++) {
     const struct gp_cmp_counter *c = &r->ctr[cnt[i]], *b = &r->ctr[byt[i]];
-    if (c->sc < 0 || b->sc < 0 || (!c->base && !c->cand))
-      continue;
-    if (!any++)
-      title(s, "Copies per step");
+    if (c->sc < 0 || b->sc < 0 || (!c->base && !c->cand)) continue;
+    if (!any++) title(s, "Copies per step");
     char t[200], b1[32], b2[32];
     snprintf(t, sizeof t, "%s: %.4g -> %.4g copies, %s -> %s", dir[i], c->base,
              c->cand, gp_fmt_bytes(b1, sizeof b1, b->base),
@@ -438,15 +420,13 @@ static void counters(struct sink *s, const struct gp_cmp_result *r) {
     if (x->sc < 0 || !*x->text ||
         (!x->exact && x->base == x->cand && !x->gated))
       continue;
-    if (!any++)
-      title(s, "Counters per step");
+    if (!any++) title(s, "Counters per step");
     line(s, x->text);
   }
 }
 
 static void findings(struct sink *s, const struct gp_cmp_result *r) {
-  if (!r->nappeared && !r->ngone)
-    return;
+  if (!r->nappeared && !r->ngone) return;
   title(s, "Findings");
   for (int gone = 0; gone < 2; gone++)
     for (size_t i = 0; i < (gone ? r->ngone : r->nappeared); i++) {
@@ -460,8 +440,7 @@ static void findings(struct sink *s, const struct gp_cmp_result *r) {
 
 static void budgets(struct sink *s, const struct gp_cmp_result *r) {
   static const char *const h[4] = {"budget", "verdict", "from", "value"};
-  if (!r->nbud)
-    return;
+  if (!r->nbud) return;
   title(s, "Budgets");
   s->left = 1;
   head(s, 4, h, (const int[]){24, 12, 20, 40});
@@ -478,8 +457,7 @@ static void budgets(struct sink *s, const struct gp_cmp_result *r) {
 }
 
 static void notes(struct sink *s, const struct gp_cmp_result *r) {
-  if (!r->nnotes)
-    return;
+  if (!r->nnotes) return;
   title(s, "Notes");
   for (size_t i = 0; i < r->nnotes; i++)
     line(s, r->notes[i]);
@@ -511,11 +489,9 @@ static int render(FILE *f, const struct gp_cmp_out *o, int md) {
     out(&s, "%s\n  %s\n", t, cell(&s, why, sizeof why, r->reason, 400));
   preflight(&s, o);
   if (r->nm || r->nbud) {
-    if (r->has_base)
-      gates(&s, o);
+    if (r->has_base) gates(&s, o);
   }
-  if (r->have_cats)
-    cats(&s, r);
+  if (r->have_cats) cats(&s, r);
   if (r->nkern && r->kern[0].base != r->kern[0].cand)
     name_rows(&s, "kernel", "Kernels by change per step", r->kern, r->nkern,
               top);
@@ -532,7 +508,9 @@ static int render(FILE *f, const struct gp_cmp_out *o, int md) {
   return ferror(f) ? -1 : 0;
 }
 
-int gp_cmp_text(FILE *f, const struct gp_cmp_out *o) { return render(f, o, 0); }
+int gp_cmp_text(FILE *f, const struct gp_cmp_out *o) {
+  return render(f, o, 0);
+}
 
 int gp_cmp_markdown(FILE *f, const struct gp_cmp_out *o) {
   return render(f, o, 1);

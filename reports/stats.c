@@ -18,7 +18,9 @@ void gp_rng_seed(struct gp_rng *r, uint64_t seed) {
     r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 uint64_t gp_rng_next(struct gp_rng *r) {
   uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
@@ -71,20 +73,16 @@ static double select_k(double *a, size_t n, size_t k) {
       break;
     }
     ptrdiff_t mid = l + (r - l) / 2, i = l, j = r;
-    if (a[mid] < a[l])
-      swap(a, mid, l);
-    if (a[r] < a[l])
-      swap(a, r, l);
-    if (a[r] < a[mid])
-      swap(a, r, mid);
+    if (a[mid] < a[l]) swap(a, mid, l);
+    if (a[r] < a[l]) swap(a, r, l);
+    if (a[r] < a[mid]) swap(a, r, mid);
     double x = a[mid];
     while (i <= j) {
       while (a[i] < x)
         i++;
       while (x < a[j])
         j--;
-      if (i <= j)
-        swap(a, i++, j--);
+      if (i <= j) swap(a, i++, j--);
     }
     /* now a[l..j] <= x <= a[i..r], and a[j+1..i-1] == x */
     if (kk <= j)
@@ -100,8 +98,7 @@ static double select_k(double *a, size_t n, size_t k) {
 static double min_of(const double *a, size_t n) {
   double m = a[0];
   for (size_t i = 1; i < n; i++)
-    if (a[i] < m)
-      m = a[i];
+    if (a[i] < m) m = a[i];
   return m;
 }
 
@@ -115,8 +112,7 @@ double gp_stat_of(enum gp_stat st, double *v, size_t n) {
   case GP_STAT_MAX:
     s = v[0];
     for (size_t i = 1; i < n; i++)
-      if (v[i] > s)
-        s = v[i];
+      if (v[i] > s) s = v[i];
     return s;
   case GP_STAT_P95:
   case GP_STAT_P99: {
@@ -126,25 +122,20 @@ double gp_stat_of(enum gp_stat st, double *v, size_t n) {
   }
   case GP_STAT_MEDIAN:
   default:
-    if (n & 1)
-      return select_k(v, n, n / 2);
+    if (n & 1) return select_k(v, n, n / 2);
     s = select_k(v, n, n / 2 - 1);
     return (s + min_of(v + n / 2, n / 2)) / 2;
   }
 }
 
 double gp_quantile_sorted(const double *v, size_t n, double q) {
-  if (n == 1 || q <= 0)
-    return v[0];
-  if (q >= 1)
-    return v[n - 1];
+  if (n == 1 || q <= 0) return v[0];
+  if (q >= 1) return v[n - 1];
   double h = (double)(n - 1) * q;
   size_t i = (size_t)h;
-  if (i + 1 >= n)
-    return v[n - 1];
+  if (i + 1 >= n) return v[n - 1];
   double lo = v[i], hi = v[i + 1];
-  if (isinf(lo) || isinf(hi))
-    return h - (double)i < 0.5 ? lo : hi;
+  if (isinf(lo) || isinf(hi)) return h - (double)i < 0.5 ? lo : hi;
   return lo + (h - (double)i) * (hi - lo);
 }
 
@@ -181,8 +172,7 @@ static int side_init(struct side *s, const double *v, size_t n) {
   s->sv = malloc(n * sizeof *s->sv);
   s->rk = malloc(n * sizeof *s->rk);
   s->cnt = malloc(n * sizeof *s->cnt);
-  if (!s->sv || !s->rk || !s->cnt || n > UINT32_MAX)
-    return -1;
+  if (!s->sv || !s->rk || !s->cnt || n > UINT32_MAX) return -1;
   for (size_t i = 0; i < n; i++)
     s->cnt[i] = (uint32_t)i;
   qsort_r(s->cnt, n, sizeof *s->cnt, cmp_rank, (void *)v);
@@ -203,8 +193,7 @@ static void side_free(struct side *s) {
 static double kth(const struct side *s, size_t k) {
   size_t cum = 0;
   for (size_t i = 0; i < s->n; i++)
-    if ((cum += s->cnt[i]) > k)
-      return s->sv[i];
+    if ((cum += s->cnt[i]) > k) return s->sv[i];
   return s->sv[s->n - 1];
 }
 
@@ -230,8 +219,7 @@ static double resample(const struct side *s, const struct gp_boot *o,
   size_t n = s->n, b = o->blocks && n > 1 ? gp_block_len(n) : 1, k = 0;
   double sum = 0;
   int mean = o->stat == GP_STAT_MEAN;
-  if (!mean)
-    memset(s->cnt, 0, n * sizeof *s->cnt);
+  if (!mean) memset(s->cnt, 0, n * sizeof *s->cnt);
   while (k < n) {
     size_t at = (size_t)gp_rng_below(g, n);
     for (size_t j = 0; j < b && k < n; j++, k++) {
@@ -239,16 +227,14 @@ static double resample(const struct side *s, const struct gp_boot *o,
         sum += s->v[at];
       else
         s->cnt[s->rk[at]]++;
-      if (++at == n)
-        at = 0;
+      if (++at == n) at = 0;
     }
   }
   return mean ? sum / (double)n : counted_stat(s, o->stat);
 }
 
 static double ratio_of(double base, double cand) {
-  if (base > 0)
-    return cand / base;
+  if (base > 0) return cand / base;
   return cand > 0 ? INFINITY : 1;
 }
 
@@ -268,8 +254,7 @@ static void interval(double *rat, size_t reps, double level,
 
 int gp_boot_ratio(const double *base, size_t nb, const double *cand, size_t nc,
                   const struct gp_boot *o, struct gp_interval *out) {
-  if (!nb || !nc)
-    return -1;
+  if (!nb || !nc) return -1;
   size_t reps = o->resamples ? o->resamples : 10000;
   double level = o->level > 0 && o->level < 1 ? o->level : 0.95;
   struct side sb = {0}, sc = {0};
@@ -319,10 +304,8 @@ enum gp_verdict gp_judge(const struct gp_rule *r, const struct gp_slow *s,
   if (s->hi < r->threshold)
     return said(why, r->advisory ? GP_WHY_ADVISORY : GP_WHY_UNDER,
                 r->advisory ? GP_INCONCLUSIVE : GP_PASS);
-  if (rel)
-    return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
-  if (s->lo > r->noise)
-    return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
+  if (rel) return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
+  if (s->lo > r->noise) return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
   return said(why, GP_WHY_VARIANCE, GP_INCONCLUSIVE);
 }
 
