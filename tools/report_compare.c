@@ -474,8 +474,10 @@ static int emit(const struct cli *c, const struct gp_cmp_out *o) {
   const char *actions = getenv("GITHUB_ACTIONS");
   int rc = write_to(c, c->out, "w", fn, o);
   if (!rc && c->junit) rc = write_to(c, c->junit, "w", gp_cmp_junit, o);
+  /* the step summary is a courtesy: failing to write it (the message says
+   * why) must not hide the verdict */
   if (!rc && fn == gp_cmp_markdown && summary && *summary)
-    rc = write_to(c, summary, "a", gp_cmp_markdown, o);
+    write_to(c, summary, "a", gp_cmp_markdown, o);
   if (!rc && actions && !strcmp(actions, "true")) gp_cmp_annotations(stderr, o);
   return rc;
 }
