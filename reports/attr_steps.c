@@ -44,7 +44,7 @@ struct scand {
                      API id */
   uint64_t othread, ostart;
   uint64_t count, sum, first, last; /* closed steps, dropped or not */
-  double sumsq;
+  struct gp_hist dur;               /* their durations */
   struct sstep *v;
   size_t n, cap;  /* v[n - 1] is the open step while open and kept */
   uint32_t apos;  /* in the open list */
@@ -93,8 +93,10 @@ int gp_steps_init(struct gp_attr *a) {
 void gp_steps_free(struct gp_attr *a) {
   struct gp_stepper *st = a->st;
   if (!st) return;
-  for (size_t i = 0; i < st->nc; i++)
+  for (size_t i = 0; i < st->nc; i++) {
     free(st->c[i].v);
+    gp_hist_free(&st->c[i].dur);
+  }
   free(st->c);
   free(st->open);
   free(st->voff);
@@ -109,6 +111,7 @@ static uint32_t cand_new(struct gp_attr *a, int kind, uint64_t key) {
   if (GROW(a, st->c, st->capc, st->nc + 1) < 0) return UINT32_MAX;
   struct scand *c = &st->c[st->nc];
   memset(c, 0, sizeof *c);
+  gp_hist_init(&c->dur);
   c->kind = (uint8_t)kind;
   c->key = key;
   c->dropped = kind == SC_SYNC && st->sync_off;
@@ -247,7 +250,7 @@ static void step_close(struct gp_attr *a, uint32_t ci, uint64_t t) {
   if (!c->count) c->first = c->ostart;
   c->count++;
   c->sum += dur;
-  c->sumsq += (double)dur * (double)dur;
+  gp_hist_add(&c->dur, dur);
   c->last = t;
   c->open = 0;
   if (c->kind == SC_RANGE && c->count >= 5 && st->capped && !st->sync_off)
@@ -450,11 +453,14 @@ void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count) {
 
 /* ---- the choice, at the end ---- */
 
-static double spread(const struct scand *c) { /* coefficient of variation */
-  if (c->count < 2 || !c->sum) return INFINITY;
-  double m = (double)c->sum / (double)c->count;
-  double v = c->sumsq / (double)c->count - m * m;
-  return sqrt(v > 0 ? v : 0) / m;
+/* Interquartile range over the median: robust to the few long intervals
+ * a busy machine makes (a preempted thread), unlike the standard
+ * deviation. */
+static double spread(const struct scand *c) {
+  uint64_t med = gp_hist_pct(&c->dur, 50);
+  if (c->count < 2 || !med) return INFINITY;
+  uint64_t q1 = gp_hist_pct(&c->dur, 25), q3 = gp_hist_pct(&c->dur, 75);
+  return (double)(q3 - q1) / (double)med;
 }
 
 /* A top-level range is a step when it repeats at least 5 times and its
@@ -474,8 +480,9 @@ static size_t best_range(const struct gp_stepper *st, uint64_t window) {
 }
 
 /* A synchronising call delimits steps when at least 5 intervals between
- * its returns stretch over half of the window and vary by at most 50%
- * (coefficient of variation); of those, the most regular. */
+ * its returns stretch over half of the window and are regular (their
+ * interquartile range at most half their median); of those, the most
+ * regular. */
 static size_t best_sync(const struct gp_stepper *st, uint64_t window) {
   size_t best = SIZE_MAX;
   for (size_t i = 0; i < st->nc; i++) {

@@ -92,6 +92,8 @@ static struct gp_proc_res *one_pass(const char *path,
   return r;
 }
 
+static const char ps_glob[] = "ProfilerStep#*";
+
 /* The steps a first pass chose, fixed for a second one. */
 static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
   o->warmup = (long)s->warmup;
@@ -104,7 +106,7 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
     o->step_exact = 1;
     break;
   case GP_STEPS_PROFILER_STEP:
-    o->step = "ProfilerStep#*";
+    o->step = ps_glob;
     break;
   case GP_STEPS_HEURISTIC:
     o->step = NULL;
@@ -135,8 +137,25 @@ struct gp_proc_res *gp_report_file(const char *path,
   struct gp_report_opts second = *o;
   second.step_detail = o->step_detail;
   fix_steps(&second, s);
+  /* only the choice is needed from the first pass: free the rest first */
+  const char *keep = second.step_api                       ? second.step_api
+                     : second.step != o->step && second.step != ps_glob
+                         ? second.step
+                         : NULL; /* the user's name or a constant */
+  char *name = keep ? strdup(keep) : NULL;
+  if (keep && !name) {
+    gp_res_free(r);
+    snprintf(err, errlen, "%s: out of memory", path);
+    *status = GP_PIPE_NOMEM;
+    return NULL;
+  }
+  if (second.step_api)
+    second.step_api = name;
+  else if (keep)
+    second.step = name;
+  gp_res_free(r);
   struct gp_proc_res *r2 =
       one_pass(path, &second, progress, ctx, status, err, errlen);
-  gp_res_free(r);
+  free(name);
   return r2;
 }

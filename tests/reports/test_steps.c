@@ -217,6 +217,18 @@ static void test_heuristic(void) {
   /* each step holds one sync call (started at +900 of its interval) */
   EQ(s->c_med[GP_SC_syncs], 1);
   gp_res_free(r);
+  /* one interval six times longer (a preempted thread) among 8 of 1000:
+   * still regular (quartiles 1000, 1000), a standard deviation would not
+   * have said so */
+  struct tl w;
+  base(&w);
+  for (uint64_t i = 0, at = 800; i < 10; i++, at += i == 5 ? 6000 : 1000)
+    tl_api(&w, 1, SYNC, at, at + 100, 0, 0);
+  r = tl_run(&w);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.n, 9);
+  gp_res_free(r);
+  tl_free(&w);
   /* only 4 returns: 3 intervals, too few */
   struct tl u;
   base(&u);
