@@ -774,6 +774,109 @@ static void test_clock_end(void) {
   tl_free(&t);
 }
 
+/* Sync idle wins over launch: the device is idle while one thread blocks
+ * and another submits (attribution.md section 2, rule 3 before rule 4).
+ * Device 0, fixed windows of 100; T1 sync [100,400); T2 launches
+ * [200,300) (inside it) and [350,450) (ending after it); T3 launch
+ * [50,150) (starting before it); kernel [500,600). Window [50,600) = 550:
+ *   launch [50,100) 50 (T3 alone) + [400,450) 50 (T2 alone)       = 100
+ *   sync idle [100,400) 300 (T1 blocks; the launches under it too)
+ *   host [450,500) 50; kernel [500,600) 100
+ * Windows from 50: [50,150) launch 50 sync 50; [150,250) and [250,350)
+ *   sync 100; [350,450) sync 50 launch 50; [450,550) host 50 kernel 50.
+ * Phase on T2 [200,450): sync [200,400) 200, launch [400,450) 50.
+ * Threads: T1 blocked 300; T2 submitting 200 (its own calls block
+ *   nothing); T3 submitting 100. */
+static void test_sync_over_launch(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 100;
+  tl_device(&t, 0, 10);
+  tl_api(&t, 1, SYNC, 100, 400, 0, 0);
+  tl_api(&t, 2, LAUNCH, 200, 300, 0, 0);
+  tl_api(&t, 2, LAUNCH, 350, 450, 0, 0);
+  tl_api(&t, 3, LAUNCH, 50, 150, 0, 0);
+  tl_kernel(&t, 0, 500, 600, S_GEMM, 10, 128);
+  tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 200, S_STEP, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_POP, 450, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->window_ns, 550);
+  CATS(d->bd, 100, 0, 100, 300, 50);
+  EQ(d->nwin, 6);
+  if (d->nwin == 6) {
+    EQ(d->win[0].cat[GP_CAT_LAUNCH], 50);
+    EQ(d->win[0].cat[GP_CAT_SYNC_IDLE], 50);
+    EQ(d->win[1].cat[GP_CAT_SYNC_IDLE], 100);
+    EQ(d->win[2].cat[GP_CAT_SYNC_IDLE], 100);
+    EQ(d->win[3].cat[GP_CAT_SYNC_IDLE], 50);
+    EQ(d->win[3].cat[GP_CAT_LAUNCH], 50);
+    EQ(d->win[4].cat[GP_CAT_LAUNCH], 0);
+  }
+  const struct gp_phase_res *p = tl_phase(r, "step");
+  EQ(p->union_ns, 250);
+  CATS(p->dev[0].bd, 0, 0, 50, 200, 0);
+  EQ(tl_thr(r, 1)->blocked, 300);
+  EQ(tl_thr(r, 2)->submit, 200);
+  EQ(tl_thr(r, 3)->submit, 100);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* One thread: a blocking call nested in a non-blocking one (the runtime's
+ * launch calling a synchronising driver call) blocks for its length.
+ *   launch [100,300) with a sync [150,250) inside; device idle.
+ *   Window [100,300): launch 50 + 50, sync idle 100. */
+static void test_sync_nested_in_launch(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 100, 300, 0, 0);
+  tl_api(&t, 1, SYNC, 150, 250, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  CATS(tl_dev(r, 0)->bd, 0, 0, 100, 100, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Which device a blocking call holds: its own, or every one when unknown.
+ * Devices 0 and 1. T1 sync [0,100) on device -1 (unknown), T2 launch
+ * [0,100) on 0; T1 sync [200,300) on device 1, T2 launch [200,300) on 0.
+ *   dev0: [0,100) sync idle (unknown device blocks) 100; [100,200) host
+ *         100; [200,300) launch 100 (the blocked thread waits on dev1).
+ *   dev1: sync idle [0,100) 100 + [200,300) 100; host [100,200) 100. */
+static void test_sync_devices(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_device(&t, 1, 10);
+  tl_api(&t, 1, SYNC, 0, 100, -1, 0);
+  tl_api(&t, 2, LAUNCH, 0, 100, 0, 0);
+  tl_api(&t, 1, SYNC, 200, 300, 1, 0);
+  tl_api(&t, 2, LAUNCH, 200, 300, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->ndev, 2);
+  CATS(tl_dev(r, 0)->bd, 0, 0, 100, 100, 100);
+  CATS(tl_dev(r, 1)->bd, 0, 0, 0, 200, 100);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Degraded (no device records): time in a blocking call is kernel time,
+ * also while another thread submits. T1 sync [0,100), T2 launch [50,150).
+ *   Window [0,150): kernel 100, launch [100,150) 50. */
+static void test_sync_over_launch_degraded(void) {
+  struct tl t;
+  base(&t);
+  tl_state(&t, 0, 1, S_WHY);
+  tl_api(&t, 1, SYNC, 0, 100, 0, 0);
+  tl_api(&t, 2, LAUNCH, 50, 150, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->degraded, 1);
+  CATS(tl_dev(r, 0)->bd, 100, 0, 50, 0, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -796,6 +899,10 @@ int main(void) {
   test_window_cap();
   test_phase_devices();
   test_clock_end();
+  test_sync_over_launch();
+  test_sync_nested_in_launch();
+  test_sync_devices();
+  test_sync_over_launch_degraded();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }

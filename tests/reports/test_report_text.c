@@ -1,11 +1,17 @@
 /* Building blocks of the report: durations, name cleaning for terminals,
- * JSON escaping and structure, the duration histogram and the hash map. */
+ * JSON escaping and structure, the duration histogram and the hash map;
+ * the figures the text and JSON renderers print for a hand-built timeline.
+ * With the argument "demangle": the demangler alone, exit 77 (skipped)
+ * where no C++ demangler can be loaded. */
+#include <ctype.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "demangle.h"
 #include "hist.h"
 #include "jsonw.h"
+#include "render.h"
 #include "tl.h"
 #include "u64map.h"
 #include "util.h"
@@ -168,27 +174,218 @@ static void test_map(void) {
   gp_idx_free(&x);
 }
 
+/* ---- What the renderers print for one hand-built timeline ----
+ * One thread on device 0 (100 SMs), intervals in ns, half-open:
+ *   launch call [0,150); kernel [150,550), 50 blocks (covers 0.5 of the
+ *   SMs); sync call [150,670); no call [670,750); memcpy call [750,1000)
+ *   with its pinned H2D copy [750,1000).
+ * Window [0,1000), each category a different share:
+ *   kernel [150,550) 400 = 40%    transfer [750,1000) 250 = 25%
+ *   launch [0,150) 150 = 15%      sync idle [550,670) 120 = 12%
+ *   host wait [670,750) 80 = 8%
+ * Bars of 40 columns, (int)(pct x 40 / 100 + 0.5) '#': 16, 10, 6, 5 (4.8),
+ *   3 (3.2).
+ * Phases (pushed on threads 2 and 3, which make no CUDA call):
+ *   mix  [0,800): kernel 400 = 50%, transfer [750,800) 50 = 6.25%,
+ *        launch 150 = 18.75%, sync 120 = 15%, host 80 = 10%;
+ *        busy 50%, SM coverage 0.5 x 400 / 800 = 25%.
+ *   tail [650,1000) = 350: kernel 0, transfer 250 = 71.43%, launch 0,
+ *        sync [650,670) 20 = 5.71%, host 80 = 22.86%; busy 0.
+ * The text table rounds to whole percent: mix 50 6 19 15 10, tail 0 71 0 6
+ * 23. Thread 1: CPU work [670,750) 80 = 8%, submitting (in the launch)
+ * 150 = 15%, blocked (sync 520, memcpy 250) 770 = 77%. */
+enum { R_LAUNCH = 1, R_SYNC, R_MEMCPY, R_KERN = 10, R_MIX, R_TAIL };
+
+static struct gp_proc_res *five_shares(void) {
+  struct tl t;
+  tl_init(&t);
+  tl_str(&t, R_LAUNCH, "cudaLaunchKernel");
+  tl_api_def(&t, R_LAUNCH, R_LAUNCH, GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);
+  tl_str(&t, R_SYNC, "cudaDeviceSynchronize");
+  tl_api_def(&t, R_SYNC, R_SYNC, GPUPHASE_API_SYNC);
+  tl_str(&t, R_MEMCPY, "cudaMemcpy");
+  tl_api_def(&t, R_MEMCPY, R_MEMCPY, GPUPHASE_API_COPY);
+  tl_str(&t, R_KERN, "gemm");
+  tl_str(&t, R_MIX, "mix");
+  tl_str(&t, R_TAIL, "tail");
+  tl_device(&t, 0, 100);
+  tl_api(&t, 1, R_LAUNCH, 0, 150, 0, 0);
+  tl_kernel(&t, 0, 150, 550, R_KERN, 50, 128);
+  tl_api(&t, 1, R_SYNC, 150, 670, 0, 0);
+  tl_api(&t, 1, R_MEMCPY, 750, 1000, 0, 0);
+  tl_copy(&t, 0, 750, 1000, 2500, GPUPHASE_COPY_HTOD, TL_PINNED, TL_DEVMEM, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_PUSH, 0, R_MIX, 0);
+  tl_range(&t, 2, GPUPHASE_RANGE_POP, 800, 0, 0);
+  tl_range(&t, 3, GPUPHASE_RANGE_PUSH, 650, R_TAIL, 0);
+  tl_range(&t, 3, GPUPHASE_RANGE_POP, 1000, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  tl_free(&t);
+  /* the engine's own figures, which the renderers must show as they are */
+  CATS(tl_dev(r, 0)->bd, 400, 250, 150, 120, 80);
+  CATS(tl_phase(r, "mix")->all, 400, 50, 150, 120, 80);
+  CATS(tl_phase(r, "tail")->all, 0, 250, 0, 20, 80);
+  return r;
+}
+
+static char *rendered(struct gp_proc_res *r, int json) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  struct gp_report_set set = {&r, 1, r};
+  struct gp_render_opts ro = {0, 0};
+  EQ(json ? gp_render_json(f, &set, &ro) : gp_render_text(f, &set, &ro), 0);
+  fclose(f);
+  return buf;
+}
+
+/* s with runs of blanks made one space, and none at either end */
+static void squeeze(const char *s, size_t n, char *out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k + 1 < cap; i++) {
+    if (isspace((unsigned char)s[i])) {
+      if (k && out[k - 1] != ' ') out[k++] = ' ';
+    } else {
+      out[k++] = s[i];
+    }
+  }
+  while (k && out[k - 1] == ' ')
+    k--;
+  out[k] = 0;
+}
+
+/* The line of text that begins (blanks squeezed) with the first word of
+ * want must equal want, blanks squeezed. */
+static void line_is(const char *text, const char *want, int line) {
+  const char *sp = strchr(want, ' ');
+  size_t wlen = sp ? (size_t)(sp - want) : strlen(want);
+  char got[512];
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    squeeze(p, n, got, sizeof got);
+    if (strncmp(got, want, wlen) == 0 && (got[wlen] == ' ' || !got[wlen])) {
+      if (strcmp(got, want) != 0) {
+        fprintf(stderr, "%s:%d: text line \"%s\", expected \"%s\"\n", __FILE__,
+                line, got, want);
+        tl_failures++;
+      }
+      return;
+    }
+    p += n + (nl != NULL);
+  }
+  fprintf(stderr, "%s:%d: no text line starting \"%.*s\"\n", __FILE__, line,
+          (int)wlen, want);
+  tl_failures++;
+}
+#define LINE(text, want) line_is((text), (want), __LINE__)
+
+static void test_text_shares(void) {
+  struct gp_proc_res *r = five_shares();
+  char *txt = rendered(r, 0);
+  LINE(txt, "kernel 400 ns 40.0% |################........................|");
+  LINE(txt, "transfer 250 ns 25.0% |##########..............................|");
+  LINE(txt, "launch 150 ns 15.0% |######..................................|");
+  LINE(txt,
+       "sync idle 120 ns 12.0% |#####...................................|");
+  LINE(txt, "host wait 80 ns 8.0% |###.....................................|");
+  /* busy = kernel share; coverage 0.5 x 400 / 1000 */
+  LINE(txt, "busy 40.0% SM coverage 20% occupancy 100% small kernels 0% of "
+            "kernel time");
+  /* thread 1: cpu [670,750) 80, submitting 150, blocked 520 + 250; calls */
+  LINE(txt, "#1 tid 0 80 ns 8.0% 150 ns 15.0% 770 ns 77.0% 3");
+  /* name, count, total, mean, p95, kern xfer lnch sync host, busy, SMcov */
+  LINE(txt, "mix 1 800 ns 800 ns 800 ns 50% 6% 19% 15% 10% 50% 25%");
+  LINE(txt, "tail 1 350 ns 350 ns 350 ns 0% 71% 0% 6% 23% 0% 0%");
+  if (tl_failures) fputs(txt, stderr);
+  free(txt);
+  gp_res_free(r);
+}
+
+/* The JSON of the same timeline, blanks removed: each category's ns and
+ * share (2 decimals) of the device window and of each phase. */
+static void json_has(const char *json, const char *want, int line) {
+  if (!strstr(json, want)) {
+    fprintf(stderr, "%s:%d: JSON lacks %s\n", __FILE__, line, want);
+    tl_failures++;
+  }
+}
+#define JSON_HAS(j, want) json_has((j), (want), __LINE__)
+
+static void test_json_shares(void) {
+  struct gp_proc_res *r = five_shares();
+  char *raw = rendered(r, 1);
+  size_t n = strlen(raw);
+  char *j = malloc(n + 1);
+  squeeze(raw, n, j, n + 1);
+  /* squeeze leaves single spaces; drop them too (no name here has one) */
+  size_t k = 0;
+  for (size_t i = 0; j[i]; i++)
+    if (j[i] != ' ') j[k++] = j[i];
+  j[k] = 0;
+  /* the device: launch 150 of 1000 */
+  JSON_HAS(j, "\"window_ns\":1000,\"kernels\":1,\"breakdown\":{"
+              "\"kernel\":{\"ns\":400,\"pct\":40},"
+              "\"transfer\":{\"ns\":250,\"pct\":25},"
+              "\"launch\":{\"ns\":150,\"pct\":15},"
+              "\"sync_idle\":{\"ns\":120,\"pct\":12},"
+              "\"host_wait\":{\"ns\":80,\"pct\":8}}");
+  /* phase mix: launch 150 of 800 */
+  JSON_HAS(j, "\"name\":\"mix\",\"count\":1,\"total_ns\":800,"
+              "\"instances_ns\":800,\"mean_ns\":800,\"p95_ns\":800,"
+              "\"breakdown\":{"
+              "\"kernel\":{\"ns\":400,\"pct\":50},"
+              "\"transfer\":{\"ns\":50,\"pct\":6.25},"
+              "\"launch\":{\"ns\":150,\"pct\":18.75},"
+              "\"sync_idle\":{\"ns\":120,\"pct\":15},"
+              "\"host_wait\":{\"ns\":80,\"pct\":10}}");
+  /* phase tail: no launch in 350 */
+  JSON_HAS(j, "\"name\":\"tail\",\"count\":1,\"total_ns\":350,"
+              "\"instances_ns\":350,\"mean_ns\":350,\"p95_ns\":350,"
+              "\"breakdown\":{"
+              "\"kernel\":{\"ns\":0,\"pct\":0},"
+              "\"transfer\":{\"ns\":250,\"pct\":71.43},"
+              "\"launch\":{\"ns\":0,\"pct\":0},"
+              "\"sync_idle\":{\"ns\":20,\"pct\":5.71},"
+              "\"host_wait\":{\"ns\":80,\"pct\":22.86}}");
+  if (tl_failures) fputs(raw, stderr);
+  free(j);
+  free(raw);
+  gp_res_free(r);
+}
+
+/* Whether a C++ demangler can be loaded here, asked the way the report
+ * looks for one (demangle.c) but independently of it: where one can, the
+ * report must demangle; where none can, the demangling checks are skipped,
+ * not passed. */
+static int demangler_here(void) {
+  void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+  int ok = h && dlsym(h, "__cxa_demangle");
+  if (h) dlclose(h);
+  return ok;
+}
+
 /* Demangled names (libstdc++'s demangler, present wherever gcc is) and
  * their short form for table cells; expectations from the Itanium C++ ABI
- * mangling rules. */
-static void test_demangle(void) {
-  char *d = gp_demangle("_Z11paths_scalePfi"); /* paths_scale(float*, int) */
-  char out[128];
-  if (!d) {
-    fprintf(stderr, "no C++ demangler here: demangling not checked\n");
-  } else {
-    STREQ(d, "paths_scale(float*, int)");
-    gp_short_name(d, out, sizeof out);
-    STREQ(out, "paths_scale");
-    free(d);
-    /* template function: return type, namespace, template arguments */
-    d = gp_demangle("_ZN2at6native6detail3fooIiEEvT_");
-    STREQ(d ? d : "", "void at::native::detail::foo<int>(int)");
-    if (d) gp_short_name(d, out, sizeof out);
-    STREQ(out, "at::native::detail::foo");
-    free(d);
+ * mangling rules. Returns 77 (skipped) where no demangler can be loaded. */
+static int test_demangle(void) {
+  if (!demangler_here()) {
+    fprintf(stderr, "no C++ demangler here (libstdc++.so.6 with "
+                    "__cxa_demangle): demangling not checked\n");
+    return 77;
   }
-  EQ(gp_demangle("relu") == NULL, 1);
+  char *d = gp_demangle("_Z11paths_scalePfi"); /* paths_scale(float*, int) */
+  char out[128] = "";
+  STREQ(d ? d : "(not demangled)", "paths_scale(float*, int)");
+  if (d) gp_short_name(d, out, sizeof out);
+  STREQ(out, "paths_scale");
+  free(d);
+  /* template function: return type, namespace, template arguments */
+  d = gp_demangle("_ZN2at6native6detail3fooIiEEvT_");
+  STREQ(d ? d : "", "void at::native::detail::foo<int>(int)");
+  out[0] = 0;
+  if (d) gp_short_name(d, out, sizeof out);
+  STREQ(out, "at::native::detail::foo");
+  free(d);
   /* f(int*...*): valid, but longer than demangling is tried for */
   char *deep = malloc(20000);
   memset(deep, 'P', 19998);
@@ -198,6 +395,14 @@ static void test_demangle(void) {
   EQ(gp_demangle(deep) == NULL, 1);
   free(deep);
   EQ(gp_demangle("_Znot a mangled name") == NULL, 1);
+  return 0;
+}
+
+/* What holds with or without a demangler: names that are not mangled are
+ * left alone, and the short form of a declaration. */
+static void test_short_name(void) {
+  char out[128];
+  EQ(gp_demangle("relu") == NULL, 1);
   EQ(gp_demangle(NULL) == NULL, 1);
   /* brackets of every kind inside arguments; an anonymous namespace */
   gp_short_name("void (anonymous namespace)::k<128, {lambda(int)#1}>(int, "
@@ -212,8 +417,15 @@ static void test_demangle(void) {
   STREQ(out, "ns::ver"); /* cap - 1 bytes */
 }
 
-int main(void) {
-  test_demangle();
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "demangle") == 0) {
+    int rc = test_demangle();
+    if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
+    return tl_failures ? 1 : rc;
+  }
+  test_text_shares();
+  test_json_shares();
+  test_short_name();
   test_durations();
   test_clean();
   test_json_quote();
