@@ -90,14 +90,30 @@ int main(int argc, char **argv) {
     for (;;) pause();
   }
   if (!strcmp(mode, "errno")) {
-    errno = 0;
+    /* Each call made with a distinctive errno; printed: the call, its
+     * result and errno after it. The first call starts the profiler (the
+     * shim's slow path), the others take its fast path. cudaMallocHost of
+     * 2^62 B fails in the runtime's calloc, which sets ENOMEM. */
     void *p;
-    cudaError_t r = cudaMalloc(&p, (size_t)1 << 62);
-    int e1 = errno;
-    errno = EINVAL;
-    cudaError_t r2 = cudaFree(NULL);
-    int e2 = errno;
-    printf("%d %d %d %d\n", (int)r, e1, (int)r2, e2);
+    dim3 g = {1, 1, 1}, b = {1, 1, 1};
+    errno = 4201;
+    int r = (int)cudaFree(NULL);
+    printf("first %d %d\n", r, errno);
+    errno = 4202;
+    r = (int)cudaLaunchKernel((const void *)k_life, g, b, NULL, 0, 0);
+    printf("launch %d %d\n", r, errno);
+    errno = 4203;
+    r = (int)cudaDeviceSynchronize();
+    printf("sync %d %d\n", r, errno);
+    errno = 4204;
+    r = (int)cudaMalloc(&p, (size_t)1 << 62);
+    printf("malloc %d %d\n", r, errno);
+    errno = 4205;
+    r = (int)cudaMallocHost(&p, (size_t)1 << 62);
+    printf("mallochost %d %d\n", r, errno);
+    errno = 0;
+    r = (int)cudaFree(NULL);
+    printf("free %d %d\n", r, errno);
     return 0;
   }
   return 0;

@@ -15,6 +15,10 @@
  *                   1-block kernel (10 us), cudaStreamSynchronize
  *   launch [1000]   1-block kernels (10 us), one final synchronisation;
  *                   run with GPUSIM_API_NS larger than 10 us
+ *   burst [1000]    launch, with every other thread of the process (the
+ *                   profiler's writer) moved onto this thread's CPU at
+ *                   SCHED_IDLE first, so that nothing drains the rings
+ *                   while the launches run; prints "starved N" (threads)
  *   pageable [20]   cudaMemcpyAsync of 25e6 B from malloc'ed memory
  *   fork [30]       30 compute kernels, then a child runs 20 and exits;
  *                   the parent waits for it and prints "child PID"
@@ -36,9 +40,12 @@
  * the starved steps' sleeps, active the sum of their launch-to-return
  * intervals (each including its phase push and pop). */
 #include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +178,33 @@ static int items(cudaStream_t s, int steps) {
   return 1;
 }
 
+/* Every other thread onto this thread's CPU at SCHED_IDLE (allowed without
+ * privileges): they run only when this one sleeps. Returns how many, or
+ * -1. */
+static int starve_others(void) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) return -1;
+  pid_t self = (pid_t)syscall(SYS_gettid);
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  struct sched_param idle = {0};
+  while (n >= 0 && (e = readdir(d)) != NULL) {
+    pid_t tid = (pid_t)atoi(e->d_name);
+    if (tid <= 0 || tid == self) continue;
+    if (sched_setaffinity(tid, sizeof one, &one) != 0 ||
+        sched_setscheduler(tid, SCHED_IDLE, &idle) != 0)
+      n = -1;
+    else
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
 static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
   if (!strcmp(mode, "compute"))
     return kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, steps ? steps : 200);
@@ -179,6 +213,15 @@ static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
   if (!strcmp(mode, "transfer")) return transfer(s, steps ? steps : 20);
   if (!strcmp(mode, "launch"))
     return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
+  if (!strcmp(mode, "burst")) {
+    int n = starve_others();
+    if (n < 0) {
+      perror("prog_scenarios: starving the other threads");
+      return 0;
+    }
+    printf("starved %d\n", n);
+    return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
+  }
   if (!strcmp(mode, "pageable")) return pageable(s, steps ? steps : 20);
   if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
   if (!strcmp(mode, "items")) return items(s, steps ? steps : 5);

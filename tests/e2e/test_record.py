@@ -1,5 +1,6 @@
 """End-to-end tests of recording on the simulated GPU (tests/simcuda).
 Expected values come from the simulator's documented timing model."""
+import errno
 import json
 import os
 import shutil
@@ -378,18 +379,27 @@ def t_output():
 
 
 def t_lost():
-    """A burst of 100000 launches into a 64 KiB ring (1024 events): what the
-    writer cannot take in time is counted, never waited for. Every call is
-    either recorded or counted lost (against a run whose 64 MiB ring holds
-    them all), kernels likewise, and the summary, the LOST records and the
-    report agree on the number."""
+    """A burst of 100000 launches into a 64 KiB ring (1024 events) while the
+    writer is starved (prog_scenarios.c "burst": the writer thread moved onto
+    the launching thread's CPU at SCHED_IDLE, so it runs only when that
+    thread sleeps, in the final synchronisation): the ring fills within the
+    first thousand calls and what does not fit must be counted, never waited
+    for. Drained a few rings' worth at most, the writer leaves most calls
+    lost: losses are required. Every call is either recorded or counted
+    lost (against a run of the same calls whose 64 MiB ring holds them all,
+    the writer not starved), kernels likewise, and the summary, the LOST
+    records and the report agree on the number."""
     n = 100000
     counts = {}
-    for kb in ("65536", "64"):
+    for kb, mode in (("65536", "launch"), ("64", "burst")):
         d = workdir()
-        p = run([prog("e2e-prog-scenarios"), "launch", str(n)], d,
+        p = run([prog("e2e-prog-scenarios"), mode, str(n)], d,
                 {"GPUPHASE_BUFFER_KB": kb, "MALLOC_PERTURB_": None}, timeout=100)
         check(p.returncode == 0, f"program failed with a {kb} KiB ring: {p.stderr}")
+        if mode == "burst":
+            starved = [ln for ln in p.stdout.splitlines() if ln.startswith("starved ")]
+            check(starved and int(starved[0].split()[1]) >= 1,
+                  f"the writer thread was not starved: {p.stdout!r}")
         recs, _ = dump(traces(d)[0])
         lost = {0: 0, 1: 0}
         for r in by_kind(recs, "lost"):
@@ -399,18 +409,23 @@ def t_lost():
               f"{kb} KiB: summary {summ} vs LOST records {lost}")
         counts[kb] = (len(by_kind(recs, "api")), lost, len(by_kind(recs, "kernel")))
         if kb == "64":
+            check(lost[0] > 0, f"nothing counted lost in a 64 KiB ring with the writer "
+                  f"starved ({len(by_kind(recs, 'api'))} calls recorded)")
             j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
                                           capture_output=True, text=True,
                                           env=env(preload=False)).stdout)
             check(j["lost_events"] == summ[0]["lost"], "report's lost_events")
-            if summ[0]["lost"]:
-                check(any("lost" in x for x in j["notes"]), f"notes {j['notes']}")
+            check(any("lost" in x for x in j["notes"]), f"no note of the loss: {j['notes']}")
     calls, lost_big, kernels_big = counts["65536"]
     check(lost_big == {0: 0, 1: 0} and kernels_big == n, f"64 MiB ring lost {lost_big}")
+    check(calls > n, f"{calls} calls recorded in the 64 MiB ring, {n} launches made")
     api, lost, kernels = counts["64"]
+    print(f"64 KiB ring, writer starved: {api} of {calls} calls recorded, "
+          f"{lost[0]} counted lost")
+    check(lost[0] >= calls // 2,
+          f"{lost[0]} of {calls} calls counted lost with the writer starved; want half or more")
     check(api + lost[0] == calls, f"{api} recorded + {lost[0]} lost != {calls} calls")
     check(kernels + lost[1] == n, f"{kernels} kernels + {lost[1]} lost != {n}")
-    print(f"64 KiB ring: {api} of {calls} calls recorded, {lost[0]} counted lost")
 
 
 def t_threads():
@@ -451,11 +466,41 @@ def t_threads():
 
 
 def t_errno():
-    d = workdir()
-    a = run([prog("e2e-prog-lifecycle"), "errno"], d)
-    b = run([prog("e2e-prog-lifecycle"), "errno"], d, preload=False)
-    check(a.returncode == 0 and a.stdout == b.stdout,
-          f"errno/returns differ with the shim: {a.stdout!r} vs {b.stdout!r}")
+    """Each call is made with a distinctive errno (prog_lifecycle.c): the
+    first (the shim's slow path: it starts the profiler, and CUPTI when on)
+    and later ones (the fast path) leave it as it was; a failing
+    cudaMallocHost whose calloc sets ENOMEM passes that on, and a call made
+    with errno 0 leaves 0. Without the shim the program prints the same,
+    so these are the simulated runtime's own effects."""
+    want = ["first 0 4201", "launch 0 4202", "sync 0 4203",
+            "malloc 2 4204",  # cudaErrorMemoryAllocation; errno untouched
+            f"mallochost 2 {errno.ENOMEM}", "free 0 0"]
+    # a sanitizer's calloc must fail as glibc's does (NULL and ENOMEM)
+    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                  "allocator_may_return_null=1"]))
+    plain = run([prog("e2e-prog-lifecycle"), "errno"], workdir(), {"ASAN_OPTIONS": asan},
+                preload=False)
+    check(plain.returncode == 0 and plain.stdout.splitlines() == want,
+          f"without the shim: {plain.stdout!r} ({plain.returncode}), want {want}")
+    for cupti in ("1", "0"):
+        # Calls that fail inside the shim's start set errno there: the
+        # trace's name is taken (EEXIST, then t.1.gph), the manifest is
+        # missing (ENOENT). None of that may reach the program.
+        d = workdir()
+        open(os.path.join(d, "t.gph"), "w").close()
+        p = run([prog("e2e-prog-lifecycle"), "errno"], d,
+                {"ASAN_OPTIONS": asan, "GPUPHASE_CUPTI": cupti,
+                 "GPUPHASE_OUTPUT": os.path.join(d, "t.gph"),
+                 "GPUPHASE_MANIFEST": os.path.join(d, "no", "manifest")})
+        check(p.returncode == 0 and p.stdout.splitlines() == want,
+              f"GPUPHASE_CUPTI={cupti}: {p.stdout!r} ({p.returncode}), want {want}")
+        files = traces(d)
+        check(files == [os.path.join(d, n) for n in ("t.1.gph", "t.gph")],
+              f"GPUPHASE_CUPTI={cupti}: traces {files}")
+        recs, _ = dump(files[0])
+        rets = {c["fn"]: c["ret"] for c in api_calls(recs)}
+        check(rets.get("cudaLaunchKernel") == 0 and rets.get("cudaMallocHost") == 2,
+              f"GPUPHASE_CUPTI={cupti}: calls not recorded as made: {rets}")
 
 
 def t_items():
