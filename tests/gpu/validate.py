@@ -6,10 +6,14 @@
 Builds the CUDA programs of this folder with nvcc, runs them and PyTorch
 loops under `gpuphase run`, and compares gpuphase's figures with ground
 truth from CUDA events and with torch.profiler. Prints a table (expected,
-measured, error). Without an NVIDIA GPU it prints "skipped: no GPU" and
-succeeds (exit 77 when GP_GPU_SKIP_CODE=77, as meson expects for a skip).
-Uses only what is installed: no network."""
+measured, error, verdict, note): every row is judged ok, FAIL or skip, a
+skip with its reason; exits 1 if any row failed or the build did. Without
+an NVIDIA GPU it prints "skipped: no GPU" and succeeds (exit 77 when
+GP_GPU_SKIP_CODE=77, as meson expects for a skip). Uses only what is
+installed: no network."""
+import glob
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -20,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 rows = []
 failures = []
+skipped = []
 
 
 def have_gpu():
@@ -30,19 +35,33 @@ def have_gpu():
     return r.returncode == 0 and "GPU" in r.stdout
 
 
-def row(check, expected, measured, tolerance_pct=None, note="", failed=False):
-    err = ""
-    ok = not failed
-    if isinstance(expected, (int, float)) and isinstance(measured, (int, float)) and expected:
-        e = 100.0 * (measured - expected) / expected
-        err = f"{e:+.2f}%"
-        if tolerance_pct is not None and abs(e) > tolerance_pct:
-            ok = False
-    elif tolerance_pct is not None and expected != measured:
-        ok = False
+def verdict(check, expected, measured, ok, note="", err=""):
+    """A row whose verdict the caller decided: ok or FAIL."""
     rows.append((check, expected, measured, err, "ok" if ok else "FAIL", note))
     if not ok:
         failures.append(check)
+
+
+def row(check, expected, measured, tolerance_pct, note=""):
+    """A measured value against its expectation: within tolerance_pct of it
+    when both are numbers, else equal (tolerance 0). Every row is judged: a
+    tolerance is required."""
+    if tolerance_pct is None:
+        raise ValueError(f"{check}: a row needs a tolerance or a verdict")
+    err = ""
+    if isinstance(expected, (int, float)) and isinstance(measured, (int, float)) and expected:
+        e = 100.0 * (measured - expected) / expected
+        err = f"{e:+.2f}%"
+        ok = abs(e) <= tolerance_pct
+    else:
+        ok = expected == measured
+    verdict(check, expected, measured, ok, note, err)
+
+
+def skip(check, reason):
+    """A check that cannot be made here, and why."""
+    rows.append((check, "-", "-", "", "skip", reason))
+    skipped.append(check)
 
 
 def sh(args, **kw):
@@ -98,11 +117,24 @@ def check_truth(build, out):
         "sleeps plus any other host time")
 
 
+def toolkit_has(header):
+    """Whether the toolkit of the nvcc on PATH has HEADER (include/ or
+    targets/*/include/)."""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("nvcc"))))
+    return bool(glob.glob(os.path.join(root, "include", header)) +
+                glob.glob(os.path.join(root, "targets", "*", "include", header)))
+
+
 def check_blas(build, out):
+    if not toolkit_has("cublas_v2.h"):
+        skip("cuBLAS", "not installed: no cublas_v2.h in the toolkit of the nvcc on PATH")
+        return
     exe = os.path.join(out, "blas")
     r = nvcc("-O2", "-o", exe, os.path.join(HERE, "blas.cu"), "-lcublas")
+    # cuBLAS is installed: a build that fails is a failure, not a skip
+    verdict("cuBLAS: blas.cu builds", "built", "nvcc failed" if r.returncode else "built",
+            r.returncode == 0, r.stderr.strip()[-80:] if r.returncode else "")
     if r.returncode:
-        row("cuBLAS build", "built", "nvcc failed", None, r.stderr.strip()[-80:])
         return
     truth, rep = profiled(build, out, "blas", [exe])
     total = sum(k["count"] for k in rep["kernels"])
@@ -111,14 +143,15 @@ def check_blas(build, out):
     ns = sum(k["total_ns"] for k in rep["kernels"])
     row("cuBLAS: kernel ns vs CUDA events (21/20 of loop)", truth["loop_ns"] * 21 / 20, ns, 10.0)
     launches = sum(a["count"] for a in rep["api"] if "Launch" in a["name"])
-    row("cuBLAS: launches seen on the host", ">= %d" % truth["gemms"],
-        launches, None, "through the driver API")
+    verdict("cuBLAS: launches seen on the host", ">= %d" % truth["gemms"], launches,
+            launches >= truth["gemms"], "through the driver API")
 
 
 def check_overhead(build, out):
     """ns per launch and per cudaGetDevice, with and without gpuphase:
-    medians of 3 runs each, alternating. Reported, not judged (no model to
-    derive a bound from); docs/performance.md quotes them."""
+    medians of 3 runs each, alternating. No model gives a bound on the
+    added cost, so the row judges only that both were measured (finite,
+    positive); docs/performance.md quotes the figures."""
     exe = os.path.join(out, "overhead")
     r = nvcc("-O2", "-o", exe, os.path.join(HERE, "overhead.cu"))
     if r.returncode:
@@ -136,15 +169,18 @@ def check_overhead(build, out):
         return sorted(x[key] for x in runs)[len(runs) // 2]
     for key, what in (("launch_ns", "cudaLaunchKernel"), ("get_device_ns", "cudaGetDevice")):
         b, s = med(base, key), med(shim, key)
-        row(f"overhead: {what} ns/call without / with", f"{b:.0f}", f"{s:.0f}", None,
-            f"+{s - b:.0f} ns per call")
+        measured = all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+                       for x in (b, s))
+        verdict(f"overhead: {what} ns/call without / with", f"{b:.0f}", f"{s:.0f}", measured,
+                f"+{s - b:.0f} ns per call (measured; no bound)" if measured
+                else "not measured")
 
 
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
-    except Exception as e:  # a machine without torch: say so, no failure
-        row("PyTorch loops", "torch", "not installed", None, str(e)[:60])
+    except Exception as e:  # a machine without torch: a skip, with the reason
+        skip("PyTorch loops", f"torch not importable: {str(e)[:60]}")
         return
     script = os.path.join(HERE, "torch_loops.py")
     for sc in ("dataloader", "compile", "graphs", "nvtx"):
@@ -155,15 +191,16 @@ def check_torch(build, out):
                 raise RuntimeError(r.stderr.strip()[-300:])
             prof = json.loads(r.stdout.strip().splitlines()[-1])["profiler_kernel_ns"]
             ph = [p for p in rep["phases"] if p["name"] == "gp-measured"]
-            ours = ph[0]["breakdown"]["kernel"]["ns"] if ph else None
+            ours = ph[0]["breakdown"]["kernel"]["ns"] if ph else "no phase"
             row(f"torch {sc}: kernel ns vs torch.profiler", prof, ours, 10.0,
                 "phase 'gp-measured'")
             if sc == "dataloader":
                 d = rep["devices"][0]["breakdown"]
-                row("torch dataloader: host_wait dominates", "> kernel",
-                    "yes" if d["host_wait"]["ns"] > d["kernel"]["ns"] else "no", None)
+                hw, k = d["host_wait"]["ns"], d["kernel"]["ns"]
+                verdict("torch dataloader: host_wait > kernel", f"> {k}", hw, hw > k,
+                        "a slow DataLoader starves the GPU")
         except Exception as e:
-            row(f"torch {sc}", "runs", "error", None, str(e)[:70], failed=True)
+            verdict(f"torch {sc}", "runs", "error", False, str(e)[:70])
 
 
 def main():
@@ -175,11 +212,15 @@ def main():
         print("gpu validation: nvcc not on PATH")
         return 1
     if not os.path.exists(os.path.join(build, "tools", "gpuphase")):
-        r = sh(["meson", "setup", build, ROOT])
-        r = sh(["meson", "compile", "-C", build])
-        if r.returncode:
-            print("gpu validation: build failed\n" + r.stdout[-2000:])
-            return 1
+        steps = [("meson compile", ["meson", "compile", "-C", build])]
+        if not os.path.exists(os.path.join(build, "build.ninja")):  # not configured yet
+            steps.insert(0, ("meson setup", ["meson", "setup", build, ROOT]))
+        for what, args in steps:
+            r = sh(args)
+            if r.returncode:
+                print(f"gpu validation: {what} failed ({r.returncode})\n"
+                      + (r.stdout + r.stderr)[-2000:])
+                return 1
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
@@ -187,13 +228,15 @@ def main():
         try:
             step(build, out)
         except Exception as e:
-            row(step.__name__, "runs", "error", None, str(e)[:100], failed=True)
+            verdict(step.__name__, "runs", "error", False, str(e)[:100])
     w = [max(len(str(r[i])) for r in rows + [("check", "expected", "measured", "error", "", "")])
          for i in range(6)]
     hdr = ("check", "expected", "measured", "error", "", "note")
     for r in [hdr] + rows:
         print("  ".join(str(v).ljust(w[i]) for i, v in enumerate(r)).rstrip())
-    print(f"{len(rows) - len(failures)} passed, {len(failures)} failed")
+    passed = len(rows) - len(failures) - len(skipped)
+    print(f"{passed} passed, {len(failures)} failed, {len(skipped)} skipped"
+          + (f" ({', '.join(skipped)})" if skipped else ""))
     return 1 if failures else 0
 
 
