@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) uint64_t gp_now(void) {
   return gp_mono_ns();
 }
 
-/* Slow paths (shim.c). */
+/* Slow paths (shim.c, rings.c). */
 struct gp_tstate *gp_enter_slow(void);
 void gp_ring_full(struct gp_tbuf *b);
 
@@ -148,44 +148,11 @@ static inline __attribute__((always_inline)) void gp_publish(struct gp_tbuf *b, 
   if (GP_UNLIKELY((h & (b->mask >> 3)) < n)) gp_ring_nudge(b, h);
 }
 
-/* Process-wide API (shim.c, collector.c, cupti glue). */
-struct gp_config {
-  char output[4096]; /* pattern */
-  size_t ring_bytes;
-  unsigned flush_ms;
-  unsigned poll_ms;
-  int cupti;        /* 0: never load CUPTI */
-  char cupti_lib[4096];
-  int quiet;
-  char run_id[128];    /* GPUPHASE_RUN_ID, made up when unset */
-  uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 unset */
-};
-extern struct gp_config gp_cfg;
-
-void gp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-struct gp_tbuf *gp_tbuf_list(void);
-void gp_tbuf_free(struct gp_tbuf *b);
-
-/* collector.c */
-int gp_writer_start(void);      /* opens the file, starts the thread */
-void gp_writer_stop(int final); /* drains everything, writes the summary */
-void gp_writer_wake(void);
-void gp_writer_note_degraded(uint64_t mono_ns, int on, const char *reason);
-void gp_writer_child_reset(void);
-uint64_t gp_clock_to_ns(uint64_t raw);
-
+/* Entry points' helpers: a thread's ring for range marks without a CUDA
+ * call of its own (shim.c; never starts the profiler), and recording one
+ * range mark (phase.c; 0 recorded, 1 not). */
 struct gp_tbuf *gp_ring_of_thread(void);
 int gp_range_record(uint32_t op, const char *name, uint64_t id,
                     const void *domain);
-void gp_spawn_init(void);
-void gp_shutdown_for_exec(void);
-void gp_restart_after_exec(void);
-void gp_expand_pattern(const char *pat, char *out, size_t cap);
-uint64_t gp_lost_no_buffer(void);
-
-/* Device records (CUPTI), driven from shim.c, implemented in collector.c. */
-void gp_dev_start(void);
-void gp_dev_flush(int forced);
-void gp_dev_stop(void);
 
 #endif

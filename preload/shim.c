@@ -1,231 +1,47 @@
-/* Process lifecycle of the preloaded library: configuration, lazy start at
- * the first CUDA call, per-thread rings, fork, exit and fatal signals.
+/* Process lifecycle of the preloaded library: the constructor, the lazy
+ * start at the first CUDA call, exit, fatal signals and fork. It drives the
+ * writer thread (writer.c) and hands out rings (rings.c).
  * Nothing here may change what the application observes: return values,
  * errno, signal dispositions chosen by the application, exit status. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gp_apitab.h"
+#include "gp_lifecycle.h"
+#include "gp_rings.h"
+#include "gp_settings.h"
 #include "gp_shim.h"
+#include "gp_writer_thread.h"
 
 _Atomic int gp_state = GP_IDLE;
 extern int gp_dlsym_ready; /* resolve.c */
-int gp_clock_tsc;
-GP_TLS struct gp_tstate gp_ts;
-struct gp_config gp_cfg;
 
-static _Atomic(struct gp_tbuf *) tbuf_head;
-static _Atomic uint32_t tbuf_next_index;
-static _Atomic uint64_t lost_no_buffer; /* threads that got no ring */
-static pthread_key_t tbuf_key;
 static int disabled;      /* GPUPHASE_DISABLE=1 */
 static int shutdown_done; /* the final flush ran */
 static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define MAX_THREADS 65000
-
-void gp_warn(const char *fmt, ...) {
-  if (gp_cfg.quiet) return;
-  char line[512];
-  int n = snprintf(line, sizeof line, "gpuphase: ");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-  va_end(ap);
-  size_t len = strlen(line);
-  if (len + 1 < sizeof line) line[len++] = '\n';
-  ssize_t w = write(2, line, len);
-  (void)w;
-}
-
-/* ---- configuration (constructor: environment only) ---- */
-static unsigned env_uint(const char *name, unsigned def, unsigned lo,
-                         unsigned hi) {
-  const char *v = getenv(name);
-  if (!v || !*v) return def;
-  char *end;
-  unsigned long x = strtoul(v, &end, 10);
-  if (*end || x < lo || x > hi) {
-    gp_warn("ignoring %s=%s (expected %u..%u)", name, v, lo, hi);
-    return def;
-  }
-  return (unsigned)x;
-}
-
-static void copy_env(char *dst, size_t cap, const char *name,
-                     const char *def) {
-  const char *v = getenv(name);
-  snprintf(dst, cap, "%s", (v && *v) ? v : def);
-}
-
-/* A decimal count; empty or unset: def (0 reads as 0: none). */
-static uint64_t env_u64(const char *name, uint64_t def) {
-  const char *v = getenv(name);
-  if (!v || !*v) return def;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (*end || errno || v[0] < '0' || v[0] > '9') {
-    gp_warn("ignoring %s=%s (expected a whole number)", name, v);
-    return def;
-  }
-  return (uint64_t)x;
-}
-
-/* 64 random bits for a run id: getrandom, else whatever differs between
- * two starts (clocks, pid, where the stack landed), mixed by splitmix64. */
-static uint64_t random_u64(void) {
-  uint64_t x = 0;
-  if (getrandom(&x, sizeof x, GRND_NONBLOCK) == (ssize_t)sizeof x && x)
-    return x;
-  struct timespec a, b;
-  clock_gettime(CLOCK_REALTIME, &a);
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  x = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
-  x ^= ((uint64_t)b.tv_nsec << 20) ^ ((uint64_t)getpid() << 40) ^
-       (uint64_t)(uintptr_t)&a;
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* Every process of one run carries the same id in its header: the first
- * profiled process that finds none makes one and puts it in its own
- * environment, which forked children share and exec'd ones inherit
- * (spawn.c puts it back where a program rebuilt the environment: it is
- * in place before gp_spawn_init takes its copy). */
-static void setup_run_id(void) {
-  if (gp_cfg.run_id[0]) return;
-  snprintf(gp_cfg.run_id, sizeof gp_cfg.run_id, "%016llx",
-           (unsigned long long)random_u64());
-  if (setenv("GPUPHASE_RUN_ID", gp_cfg.run_id, 1) != 0)
-    gp_warn("cannot set GPUPHASE_RUN_ID: %s; child processes get their own",
-            strerror(errno));
-}
-
-static void read_config(void) {
-  gp_cfg.quiet = env_uint("GPUPHASE_QUIET", 0, 0, 1);
-  copy_env(gp_cfg.output, sizeof gp_cfg.output, "GPUPHASE_OUTPUT",
-           "gpuphase-%h-%p.gph");
-  gp_cfg.ring_bytes =
-      (size_t)env_uint("GPUPHASE_BUFFER_KB", 4096, 64, 1u << 20) * 1024;
-  gp_cfg.flush_ms = env_uint("GPUPHASE_FLUSH_MS", 500, 10, 500);
-  gp_cfg.poll_ms = gp_cfg.flush_ms < 10 ? gp_cfg.flush_ms : 10;
-  gp_cfg.cupti = env_uint("GPUPHASE_CUPTI", 1, 0, 1);
-  copy_env(gp_cfg.cupti_lib, sizeof gp_cfg.cupti_lib, "GPUPHASE_CUPTI_LIB",
-           "");
-  /* a longer id is cut the same way in every process of the run */
-  copy_env(gp_cfg.run_id, sizeof gp_cfg.run_id, "GPUPHASE_RUN_ID", "");
-  gp_cfg.step_items = env_u64("GPUPHASE_STEP_ITEMS", 0);
-}
-
 static void atfork_child(void);
 
-__attribute__((constructor)) static void gp_init(void) {
+/* Runs before spawn.c's constructor (102), which copies the environment
+ * with the run id in it. Environment only: no CUDA, no file, no thread. */
+__attribute__((constructor(101))) static void gp_init(void) {
   int saved = errno;
-  read_config();
+  gp_settings_read();
   const char *d = getenv("GPUPHASE_DISABLE");
   if (d && *d && strcmp(d, "0") != 0) {
     disabled = 1;
     atomic_store(&gp_state, GP_STOPPED);
   } else {
-    setup_run_id();
+    gp_settings_run_id();
   }
   pthread_atfork(NULL, NULL, atfork_child);
-  gp_spawn_init();
   __atomic_store_n(&gp_dlsym_ready, 1, __ATOMIC_RELEASE);
   errno = saved;
-}
-
-/* ---- per-thread rings ---- */
-static void tbuf_thread_exit(void *p) {
-  struct gp_tbuf *b = p;
-  if (b) atomic_store_explicit(&b->state, GP_TB_DEAD, memory_order_release);
-  gp_ts.buf = NULL;
-}
-
-struct gp_tbuf *gp_tbuf_list(void) {
-  return atomic_load_explicit(&tbuf_head, memory_order_acquire);
-}
-
-/* Writer side, after the last drain of a dead thread's ring. */
-void gp_tbuf_free(struct gp_tbuf *b) {
-  if (b->ev) munmap(b->ev, b->map_bytes);
-  b->ev = NULL;
-  atomic_store_explicit(&b->state, GP_TB_FREE, memory_order_release);
-}
-
-static struct gp_tbuf *tbuf_claim(void) {
-  for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
-    int expect = GP_TB_FREE;
-    if (atomic_load_explicit(&b->state, memory_order_relaxed) == GP_TB_FREE &&
-        atomic_compare_exchange_strong(&b->state, &expect, GP_TB_CLAIMED)) {
-      /* The header of an exited thread is reused, but a new thread gets a
-       * new index (while indices last), so that the trace and the report
-       * keep threads apart. The writer does not look at a claimed header. */
-      uint32_t idx = atomic_fetch_add(&tbuf_next_index, 1);
-      if (idx < MAX_THREADS) b->index = idx;
-      return b;
-    }
-  }
-  uint32_t idx = atomic_fetch_add(&tbuf_next_index, 1);
-  if (idx >= MAX_THREADS) return NULL;
-  struct gp_tbuf *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (b == MAP_FAILED) return NULL;
-  b->index = idx;
-  atomic_store(&b->state, GP_TB_CLAIMED);
-  struct gp_tbuf *old = atomic_load(&tbuf_head);
-  do b->next = old;
-  while (!atomic_compare_exchange_weak(&tbuf_head, &old, b));
-  return b;
-}
-
-static struct gp_tbuf *tbuf_create(void) {
-  size_t slots = 64;
-  while (slots * sizeof(struct gp_event) < gp_cfg.ring_bytes) slots <<= 1;
-  size_t bytes = slots * sizeof(struct gp_event);
-  void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ring == MAP_FAILED) return NULL;
-  struct gp_tbuf *b = tbuf_claim();
-  if (!b) {
-    munmap(ring, bytes);
-    return NULL;
-  }
-  b->ev = ring;
-  b->mask = slots - 1;
-  b->map_bytes = bytes;
-  atomic_store(&b->head, 0);
-  atomic_store(&b->tail, 0);
-  atomic_store(&b->lost, 0);
-  b->lost_reported = 0;
-  b->announced = 0;
-  b->tid = (pid_t)syscall(SYS_gettid);
-  b->pthread = (unsigned long)pthread_self();
-  atomic_store_explicit(&b->state, GP_TB_ALIVE, memory_order_release);
-  pthread_setspecific(tbuf_key, b);
-  return b;
-}
-
-void gp_ring_nudge(struct gp_tbuf *b, uint64_t head) {
-  uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
-  if (head - t > (b->mask >> 2)) gp_writer_wake();
-}
-
-void gp_ring_full(struct gp_tbuf *b) {
-  atomic_fetch_add_explicit(&b->lost, 1, memory_order_relaxed);
 }
 
 /* ---- start at the first CUDA call ---- */
@@ -233,7 +49,7 @@ static void shutdown_atexit(void);
 static void install_signal_handlers(void);
 
 static int start_process(void) {
-  if (pthread_key_create(&tbuf_key, tbuf_thread_exit) != 0) return -1;
+  if (gp_rings_start() != 0) return -1;
   if (gp_writer_start() != 0) return -1;
   /* CUPTI before anything else is enabled; it needs our thread marked
    * internal so its own CUDA calls are not recorded. */
@@ -268,9 +84,8 @@ struct gp_tstate *gp_enter_slow(void) {
     return NULL;
   }
   if (ts->buf == NULL) {
-    ts->buf = tbuf_create();
+    ts->buf = gp_ring_create();
     if (ts->buf == NULL) {
-      atomic_fetch_add(&lost_no_buffer, 1);
       errno = saved;
       return NULL;
     }
@@ -288,15 +103,10 @@ struct gp_tbuf *gp_ring_of_thread(void) {
     return NULL;
   if (gp_ts.buf == NULL) {
     int saved = errno;
-    gp_ts.buf = tbuf_create();
-    if (gp_ts.buf == NULL) atomic_fetch_add(&lost_no_buffer, 1);
+    gp_ts.buf = gp_ring_create();
     errno = saved;
   }
   return gp_ts.buf;
-}
-
-uint64_t gp_lost_no_buffer(void) {
-  return atomic_load(&lost_no_buffer);
 }
 
 /* ---- shutdown: exit, _exit, atexit, fatal signals ---- */
@@ -326,12 +136,6 @@ void gp_restart_after_exec(void) {
   pthread_mutex_lock(&shutdown_lock);
   if (shutdown_done && !disabled && atomic_load(&gp_state) == GP_STOPPED) {
     gp_writer_child_reset();
-    /* The rings stay (drained by the final pass); the next writer must
-     * announce their threads again. */
-    for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
-      b->announced = 0;
-      b->lost_reported = atomic_load(&b->lost);
-    }
     shutdown_done = 0;
     atomic_store(&gp_state, GP_IDLE);
   }
@@ -419,19 +223,7 @@ static void install_signal_handlers(void) {
 /* ---- fork: the child starts from scratch at its first CUDA call ---- */
 static void atfork_child(void) {
   int saved = errno;
-  /* Only the forking thread exists here; rings of the parent's threads are
-   * copies nobody will drain: give them back. */
-  struct gp_tbuf *b = atomic_load(&tbuf_head);
-  while (b) {
-    struct gp_tbuf *next = b->next;
-    if (b->ev) munmap(b->ev, b->map_bytes);
-    munmap(b, sizeof *b);
-    b = next;
-  }
-  atomic_store(&tbuf_head, NULL);
-  atomic_store(&tbuf_next_index, 0);
-  gp_ts.buf = NULL;
-  gp_ts.depth = 0;
+  gp_rings_after_fork();
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
   gp_writer_child_reset();

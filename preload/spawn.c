@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gp_lifecycle.h"
 #include "gp_shim.h"
 
 extern char **environ;
@@ -21,10 +22,12 @@ static int n_keep;
 static char self_path[4096];
 static char *start_preload; /* "LD_PRELOAD=..." as this process started */
 
-/* Constructor time: remember what children must inherit. */
-void gp_spawn_init(void) {
+/* Constructor time, after shim.c's (101) has put the run id in the
+ * environment: remember what children must inherit. */
+__attribute__((constructor(102))) static void spawn_init(void) {
+  int saved = errno;
   Dl_info info;
-  if (dladdr((void *)gp_spawn_init, &info) && info.dli_fname)
+  if (dladdr((void *)spawn_init, &info) && info.dli_fname)
     strncpy(self_path, info.dli_fname, sizeof self_path - 1);
   const char *pre = getenv("LD_PRELOAD");
   if (pre && self_path[0] && strstr(pre, self_path)) {
@@ -42,6 +45,7 @@ void gp_spawn_init(void) {
       if (copy) keep[n_keep++] = copy;
     }
   }
+  errno = saved;
 }
 
 static int has_name(char *const *env, const char *entry) {

@@ -1,0 +1,31 @@
+/* Settings read from the environment in the constructor, and the one way
+ * the library speaks: a warning line on stderr. Used by every other file
+ * of preload/; uses none of them. */
+#ifndef GP_SETTINGS_H
+#define GP_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gp_config {
+  char output[4096]; /* pattern */
+  size_t ring_bytes;
+  unsigned flush_ms;
+  unsigned poll_ms;
+  int cupti;        /* 0: never load CUPTI */
+  char cupti_lib[4096];
+  int quiet;
+  char run_id[128];    /* GPUPHASE_RUN_ID, made up when unset */
+  uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 unset */
+};
+extern struct gp_config gp_cfg;
+
+/* Reads every GPUPHASE_* setting into gp_cfg (constructor only). */
+void gp_settings_read(void);
+/* Makes a run id where none was given and exports it to children. */
+void gp_settings_run_id(void);
+
+/* One line "gpuphase: ..." on stderr unless GPUPHASE_QUIET=1. */
+void gp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,198 @@
+/* Naming, creating and closing the trace file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gp_output.h"
+#include "gp_settings.h"
+#include "gp_shim.h"
+
+static void append(char *out, size_t cap, size_t *n, const char *s) {
+  size_t len = strlen(s);
+  if (*n + len >= cap) len = cap - 1 - *n;
+  memcpy(out + *n, s, len);
+  *n += len;
+  out[*n] = 0;
+}
+
+static long env_rank(const char *const *names) {
+  for (; *names; names++) {
+    const char *v = getenv(*names);
+    char *end;
+    if (v && *v) {
+      long x = strtol(v, &end, 10);
+      if (!*end && x >= 0) return x;
+    }
+  }
+  return -1;
+}
+
+static const char *const rank_vars[] = {"RANK", "SLURM_PROCID",
+                                        "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        NULL};
+static const char *const local_rank_vars[] = {
+    "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID", NULL};
+
+/* One %-directive (p points at the character after '%'); returns the last
+ * character it used. */
+static const char *expand_one(const char *p, char *out, size_t cap,
+                              size_t *n) {
+  char tmp[256];
+  switch (*p) {
+  case 'p':
+    snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
+    append(out, cap, n, tmp);
+    break;
+  case 'h':
+    if (gethostname(tmp, sizeof tmp) != 0) snprintf(tmp, sizeof tmp, "host");
+    tmp[sizeof tmp - 1] = 0;
+    append(out, cap, n, tmp);
+    break;
+  case 'r': {
+    long r = env_rank(rank_vars);
+    snprintf(tmp, sizeof tmp, "%ld", r < 0 ? 0 : r);
+    append(out, cap, n, tmp);
+    break;
+  }
+  case 'q': {
+    const char *close = p[1] == '{' ? strchr(p + 2, '}') : NULL;
+    if (!close || (size_t)(close - p - 2) >= sizeof tmp) {
+      append(out, cap, n, "%q");
+      break;
+    }
+    memcpy(tmp, p + 2, (size_t)(close - p - 2));
+    tmp[close - p - 2] = 0;
+    const char *v = getenv(tmp);
+    append(out, cap, n, v ? v : "");
+    return close;
+  }
+  case '%': append(out, cap, n, "%"); break;
+  default: {
+    char c[3] = {'%', *p, 0};
+    append(out, cap, n, c);
+  }
+  }
+  return p;
+}
+
+void gp_expand_pattern(const char *pat, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = 0;
+  for (const char *p = pat; *p && n + 1 < cap; p++) {
+    if (*p != '%' || !p[1]) {
+      char c[2] = {*p, 0};
+      append(out, cap, &n, c);
+      continue;
+    }
+    p = expand_one(p + 1, out, cap, &n);
+  }
+}
+
+/* Never overwrite: an exec'd program keeps the pid, a rerun the name. */
+static int open_unique(const char *base, char *path, size_t cap) {
+  snprintf(path, cap, "%s", base);
+  for (int i = 1; i < 1000; i++) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
+    size_t len = strlen(base);
+    int k;
+    if (len > 4 && strcmp(base + len - 4, ".gph") == 0)
+      k = snprintf(path, cap, "%.*s.%d.gph", (int)(len - 4), base, i);
+    else
+      k = snprintf(path, cap, "%s.%d", base, i);
+    if (k < 0 || (size_t)k >= cap) break; /* no room for a suffix */
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+static void read_cmdline(char *out, size_t cap) {
+  out[0] = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, out, cap - 1);
+  close(fd);
+  if (n <= 0) return;
+  while (n > 0 && out[n - 1] == 0) n--;
+  for (ssize_t i = 0; i < n; i++)
+    if (out[i] == 0) out[i] = ' ';
+  out[n] = 0;
+}
+
+/* The header: who and when. */
+static gp_writer *open_writer(int fd, int *err) {
+  char host[256] = "", cmd[4096];
+  if (gethostname(host, sizeof host) != 0) host[0] = 0;
+  host[sizeof host - 1] = 0;
+  read_cmdline(cmd, sizeof cmd);
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  struct gp_process_info info = {
+      .host = host,
+      .pid = getpid(),
+      .ppid = getppid(),
+      .rank = env_rank(rank_vars),
+      .local_rank = env_rank(local_rank_vars),
+      .cmdline = cmd,
+      .start_mono_ns = gp_mono_ns(),
+      .start_real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
+      .clock = gp_clock_tsc ? "tsc" : "monotonic",
+      .flags = 0,
+      .run_id = gp_cfg.run_id,
+      .step_items = gp_cfg.step_items,
+  };
+  return gp_writer_open(fd, &info, 0, err);
+}
+
+int gp_output_open(struct gp_output *o) {
+  char base[PATH_MAX];
+  gp_expand_pattern(gp_cfg.output, base, sizeof base);
+  int fd = open_unique(base, o->path, sizeof o->path);
+  if (fd < 0) {
+    gp_warn("cannot create trace file %s: %s; not recording", base,
+            strerror(errno));
+    return -1;
+  }
+  int err = 0;
+  o->w = open_writer(fd, &err);
+  if (!o->w) {
+    gp_warn("cannot write trace file %s: %s; not recording", o->path,
+            gpuphase_strerror(err));
+    close(fd);
+    unlink(o->path);
+    return -1;
+  }
+  return 0;
+}
+
+void gp_output_announce(const struct gp_output *o) {
+  const char *m = getenv("GPUPHASE_MANIFEST");
+  if (!m || !*m) return;
+  char abs[PATH_MAX + 2];
+  if (o->path[0] == '/') snprintf(abs, sizeof abs, "%s\n", o->path);
+  else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return;
+    int k = snprintf(abs, sizeof abs, "%s/%s\n", cwd, o->path);
+    if (k < 0 || (size_t)k >= sizeof abs) return;
+  }
+  int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t w = write(fd, abs, strlen(abs));
+  (void)w;
+  close(fd);
+}
+
+void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum) {
+  gp_writer_close(o->w, sum);
+  o->w = NULL;
+}
+
+void gp_output_forget(struct gp_output *o) {
+  o->w = NULL;
+}

@@ -1,0 +1,291 @@
+/* Ring events and device activity into trace records: clocks converted,
+ * metadata written before first use, one source per host thread and per
+ * device stream. Nothing interpreted: that is the report's business. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gp_apitab.h"
+#include "gp_clock.h"
+#include "gp_describe.h"
+#include "gp_records.h"
+#include "gp_rings.h"
+
+#define STREAM_SLOTS 4096
+
+struct stream_slot {
+  uint64_t key; /* (device << 32 | stream) + 1; 0 = empty */
+  uint32_t source;
+};
+
+static struct {
+  gp_writer *w;
+  uint8_t *api_defined;
+  uint32_t *thread_source;
+  uint32_t next_source;
+  struct stream_slot streams[STREAM_SLOTS];
+  uint32_t overflow_source;
+  uint64_t lost_total;
+  uint64_t cupti_lost_reported;
+} R;
+
+int gp_records_begin(gp_writer *w) {
+  R.w = w;
+  R.api_defined = calloc(gp_api_count(), 1);
+  R.thread_source = calloc(65536, sizeof *R.thread_source);
+  R.next_source = 1;
+  if (R.api_defined && R.thread_source) return 0;
+  gp_records_end();
+  return -1;
+}
+
+void gp_records_end(void) {
+  free(R.api_defined);
+  free(R.thread_source);
+  R.api_defined = NULL;
+  R.thread_source = NULL;
+  R.w = NULL;
+}
+
+void gp_records_reset(void) {
+  R.lost_total = R.cupti_lost_reported = 0;
+  memset(R.streams, 0, sizeof R.streams);
+  R.overflow_source = 0;
+  gp_describe_reset();
+}
+
+void gp_records_add(uint32_t source, const struct gpuphase_record *r) {
+  gp_writer_add(R.w, source, r);
+}
+
+uint64_t gp_records_lost(void) {
+  return R.lost_total;
+}
+
+/* ---- sources ---- */
+static uint32_t new_source(void) {
+  return R.next_source < 65535 ? R.next_source++ : 65535;
+}
+
+static uint32_t thread_source(uint32_t index) {
+  if (!R.thread_source[index]) R.thread_source[index] = new_source();
+  return R.thread_source[index];
+}
+
+static uint32_t stream_source(uint32_t device, uint32_t stream) {
+  uint64_t key = (((uint64_t)device << 32) | stream) + 1;
+  uint64_t h = key * 0x9E3779B97F4A7C15ull;
+  for (uint32_t i = 0; i < STREAM_SLOTS; i++) {
+    struct stream_slot *s = &R.streams[(h + i) & (STREAM_SLOTS - 1)];
+    if (s->key == key) return s->source;
+    if (s->key == 0) {
+      s->key = key;
+      s->source = new_source();
+      return s->source;
+    }
+  }
+  if (!R.overflow_source) R.overflow_source = new_source();
+  return R.overflow_source;
+}
+
+/* ---- metadata ---- */
+static void define_api(uint32_t id) {
+  if (id >= gp_api_count() || R.api_defined[id]) return;
+  R.api_defined[id] = 1;
+  const char *name = gp_api_name(id);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+  r.u.api_def.api = id;
+  r.u.api_def.name = gp_writer_intern(R.w, name, strlen(name));
+  r.u.api_def.cls = gp_api_cls(id);
+  r.u.api_def.layer = gp_api_layer(id);
+  gp_records_add(0, &r);
+}
+
+static void announce_thread(struct gp_tbuf *b) {
+  char name[64];
+  gp_describe_thread(b->tid, name, sizeof name);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_THREAD};
+  r.u.thread.thread = b->index;
+  r.u.thread.tid = (uint64_t)b->tid;
+  r.u.thread.name = gp_writer_intern(R.w, name, strlen(name));
+  gp_records_add(0, &r);
+  b->announced = 1;
+}
+
+static void describe_device(uint32_t dev) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
+  char name[256];
+  if (!gp_describe_device(dev, &r.u.device, name, sizeof name)) return;
+  r.u.device.name = gp_writer_intern(R.w, name, strnlen(name, sizeof name));
+  gp_records_add(0, &r);
+}
+
+/* ---- host rings ---- */
+static void emit_api(struct gp_tbuf *b, const struct gp_event *e) {
+  define_api(e->api);
+  uint32_t cls = gp_api_cls(e->api);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
+  struct gpuphase_api *a = &r.u.api;
+  a->thread = b->index;
+  a->api = e->api;
+  a->start = gp_clock_to_ns(e->t0);
+  a->end = gp_clock_to_ns(e->t1);
+  if (a->end < a->start) a->end = a->start;
+  a->ret = e->ret;
+  a->corr = e->corr;
+  a->device = e->device;
+  a->stream = e->stream;
+  a->bytes = e->bytes;
+  a->copy_kind = e->copy_kind;
+  a->grid = e->grid;
+  a->block = e->block;
+  if (cls & GPUPHASE_API_LAUNCH) a->func = e->aux;
+  else a->ptr = e->aux;
+  if (e->device >= 0) describe_device((uint32_t)e->device);
+  gp_records_add(thread_source(b->index), &r);
+}
+
+static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
+                       uint64_t pos) {
+  char name[GP_RANGE_NAME_MAX + 1];
+  size_t len = e->bytes > GP_RANGE_NAME_MAX ? GP_RANGE_NAME_MAX : e->bytes;
+  for (size_t off = 0; off < len; off += sizeof(struct gp_event)) {
+    const struct gp_event *s = &b->ev[(pos + 1 + off / 64) & b->mask];
+    size_t n = len - off < 64 ? len - off : 64;
+    memcpy(name + off, s, n);
+  }
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
+  r.u.range.thread = b->index;
+  r.u.range.op = e->api;
+  r.u.range.start = gp_clock_to_ns(e->t0);
+  r.u.range.name = len ? gp_writer_intern(R.w, name, len) : 0;
+  r.u.range.id = e->aux;
+  if (e->stream) { /* an NVTX domain: its name leads the handle */
+    const char *dom = (const char *)(uintptr_t)e->stream;
+    r.u.range.domain = gp_writer_intern(R.w, dom, strnlen(dom, GP_RANGE_NAME_MAX));
+  }
+  gp_records_add(thread_source(b->index), &r);
+}
+
+static void emit_items(struct gp_tbuf *b, const struct gp_event *e) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_ITEMS};
+  r.u.items.thread = b->index;
+  r.u.items.start = gp_clock_to_ns(e->t0);
+  r.u.items.count = e->aux;
+  gp_records_add(thread_source(b->index), &r);
+}
+
+static void ring_lost(struct gp_tbuf *b) {
+  uint64_t lost = atomic_load_explicit(&b->lost, memory_order_relaxed);
+  if (lost <= b->lost_reported) return;
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
+  r.u.lost.thread = b->index;
+  r.u.lost.start = gp_mono_ns();
+  r.u.lost.count = lost - b->lost_reported;
+  r.u.lost.source = 0;
+  gp_records_add(0, &r);
+  R.lost_total += lost - b->lost_reported;
+  b->lost_reported = lost;
+}
+
+void gp_records_drain(struct gp_tbuf *b) {
+  int st = atomic_load_explicit(&b->state, memory_order_acquire);
+  if (st != GP_TB_ALIVE && st != GP_TB_DEAD) return;
+  if (!b->announced) announce_thread(b);
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
+  uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
+  while (t < h) {
+    const struct gp_event *e = &b->ev[t & b->mask];
+    uint64_t used = 1;
+    if (e->type == GP_EV_API) emit_api(b, e);
+    else if (e->type == GP_EV_RANGE) {
+      emit_range(b, e, t);
+      used += (e->bytes + 63) / 64;
+    } else if (e->type == GP_EV_ITEMS)
+      emit_items(b, e);
+    t += used;
+  }
+  atomic_store_explicit(&b->tail, t, memory_order_release);
+  ring_lost(b);
+  if (st == GP_TB_DEAD &&
+      atomic_load_explicit(&b->head, memory_order_acquire) == t) {
+    b->announced = 0;
+    gp_tbuf_free(b);
+  }
+}
+
+/* ---- device activity ---- */
+static int kernel_record(const struct gp_dev_activity *a,
+                         struct gpuphase_record *r) {
+  struct gpuphase_kernel *k = &r->u.kernel;
+  r->kind = GPUPHASE_REC_KERNEL;
+  k->device = a->device, k->stream = a->stream, k->corr = a->corr;
+  k->start = a->start, k->end = a->end;
+  k->name = a->name ? gp_writer_intern(R.w, a->name, strlen(a->name)) : 0;
+  k->grid_x = a->grid[0], k->grid_y = a->grid[1], k->grid_z = a->grid[2];
+  k->block_x = a->block[0], k->block_y = a->block[1], k->block_z = a->block[2];
+  k->regs = a->regs, k->smem_static = a->smem_static;
+  k->smem_dynamic = a->smem_dynamic, k->graph_id = a->graph_id;
+  describe_device(a->device);
+  return 1;
+}
+
+static int copy_record(const struct gp_dev_activity *a,
+                       struct gpuphase_record *r) {
+  struct gpuphase_memcpy *m = &r->u.memcpy;
+  r->kind = GPUPHASE_REC_MEMCPY;
+  m->device = a->device, m->stream = a->stream, m->corr = a->corr;
+  m->start = a->start, m->end = a->end, m->bytes = a->bytes;
+  m->copy_kind = a->copy_kind, m->src_mem = a->src_mem;
+  m->dst_mem = a->dst_mem, m->peer_device = a->peer_device;
+  m->flags = a->flags;
+  describe_device(a->device);
+  return 1;
+}
+
+static int device_record(const struct gp_dev_activity *a,
+                         struct gpuphase_record *r) {
+  switch (a->kind) {
+  case GP_DA_KERNEL: return kernel_record(a, r);
+  case GP_DA_MEMCPY: return copy_record(a, r);
+  case GP_DA_MEMSET: {
+    struct gpuphase_memset *m = &r->u.memset;
+    r->kind = GPUPHASE_REC_MEMSET;
+    m->device = a->device, m->stream = a->stream, m->corr = a->corr;
+    m->start = a->start, m->end = a->end, m->bytes = a->bytes;
+    m->value = a->value, m->flags = a->flags;
+    return 1;
+  }
+  case GP_DA_SYNC: {
+    struct gpuphase_sync *s = &r->u.sync;
+    r->kind = GPUPHASE_REC_SYNC;
+    s->device = a->device, s->stream = a->stream, s->corr = a->corr;
+    s->start = a->start, s->end = a->end, s->type = a->sync_type;
+    return 1;
+  }
+  default: return 0;
+  }
+}
+
+void gp_records_activity(const struct gp_dev_activity *a, void *ctx) {
+  (void)ctx;
+  struct gpuphase_record r;
+  memset(&r, 0, sizeof r);
+  /* A synchronisation starts when the host begins to wait, before work
+   * queued ahead of it on the stream: give them sources of their own so
+   * every source stays in start order. */
+  uint32_t src = a->kind == GP_DA_SYNC
+                     ? stream_source(a->device | 0x80000000u, a->stream)
+                     : stream_source(a->device, a->stream);
+  if (device_record(a, &r)) gp_records_add(src, &r);
+}
+
+void gp_records_cupti_dropped(uint64_t dropped) {
+  if (dropped <= R.cupti_lost_reported) return;
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
+  r.u.lost.start = gp_mono_ns();
+  r.u.lost.count = dropped - R.cupti_lost_reported;
+  r.u.lost.source = 1;
+  gp_records_add(0, &r);
+  R.lost_total += dropped - R.cupti_lost_reported;
+  R.cupti_lost_reported = dropped;
+}

@@ -1,0 +1,109 @@
+/* Configuration from the environment (read once, in the constructor) and
+ * warnings on stderr. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gp_settings.h"
+
+struct gp_config gp_cfg;
+
+void gp_warn(const char *fmt, ...) {
+  if (gp_cfg.quiet) return;
+  char line[512];
+  int n = snprintf(line, sizeof line, "gpuphase: ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(line);
+  if (len + 1 < sizeof line) line[len++] = '\n';
+  ssize_t w = write(2, line, len);
+  (void)w;
+}
+
+static unsigned env_uint(const char *name, unsigned def, unsigned lo,
+                         unsigned hi) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end;
+  unsigned long x = strtoul(v, &end, 10);
+  if (*end || x < lo || x > hi) {
+    gp_warn("ignoring %s=%s (expected %u..%u)", name, v, lo, hi);
+    return def;
+  }
+  return (unsigned)x;
+}
+
+static void copy_env(char *dst, size_t cap, const char *name,
+                     const char *def) {
+  const char *v = getenv(name);
+  snprintf(dst, cap, "%s", (v && *v) ? v : def);
+}
+
+/* A decimal count; empty or unset: def (0 reads as 0: none). */
+static uint64_t env_u64(const char *name, uint64_t def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*end || errno || v[0] < '0' || v[0] > '9') {
+    gp_warn("ignoring %s=%s (expected a whole number)", name, v);
+    return def;
+  }
+  return (uint64_t)x;
+}
+
+/* 64 random bits for a run id: getrandom, else whatever differs between
+ * two starts (clocks, pid, where the stack landed), mixed by splitmix64. */
+static uint64_t random_u64(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, GRND_NONBLOCK) == (ssize_t)sizeof x && x)
+    return x;
+  struct timespec a, b;
+  clock_gettime(CLOCK_REALTIME, &a);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  x = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
+  x ^= ((uint64_t)b.tv_nsec << 20) ^ ((uint64_t)getpid() << 40) ^
+       (uint64_t)(uintptr_t)&a;
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* Every process of one run carries the same id in its header: the first
+ * profiled process that finds none makes one and puts it in its own
+ * environment, which forked children share and exec'd ones inherit
+ * (spawn.c puts it back where a program rebuilt the environment: it is
+ * in place before spawn.c's constructor takes its copy). */
+void gp_settings_run_id(void) {
+  if (gp_cfg.run_id[0]) return;
+  snprintf(gp_cfg.run_id, sizeof gp_cfg.run_id, "%016llx",
+           (unsigned long long)random_u64());
+  if (setenv("GPUPHASE_RUN_ID", gp_cfg.run_id, 1) != 0)
+    gp_warn("cannot set GPUPHASE_RUN_ID: %s; child processes get their own",
+            strerror(errno));
+}
+
+void gp_settings_read(void) {
+  gp_cfg.quiet = env_uint("GPUPHASE_QUIET", 0, 0, 1);
+  copy_env(gp_cfg.output, sizeof gp_cfg.output, "GPUPHASE_OUTPUT",
+           "gpuphase-%h-%p.gph");
+  gp_cfg.ring_bytes =
+      (size_t)env_uint("GPUPHASE_BUFFER_KB", 4096, 64, 1u << 20) * 1024;
+  gp_cfg.flush_ms = env_uint("GPUPHASE_FLUSH_MS", 500, 10, 500);
+  gp_cfg.poll_ms = gp_cfg.flush_ms < 10 ? gp_cfg.flush_ms : 10;
+  gp_cfg.cupti = env_uint("GPUPHASE_CUPTI", 1, 0, 1);
+  copy_env(gp_cfg.cupti_lib, sizeof gp_cfg.cupti_lib, "GPUPHASE_CUPTI_LIB",
+           "");
+  /* a longer id is cut the same way in every process of the run */
+  copy_env(gp_cfg.run_id, sizeof gp_cfg.run_id, "GPUPHASE_RUN_ID", "");
+  gp_cfg.step_items = env_u64("GPUPHASE_STEP_ITEMS", 0);
+}

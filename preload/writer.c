@@ -1,0 +1,207 @@
+/* The writer thread: drains the per-thread rings and CUPTI's buffers on a
+ * timer or when a producer rings, writes compressed frames at the flush
+ * interval, and the summary at the end. Everything costly that the hot
+ * path avoided happens here (records.c), never on an application thread. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gp_apitab.h"
+#include "gp_clock.h"
+#include "gp_config.h"
+#include "gp_cupti.h"
+#include "gp_output.h"
+#include "gp_records.h"
+#include "gp_rings.h"
+#include "gp_settings.h"
+#include "gp_writer_thread.h"
+
+#define NOTE_MAX 16
+
+struct note {
+  uint64_t ns;
+  int on;
+  char reason[200];
+};
+
+static struct {
+  struct gp_output out;
+  pthread_t thread;
+  int running; /* thread started and not joined */
+  pthread_mutex_t lock; /* notes only */
+  _Atomic int stop_req;
+  struct note notes[NOTE_MAX];
+  int n_notes;
+  int degraded;
+  int cupti_on;
+  uint64_t last_flush_ns;
+} W = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- degraded notes (any thread) ---- */
+void gp_writer_note_degraded(uint64_t ns, int on, const char *reason) {
+  pthread_mutex_lock(&W.lock);
+  if (W.n_notes < NOTE_MAX) {
+    struct note *n = &W.notes[W.n_notes++];
+    n->ns = ns;
+    n->on = on;
+    snprintf(n->reason, sizeof n->reason, "%s", reason ? reason : "");
+  }
+  if (on) W.degraded = 1;
+  pthread_mutex_unlock(&W.lock);
+}
+
+static void write_notes(void) {
+  struct note local[NOTE_MAX];
+  pthread_mutex_lock(&W.lock);
+  int n = W.n_notes;
+  memcpy(local, W.notes, (size_t)n * sizeof local[0]);
+  W.n_notes = 0;
+  pthread_mutex_unlock(&W.lock);
+  for (int i = 0; i < n; i++) {
+    struct gpuphase_record r = {.kind = GPUPHASE_REC_STATE};
+    r.u.state.start = local[i].ns;
+    r.u.state.state = (uint64_t)local[i].on;
+    r.u.state.reason =
+        gp_writer_intern(W.out.w, local[i].reason, strlen(local[i].reason));
+    gp_records_add(0, &r);
+  }
+}
+
+/* ---- the thread ---- */
+static void pass(int flush) {
+  gp_clock_calibrate();
+  write_notes();
+  for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_drain(b);
+  if (W.cupti_on || gp_cupti_wanted()) {
+    if (flush) gp_cupti_flush_buffers(0);
+    gp_cupti_consume(gp_records_activity, NULL);
+    gp_records_cupti_dropped(gp_cupti_dropped());
+  }
+  if (flush) gp_writer_flush(W.out.w);
+}
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  gp_ts.internal = 1;
+  gp_ts.depth = 1;
+  for (;;) {
+    uint32_t seen = gp_doorbell_seen();
+    /* Wakes early when a producer or a stop request rings. */
+    if (!atomic_load(&W.stop_req)) gp_doorbell_wait(seen, gp_cfg.poll_ms);
+    int stop = atomic_load(&W.stop_req);
+    uint64_t now = gp_mono_ns();
+    int flush = stop || now - W.last_flush_ns >= gp_cfg.flush_ms * 1000000ull;
+    pass(flush);
+    if (flush) W.last_flush_ns = now;
+    if (stop) break;
+  }
+  return NULL;
+}
+
+void gp_writer_wake(void) {
+  gp_doorbell_ring();
+}
+
+/* Starts the thread with every signal blocked: it must not inherit signals
+ * the application blocks or receive its asynchronous signals. */
+static int start_thread(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&W.thread, NULL, thread_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0)
+    gp_warn("cannot start the writer thread: %s; not recording", strerror(rc));
+  return rc;
+}
+
+int gp_writer_start(void) {
+  gp_clock_start();
+  if (gp_output_open(&W.out) != 0) return -1;
+  if (gp_records_begin(W.out.w) != 0) {
+    gp_output_close(&W.out, NULL);
+    return -1;
+  }
+  W.last_flush_ns = gp_mono_ns();
+  atomic_store(&W.stop_req, 0);
+  if (start_thread() != 0) {
+    gp_output_close(&W.out, NULL);
+    gp_records_end();
+    return -1;
+  }
+  W.running = 1;
+  gp_output_announce(&W.out);
+  return 0;
+}
+
+void gp_writer_stop(int final) {
+  (void)final;
+  if (!W.running) return;
+  if (pthread_equal(pthread_self(), W.thread)) return;
+  atomic_store(&W.stop_req, 1);
+  gp_writer_wake();
+  pthread_join(W.thread, NULL);
+  W.running = 0;
+  struct gpuphase_summary sum = {0};
+  sum.events = gp_writer_events(W.out.w);
+  sum.lost = gp_records_lost() + gp_rings_lost_no_buffer();
+  sum.flags = (W.degraded ? GPUPHASE_FLAG_DEGRADED : 0) |
+              (sum.lost ? GPUPHASE_FLAG_LOST : 0);
+  sum.end = gp_mono_ns();
+  gp_output_close(&W.out, &sum);
+  gp_records_end();
+}
+
+/* ---- CUPTI bridge ---- */
+static void hook_enter(uint32_t corr) {
+  gp_ts.corr = corr;
+}
+static void hook_degraded(uint64_t ns, int on, const char *reason) {
+  gp_writer_note_degraded(ns, on, reason);
+}
+static const struct gp_cupti_hooks hooks = {
+    .on_api_enter = hook_enter,
+    .degraded = hook_degraded,
+    .wake = gp_writer_wake,
+    .now_ns = gp_mono_ns,
+};
+
+void gp_dev_start(void) {
+  const char *why = NULL;
+  void *cudart = gp_real_runtime("cudaGetDeviceCount");
+  if (gp_cupti_open(&hooks, cudart, gp_cfg.cupti_lib, GP_CUDA_HOME, &why) == 0)
+    W.cupti_on = 1;
+  else
+    gp_warn("%s; recording host-side calls only (trace marked degraded)",
+            why ? why : "CUPTI unavailable");
+}
+
+void gp_dev_flush(int forced) {
+  gp_cupti_flush_buffers(forced); /* no-op unless CUPTI is ours now */
+}
+
+void gp_dev_stop(void) {
+  gp_cupti_close();
+  W.cupti_on = 0;
+}
+
+void gp_writer_child_reset(void) {
+  /* The parent's writer thread does not exist here; its file belongs to
+   * the parent. Forget both without touching them. */
+  W.running = 0;
+  gp_output_forget(&W.out);
+  W.cupti_on = 0;
+  W.n_notes = 0;
+  W.degraded = 0;
+  gp_records_reset();
+  pthread_mutex_init(&W.lock, NULL);
+  atomic_store(&W.stop_req, 0);
+  gp_cupti_forget();
+  /* After a failed exec the rings stay (drained by the final pass); the
+   * next writer must announce their threads again. */
+  for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
+    b->announced = 0;
+    b->lost_reported = atomic_load(&b->lost);
+  }
+}
