@@ -68,6 +68,10 @@ static struct gp_proc_res *one_pass(const char *path,
   if (!a || oom) {
     snprintf(err, errlen, "%s: out of memory", path);
     *status = GP_PIPE_NOMEM;
+  } else if (rc == GPUPHASE_E_NOMEM) {
+    const char *m = gpuphase_reader_errmsg(rd);
+    snprintf(err, errlen, "%s: %s", path, m && *m ? m : "out of memory");
+    *status = GP_PIPE_NOMEM;
   } else if (rc < 0) {
     const char *m = gpuphase_reader_errmsg(rd);
     if (m && strstr(m, "byte"))

@@ -258,8 +258,8 @@ static int check_zstd_header(gpuphase_reader *r,
   return GPUPHASE_OK;
 }
 
-int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
-                  struct gp_cursor *c) {
+int gp_inflate_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
+                     struct gp_cursor *c) {
   if (grow_cbuf(r, fi->csize ? fi->csize : 1))
     return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   if (read_at(r, r->cbuf, fi->csize, fi->off + GP_FRAME_HDR))
@@ -286,8 +286,14 @@ int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
   c->p = c->buf;
   c->end = c->buf + n;
   c->off = fi->off;
-  gp_dstate_reset(&c->st);
   return GPUPHASE_OK;
+}
+
+int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
+                  struct gp_cursor *c) {
+  int rc = gp_inflate_frame(r, fi, c);
+  if (!rc) gp_dstate_reset(&c->st);
+  return rc;
 }
 
 void gp_cursor_free(struct gp_cursor *c) {
@@ -360,7 +366,7 @@ static int next_file_order(gpuphase_reader *r,
       if (rec->kind != GPUPHASE_REC_STRING) return 1;
       if (gp_strtab_add(&r->strings, rec->u.string.id, rec->u.string.text.data,
                         rec->u.string.text.len))
-        return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+        return gp_strtab_fail(r);
       return 1;
     }
     rc = next_frame(r);

@@ -39,8 +39,15 @@ struct gp_strtab {
   struct gp_strent *t;
   size_t mask, count;
   struct gp_strchunk *chunks;
+  uint64_t cost; /* bytes of text and table so far, against GP_STRINGS_MAX */
+  int full;      /* an add was refused for GP_STRINGS_MAX */
 };
 
+/* The string table's memory limit: a crafted file can define strings (or
+ * one id again and again) far beyond its own size. */
+#define GP_STRINGS_MAX (512ull << 20)
+
+/* GPUPHASE_OK or GPUPHASE_E_NOMEM (also past GP_STRINGS_MAX: st->full). */
 int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
                   uint64_t len);
 const struct gp_strent *gp_strtab_get(const struct gp_strtab *st, uint64_t id);
@@ -72,10 +79,17 @@ struct gpuphase_reader {
 
 int gp_reader_fail(gpuphase_reader *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The failure of a gp_strtab_add on r->strings. */
+int gp_strtab_fail(gpuphase_reader *r);
 int gp_read_frame_header(gpuphase_reader *r, uint64_t off,
                          struct gp_frame_info *fi);
+/* Reads, checks and decompresses the frame into c->buf (grown when too
+ * small), with c->p at its first record; gp_load_frame also resets the
+ * decoding state, gp_inflate_frame leaves it (to resume a frame). */
 int gp_load_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
                   struct gp_cursor *c);
+int gp_inflate_frame(gpuphase_reader *r, const struct gp_frame_info *fi,
+                     struct gp_cursor *c);
 int gp_check_summary(gpuphase_reader *r, const struct gp_cursor *c);
 int gp_cursor_fail(gpuphase_reader *r, const struct gp_cursor *c,
                    const uint8_t *at);

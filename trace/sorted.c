@@ -5,7 +5,16 @@
  * one decoded frame per source, then the summary. Records are handed out
  * where the decoder left them (in their source's decoding state), and a
  * source's next record is decoded only when the caller asks for the next
- * one. */
+ * one.
+ *
+ * Memory: the decoded frames held at once are bounded (docs/format.md,
+ * section 5). A frame of up to HOLD_SMALL bytes (what the writer makes) is
+ * held while its source waits; larger ones share BIG_BUDGET, and all of
+ * them ALL_BUDGET. To load a frame past a budget, other sources' frames are
+ * dropped (evicted) and decoded again when their source is next read, from
+ * the payload offset where it stood (its decoding state stays). Reloading
+ * is bounded too: past twice the file's decoded bytes plus RELOAD_SLACK the
+ * reader gives up with GPUPHASE_E_NOMEM instead of thrashing. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +23,18 @@
 #include "reader_int.h"
 
 enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
+
+#define HOLD_SMALL (GP_FRAME_DEFAULT + (64u << 10))
+#define BIG_BUDGET (128ull << 20)
+#define ALL_BUDGET (512ull << 20)
+#define RELOAD_SLACK (1ull << 30)
+
+/* Sources holding a decoded frame, small (0) or big (1); evictions take
+ * them in turn (a clock hand), which does not degrade on cyclic use. */
+struct held_list {
+  uint32_t *idx;
+  uint32_t n, cap, hand;
+};
 
 struct frame_ref {
   uint64_t off;
@@ -27,6 +48,11 @@ struct source {
   struct gp_cursor c;
   const struct gpuphase_record *head; /* next record, in c.st */
   uint64_t key; /* its start, or the last start before it */
+  uint64_t held;   /* bytes of c.buf counted against the budgets */
+  uint32_t hpos;   /* index in its held list */
+  uint8_t big;     /* which held list */
+  uint8_t evicted; /* c.buf dropped with the frame half read */
+  uint32_t pos;    /* then: payload offset to resume at */
 };
 
 struct heap_ent {
@@ -51,6 +77,10 @@ struct gp_sorted {
   int advance; /* the heap top was returned: refill it on the next call */
   int pending; /* damage found by pass 1, reported after the merge */
   char pending_msg[sizeof((gpuphase_reader *)0)->msg];
+  struct held_list hl[2];
+  uint64_t held[2];  /* bytes held, small and big frames */
+  uint64_t decoded;  /* usize of every records frame (pass 1) */
+  uint64_t reloaded; /* bytes decoded again after evictions */
 };
 
 static uint32_t hash_id(uint32_t id, uint32_t mask) {
@@ -120,13 +150,14 @@ static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
   }
   src->frames[src->nframes++] =
       (struct frame_ref){fi->off, fi->csize, fi->usize};
+  s->decoded += fi->usize;
   return GPUPHASE_OK;
 }
 
 static int add_string(gpuphase_reader *r, const struct gpuphase_record *rec) {
   if (gp_strtab_add(&r->strings, rec->u.string.id, rec->u.string.text.data,
                     rec->u.string.text.len))
-    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    return gp_strtab_fail(r);
   return GPUPHASE_OK;
 }
 
@@ -204,7 +235,98 @@ void gp_sorted_free(struct gp_sorted *s) {
   free(s->src);
   free(s->slot);
   free(s->heap);
+  free(s->hl[0].idx);
+  free(s->hl[1].idx);
   free(s);
+}
+
+/* Takes src's buffer off the budgets (the buffer itself stays). */
+static void unhold(struct gp_sorted *s, struct source *src) {
+  if (!src->held) return;
+  struct held_list *l = &s->hl[src->big];
+  uint32_t last = l->idx[--l->n];
+  l->idx[src->hpos] = last;
+  s->src[last].hpos = src->hpos;
+  s->held[src->big] -= src->held;
+  src->held = 0;
+}
+
+static int hold(struct gp_sorted *s, struct source *src) {
+  size_t bytes = src->c.cap + GP_DECODE_PAD;
+  int big = src->c.cap > HOLD_SMALL;
+  struct held_list *l = &s->hl[big];
+  if (l->n == l->cap) {
+    uint32_t cap = l->cap ? l->cap * 2 : 16;
+    uint32_t *idx = realloc(l->idx, cap * sizeof *idx);
+    if (!idx) return -1;
+    l->idx = idx;
+    l->cap = cap;
+  }
+  src->hpos = l->n;
+  l->idx[l->n++] = (uint32_t)(src - s->src);
+  src->big = (uint8_t)big;
+  src->held = bytes;
+  s->held[big] += bytes;
+  return 0;
+}
+
+/* Takes src's frame off the budgets before its buffer is freed or taken
+ * over; a frame read to its end needs no reload. */
+static void detach(struct gp_sorted *s, struct source *src) {
+  unhold(s, src);
+  if (src->c.buf && src->c.p < src->c.end) {
+    src->evicted = 1;
+    src->pos = (uint32_t)(src->c.p - src->c.buf);
+  }
+}
+
+/* Evicts held frames until dst's frame of usize bytes fits. A big frame
+ * takes over the buffer of a big victim that is large enough: its pages
+ * are already there (a fresh one of 64 MiB costs 16,384 page faults). */
+static void make_room(struct gp_sorted *s, struct gp_cursor *dst,
+                      uint32_t usize) {
+  int big = usize > HOLD_SMALL;
+  for (;;) {
+    uint64_t need = (dst->buf ? dst->cap : usize) + GP_DECODE_PAD;
+    int over_big = big && s->held[1] + need > BIG_BUDGET;
+    int over_all = s->held[0] + s->held[1] + need > ALL_BUDGET;
+    if (!over_big && !over_all) return;
+    struct held_list *l = &s->hl[over_big || s->hl[1].n ? 1 : 0];
+    if (!l->n) return; /* the budgets exceed any one frame: unreachable */
+    l->hand = l->hand + 1 < l->n ? l->hand + 1 : 0;
+    struct source *v = &s->src[l->idx[l->hand]];
+    detach(s, v);
+    if (big && !dst->buf && v->c.cap >= usize) {
+      dst->buf = v->c.buf;
+      dst->cap = v->c.cap;
+      v->c.buf = NULL;
+      v->c.cap = 0;
+      v->c.p = v->c.end = NULL;
+    } else {
+      gp_cursor_free(&v->c);
+    }
+  }
+}
+
+/* Decodes frame src->frames[i] into src->c within the budgets; the
+ * decoding state is reset unless resuming. */
+static int load(gpuphase_reader *r, struct source *src, uint32_t i,
+                int resume) {
+  struct gp_sorted *s = r->sorted;
+  const struct frame_ref *f = &src->frames[i];
+  unhold(s, src);
+  /* a big buffer is not kept for smaller frames, nor a small one regrown */
+  if ((src->c.cap > HOLD_SMALL && f->usize <= HOLD_SMALL) ||
+      src->c.cap < f->usize)
+    gp_cursor_free(&src->c);
+  if (!src->c.buf) make_room(s, &src->c, f->usize);
+  struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
+                             GP_FRAME_RECORDS};
+  int rc = resume ? gp_inflate_frame(r, &fi, &src->c)
+                  : gp_load_frame(r, &fi, &src->c);
+  if (src->c.buf && hold(s, src))
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+  return rc;
 }
 
 static struct source *source0(struct gp_sorted *s) {
@@ -214,11 +336,35 @@ static struct source *source0(struct gp_sorted *s) {
 
 static int load_next_frame(gpuphase_reader *r, struct source *src) {
   if (src->next == src->nframes) return 0;
-  const struct frame_ref *f = &src->frames[src->next++];
-  struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
-                             GP_FRAME_RECORDS};
-  int rc = gp_load_frame(r, &fi, &src->c);
+  int rc = load(r, src, src->next++, 0);
   return rc ? rc : 1;
+}
+
+/* Decodes an evicted source's frame again and resumes where it stood. */
+static int reload(gpuphase_reader *r, struct source *src) {
+  struct gp_sorted *s = r->sorted;
+  const struct frame_ref *f = &src->frames[src->next - 1];
+  s->reloaded += f->usize;
+  if (s->reloaded > 2 * s->decoded + RELOAD_SLACK)
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM,
+                          "out of memory: the frames this trace needs at "
+                          "once exceed the time-ordered reader's limits "
+                          "(%llu MiB of frames over %u KiB, %llu MiB in all; "
+                          "docs/format.md, section 5)",
+                          (unsigned long long)(BIG_BUDGET >> 20),
+                          HOLD_SMALL >> 10,
+                          (unsigned long long)(ALL_BUDGET >> 20));
+  src->evicted = 0;
+  int rc = load(r, src, src->next - 1, 1);
+  if (rc) return rc;
+  src->c.p = src->c.buf + src->pos;
+  return 1;
+}
+
+/* A source read to its end gives its buffer back. */
+static void finished(struct gp_sorted *s, struct source *src) {
+  unhold(s, src);
+  gp_cursor_free(&src->c);
 }
 
 /* Phase 1: the untimed records of source 0 in file order. */
@@ -242,6 +388,18 @@ static int next_meta(gpuphase_reader *r, const struct gpuphase_record **out) {
   return r->err;
 }
 
+/* A STRING outside source 0 is kept, and handed out with the table's
+ * copy of its text: the frame it came from may be evicted before the
+ * record is returned. */
+static int string_head(gpuphase_reader *r, struct source *src) {
+  if (add_string(r, src->head)) return r->err;
+  struct gpuphase_string *str = &src->c.st.last[GPUPHASE_REC_STRING].u.string;
+  const struct gp_strent *e = gp_strtab_get(&r->strings, str->id);
+  str->text.data = e->s;
+  str->text.len = e->len;
+  return GPUPHASE_OK;
+}
+
 /* Decodes the next record of src into src->head: 1, 0 when the source is
  * exhausted, or an error. */
 static int fetch_head(gpuphase_reader *r, struct source *src) {
@@ -251,12 +409,11 @@ static int fetch_head(gpuphase_reader *r, struct source *src) {
       uint32_t kind = src->head->kind;
       if (__builtin_expect(gp_kind_in(GP_TIMED_KINDS, kind), 1)) return 1;
       if (src->id == 0) continue; /* returned in the metadata phase */
-      if (kind == GPUPHASE_REC_STRING && add_string(r, src->head))
-        return r->err;
+      if (kind == GPUPHASE_REC_STRING && string_head(r, src)) return r->err;
       return 1; /* untimed elsewhere: emitted where it stands */
     }
-    if (rc == 0) rc = load_next_frame(r, src);
-    if (rc == 0) gp_cursor_free(&src->c);
+    if (rc == 0) rc = src->evicted ? reload(r, src) : load_next_frame(r, src);
+    if (rc == 0) finished(r->sorted, src);
     if (rc <= 0) return rc;
   }
 }

@@ -55,6 +55,12 @@ static char *copy(struct gp_strtab *st, const char *s, uint64_t len) {
 /* A later definition of the same id wins; the writer never makes one. */
 int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
                   uint64_t len) {
+  /* an entry costs two slots of the table (kept at most half full) */
+  uint64_t cost = len + 1 + 2 * sizeof(struct gp_strent);
+  if (len > GP_STRINGS_MAX || st->cost + cost > GP_STRINGS_MAX) {
+    st->full = 1;
+    return GPUPHASE_E_NOMEM;
+  }
   if ((st->count + 1) * 2 > st->mask + 1 && grow(st)) return GPUPHASE_E_NOMEM;
   char *d = copy(st, s, len);
   if (!d) return GPUPHASE_E_NOMEM;
@@ -63,7 +69,17 @@ int gp_strtab_add(struct gp_strtab *st, uint64_t id, const char *s,
     h = (h + 1) & st->mask;
   st->count += !st->t[h].s;
   st->t[h] = (struct gp_strent){id, d, len};
+  st->cost += cost;
   return GPUPHASE_OK;
+}
+
+int gp_strtab_fail(gpuphase_reader *r) {
+  if (r->strings.full)
+    return gp_reader_fail(r, GPUPHASE_E_NOMEM,
+                          "out of memory: the trace's strings exceed the "
+                          "reader's %llu MiB",
+                          (unsigned long long)(GP_STRINGS_MAX >> 20));
+  return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
 }
 
 const struct gp_strent *gp_strtab_get(const struct gp_strtab *st, uint64_t id) {
