@@ -3,6 +3,7 @@
  *   gpuphase-report info FILE...        what a trace file holds
  *   gpuphase-report dump FILE           its records, one per line
  * Exit status: 0 success, 1 bad input, 2 usage error. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,11 +209,29 @@ static int read_all(int n, char **files, const struct opts *o,
   return 0;
 }
 
-static int render(const struct opts *o, struct gp_proc_res **procs, size_t n,
+/* The output, refused when it is one of the inputs (the same file, by
+ * device and inode): checked before reading and again when opening. */
+static int refused(const char *out, const char *in) {
+  fprintf(stderr,
+          "gpuphase-report: refusing to write the report to %s: it "
+          "is the input file %s\n",
+          out ? out : "standard output", in);
+  return 2;
+}
+
+static int refuse_output(const char *out, char **files, size_t n) {
+  const char *in = gp_out_is_input(out, files, n);
+  return in ? refused(out, in) : 0;
+}
+
+static int render(const struct opts *o, char **files,
+                  struct gp_proc_res **procs, size_t n,
                   const struct gp_proc_res *total) {
-  FILE *f = o->out ? fopen(o->out, "w") : stdout;
+  const char *clash = NULL;
+  FILE *f = o->out ? gp_out_open(o->out, "w", files, n, &clash) : stdout;
+  if (!f && clash) return refused(o->out, clash);
   if (!f) {
-    perror(o->out);
+    fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
     return 1;
   }
   struct gp_render_opts ro = o->rend;
@@ -220,28 +239,20 @@ static int render(const struct opts *o, struct gp_proc_res **procs, size_t n,
   ro.color =
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
   struct gp_report_set set = {procs, n, total};
+  /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
-  if ((o->out ? fclose(f) : fflush(f)) != 0 || rc < 0) {
-    perror(o->out ? o->out : "standard output");
-    return 1;
-  }
-  return 0;
+  return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")
+             ? 1
+             : rc < 0;
 }
 
-int main(int argc, char **argv) {
-  if (argc > 1 && !strcmp(argv[1], "info"))
-    return gp_cmd_info(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "dump"))
-    return gp_cmd_dump(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "compare"))
-    return gp_cmd_compare(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "check"))
-    return gp_cmd_check(argc - 1, argv + 1);
+static int report(int argc, char **argv) {
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
   o.ro.warmup = -1;
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t n = (size_t)(argc - optind);
+  if ((rc = refuse_output(o.out, argv + optind, n))) return rc;
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
@@ -260,10 +271,29 @@ int main(int argc, char **argv) {
       rc = 1;
     }
   }
-  if (!rc) rc = render(&o, procs, n, sum ? sum : procs[0]);
+  if (!rc) rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
   for (size_t i = 0; i < n; i++)
     gp_res_free(procs[i]);
   gp_res_free(sum);
   free(procs);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  int rc;
+  if (argc > 1 && !strcmp(argv[1], "info"))
+    rc = gp_cmd_info(argc - 1, argv + 1);
+  else if (argc > 1 && !strcmp(argv[1], "dump"))
+    rc = gp_cmd_dump(argc - 1, argv + 1);
+  else if (argc > 1 && !strcmp(argv[1], "compare"))
+    rc = gp_cmd_compare(argc - 1, argv + 1);
+  else if (argc > 1 && !strcmp(argv[1], "check"))
+    rc = gp_cmd_check(argc - 1, argv + 1);
+  else
+    rc = report(argc, argv);
+  /* whatever a command wrote to standard output (help, version) must have
+   * reached it; the commands say so themselves when they fail */
+  if (!rc && gp_out_done(stdout, "gpuphase-report", "standard output") < 0)
+    rc = 1;
   return rc;
 }

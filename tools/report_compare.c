@@ -12,6 +12,7 @@
 
 #include "compare.h"
 #include "pipeline.h"
+#include "report_info.h"
 #include "util.h"
 
 static const char compare_usage[] =
@@ -105,6 +106,8 @@ struct cli {
   size_t top;
   char **files[2]; /* base, candidate */
   size_t nf[2];
+  char **inputs; /* every file read (traces, budget files): no output */
+  size_t ninputs;
   int side;
   const char *compare_only; /* an option that check does not take */
 };
@@ -241,6 +244,7 @@ static int count_arg(const struct cli *c, const char *opt, const char *arg,
 
 static int budget(struct cli *c, const char *arg, int file) {
   char err[1400];
+  if (file) c->inputs[c->ninputs++] = (char *)arg;
   int rc = file ? gp_budgets_load(&c->bud, arg, err, sizeof err)
                 : gp_budgets_add(&c->bud, arg, "--budget", err, sizeof err);
   return rc < 0 ? input_error(c, err) : 0;
@@ -376,6 +380,7 @@ static void help(const struct cli *c) {
 
 static void add_file(struct cli *c, char *path) {
   c->files[c->side][c->nf[c->side]++] = path;
+  c->inputs[c->ninputs++] = path;
 }
 
 /* Returns 0 to go on, else the exit status (-1: help was shown). */
@@ -447,23 +452,39 @@ static int read_side(const struct cli *c, int side, struct gp_cmp_side *s) {
 
 typedef int (*writer_fn)(FILE *, const struct gp_cmp_out *);
 
+/* An output (NULL: standard output) that is one of the inputs, the same
+ * file by device and inode: refused, before reading and when opening. */
+static int refused(const struct cli *c, const char *path, const char *in) {
+  char msg[600];
+  snprintf(msg, sizeof msg, "refusing to write to %s: it is the input file %s",
+           path ? path : "standard output", in);
+  return input_error(c, msg);
+}
+
+static int refuse_output(const struct cli *c, const char *path) {
+  const char *in = gp_out_is_input(path, c->inputs, c->ninputs);
+  return in ? refused(c, path, in) : 0;
+}
+
 /* Writes with fn to path (NULL: standard output), appending if asked. */
 static int write_to(const struct cli *c, const char *path, const char *mode,
                     writer_fn fn, const struct gp_cmp_out *o) {
-  FILE *f = path ? fopen(path, mode) : stdout;
+  const char *clash = NULL;
+  FILE *f =
+      path ? gp_out_open(path, mode, c->inputs, c->ninputs, &clash) : stdout;
+  if (!f && clash) return refused(c, path, clash);
   if (!f) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s: cannot write: %m", path);
     return input_error(c, msg);
   }
   int rc = fn(f, o);
-  if ((path ? fclose(f) : fflush(f)) != 0 || rc < 0) {
-    char msg[600];
-    snprintf(msg, sizeof msg, "%s: write failed",
-             path ? path : "standard output");
-    return input_error(c, msg);
-  }
-  return 0;
+  char prefix[32], clean[400];
+  snprintf(prefix, sizeof prefix, "gpuphase-report %s",
+           c->check ? "check" : "compare");
+  gp_text_clean(path ? path : "standard output", clean, sizeof clean, 200);
+  /* a writer fails only on a write error, which gp_out_done names */
+  return gp_out_done(f, prefix, clean) || rc < 0 ? 2 : 0;
 }
 
 static int emit(const struct cli *c, const struct gp_cmp_out *o) {
@@ -485,7 +506,10 @@ static int emit(const struct cli *c, const struct gp_cmp_out *o) {
 static int run(struct cli *c) {
   struct gp_cmp_side s[2] = {{0}};
   struct gp_cmp_result res;
-  int rc = c->check ? 0 : read_side(c, 0, &s[0]);
+  int rc = refuse_output(c, c->out);
+  if (!rc && c->junit) rc = refuse_output(c, c->junit);
+  if (rc) return rc;
+  rc = c->check ? 0 : read_side(c, 0, &s[0]);
   if (!rc) rc = read_side(c, 1, &s[1]);
   c->o.budgets = &c->bud;
   if (!rc && gp_cmp_judge(c->check ? NULL : &s[0], &s[1], &c->o, &res) < 0)
@@ -508,13 +532,17 @@ static int command(int argc, char **argv, int check) {
   c.ro.step_detail = 1;
   c.files[0] = calloc((size_t)argc + 1, sizeof *c.files[0]);
   c.files[1] = calloc((size_t)argc + 1, sizeof *c.files[1]);
-  int rc = c.files[0] && c.files[1] ? 0 : input_error(&c, "out of memory");
+  c.inputs = calloc((size_t)argc + 1, sizeof *c.inputs);
+  int rc = c.files[0] && c.files[1] && c.inputs
+               ? 0
+               : input_error(&c, "out of memory");
   if (!rc) rc = parse(&c, argc, argv);
   if (!rc) rc = validate(&c);
   if (!rc) rc = run(&c);
   gp_budgets_free(&c.bud);
   free(c.files[0]);
   free(c.files[1]);
+  free(c.inputs);
   return rc < 0 ? 0 : rc;
 }
 

@@ -6,10 +6,14 @@
  * resolved, for debugging and for scripts. */
 #include "report_info.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "gpuphase/trace.h"
@@ -44,6 +48,78 @@ static const char dump_usage[] =
     "exit status: 0 read to the end (a truncated file gives a warning), 1 the\n"
     "file is missing, not a trace, too new or corrupt (records before the\n"
     "damage are printed), 2 usage error.\n";
+
+/* --- output files, for every subcommand */
+
+static const char *input_of(const struct stat *o, char *const *in, size_t n) {
+  struct stat st;
+  for (size_t i = 0; i < n; i++)
+    if (in[i] && !stat(in[i], &st) && st.st_dev == o->st_dev &&
+        st.st_ino == o->st_ino)
+      return in[i];
+  return NULL;
+}
+
+/* Only a regular file can be a trace or a budget file that an output
+ * would destroy (/dev/null may well be both). */
+const char *gp_out_is_input(const char *path, char *const *inputs, size_t n) {
+  struct stat o;
+  if (path ? stat(path, &o) : fstat(STDOUT_FILENO, &o)) return NULL;
+  return S_ISREG(o.st_mode) ? input_of(&o, inputs, n) : NULL;
+}
+
+FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
+                  size_t n, const char **clash) {
+  int append = mode[0] == 'a';
+  *clash = NULL;
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : 0),
+                0666);
+  if (fd < 0) return NULL;
+  struct stat o;
+  int e = fstat(fd, &o) ? errno : 0;
+  if (!e && S_ISREG(o.st_mode) && (*clash = input_of(&o, inputs, n)))
+    e = EEXIST;
+  else if (!e && !append && S_ISREG(o.st_mode) && ftruncate(fd, 0))
+    e = errno;
+  FILE *f = e ? NULL : fdopen(fd, mode);
+  if (!f) {
+    e = e ? e : errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
+}
+
+int gp_out_done(FILE *f, const char *prefix, const char *name) {
+  int bad = ferror(f), e = 0;
+  errno = 0;
+  if (fflush(f)) bad = 1, e = errno;
+  if (f != stdout && fclose(f) && !bad) bad = 1, e = errno;
+  if (!bad) return 0;
+  fprintf(stderr, "%s: %s: write error: %s\n", prefix, name,
+          e ? strerror(e) : "output lost");
+  return -1;
+}
+
+/* An output that is one of the inputs is refused before anything is
+ * read: exit status 2, as for a usage error. */
+static int refuse_stdout(const char *cmd, char *const *inputs, size_t n) {
+  const char *in = gp_out_is_input(NULL, inputs, n);
+  if (!in) return 0;
+  fprintf(stderr,
+          "gpuphase-report %s: refusing to write to standard output: it is "
+          "the input file %s\n",
+          cmd, in);
+  return 2;
+}
+
+static int stdout_done(const char *cmd) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "gpuphase-report %s", cmd);
+  return gp_out_done(stdout, prefix, "standard output");
+}
+
+/* --- info and dump */
 
 static int usage_error(const char *cmd, const char *what, const char *arg) {
   fprintf(stderr, "gpuphase-report %s: %s%s%s\n", cmd, what, arg ? " " : "",
@@ -160,23 +236,26 @@ int gp_cmd_dump(int argc, char **argv) {
       path = argv[i];
   }
   if (!path) return usage_error(cmd, "missing FILE", NULL);
+  char *in[1] = {(char *)path};
+  if (refuse_stdout(cmd, in, 1)) return 2;
   gpuphase_reader *r = open_trace(cmd, path, mode);
   if (!r) return 1;
   struct dump_ctx d = {stdout, r};
   struct gpuphase_record rec;
-  int rc;
-  while ((rc = gpuphase_reader_next(r, &rec)) == 1) {
+  int rc = 0;
+  /* a failed write ends the dump: the rest would be lost too */
+  while (!ferror(stdout) && (rc = gpuphase_reader_next(r, &rec)) == 1) {
     fputs(gpuphase_kind_name(rec.kind), stdout);
     gp_record_fields(&rec, dump_field, &d);
     putc('\n', stdout);
   }
-  fflush(stdout);
+  int bad = stdout_done(cmd);
   if (rc < 0)
     read_error(cmd, path, r, rc);
-  else if (gpuphase_reader_truncated(r))
+  else if (!bad && gpuphase_reader_truncated(r))
     truncated_warning(cmd, path);
   gpuphase_reader_close(r);
-  return rc < 0;
+  return rc < 0 || bad;
 }
 
 struct facts {
@@ -351,7 +430,8 @@ static void print_times(const gpuphase_reader *r, const struct facts *f) {
   printf("\n");
 }
 
-/* Reads one file and prints its facts: 0, or 1 if it cannot be read. */
+/* Reads one file and prints its facts: 0, 1 if it cannot be read, or -1
+ * when standard output cannot be written (said on stderr). */
 static int info_one(const char *cmd, const char *path) {
   gpuphase_reader *r = open_trace(cmd, path, GP_OPEN_FILE_ORDER);
   if (!r) return 1;
@@ -367,7 +447,10 @@ static int info_one(const char *cmd, const char *path) {
   print_counts(&f);
   print_events(r, &f);
   print_times(r, &f);
-  fflush(stdout);
+  if (stdout_done(cmd)) {
+    gpuphase_reader_close(r);
+    return -1;
+  }
   if (rc < 0)
     read_error(cmd, path, r, rc);
   else if (gpuphase_reader_truncated(r))
@@ -392,6 +475,7 @@ int gp_cmd_info(int argc, char **argv) {
       files++;
   }
   if (!files) return usage_error(cmd, "missing FILE", NULL);
+  if (refuse_stdout(cmd, argv + 1, (size_t)argc - 1)) return 2;
   opts = 1;
   for (int i = 1, n = 0; i < argc; i++) {
     if (opts && !strcmp(argv[i], "--")) {
@@ -399,7 +483,9 @@ int gp_cmd_info(int argc, char **argv) {
       continue;
     }
     if (n++) printf("\n");
-    status |= info_one(cmd, argv[i]);
+    int rc = info_one(cmd, argv[i]);
+    if (rc < 0) return 1;
+    status |= rc;
   }
   return status;
 }

@@ -5,7 +5,29 @@
 #ifndef GP_REPORT_INFO_H
 #define GP_REPORT_INFO_H
 
+#include <stddef.h>
+#include <stdio.h>
+
 int gp_cmd_info(int argc, char **argv);
 int gp_cmd_dump(int argc, char **argv);
+
+/* Output files of every subcommand (report, info, dump, compare, check).
+ *
+ * Whether path (NULL: standard output) is the same file, by device and
+ * inode, as one of the n inputs: the input's name, or NULL. Inputs that
+ * cannot be found are skipped. */
+const char *gp_out_is_input(const char *path, char *const *inputs, size_t n);
+
+/* Opens path for writing as fopen(path, mode) does ("w" or "a"), except
+ * that a file that is one of the inputs is refused -- checked on the open
+ * file, before it is truncated: NULL with *clash naming the input (NULL
+ * when errno says why the open failed). */
+FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
+                  size_t n, const char **clash);
+
+/* Flushes f (and closes it unless it is stdout): 0 when everything written
+ * to it reached the file, else -1 after one line on stderr,
+ * "PREFIX: NAME: write error: REASON". */
+int gp_out_done(FILE *f, const char *prefix, const char *name);
 
 #endif

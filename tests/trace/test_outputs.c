@@ -1,0 +1,273 @@
+/* gpuphase-report's outputs (path in argv[1]), for every command: report
+ * (text, JSON, HTML), info, dump, compare, check and the help texts.
+ *   - a write error (standard output or -o/--junit on /dev/full) exits
+ *     non-zero with one line naming the output and the reason;
+ *   - an output that is one of the inputs -- the same file by device and
+ *     inode, under its own name, another name, a symbolic or a hard link,
+ *     or standard output appended to it -- is refused with exit status 2
+ *     before anything is read, and the input is left as it was;
+ *   - an output that is no input is written whole (an older, longer file
+ *     in its place is truncated). */
+#include <fcntl.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tt.h"
+
+extern char **environ;
+
+static const char *report, *err_path, *dir;
+static char *err;
+
+/* Runs gpuphase-report with args (NULL-terminated) and standard output on
+ * out (opened with flags); captures stderr. Returns the exit status. */
+static int run_to(const char *out, int flags, const char *const *args) {
+  const char *argv[32] = {report};
+  size_t n = 1;
+  while (args[n - 1] && n < 31) {
+    argv[n] = args[n - 1];
+    n++;
+  }
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out, flags, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  int st = -1;
+  if (posix_spawn(&pid, report, &fa, NULL, (char **)argv, environ) == 0)
+    waitpid(pid, &st, 0);
+  posix_spawn_file_actions_destroy(&fa);
+  free(err);
+  size_t len = 0;
+  err = (char *)tt_slurp(err_path, &len);
+  err[len] = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define RUN(out, flags, ...)                                                   \
+  run_to(out, flags, (const char *[]){__VA_ARGS__, NULL})
+#define RUN0(...) RUN("/dev/null", O_WRONLY, __VA_ARGS__)
+
+static int one_line(const char *needle) {
+  const char *nl = strchr(err, '\n');
+  if (strstr(err, needle) && nl && !nl[1]) return 1;
+  fprintf(stderr, "  expected one line with \"%s\", got:\n%s\n", needle, err);
+  return 0;
+}
+
+static char *path_in(const char *name) {
+  char *p = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  return p;
+}
+
+static void add(gp_writer *w, uint32_t src, struct gpuphase_record r) {
+  CHECK(gp_writer_add(w, src, &r) == GPUPHASE_OK);
+}
+
+/* A device, launches and their kernels: enough for every command. */
+static void write_trace(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  struct gp_process_info in = tt_info();
+  gp_writer *w = gp_writer_open(fd, &in, 0, NULL);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
+  r.u.device = (struct gpuphase_device){.name = gp_writer_intern(w, "GPU", 3),
+                                        .sms = 10,
+                                        .mem_total = 1 << 30,
+                                        .cc_major = 9};
+  add(w, 0, r);
+  r.kind = GPUPHASE_REC_API_DEF;
+  r.u.api_def = (struct gpuphase_api_def){
+      .api = 1, .name = gp_writer_intern(w, "cudaLaunchKernel", 16)};
+  add(w, 0, r);
+  uint64_t t0 = in.start_mono_ns;
+  for (uint64_t i = 1; i <= 50; i++) {
+    r.kind = GPUPHASE_REC_API;
+    r.u.api = (struct gpuphase_api){.api = 1,
+                                    .start = t0 + 10000 * i,
+                                    .end = t0 + 10000 * i + 2000,
+                                    .corr = i};
+    add(w, 1, r);
+    r.kind = GPUPHASE_REC_KERNEL;
+    r.u.kernel = (struct gpuphase_kernel){.start = t0 + 10000 * i + 3000,
+                                          .end = t0 + 10000 * i + 9000,
+                                          .corr = i,
+                                          .name = 1};
+    add(w, 2, r);
+  }
+  struct gpuphase_summary s = {100, 0, 0, t0 + 600000};
+  CHECK(gp_writer_close(w, &s) == GPUPHASE_OK);
+}
+
+static uint8_t *orig;
+static size_t orig_len;
+
+static int intact(const char *path) {
+  size_t len = 0;
+  uint8_t *now = tt_slurp(path, &len);
+  int same = len == orig_len && !memcmp(now, orig, len);
+  free(now);
+  if (!same) fprintf(stderr, "  %s changed\n", path);
+  return same;
+}
+
+static void test_write_errors(const char *t, const char *b) {
+  static const char *const cmds[][12] = {
+      {"X"},
+      {"-f", "json", "X"},
+      {"-f", "html", "X"},
+      {"info", "X"},
+      {"dump", "X"},
+      {"dump", "--sorted", "X"},
+      {"compare", "X", "X", "X", "--vs", "X", "X", "X"},
+      {"compare", "-f", "json", "X", "--vs", "X"},
+      {"check", "--budgets", "B", "X"},
+      {"check", "-f", "markdown", "--budget", "kernel < 99%", "X"},
+      {"--help"},
+      {"-V"},
+      {"info", "--help"},
+      {"dump", "--help"},
+      {"compare", "--help"},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    const char *args[13] = {0};
+    for (size_t j = 0; cmds[i][j]; j++)
+      args[j] = !strcmp(cmds[i][j], "X")   ? t
+                : !strcmp(cmds[i][j], "B") ? b
+                                           : cmds[i][j];
+    int rc = run_to("/dev/full", O_WRONLY, args);
+    if (rc == 0 || rc > 2 ||
+        !one_line("standard output: write error: No "
+                  "space left on device"))
+      fprintf(stderr, "  command %zu (%s %s): exit status %d\n", i, args[0],
+              args[1] ? args[1] : "", rc);
+    CHECK(rc == 1 || rc == 2);
+    /* the same to /dev/null: a verdict (compare, check) or success, and
+     * nothing to say */
+    rc = run_to("/dev/null", O_WRONLY, args);
+    CHECK((rc == 0 || rc == 1 || rc == 3) && err[0] == 0);
+  }
+  CHECK(RUN0("-o", "/dev/full", t) == 1);
+  CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
+  CHECK(RUN0("compare", t, "--vs", t, "-o", "/dev/full") == 2);
+  CHECK(one_line("compare: /dev/full: write error: No space left"));
+  CHECK(RUN0("compare", t, "--vs", t, "--junit", "/dev/full") == 2);
+  CHECK(one_line("compare: /dev/full: write error: No space left"));
+  CHECK(RUN0("check", "--budgets", b, t, "-o", "/dev/full") == 2);
+  CHECK(one_line("check: /dev/full: write error: No space left"));
+}
+
+static void test_same_file(const char *t, const char *b) {
+  char *other = path_in("other.gph"), *sym = path_in("sym.gph"),
+       *hard = path_in("hard.gph"), *dotted = path_in("./t.gph");
+  CHECK(symlink(t, sym) == 0);
+  CHECK(link(t, hard) == 0);
+  const char *outs[] = {t, sym, hard, dotted};
+  for (size_t i = 0; i < 4; i++) {
+    CHECK(RUN0("-o", outs[i], t) == 2);
+    CHECK(one_line("refusing to write the report to"));
+    CHECK(RUN0("-f", "json", "-o", outs[i], other, t) == 2);
+    CHECK(one_line("it is the input file"));
+    CHECK(intact(t));
+  }
+  /* standard output appended to the input */
+  CHECK(RUN(t, O_WRONLY | O_APPEND, t) == 2);
+  CHECK(one_line("refusing to write the report to standard output"));
+  CHECK(RUN(hard, O_WRONLY | O_APPEND, "dump", t) == 2);
+  CHECK(one_line("dump: refusing to write to standard output"));
+  CHECK(RUN(sym, O_WRONLY | O_APPEND, "info", other, t) == 2);
+  CHECK(one_line("info: refusing to write to standard output"));
+  CHECK(intact(t));
+  /* compare and check: traces and budget files are inputs */
+  CHECK(RUN0("compare", other, "--vs", t, "-o", hard) == 2);
+  CHECK(one_line("compare: refusing to write to"));
+  CHECK(RUN0("compare", t, "--vs", other, "--junit", sym) == 2);
+  CHECK(one_line("it is the input file"));
+  CHECK(RUN(t, O_WRONLY | O_APPEND, "compare", other, "--vs", t) == 2);
+  CHECK(one_line("compare: refusing to write to standard output"));
+  CHECK(intact(t));
+  size_t blen = 0;
+  uint8_t *budgets = tt_slurp(b, &blen);
+  CHECK(RUN0("check", "--budgets", b, t, "-o", b) == 2);
+  CHECK(one_line("check: refusing to write to"));
+  CHECK(RUN(b, O_WRONLY | O_APPEND, "check", "--budgets", b, t) == 2);
+  CHECK(one_line("check: refusing to write to standard output"));
+  /* the step summary is a courtesy: refused, said, the verdict stands */
+  setenv("GITHUB_STEP_SUMMARY", b, 1);
+  int verdict = RUN0("check", "-f", "markdown", "--budgets", b, t);
+  unsetenv("GITHUB_STEP_SUMMARY");
+  CHECK(verdict == 0 || verdict == 1 || verdict == 3);
+  CHECK(one_line("refusing to write to"));
+  size_t blen2 = 0;
+  uint8_t *budgets2 = tt_slurp(b, &blen2);
+  CHECK(blen == blen2 && !memcmp(budgets, budgets2, blen));
+  free(budgets);
+  free(budgets2);
+  unlink(sym);
+  unlink(hard);
+  free(sym);
+  free(hard);
+  free(dotted);
+  free(other);
+}
+
+/* An output that is no input replaces what was there. */
+static void test_other_output(const char *t) {
+  char *txt = path_in("report.txt"), *ref = path_in("ref.txt");
+  uint8_t junk[100000];
+  memset(junk, 'x', sizeof junk);
+  tt_write_file(txt, junk, sizeof junk);
+  CHECK(RUN0("-o", txt, t) == 0 && err[0] == 0);
+  CHECK(RUN(ref, O_WRONLY | O_CREAT | O_TRUNC, t) == 0);
+  size_t a = 0, b = 0;
+  uint8_t *x = tt_slurp(txt, &a), *y = tt_slurp(ref, &b);
+  CHECK(a > 0 && a == b && !memcmp(x, y, a));
+  free(x);
+  free(y);
+  unlink(txt);
+  unlink(ref);
+  free(txt);
+  free(ref);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_outputs GPUPHASE-REPORT\n");
+    return 2;
+  }
+  report = argv[1];
+  err_path = tt_tmpfile("out-err");
+  char tmpl[] = "/tmp/gptest-outputs-XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s/gptest-outputs-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  dir = mkdtemp(buf);
+  if (!dir) dir = mkdtemp(tmpl);
+  if (!dir) return 1;
+  char *t = path_in("t.gph"), *other = path_in("other.gph"),
+       *b = path_in("budgets.txt");
+  write_trace(t);
+  write_trace(other);
+  tt_write_file(b, "kernel < 99%\n", 13);
+  orig = tt_slurp(t, &orig_len);
+  test_write_errors(t, b);
+  test_same_file(t, b);
+  test_other_output(t);
+  CHECK(intact(t));
+  unlink(t);
+  unlink(other);
+  unlink(b);
+  rmdir(dir);
+  free(t);
+  free(other);
+  free(b);
+  free(orig);
+  free(err);
+  return tt_done("test_outputs");
+}
