@@ -4,7 +4,10 @@
  *               library is preloaded, the runtime itself otherwise)
  *   direct:     through the runtime's own symbol (dlvsym on libcudart)
  * Prints the median ns/call of each and of their per-round difference.
- * usage: gpuphase-bench-overhead [CALLS_PER_ROUND [ROUNDS]] */
+ * usage: gpuphase-bench-overhead [CALLS_PER_ROUND [ROUNDS [PATHS]]]
+ * PATHS "both" (default), or "interposed" alone: what callgrind counts per
+ * launch then is the wrapper and the nested driver call under it, without
+ * the direct path's driver calls (which gpuphase records on their own). */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -48,8 +51,12 @@ static double median(double *v, int n) {
 int main(int argc, char **argv) {
   long calls = argc > 1 ? atol(argv[1]) : 100000;
   int rounds = argc > 2 ? atoi(argv[2]) : 11;
-  if (calls <= 0 || rounds <= 0 || rounds > 1000) {
-    fprintf(stderr, "usage: %s [CALLS_PER_ROUND [ROUNDS]]\n", argv[0]);
+  const char *paths = argc > 3 ? argv[3] : "both";
+  int both = strcmp(paths, "both") == 0;
+  if (calls <= 0 || rounds <= 0 || rounds > 1000 ||
+      (!both && strcmp(paths, "interposed") != 0)) {
+    fprintf(stderr, "usage: %s [CALLS_PER_ROUND [ROUNDS [both|interposed]]]\n",
+            argv[0]);
     return 2;
   }
   void *rt = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
@@ -71,17 +78,17 @@ int main(int argc, char **argv) {
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
     return 1;
   round_ns(interposed, calls / 10 + 1, s); /* warm up both paths */
-  round_ns(direct, calls / 10 + 1, s);
+  if (both) round_ns(direct, calls / 10 + 1, s);
   double *a = calloc((size_t)rounds, sizeof *a), *b = calloc((size_t)rounds, sizeof *b),
          *d = calloc((size_t)rounds, sizeof *d);
   if (!a || !b || !d) return 1;
   for (int r = 0; r < rounds; r++) {
     a[r] = round_ns(interposed, calls, s);
-    b[r] = round_ns(direct, calls, s);
+    b[r] = both ? round_ns(direct, calls, s) : 0;
     d[r] = a[r] - b[r];
   }
-  printf("preloaded %d\ncalls %ld\nrounds %d\n", preloaded, calls * rounds * 2,
-         rounds);
+  printf("preloaded %d\ncalls %ld\nrounds %d\n", preloaded,
+         calls * rounds * (both ? 2 : 1), rounds);
   printf("interposed_ns %.1f\ndirect_ns %.1f\nadded_ns %.1f\n",
          median(a, rounds), median(b, rounds), median(d, rounds));
   free(a);

@@ -23,6 +23,22 @@ static struct {
   double slope0; /* first estimate, until two points exist */
 } C;
 
+struct gp_clock_line gp_clock_line = {UINT64_MAX, 0, 0, 1.0};
+
+/* The line gp_clock_to_ns takes for the newest raw values (see there). */
+static void update_line(void) {
+  struct gp_clock_line *l = &gp_clock_line;
+  const struct calpoint *newest = &C.cal[(C.next + CAL_N - 1) % CAL_N];
+  if (!gp_clock_tsc || C.count == 0) {
+    *l = (struct gp_clock_line){UINT64_MAX, 0, 0, 1.0};
+  } else if (C.count < 2) {
+    *l = (struct gp_clock_line){0, newest->tsc, newest->ns, C.slope0};
+  } else {
+    const struct calpoint *lo = &C.cal[(C.next + CAL_N - 2) % CAL_N];
+    *l = (struct gp_clock_line){lo->tsc, lo->tsc, lo->ns, newest->slope};
+  }
+}
+
 static int tsc_usable(void) {
 #if defined(__x86_64__)
   const char *force = getenv("GPUPHASE_CLOCK");
@@ -67,6 +83,7 @@ void gp_clock_start(void) {
   gp_clock_tsc = tsc_usable();
   C.next = C.count = 0;
   C.slope0 = 1.0;
+  update_line();
   if (!gp_clock_tsc) return;
   /* a first slope estimate over 0.2 ms, replaced by interpolation between
    * calibration points as soon as the writer has taken its first */
@@ -79,6 +96,7 @@ void gp_clock_start(void) {
   C.cal[0] = a;
   C.next = 1;
   C.count = 1;
+  update_line();
 }
 
 /* Calibration points, one per writer pass: raw TSC values are converted by
@@ -96,6 +114,7 @@ void gp_clock_calibrate(void) {
   C.cal[C.next] = p;
   C.next = (C.next + 1) % CAL_N;
   if (C.count < CAL_N) C.count++;
+  update_line();
 }
 
 /* raw on the line through a with b's slope (b follows a). */

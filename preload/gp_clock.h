@@ -17,4 +17,24 @@ void gp_clock_calibrate(void);
 /* Raw clock value to CLOCK_MONOTONIC ns. Writer thread only. */
 uint64_t gp_clock_to_ns(uint64_t raw);
 
+/* The line gp_clock_to_ns takes for every raw value from `from` on (the
+ * newest calibration segment, extended past its end): base + (raw -
+ * base_raw) * slope. from is UINT64_MAX when the raw clock is not the TSC.
+ * Updated by gp_clock_start and gp_clock_calibrate. */
+struct gp_clock_line {
+  uint64_t from, base_raw, base_ns;
+  double slope;
+};
+extern struct gp_clock_line gp_clock_line;
+
+/* gp_clock_to_ns, with the newest segment inline: events drained in one
+ * pass almost all fall in it. Gives exactly gp_clock_to_ns's result. */
+static inline uint64_t gp_clock_to_ns_fast(uint64_t raw) {
+  const struct gp_clock_line *l = &gp_clock_line;
+  if (__builtin_expect(raw >= l->from, 1))
+    return l->base_ns +
+           (uint64_t)(int64_t)((double)(int64_t)(raw - l->base_raw) * l->slope);
+  return gp_clock_to_ns(raw);
+}
+
 #endif

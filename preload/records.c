@@ -17,9 +17,15 @@ struct stream_slot {
   uint32_t source;
 };
 
+/* api_info[id]: API_DEFINED | the id's class bits once its API_DEF record
+ * is written, 0 before: one load per API record tells both. */
+#define API_DEFINED 0x8000u
+
 static struct {
   gp_writer *w;
-  uint8_t *api_defined;
+  uint16_t *api_info;
+  uint32_t napi;
+  uint64_t devices_done; /* bit d: the DEVICE record of device d is written */
   uint32_t *thread_source;
   uint32_t next_source;
   struct stream_slot streams[STREAM_SLOTS];
@@ -30,18 +36,19 @@ static struct {
 
 int gp_records_begin(gp_writer *w) {
   R.w = w;
-  R.api_defined = calloc(gp_api_count(), 1);
+  R.napi = gp_api_count();
+  R.api_info = calloc(R.napi, sizeof *R.api_info);
   R.thread_source = calloc(65536, sizeof *R.thread_source);
   R.next_source = 1;
-  if (R.api_defined && R.thread_source) return 0;
+  if (R.api_info && R.thread_source) return 0;
   gp_records_end();
   return -1;
 }
 
 void gp_records_end(void) {
-  free(R.api_defined);
+  free(R.api_info);
   free(R.thread_source);
-  R.api_defined = NULL;
+  R.api_info = NULL;
   R.thread_source = NULL;
   R.w = NULL;
 }
@@ -50,6 +57,7 @@ void gp_records_reset(void) {
   R.lost_total = R.cupti_lost_reported = 0;
   memset(R.streams, 0, sizeof R.streams);
   R.overflow_source = 0;
+  R.devices_done = 0;
   gp_describe_reset();
 }
 
@@ -88,9 +96,11 @@ static uint32_t stream_source(uint32_t device, uint32_t stream) {
 }
 
 /* ---- metadata ---- */
-static void define_api(uint32_t id) {
-  if (id >= gp_api_count() || R.api_defined[id]) return;
-  R.api_defined[id] = 1;
+/* Writes the API_DEF record of id; returns its api_info (0: no such id). */
+static uint32_t define_api(uint32_t id) {
+  if (id >= R.napi) return 0;
+  if (R.api_info[id]) return R.api_info[id];
+  R.api_info[id] = (uint16_t)(API_DEFINED | gp_api_cls(id));
   const char *name = gp_api_name(id);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
   r.u.api_def.api = id;
@@ -98,6 +108,7 @@ static void define_api(uint32_t id) {
   r.u.api_def.cls = gp_api_cls(id);
   r.u.api_def.layer = gp_api_layer(id);
   gp_records_add(0, &r);
+  return R.api_info[id];
 }
 
 static void announce_thread(struct gp_tbuf *b) {
@@ -111,24 +122,36 @@ static void announce_thread(struct gp_tbuf *b) {
   b->announced = 1;
 }
 
-static void describe_device(uint32_t dev) {
+static void describe_device_slow(uint32_t dev) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
   char name[256];
   if (!gp_describe_device(dev, &r.u.device, name, sizeof name)) return;
   r.u.device.name = gp_writer_intern(R.w, name, strnlen(name, sizeof name));
   gp_records_add(0, &r);
+  if (dev < 64) R.devices_done |= UINT64_C(1) << dev;
+}
+
+/* Every record that names a device asks: once it is described, one test. */
+static inline void describe_device(uint32_t dev) {
+  if (dev < 64 && (R.devices_done >> dev & 1)) return;
+  describe_device_slow(dev);
 }
 
 /* ---- host rings ---- */
-static void emit_api(struct gp_tbuf *b, const struct gp_event *e) {
-  define_api(e->api);
-  uint32_t cls = gp_api_cls(e->api);
-  struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
+/* The API record is built field by field (the record's other kinds are
+ * left alone: the writer reads only the API struct). */
+static inline void emit_api(struct gp_tbuf *b, const struct gp_event *e,
+                            uint32_t source) {
+  uint32_t id = e->api;
+  uint32_t info = id < R.napi ? R.api_info[id] : 0;
+  if (__builtin_expect(!info, 0)) info = define_api(id);
+  struct gpuphase_record r;
+  r.kind = GPUPHASE_REC_API;
   struct gpuphase_api *a = &r.u.api;
   a->thread = b->index;
-  a->api = e->api;
-  a->start = gp_clock_to_ns(e->t0);
-  a->end = gp_clock_to_ns(e->t1);
+  a->api = id;
+  a->start = gp_clock_to_ns_fast(e->t0);
+  a->end = gp_clock_to_ns_fast(e->t1);
   if (a->end < a->start) a->end = a->start;
   a->ret = e->ret;
   a->corr = e->corr;
@@ -138,10 +161,11 @@ static void emit_api(struct gp_tbuf *b, const struct gp_event *e) {
   a->copy_kind = e->copy_kind;
   a->grid = e->grid;
   a->block = e->block;
-  if (cls & GPUPHASE_API_LAUNCH) a->func = e->aux;
-  else a->ptr = e->aux;
+  a->flags = 0;
+  a->func = info & GPUPHASE_API_LAUNCH ? e->aux : 0;
+  a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
   if (e->device >= 0) describe_device((uint32_t)e->device);
-  gp_records_add(thread_source(b->index), &r);
+  gp_records_add(source, &r);
 }
 
 static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
@@ -156,7 +180,7 @@ static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
   struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
   r.u.range.thread = b->index;
   r.u.range.op = e->api;
-  r.u.range.start = gp_clock_to_ns(e->t0);
+  r.u.range.start = gp_clock_to_ns_fast(e->t0);
   r.u.range.name = len ? gp_writer_intern(R.w, name, len) : 0;
   r.u.range.id = e->aux;
   if (e->stream) { /* an NVTX domain: its name leads the handle */
@@ -169,7 +193,7 @@ static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
 static void emit_items(struct gp_tbuf *b, const struct gp_event *e) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_ITEMS};
   r.u.items.thread = b->index;
-  r.u.items.start = gp_clock_to_ns(e->t0);
+  r.u.items.start = gp_clock_to_ns_fast(e->t0);
   r.u.items.count = e->aux;
   gp_records_add(thread_source(b->index), &r);
 }
@@ -193,10 +217,13 @@ void gp_records_drain(struct gp_tbuf *b) {
   if (!b->announced) announce_thread(b);
   uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
+  /* the thread's source, numbered when its first record comes */
+  uint32_t source = t < h ? thread_source(b->index) : 0;
   while (t < h) {
     const struct gp_event *e = &b->ev[t & b->mask];
     uint64_t used = 1;
-    if (e->type == GP_EV_API) emit_api(b, e);
+    if (__builtin_expect(e->type == GP_EV_API, 1))
+      emit_api(b, e, source);
     else if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;

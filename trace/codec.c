@@ -2,6 +2,7 @@
  * GPUPHASE_RECORD_KINDS, so adding a kind or appending a field to the table
  * needs no change here. */
 #include "codec.h"
+#include "encode.h"
 
 #include <string.h>
 
@@ -84,10 +85,6 @@ int gp_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
   return GPUPHASE_E_CORRUPT;
 }
 
-static inline size_t varint_len(uint64_t v) {
-  return 1 + (size_t)(63 - __builtin_clzll(v | 1)) / 7;
-}
-
 size_t gp_record_bound(const struct gpuphase_record *rec) {
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
   if (!k) return 0;
@@ -102,86 +99,9 @@ size_t gp_record_bound(const struct gpuphase_record *rec) {
   return n;
 }
 
-/* Stores v as a varint. Deltas below 2^21 (up to three bytes: every field
- * of a steady stream but the first record of a frame) take a branch-free
- * path, since their length varies from record to record; it may store up
- * to three bytes whatever the length, which the bound allows. */
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  if (__builtin_expect(v >= (UINT64_C(1) << 21), 0))
-    return p + gp_put_varint(p, v);
-  unsigned more1 = v >= 0x80, more2 = v >= 0x4000;
-  p[0] = (uint8_t)(v | more1 << 7);
-  p[1] = (uint8_t)((v >> 7) | more2 << 7);
-  p[2] = (uint8_t)(v >> 14);
-  return p + 1 + more1 + more2;
-}
-
-/* One encoder per kind, generated from the table like the decoders below:
- * constant offsets, no descriptor walk. Each field has its own branch on
- * "unchanged", which a steady stream makes predictable per field: such a
- * field (most of a launch loop's) costs a compare and a zero byte. `last`
- * follows the end of the last field that is not a zero delta (or an empty
- * blob): the payload ends there, leaving out the trailing zeros that the
- * decoder restores. */
-#define ENC_NUM(value, name)                                                   \
-  {                                                                            \
-    uint64_t v = (value), *pv = &prev[offsetof(cur_t, name) / 8];              \
-    if (v == *pv) {                                                            \
-      *p++ = 0;                                                                \
-    } else {                                                                   \
-      p = put_varint(p, gp_zigzag(v - *pv));                                   \
-      *pv = v;                                                                 \
-      last = p;                                                                \
-    }                                                                          \
-  }
-#define ENC_V(name) ENC_NUM((uint64_t)x->name, name)
-#define ENC_E(name) ENC_NUM(x->name - x->start, name)
-#define ENC_B(name)                                                            \
-  {                                                                            \
-    uint64_t n = x->name.len;                                                  \
-    p = put_varint(p, n);                                                      \
-    if (n) {                                                                   \
-      memcpy(p, x->name.data, n);                                              \
-      last = p += n;                                                           \
-    }                                                                          \
-  }
-#define ENC_FIELD(code, type, name) ENC_##code(name)
-#define ENCODE_KIND(num, UP, low, FIELDS)                                      \
-  static inline uint8_t *encode_##low(                                         \
-      uint8_t *restrict p, uint64_t *restrict prev,                            \
-      const struct gpuphase_##low *restrict x) {                               \
-    typedef struct gpuphase_##low cur_t;                                       \
-    uint8_t *last = p;                                                         \
-    FIELDS(ENC_FIELD)                                                          \
-    return last;                                                               \
-  }
-GPUPHASE_RECORD_KINDS(ENCODE_KIND)
-
-/* The payload is encoded right after a one-byte length, which holds every
- * record of a kind without blobs but the rare one with large deltas in
- * most fields; a longer length moves the payload up. */
 size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
                         const struct gpuphase_record *rec) {
-  uint8_t *payload, *end;
-  switch (rec->kind) {
-#define ENCODE_CASE(num, UP, low, FIELDS)                                      \
-  case num:                                                                    \
-    payload = put_varint(dst, num) + 1;                                        \
-    end = encode_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low);          \
-    break;
-    GPUPHASE_RECORD_KINDS(ENCODE_CASE)
-  default:
-    return 0;
-  }
-  size_t plen = (size_t)(end - payload);
-  if (__builtin_expect(plen < 0x80, 1)) {
-    payload[-1] = (uint8_t)plen;
-    return (size_t)(end - dst);
-  }
-  size_t lenlen = varint_len(plen);
-  memmove(payload + lenlen - 1, payload, plen);
-  gp_put_varint(payload - 1, plen);
-  return (size_t)(payload - 1 + lenlen + plen - dst);
+  return gp_encode_inline(dst, d, rec);
 }
 
 /* Most deltas fit in one byte: test that before the general loop. */

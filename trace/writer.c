@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "encode.h"
 #include "format.h"
 #include "gp_config.h"
 
@@ -189,7 +190,7 @@ static inline int append(gp_writer *w, struct source *s,
                            b->cap - b->len < GP_RECORD_FIXED_MAX,
                        0))
     return append_slow(w, s, rec);
-  b->len += gp_encode_record(b->p + b->len, &s->d, rec);
+  b->len += gp_encode_inline(b->p + b->len, &s->d, rec);
   if (__builtin_expect(b->len >= w->frame_bytes, 0)) return write_source(w, s);
   return GPUPHASE_OK;
 }
