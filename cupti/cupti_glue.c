@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gp_cupti.h"
+#include "gp_cupti_ids.h"
 #include "gpuphase/trace_records.h"
 
 #define BUF_BYTES (4u << 20)
@@ -21,7 +22,8 @@
   X(cuptiGetResultString, (CUptiResult, const char **))                        \
   X(cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))   \
   X(cuptiUnsubscribe, (CUpti_SubscriberHandle))                                \
-  X(cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain)) \
+  X(cuptiEnableCallback, (uint32_t, CUpti_SubscriberHandle,                    \
+                          CUpti_CallbackDomain, CUpti_CallbackId))             \
   X(cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc))     \
   X(cuptiActivityRegisterCallbacks,                                            \
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))     \
@@ -72,6 +74,8 @@ static uint64_t CUPTIAPI timestamp_cb(void) {
   return hooks->now_ns();
 }
 
+/* Called by CUPTI only for the ids enable_callbacks() enabled: the calls
+ * gpuphase records (and those nested in them). */
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom,
                                  CUpti_CallbackId cbid, const void *data) {
   (void)ud;
@@ -83,6 +87,31 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom,
   const CUpti_CallbackData *cb = data;
   if (cb->callbackSite == CUPTI_API_ENTER)
     hooks->on_api_enter(cb->correlationId);
+}
+
+/* Enables our callbacks on subscriber `s`: the runtime and driver API ids
+ * of the functions gpuphase records (cupti_ids.c), never whole domains,
+ * so that the calls it does not record pay nothing for it. An id this
+ * CUPTI rejects (one older than the headers gpuphase was built with) is
+ * skipped: its function does not exist there to be called. Fails only if
+ * CUPTI takes none of a domain's ids. */
+static CUptiResult enable_callbacks(CUpti_SubscriberHandle s) {
+  static const CUpti_CallbackDomain doms[] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                              CUPTI_CB_DOMAIN_DRIVER_API};
+  for (size_t d = 0; d < sizeof doms / sizeof doms[0]; d++) {
+    const CUpti_CallbackId *ids;
+    size_t n = gp_cupti_ids(doms[d], &ids), taken = 0;
+    CUptiResult err = CUPTI_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+      CUptiResult r = p_cuptiEnableCallback(1, s, doms[d], ids[i]);
+      if (r == CUPTI_SUCCESS)
+        taken++;
+      else if (err == CUPTI_SUCCESS)
+        err = r;
+    }
+    if (n && !taken) return err;
+  }
+  return CUPTI_SUCCESS;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
@@ -254,10 +283,7 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
       (r = p_cuptiActivityRegisterCallbacks(buffer_requested,
                                             buffer_completed)) !=
           CUPTI_SUCCESS ||
-      (r = p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API)) !=
-          CUPTI_SUCCESS ||
-      (r = p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API)) !=
-          CUPTI_SUCCESS) {
+      (r = enable_callbacks(subscriber)) != CUPTI_SUCCESS) {
     snprintf(reason, sizeof reason, "CUPTI setup failed (%s)",
              result_text(r));
     goto unsubscribe;
@@ -319,12 +345,11 @@ static void come_back(void) {
     subscriber = NULL;
     return; /* still held by someone: stay degraded */
   }
+  /* A fresh subscription has no callback enabled: the same ids as at the
+   * start again. */
   if (p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) !=
           CUPTI_SUCCESS ||
-      p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) !=
-          CUPTI_SUCCESS ||
-      p_cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) !=
-          CUPTI_SUCCESS) {
+      enable_callbacks(subscriber) != CUPTI_SUCCESS) {
     p_cuptiUnsubscribe(subscriber);
     subscriber = NULL;
     return;

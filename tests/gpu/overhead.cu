@@ -1,8 +1,9 @@
 // The cost gpuphase adds to a CUDA call on a real GPU: a loop of launches of
 // an empty one-block kernel (the cheapest call a program makes often), timed
 // on the host, then the same number of cudaGetDevice calls (a call gpuphase
-// does not wrap, which still pays for CUPTI's callbacks). Prints JSON with
-// ns per call; validate.py runs it with and without gpuphase.
+// does not wrap, and for which it enables no CUPTI callback: with gpuphase
+// it should cost what it costs without). Prints JSON with ns per call;
+// validate.py runs it with and without gpuphase.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* Self-test: CUPTI callbacks, correlation ids, timestamps and activity
+/* Self-test: CUPTI callbacks (enabled per id and per domain, and the
+ * driver's callback counters), correlation ids, timestamps and activity
  * buffers of the simulated libcupti. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -165,6 +166,136 @@ static void test_subscribers(CUpti_SubscriberHandle *sub) {
   CHECK_EQ(cuptiSubscribe(sub, on_api, NULL), CUPTI_SUCCESS);
 }
 
+/* The simulated driver's count of calls made and ENTER callbacks
+ * delivered for one id (drv_cupti.c); epoch -1: since the start. */
+typedef int (*stats_fn)(int, CUpti_CallbackDomain, CUpti_CallbackId,
+                        unsigned long long *, unsigned long long *);
+static stats_fn cupti_stats;
+
+static unsigned long long stat_calls(CUpti_CallbackDomain d,
+                                     CUpti_CallbackId id) {
+  unsigned long long n = 0;
+  cupti_stats(-1, d, id, &n, NULL);
+  return n;
+}
+
+static unsigned long long stat_callbacks(CUpti_CallbackDomain d,
+                                         CUpti_CallbackId id) {
+  unsigned long long c = 0;
+  cupti_stats(-1, d, id, NULL, &c);
+  return c;
+}
+
+static int count_calls(CUpti_CallbackDomain dom, CUpti_CallbackId cbid) {
+  int n = 0;
+  for (int i = 0; i < ncalls; i++)
+    n += calls[i].domain == dom && calls[i].cbid == cbid;
+  return n;
+}
+
+/* Per-id enabling as real CUPTI does it: a fresh subscription has nothing
+ * enabled; cuptiEnableCallback turns single ids on and off, also inside an
+ * enabled domain; a domain switch covers every id; ids outside the domain
+ * (and its INVALID id 0) are refused. Calls of ids that are off cost no
+ * callback, which the driver's counters show. */
+static void launch_n(int n);
+
+static void test_per_id(CUpti_SubscriberHandle *sub) {
+  cupti_stats =
+      (stats_fn)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "gpusim_cupti_stats");
+  REQUIRE(cupti_stats);
+  const CUpti_CallbackId get_dev = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+  const CUpti_CallbackId count =
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020;
+  const CUpti_CallbackId rt_launch =
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  const CUpti_CallbackId drv_launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+  int dev, n;
+  /* test_subscribers left a fresh subscription: nothing enabled. */
+  uint32_t on = 1;
+  CHECK_EQ(cuptiGetCallbackState(&on, *sub, RT, get_dev), CUPTI_SUCCESS);
+  CHECK_EQ(on, 0);
+  int epoch = cupti_stats(-1, RT, get_dev, NULL, NULL);
+  CHECK(epoch >= 2); /* main's subscription, then test_subscribers' */
+  unsigned long long calls0 = stat_calls(RT, get_dev);
+  unsigned long long cb0 = stat_callbacks(RT, get_dev);
+  ncalls = 0;
+  for (int i = 0; i < 100; i++)
+    cudaGetDevice(&dev);
+  CHECK_EQ(ncalls, 0);
+  CHECK_EQ(stat_calls(RT, get_dev), calls0 + 100);
+  CHECK_EQ(stat_callbacks(RT, get_dev), cb0);
+
+  /* Two ids, one per domain: a launch calls back twice (runtime and the
+   * driver call nested in it), enter and exit, and nothing else does. */
+  CHECK_EQ(cuptiEnableCallback(1, *sub, RT, rt_launch), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiEnableCallback(1, *sub, DRV, drv_launch), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiGetCallbackState(&on, *sub, RT, rt_launch), CUPTI_SUCCESS);
+  CHECK_EQ(on, 1);
+  unsigned long long rt_cb0 = stat_callbacks(RT, rt_launch);
+  ncalls = 0;
+  launch_n(3);
+  cudaGetDevice(&dev);
+  cudaGetDeviceCount(&n);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  CHECK_EQ(ncalls, 12);
+  CHECK_EQ(count_calls(RT, rt_launch), 6);
+  CHECK_EQ(count_calls(DRV, drv_launch), 6);
+  CHECK_EQ(stat_callbacks(RT, rt_launch), rt_cb0 + 3);
+  /* the nested driver call shares the runtime call's id */
+  CHECK_EQ(calls[0].corr, calls[1].corr);
+
+  /* One id off again: only the driver's remain. */
+  CHECK_EQ(cuptiEnableCallback(0, *sub, RT, rt_launch), CUPTI_SUCCESS);
+  ncalls = 0;
+  launch_n(1);
+  CHECK_EQ(ncalls, 2);
+  CHECK_EQ(count_calls(DRV, drv_launch), 2);
+
+  /* A domain on, then one of its ids off. */
+  CHECK_EQ(cuptiEnableDomain(1, *sub, RT), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiEnableCallback(0, *sub, RT, get_dev), CUPTI_SUCCESS);
+  ncalls = 0;
+  cudaGetDevice(&dev);
+  cudaGetDeviceCount(&n);
+  CHECK_EQ(ncalls, 2);
+  CHECK_EQ(count_calls(RT, count), 2);
+  CHECK_EQ(count_calls(RT, get_dev), 0);
+  /* ...and the domain off takes the single ids with it. */
+  CHECK_EQ(cuptiEnableDomain(0, *sub, DRV), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiEnableDomain(0, *sub, RT), CUPTI_SUCCESS);
+  ncalls = 0;
+  launch_n(1);
+  cudaGetDeviceCount(&n);
+  CHECK_EQ(ncalls, 0);
+
+  /* Ids a domain does not have. */
+  CHECK_EQ(cuptiEnableCallback(1, *sub, RT, CUPTI_RUNTIME_TRACE_CBID_INVALID),
+           CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK_EQ(cuptiEnableCallback(1, *sub, RT, CUPTI_RUNTIME_TRACE_CBID_SIZE),
+           CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK_EQ(cuptiEnableCallback(1, *sub, DRV, CUPTI_DRIVER_TRACE_CBID_INVALID),
+           CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK_EQ(cuptiEnableCallback(1, *sub, DRV, CUPTI_DRIVER_TRACE_CBID_SIZE),
+           CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK_EQ(cuptiGetCallbackState(&on, *sub, DRV, CUPTI_DRIVER_TRACE_CBID_SIZE),
+           CUPTI_ERROR_INVALID_PARAMETER);
+
+  /* What a subscriber enabled goes with it; the next one starts from
+   * nothing, in a new epoch of the counters. */
+  CHECK_EQ(cuptiEnableCallback(1, *sub, RT, get_dev), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiUnsubscribe(*sub), CUPTI_SUCCESS);
+  CHECK_EQ(cuptiSubscribe(sub, on_api, NULL), CUPTI_SUCCESS);
+  CHECK_EQ(cupti_stats(-1, RT, get_dev, NULL, NULL), epoch + 1);
+  ncalls = 0;
+  cudaGetDevice(&dev);
+  CHECK_EQ(ncalls, 0);
+  unsigned long long in_epoch = 0, cb_in_epoch = 1;
+  cupti_stats(epoch + 1, RT, get_dev, &in_epoch, &cb_in_epoch);
+  CHECK_EQ(in_epoch, 1);
+  CHECK_EQ(cb_in_epoch, 0);
+}
+
 /* Records come out in the clock registered before enabling activities;
  * durations are unaffected. */
 static void test_timestamps(void) {
@@ -282,6 +413,7 @@ int main(void) {
   test_first_calls();
   test_launch_correlation();
   test_subscribers(&sub);
+  test_per_id(&sub);
   test_timestamps();
   test_buffers();
   test_kernel_kind();
