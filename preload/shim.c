@@ -16,6 +16,7 @@
 #include "gp_rings.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
+#include "gp_signals.h"
 #include "gp_writer_thread.h"
 
 _Atomic int gp_state = GP_IDLE;
@@ -46,7 +47,7 @@ __attribute__((constructor(101))) static void gp_init(void) {
 
 /* ---- start at the first CUDA call ---- */
 static void shutdown_atexit(void);
-static void install_signal_handlers(void);
+static void complete_for_signal(void);
 
 static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
@@ -57,7 +58,7 @@ static int start_process(void) {
   else
     gp_writer_note_degraded(gp_mono_ns(), 1,
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
-  install_signal_handlers();
+  gp_signals_arm(complete_for_signal);
   atexit(shutdown_atexit);
   return 0;
 }
@@ -109,7 +110,7 @@ struct gp_tbuf *gp_ring_of_thread(void) {
   return gp_ts.buf;
 }
 
-/* ---- shutdown: exit, _exit, atexit, fatal signals ---- */
+/* ---- shutdown: exit, _exit, atexit, terminating signals ---- */
 static void shutdown_all(void) {
   int saved = errno;
   pthread_mutex_lock(&shutdown_lock);
@@ -119,7 +120,7 @@ static void shutdown_all(void) {
     gp_ts.depth = 1;
     gp_dev_flush(1);
     atomic_store(&gp_state, GP_STOPPED);
-    gp_writer_stop(1);
+    gp_writer_stop(-1);
     gp_dev_stop();
     gp_ts.depth = was;
   }
@@ -173,51 +174,20 @@ GP_EXPORT void exit(int status) {
 EXIT_WRAPPER(_exit)
 EXIT_WRAPPER(_Exit)
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,
-                                    SIGILL,  SIGABRT, SIGTERM};
-#define NSIG_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
-static struct sigaction old_actions[NSIG_FATAL];
-static int installed[NSIG_FATAL];
-
-static void on_fatal_signal(int sig) {
-  /* Best effort: the writer thread does the work; we only wait for it if
-   * nobody else is shutting down already. */
-  if (pthread_mutex_trylock(&shutdown_lock) == 0) {
-    if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
-      shutdown_done = 1;
-      gp_ts.depth = 1;
-      atomic_store(&gp_state, GP_STOPPED);
-      gp_writer_stop(0);
-    }
-    pthread_mutex_unlock(&shutdown_lock);
+/* A terminating signal with the default action, on the thread it hit:
+ * the writer thread completes the trace, waited for a bounded time so that
+ * a stuck writer cannot keep the process from dying. Nothing if another
+ * thread is already shutting down. */
+#define SIGNAL_WAIT_MS 5000
+static void complete_for_signal(void) {
+  if (pthread_mutex_trylock(&shutdown_lock) != 0) return;
+  if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
+    shutdown_done = 1;
+    gp_ts.depth = 1;
+    atomic_store(&gp_state, GP_STOPPED);
+    gp_writer_stop(SIGNAL_WAIT_MS);
   }
-  for (size_t i = 0; i < NSIG_FATAL; i++) {
-    if (fatal_signals[i] == sig && installed[i]) {
-      sigaction(sig, &old_actions[i], NULL);
-      installed[i] = 0;
-    }
-  }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-  raise(sig);
-}
-
-static void install_signal_handlers(void) {
-  for (size_t i = 0; i < NSIG_FATAL; i++) {
-    struct sigaction cur;
-    if (sigaction(fatal_signals[i], NULL, &cur) != 0) continue;
-    /* Only where the application kept the default: its own handlers win. */
-    if (cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO)) continue;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_fatal_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
-    old_actions[i] = cur;
-    if (sigaction(fatal_signals[i], &sa, NULL) == 0) installed[i] = 1;
-  }
+  pthread_mutex_unlock(&shutdown_lock);
 }
 
 /* ---- fork: the child starts from scratch at its first CUDA call ---- */
@@ -227,7 +197,6 @@ static void atfork_child(void) {
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
   gp_writer_child_reset();
-  for (size_t i = 0; i < NSIG_FATAL; i++) installed[i] = 0;
   atomic_store(&gp_state, disabled ? GP_STOPPED : GP_IDLE);
   errno = saved;
 }

@@ -81,6 +81,19 @@ static void pass(int flush) {
   if (flush) gp_writer_flush(W.out.w);
 }
 
+/* The summary, written by this thread (never by the one that asked to
+ * stop, which may be in a signal handler), and the file closed. */
+static void finish(void) {
+  struct gpuphase_summary sum = {0};
+  sum.events = gp_writer_events(W.out.w);
+  sum.lost = gp_records_lost() + gp_rings_lost_no_buffer();
+  sum.flags = (W.degraded ? GPUPHASE_FLAG_DEGRADED : 0) |
+              (sum.lost ? GPUPHASE_FLAG_LOST : 0);
+  sum.end = gp_mono_ns();
+  gp_output_close(&W.out, &sum);
+  gp_records_end();
+}
+
 static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
@@ -96,6 +109,7 @@ static void *thread_main(void *arg) {
     if (flush) W.last_flush_ns = now;
     if (stop) break;
   }
+  finish();
   return NULL;
 }
 
@@ -135,22 +149,25 @@ int gp_writer_start(void) {
   return 0;
 }
 
-void gp_writer_stop(int final) {
-  (void)final;
+/* Asks the thread for its last pass and the summary; waits for it without
+ * end (timeout_ms < 0) or at most timeout_ms, after which it is left to
+ * finish or to die with the process. */
+void gp_writer_stop(int timeout_ms) {
   if (!W.running) return;
   if (pthread_equal(pthread_self(), W.thread)) return;
   atomic_store(&W.stop_req, 1);
   gp_writer_wake();
-  pthread_join(W.thread, NULL);
+  if (timeout_ms < 0) {
+    pthread_join(W.thread, NULL);
+  } else {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    if (pthread_timedjoin_np(W.thread, NULL, &dl) != 0) return;
+  }
   W.running = 0;
-  struct gpuphase_summary sum = {0};
-  sum.events = gp_writer_events(W.out.w);
-  sum.lost = gp_records_lost() + gp_rings_lost_no_buffer();
-  sum.flags = (W.degraded ? GPUPHASE_FLAG_DEGRADED : 0) |
-              (sum.lost ? GPUPHASE_FLAG_LOST : 0);
-  sum.end = gp_mono_ns();
-  gp_output_close(&W.out, &sum);
-  gp_records_end();
 }
 
 /* ---- CUPTI bridge ---- */

@@ -588,13 +588,241 @@ def t_run_id():
     check(header_field(traces(d)[0], "step items") is None, "an invalid value was recorded")
 
 
+# ---- Hostile lifecycles (prog_harden.c): signals, full disk, long
+# warnings, `gpuphase run` with a bad output, thread churn, exit() from a
+# thread.
+
+HARDEN = "e2e-prog-harden"
+# Every signal whose default action ends the process (signal(7)).
+TERMINATING = [signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+               signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGXCPU,
+               signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF, signal.SIGTERM,
+               signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL,
+               signal.SIGABRT, signal.SIGSYS, signal.SIGTRAP, signal.SIGPWR,
+               signal.SIGSTKFLT, signal.SIGIO, signal.SIGRTMIN + 5, signal.SIGRTMAX]
+
+
+def default_dispositions():
+    """In the child before exec: every signal back to its default action (a
+    shell's background job, and so maybe this test, ignores SIGINT and
+    SIGQUIT, which exec keeps), and no core files."""
+    import resource
+    for s in TERMINATING:
+        signal.signal(s, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def start_ready(args, d, extra=None):
+    pr = subprocess.Popen(args, cwd=d, env=env(extra), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, restore_signals=True,
+                          preexec_fn=default_dispositions)
+    line = pr.stdout.readline()
+    check(line.strip() == "ready", f"{args}: did not start ({line!r})")
+    return pr
+
+
+def complete_trace(d, what, kernels):
+    files = traces(d)
+    check(len(files) == 1, f"{what}: traces {files}")
+    recs, _ = dump(files[0])
+    check(len(by_kind(recs, "summary")) == 1, f"{what}: no summary (trace not completed)")
+    check(len(by_kind(recs, "kernel")) == kernels,
+          f"{what}: {len(by_kind(recs, 'kernel'))} kernels, want {kernels}")
+    return recs
+
+
+def t_signals():
+    """Each terminating signal, sent to a program that kept its default
+    disposition, ends it as it would without the profiler (killed by that
+    signal) after the trace was completed (summary, every kernel); a real
+    fault too."""
+    for sig in TERMINATING:
+        d = workdir()
+        pr = start_ready([prog("e2e-prog-lifecycle"), "sleep", "5"], d)
+        pr.send_signal(sig)
+        pr.communicate(timeout=30)
+        name = signal.Signals(sig).name if sig in signal.Signals.__members__.values() else str(sig)
+        check(pr.returncode == -sig, f"{name}: returned {pr.returncode}, want {-sig}")
+        complete_trace(d, name, 5)
+    d = workdir()
+    p = run([prog(HARDEN), "segv"], d, preexec_fn=default_dispositions)
+    check(p.returncode == -signal.SIGSEGV, f"a real fault returned {p.returncode}")
+    complete_trace(d, "real SIGSEGV", 3)
+
+
+def t_handlers():
+    """Handlers the program installs after the profiler started are the
+    ones that run; SIG_IGN set later is kept; a program that sets SIG_DFL
+    again still gets a completed trace; the program sees the dispositions
+    it set (SIG_DFL where it set none)."""
+    for mode, sig in (("handler", signal.SIGINT), ("handler", signal.SIGTERM),
+                      ("handler", signal.SIGUSR1), ("signal", signal.SIGHUP),
+                      ("signal", signal.SIGINT)):
+        d = workdir()
+        pr = start_ready([prog(HARDEN), mode, str(int(sig))], d)
+        pr.send_signal(sig)
+        out, err = pr.communicate(timeout=30)
+        check(pr.returncode == 0 and out.strip() == "handled",
+              f"{mode} {sig}: {pr.returncode} {out!r} {err!r}")
+        complete_trace(d, f"{mode} {sig}", 4)
+    d = workdir()
+    pr = start_ready([prog(HARDEN), "ignore", str(int(signal.SIGINT))], d)
+    pr.send_signal(signal.SIGINT)
+    out, err = pr.communicate(timeout=30)
+    check(pr.returncode == 0 and out.strip() == "survived", f"SIG_IGN: {pr.returncode} {out!r}")
+    complete_trace(d, "ignore", 4)
+    d = workdir()
+    pr = start_ready([prog(HARDEN), "default", str(int(signal.SIGTERM))], d)
+    pr.send_signal(signal.SIGTERM)
+    pr.communicate(timeout=30)
+    check(pr.returncode == -signal.SIGTERM, f"SIG_DFL again: returned {pr.returncode}")
+    complete_trace(d, "SIG_DFL again", 5)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGSEGV, signal.SIGUSR2):
+        d = workdir()
+        a = run([prog(HARDEN), "query", str(int(sig))], d, preexec_fn=default_dispositions)
+        b = run([prog(HARDEN), "query", str(int(sig))], d, preload=False,
+                preexec_fn=default_dispositions)
+        check(a.returncode == 0 and a.stdout == b.stdout == "dfl dfl\n",
+              f"disposition of {sig} seen by the program: {a.stdout!r} (without: {b.stdout!r})")
+
+
+def mount_small_fs(d, size):
+    mnt = os.path.join(d, "small")
+    os.mkdir(mnt)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"SKIP: cannot mount a small tmpfs ({p.stderr.strip() or p.returncode})")
+        sys.exit(77)
+    return mnt
+
+
+def timed_records(recs):
+    kinds = ("api", "kernel", "memcpy", "memset", "sync", "range", "items")
+    return sum(1 for r in recs if r["kind"] in kinds)
+
+
+def t_disk_full():
+    """The disk fills while recording: the program is untouched, one line on
+    stderr says so with the reason, the file ends with its summary (space
+    was reserved for it), every event not written is counted lost, and the
+    report says the writes failed instead of 'process killed or file cut'."""
+    n = 400000
+    extra = {"GPUPHASE_BUFFER_KB": "131072", "MALLOC_PERTURB_": None}
+    ref = workdir()
+    p = run([prog("e2e-prog-scenarios"), "launch", str(n)], ref, extra, timeout=100)
+    check(p.returncode == 0, f"reference run failed: {p.stderr}")
+    recs, _ = dump(traces(ref)[0])
+    check(by_kind(recs, "summary")[0]["lost"] == 0, "reference run lost events")
+    total = timed_records(recs)
+    size = os.path.getsize(traces(ref)[0])
+    d = workdir()
+    mnt = mount_small_fs(d, "256k")
+    try:
+        check(size > 512 << 10, f"the trace ({size} B) must not fit in 256 KiB")
+        p = run([prog("e2e-prog-scenarios"), "launch", str(n)], mnt,
+                dict(extra, GPUPHASE_OUTPUT="full.gph"), timeout=100)
+        check(p.returncode == 0, f"program failed on a full disk: {p.returncode} {p.stderr}")
+        lines = [l for l in p.stderr.splitlines() if l.startswith("gpuphase:")]
+        check(len(lines) == 1 and "No space left on device" in lines[0],
+              f"stderr must say it once, with the reason: {p.stderr!r}")
+        f = os.path.join(mnt, "full.gph")
+        recs, _ = dump(f)
+        summ = by_kind(recs, "summary")
+        check(summ, "the file must end with its summary")
+        lost = summ[0]["lost"]
+        got = timed_records(recs)
+        check(lost > 0 and got + lost == total,
+              f"{got} written + {lost} lost != {total} events")
+        check(sum(r["count"] for r in by_kind(recs, "lost") if r["source"] == 2) == lost,
+              "LOST records of the trace file (source 2) must count them")
+        i = info(f)
+        check(re.search(r"status:\s+complete", i.stdout) and "writes failed" in i.stdout,
+              f"info: {i.stdout}")
+        r = subprocess.run([REPORT, f], capture_output=True, text=True, env=env(preload=False))
+        check(r.returncode == 0 and "killed or file cut" not in r.stdout + r.stderr
+              and "could not be written" in r.stdout, f"report: {r.stdout[-800:]} {r.stderr}")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+def t_warn_long():
+    """A warning with a long variable part is still one whole line: the
+    reason kept, the newline kept, the program's next line on its own."""
+    d = workdir()
+    long_dir = "/nonexistent-" + "d" * 700
+    cases = [({"GPUPHASE_OUTPUT": long_dir + "/t.gph"},
+              ["cannot create trace file", "No such file or directory", "not recording"]),
+             ({"GPUPHASE_BUFFER_KB": "9" * 900}, ["ignoring GPUPHASE_BUFFER_KB", "(expected 64..1048576)"])]
+    for extra, parts in cases:
+        p = run([prog("e2e-prog-lifecycle"), "errno"], d, extra)
+        check(p.returncode == 0, f"program failed: {p.stderr!r}")
+        ours = [l for l in p.stderr.split("\n") if l.startswith("gpuphase:")]
+        check(len(ours) == 1 and p.stderr.endswith("\n"), f"stderr: {p.stderr!r}")
+        check(all(x in ours[0] for x in parts) and len(ours[0]) < 512,
+              f"the line lost its reason or is too long ({len(ours[0])}): {ours[0]!r}")
+
+
+def t_run_badout():
+    """`gpuphase run -o` into a folder that does not exist: the library's
+    error, and no second line claiming no process used CUDA."""
+    d = workdir()
+    p = run([RUN, "run", "-o", "/nonexistent/x.gph", "--", prog("e2e-prog-lifecycle"), "exit", "0"],
+            d, preload=False)
+    check(p.returncode == 0, f"gpuphase run returned {p.returncode}")
+    check("cannot create trace file /nonexistent/x.gph" in p.stderr, f"stderr {p.stderr!r}")
+    check("no process made a CUDA call" not in p.stderr, f"false second line: {p.stderr!r}")
+
+
+def t_churn():
+    """20,000 threads started and joined one after another, each launching
+    once: every launch recorded, and the process stays under 32 MB."""
+    n = 20000
+    d = workdir()
+    p = run([prog(HARDEN), "churn", str(n)], d, timeout=200)
+    check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
+    m = re.search(r"hwm_kb=(\d+)", p.stdout)
+    check(m, f"output {p.stdout!r}")
+    hwm = int(m.group(1))
+    print(f"{n} threads: peak RSS {hwm} kB")
+    check(hwm <= 32 * 1024, f"peak RSS {hwm} kB over 32 MB")
+    recs, _ = dump(traces(d)[0])
+    launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
+    check(len(launches) == n + 1 and len(by_kind(recs, "kernel")) == n + 1,
+          f"{len(launches)} launches, {len(by_kind(recs, 'kernel'))} kernels of {n + 1}")
+    check(len({c["thread"] for c in launches}) == n + 1, "each thread its own index")
+    check(by_kind(recs, "summary")[0]["lost"] == 0, "events lost")
+
+
+def t_exit_thread():
+    """exit() from another thread while the main thread launches: each
+    kernel record is written with its call, or that call is counted lost."""
+    for ms in (30, 100, 100):
+        d = workdir()
+        p = run([prog(HARDEN), "exitthread", str(ms)], d)
+        check(p.returncode == 0, f"program returned {p.returncode}: {p.stderr}")
+        recs, _ = dump(traces(d)[0])
+        summ = by_kind(recs, "summary")
+        check(summ, "no summary")
+        corrs = {c["corr"] for c in by_kind(recs, "api")}
+        orphans = [k for k in by_kind(recs, "kernel") if k["corr"] not in corrs]
+        check(len(orphans) <= summ[0]["lost"],
+              f"{len(orphans)} kernels without their call, {summ[0]['lost']} counted lost")
+        print(f"exit after {ms} ms: {len(by_kind(recs, 'kernel'))} kernels, "
+              f"{len(orphans)} without their call, {summ[0]['lost']} lost")
+
+
+
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id}
+         "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
+         "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
+         "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
+         "exit_thread": t_exit_thread}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))

@@ -1,0 +1,179 @@
+/* Completing the trace on signals that would end the process.
+ *
+ * Our handler sits only on signals whose disposition is SIG_DFL and whose
+ * default action terminates (signal(7): Term and Core). It runs the
+ * lifecycle's completion, puts the application's disposition back and lets
+ * the signal act as it would have: a fault raised by an instruction is
+ * left to happen again (same core, same siginfo), anything else is raised
+ * again. sigaction and signal are interposed so that the application keeps
+ * seeing what it set (SIG_DFL where it set nothing), that a handler or
+ * SIG_IGN it sets replaces ours, and that SIG_DFL set again gets ours back.
+ * The kernel's disposition is the truth about whether ours is installed:
+ * system(), raw syscalls and glibc-internal calls bypass these wrappers. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gp_shim.h"
+#include "gp_signals.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef void (*handler_fn)(int);
+typedef handler_fn (*signal_fn)(int, handler_fn);
+
+static _Atomic(sigaction_fn) real_sigaction_p;
+static _Atomic(signal_fn) real_signal_p;
+static void (*_Atomic complete_hook)(void);
+static unsigned char eligible[NSIG]; /* 1: the default action terminates */
+static struct sigaction view[NSIG];  /* what the application set */
+
+static int real_sigaction(int s, const struct sigaction *a,
+                          struct sigaction *o) {
+  sigaction_fn f = atomic_load(&real_sigaction_p);
+  if (!f) {
+    f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+    if (!f) {
+      errno = ENOSYS;
+      return -1;
+    }
+    atomic_store(&real_sigaction_p, f);
+  }
+  return f(s, a, o);
+}
+
+static handler_fn real_signal(int s, handler_fn h) {
+  signal_fn f = atomic_load(&real_signal_p);
+  if (!f) {
+    f = (signal_fn)dlsym(RTLD_NEXT, "signal");
+    if (!f) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    atomic_store(&real_signal_p, f);
+  }
+  return f(s, h);
+}
+
+/* Default action ends the process; SIGKILL and SIGSTOP cannot be caught. */
+static void find_terminating(void) {
+  static const int term[] = {SIGHUP,  SIGINT,  SIGQUIT,   SIGILL,  SIGTRAP,
+                             SIGABRT, SIGBUS,  SIGFPE,    SIGUSR1, SIGSEGV,
+                             SIGUSR2, SIGPIPE, SIGALRM,   SIGTERM, SIGSTKFLT,
+                             SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,
+                             SIGPWR,  SIGSYS};
+  for (size_t i = 0; i < sizeof term / sizeof term[0]; i++)
+    eligible[term[i]] = 1;
+  for (int s = SIGRTMIN; s <= SIGRTMAX && s < NSIG; s++) eligible[s] = 1;
+}
+
+static int is_eligible(int s) {
+  return s > 0 && s < NSIG && eligible[s];
+}
+
+static int is_default(const struct sigaction *a) {
+  return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+}
+
+static void on_signal(int sig, siginfo_t *info, void *uctx);
+
+static int ours(const struct sigaction *a) {
+  return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_signal;
+}
+
+/* A fault the CPU raised at an instruction that will fault again when the
+ * handler returns (a breakpoint trap would not: it is raised instead). */
+static int refaults(int sig, const siginfo_t *info) {
+  return info && info->si_code > 0 &&
+         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+}
+
+static void on_signal(int sig, siginfo_t *info, void *uctx) {
+  (void)uctx;
+  int saved = errno;
+  void (*complete)(void) = atomic_load(&complete_hook);
+  if (complete) complete();
+  real_sigaction(sig, &view[sig], NULL);
+  errno = saved;
+  if (refaults(sig, info)) return;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
+}
+
+/* Puts ours in place of the default disposition `app` (what the
+ * application set, kept to be reported and restored). */
+static int install(int sig, const struct sigaction *app) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sigemptyset(&sa.sa_mask);
+  /* RESETHAND: a second such signal acts at once (a second ^C kills);
+   * NODEFER: it is not held back while we complete; ONSTACK: a stack
+   * overflow reaches us on the application's alternate stack, if any. */
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+  view[sig] = *app;
+  return real_sigaction(sig, &sa, NULL);
+}
+
+void gp_signals_arm(void (*complete)(void)) {
+  find_terminating();
+  atomic_store(&complete_hook, complete);
+  for (int s = 1; s < NSIG; s++) {
+    struct sigaction cur;
+    if (!is_eligible(s) || real_sigaction(s, NULL, &cur) != 0) continue;
+    /* Only where the application kept the default: its own handlers win.
+     * Already ours: inherited through fork, view kept. */
+    if (is_default(&cur)) install(s, &cur);
+  }
+}
+
+/* Whether the call must go to the kernel unchanged: not a terminating
+ * signal, or not armed yet. */
+static int passes(int sig) {
+  return !atomic_load(&complete_hook) || !is_eligible(sig);
+}
+
+GP_EXPORT int sigaction(int sig, const struct sigaction *act,
+                        struct sigaction *old) {
+  struct sigaction cur;
+  if (passes(sig) || real_sigaction(sig, NULL, &cur) != 0)
+    return real_sigaction(sig, act, old);
+  if (!ours(&cur)) {
+    /* The application's own disposition stands; SIG_DFL gets ours back. */
+    if (!act || !is_default(act)) return real_sigaction(sig, act, old);
+    if (install(sig, act) != 0) return real_sigaction(sig, act, old);
+    if (old) *old = cur;
+    return 0;
+  }
+  struct sigaction prev = view[sig];
+  if (act && !is_default(act)) {
+    if (real_sigaction(sig, act, NULL) != 0) return -1;
+  } else if (act) {
+    view[sig] = *act;
+  }
+  if (old) *old = prev;
+  return 0;
+}
+
+/* signal() keeps glibc's own semantics (BSD: SA_RESTART unless
+ * siginterrupt said otherwise) by going to the real one whenever the
+ * application's handler is set. */
+GP_EXPORT handler_fn signal(int sig, handler_fn h) {
+  struct sigaction cur;
+  if (passes(sig) || real_sigaction(sig, NULL, &cur) != 0)
+    return real_signal(sig, h);
+  if (ours(&cur)) {
+    handler_fn prev = view[sig].sa_handler;
+    if (h != SIG_DFL) return real_signal(sig, h) == SIG_ERR ? SIG_ERR : prev;
+    view[sig].sa_handler = SIG_DFL;
+    return prev;
+  }
+  if (h != SIG_DFL) return real_signal(sig, h);
+  handler_fn prev = real_signal(sig, SIG_DFL);
+  if (prev != SIG_ERR && real_sigaction(sig, NULL, &cur) == 0) install(sig, &cur);
+  return prev;
+}
