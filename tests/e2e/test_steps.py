@@ -11,7 +11,7 @@ from gptest import (REPORT, RUN, check, env, kernel_ns, copy_ns, PCIE_GBPS,
                     main, prog, run, traces, workdir)
 
 STEPS = 12
-SLACK_NS = 3_000_000  # calls, wake-ups and a loaded machine, per step
+SLACK_NS = 20_000_000  # calls, wake-ups and a loaded machine, per step
 
 
 def steps_run(args, extra=None, tool=True):
@@ -110,14 +110,17 @@ def t_two():
 
 def t_heuristic():
     """No ranges: a step ends at each return of cudaStreamSynchronize (one a
-    step), so 12 synchronisations cut 11 steps; too few of them, none."""
-    files, slept = steps_run(["-n", STEPS, "-s", 1, "-k", 1, "-b", 13200, "-m", "none"])
+    step), so 24 synchronisations cut 23 steps; too few of them, none. The
+    loop (24 x 3 ms) must stretch over half of the window, start-up
+    included, however slow the start-up of a loaded machine."""
+    n = 2 * STEPS  # more intervals: their quartiles shrug off a loaded machine
+    files, slept = steps_run(["-n", n, "-s", 2, "-k", 1, "-b", 13200, "-m", "none"])
     s = report(files)
     check(s["source"] == "heuristic" and s["name"] == "cudaStreamSynchronize",
-          f"{s['source']} {s['name']}")
+          f"{s['source']} {s['name']}: {s['how']}")
     check("heuristic" in s["how"], f"how: {s['how']}")
-    check(s["found"] == STEPS - 1, f"found {s['found']}")
-    within("median step", s["median_ns"], kernel_ns(13200) + 1_000_000,
+    check(s["found"] == n - 1, f"found {s['found']}")
+    within("median step", s["median_ns"], kernel_ns(13200) + 2_000_000,
            kernel_ns(13200) + slept + SLACK_NS)
     files, _ = steps_run(["-n", 4, "-k", 1, "-b", 132, "-m", "none"])
     s = report(files)
