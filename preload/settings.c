@@ -13,17 +13,66 @@
 
 struct gp_config gp_cfg;
 
+/* A warning is one whole line: its fixed text (the subject and the reason)
+ * always, its variable parts (paths, values) shortened where long, and the
+ * newline, so that nothing of ours is glued to the program's next line. */
+#define LINE_MAX_ 1024
+#define ARG_MAX_ 160 /* a longer %s argument keeps its two ends */
+
+struct line {
+  char buf[LINE_MAX_];
+  size_t n;
+};
+
+static void put(struct line *l, const char *s, size_t len) {
+  if (len > sizeof l->buf - 1 - l->n) len = sizeof l->buf - 1 - l->n;
+  memcpy(l->buf + l->n, s, len);
+  l->n += len;
+}
+
+static void put_arg(struct line *l, const char *s) {
+  if (!s) s = "(null)";
+  size_t len = strlen(s);
+  if (len <= ARG_MAX_) {
+    put(l, s, len);
+    return;
+  }
+  put(l, s, ARG_MAX_ / 2);
+  put(l, "...", 3);
+  put(l, s + len - (ARG_MAX_ / 2 - 3), ARG_MAX_ / 2 - 3);
+}
+
+/* Supports %s %d %u %ld %lu %zu and %%, which is all gp_warn is given. */
+static const char *put_conv(struct line *l, const char *p, va_list *ap) {
+  char tmp[32];
+  int k = 0;
+  if (*p == 's') put_arg(l, va_arg(*ap, const char *));
+  else if (*p == 'd') k = snprintf(tmp, sizeof tmp, "%d", va_arg(*ap, int));
+  else if (*p == 'u') k = snprintf(tmp, sizeof tmp, "%u", va_arg(*ap, unsigned));
+  else if (p[0] == 'l' && p[1] == 'd')
+    k = snprintf(tmp, sizeof tmp, "%ld", va_arg(*ap, long)), p++;
+  else if (p[0] == 'l' && p[1] == 'u')
+    k = snprintf(tmp, sizeof tmp, "%lu", va_arg(*ap, unsigned long)), p++;
+  else if (p[0] == 'z' && p[1] == 'u')
+    k = snprintf(tmp, sizeof tmp, "%zu", va_arg(*ap, size_t)), p++;
+  else put(l, p[0] == '%' ? "%" : "%?", p[0] == '%' ? 1 : 2);
+  if (k > 0) put(l, tmp, (size_t)k);
+  return p;
+}
+
 void gp_warn(const char *fmt, ...) {
   if (gp_cfg.quiet) return;
-  char line[512];
-  int n = snprintf(line, sizeof line, "gpuphase: ");
+  struct line l = {.n = 0};
+  put(&l, "gpuphase: ", 10);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  for (const char *p = fmt; *p; p++) {
+    if (*p == '%' && p[1]) p = put_conv(&l, p + 1, &ap);
+    else put(&l, p, 1);
+  }
   va_end(ap);
-  size_t len = strlen(line);
-  if (len + 1 < sizeof line) line[len++] = '\n';
-  ssize_t w = write(2, line, len);
+  l.buf[l.n++] = '\n'; /* put() always leaves room for it */
+  ssize_t w = write(2, l.buf, l.n);
   (void)w;
 }
 

@@ -750,7 +750,7 @@ def t_warn_long():
     """A warning with a long variable part is still one whole line: the
     reason kept, the newline kept, the program's next line on its own."""
     d = workdir()
-    long_dir = "/nonexistent-" + "d" * 700
+    long_dir = "/nonexistent" + ("/" + "d" * 100) * 7  # ENOENT, not ENAMETOOLONG
     cases = [({"GPUPHASE_OUTPUT": long_dir + "/t.gph"},
               ["cannot create trace file", "No such file or directory", "not recording"]),
              ({"GPUPHASE_BUFFER_KB": "9" * 900}, ["ignoring GPUPHASE_BUFFER_KB", "(expected 64..1048576)"])]
