@@ -149,6 +149,28 @@ static gp_writer *open_writer(int fd, int *err) {
   return gp_writer_open(fd, &info, 0, err);
 }
 
+/* One line to `gpuphase run`'s manifest: the trace's absolute path, or
+ * "!" and the path that could not be created (so that it does not claim no
+ * process used CUDA after the error line this process printed). */
+static void manifest_line(const char *mark, const char *path) {
+  const char *m = getenv("GPUPHASE_MANIFEST");
+  if (!m || !*m) return;
+  char line[PATH_MAX + 3];
+  if (path[0] == '/') {
+    snprintf(line, sizeof line, "%s%s\n", mark, path);
+  } else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return;
+    int k = snprintf(line, sizeof line, "%s%s/%s\n", mark, cwd, path);
+    if (k < 0 || (size_t)k >= sizeof line) return;
+  }
+  int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t w = write(fd, line, strlen(line));
+  (void)w;
+  close(fd);
+}
+
 int gp_output_open(struct gp_output *o) {
   char base[PATH_MAX];
   gp_expand_pattern(gp_cfg.output, base, sizeof base);
@@ -156,6 +178,7 @@ int gp_output_open(struct gp_output *o) {
   if (fd < 0) {
     gp_warn("cannot create trace file %s: %s; not recording", base,
             strerror(errno));
+    manifest_line("!", base);
     return -1;
   }
   int err = 0;
@@ -165,27 +188,14 @@ int gp_output_open(struct gp_output *o) {
             gpuphase_strerror(err));
     close(fd);
     unlink(o->path);
+    manifest_line("!", o->path);
     return -1;
   }
   return 0;
 }
 
 void gp_output_announce(const struct gp_output *o) {
-  const char *m = getenv("GPUPHASE_MANIFEST");
-  if (!m || !*m) return;
-  char abs[PATH_MAX + 2];
-  if (o->path[0] == '/') snprintf(abs, sizeof abs, "%s\n", o->path);
-  else {
-    char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd)) return;
-    int k = snprintf(abs, sizeof abs, "%s/%s\n", cwd, o->path);
-    if (k < 0 || (size_t)k >= sizeof abs) return;
-  }
-  int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t w = write(fd, abs, strlen(abs));
-  (void)w;
-  close(fd);
+  manifest_line("", o->path);
 }
 
 void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum) {

@@ -156,20 +156,26 @@ static int setup_env(const char *lib, const char *output, char *manifest,
   return setenv("GPUPHASE_MANIFEST", manifest, 1);
 }
 
+/* The manifest has one line per profiled process: the path of its trace,
+ * or "!" and the path it could not create (the process said why). */
 static void report_traces(const char *manifest, int quiet) {
   if (!manifest[0]) return;
   FILE *f = fopen(manifest, "r");
-  char line[PATH_MAX + 2];
-  int count = 0;
+  char line[PATH_MAX + 3];
+  int count = 0, failed = 0;
   while (f && fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = 0;
     if (!line[0]) continue;
+    if (line[0] == '!') {
+      failed++;
+      continue;
+    }
     if (!quiet) fprintf(stderr, "gpuphase: trace written to %s\n", line);
     count++;
   }
   if (f) fclose(f);
   unlink(manifest);
-  if (!count && !quiet)
+  if (!count && !failed && !quiet)
     fprintf(stderr, "gpuphase: no trace written (no process made a CUDA "
                     "call)\n");
 }
