@@ -19,6 +19,9 @@
 #define GP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define GP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GP_TLS __thread __attribute__((tls_model("initial-exec")))
+/* On what the hot path reads: the compiler then addresses it directly
+ * instead of through the GOT (the library exports nothing but its hooks). */
+#define GP_HIDDEN __attribute__((visibility("hidden")))
 
 /* Event types in a thread ring. GP_EV_ITEMS: a gpuphase_step_items call,
  * t0 its time, aux the count. */
@@ -86,8 +89,9 @@ enum gp_state {
   GP_STOPPED = 3, /* finished, disabled, or failed: pass through */
 };
 
-extern _Atomic int gp_state;
-extern int gp_clock_tsc; /* 1: raw clock is the TSC, else CLOCK_MONOTONIC */
+extern GP_HIDDEN _Atomic int gp_state;
+/* 1: raw clock is the TSC, else CLOCK_MONOTONIC */
+extern GP_HIDDEN int gp_clock_tsc;
 
 static inline uint64_t gp_mono_ns(void) {
   struct timespec ts;
@@ -102,11 +106,21 @@ static inline __attribute__((always_inline)) uint64_t gp_now(void) {
   return gp_mono_ns();
 }
 
+/* The raw clock where gp_clock_tsc is known to be set (it never is where
+ * there is no TSC). */
+static inline __attribute__((always_inline)) uint64_t gp_tsc(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return gp_mono_ns();
+#endif
+}
+
 /* Slow paths (shim.c, rings.c). */
 struct gp_tstate *gp_enter_slow(void);
 void gp_ring_full(struct gp_tbuf *b);
 
-extern GP_TLS struct gp_tstate gp_ts;
+extern GP_TLS GP_HIDDEN struct gp_tstate gp_ts;
 
 /* Returns the thread's state with depth raised, or NULL when this call must
  * not be recorded (not running, re-entered, internal thread). */
@@ -123,8 +137,29 @@ static inline __attribute__((always_inline)) struct gp_tstate *gp_enter(void) {
   return gp_enter_slow();
 }
 
+/* gp_enter for a wrapper that found gp_nested() false: our own threads keep
+ * depth at 1, so only the ring and the process state remain to be seen. */
+static inline __attribute__((always_inline)) struct gp_tstate *
+gp_enter_outer(void) {
+  struct gp_tstate *ts = &gp_ts;
+  if (GP_LIKELY(ts->buf != NULL &&
+                atomic_load_explicit(&gp_state, memory_order_relaxed) ==
+                    GP_RUNNING)) {
+    ts->depth = 1;
+    ts->corr = 0;
+    return ts;
+  }
+  return gp_enter_slow();
+}
+
 static inline void gp_leave(struct gp_tstate *ts) {
   ts->depth = 0;
+}
+
+/* Inside one of our wrappers (or on one of our own threads, which keep
+ * depth at 1): a wrapped call made now passes straight through. */
+static inline __attribute__((always_inline)) int gp_nested(void) {
+  return gp_ts.depth != 0;
 }
 
 /* Reserves the next slot; NULL (and a lost event counted) if full. */

@@ -155,98 +155,154 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
+/* The record statements run twice, with gp_post_ 0 before the real call
+ * and 1 after it: what comes from the arguments is stored before the call
+ * (so the arguments need not be kept across it), what depends on its
+ * result (r, outputs, the current device) after. */
+#define GP_PRE(x) (gp_post_ ? (void)0 : (void)(x))
+#define GP_POST(x) (gp_post_ ? (void)(x) : (void)0)
+
 #define REC_NONE() (void)0
-#define REC_STREAM(s) (ev->stream = (uintptr_t)(s))
-#define REC_AUX(p) (ev->aux = (uintptr_t)(p))
+#define REC_STREAM(s) GP_PRE(ev->stream = (uintptr_t)(s))
+#define REC_AUX(p) GP_PRE(ev->aux = (uintptr_t)(p))
 #define REC_COPY(n, k, s)                                                      \
-  (ev->bytes = (uint64_t)(n), ev->copy_kind = copy_kind((int)(k)),             \
-   REC_STREAM(s))
+  GP_PRE((ev->bytes = (uint64_t)(n), ev->copy_kind = copy_kind((int)(k)),      \
+          REC_STREAM(s)))
 #define REC_PEER(n, s)                                                         \
-  (ev->bytes = (uint64_t)(n), ev->copy_kind = GPUPHASE_COPY_PTOP, REC_STREAM(s))
-#define REC_SET(n, s) (ev->bytes = (uint64_t)(n), REC_STREAM(s))
+  GP_PRE((ev->bytes = (uint64_t)(n), ev->copy_kind = GPUPHASE_COPY_PTOP,       \
+          REC_STREAM(s)))
+#define REC_SET(n, s) GP_PRE((ev->bytes = (uint64_t)(n), REC_STREAM(s)))
 #define REC_LAUNCH(f, g, b, smem, s)                                           \
-  (REC_AUX(f), ev->grid = dim_total(g), ev->block = block_total(b),            \
-   ev->bytes = (uint64_t)(smem), REC_STREAM(s))
+  GP_PRE((REC_AUX(f), ev->grid = dim_total(g), ev->block = block_total(b),     \
+          ev->bytes = (uint64_t)(smem), REC_STREAM(s)))
 #define REC_LAUNCH_CFG(cfg, f)                                                 \
-  (REC_AUX(f),                                                                 \
-   (cfg) ? (ev->grid = dim_total((cfg)->gridDim),                              \
-            ev->block = block_total((cfg)->blockDim),                          \
-            ev->bytes = (uint64_t)(cfg)->dynamicSmemBytes,                     \
-            REC_STREAM((cfg)->stream))                                         \
-         : 0)
-#define REC_HOSTFN(f, s) (REC_AUX(f), REC_STREAM(s))
+  GP_PRE((REC_AUX(f),                                                          \
+          (cfg) ? (ev->grid = dim_total((cfg)->gridDim),                       \
+                   ev->block = block_total((cfg)->blockDim),                   \
+                   ev->bytes = (uint64_t)(cfg)->dynamicSmemBytes,              \
+                   REC_STREAM((cfg)->stream))                                  \
+                : (void)0))
+#define REC_HOSTFN(f, s) GP_PRE((REC_AUX(f), REC_STREAM(s)))
 #define REC_ALLOC(pp, n)                                                       \
-  (ev->bytes = (uint64_t)(n),                                                  \
-   ev->aux = ((int)r == 0 && (pp)) ? (uintptr_t) * (pp) : 0)
+  GP_POST((ev->bytes = (uint64_t)(n),                                          \
+           ev->aux = ((int)r == 0 && (pp)) ? (uintptr_t) * (pp) : 0))
 #define REC_ALLOC3D(pdp, e)                                                    \
-  ((r == cudaSuccess && (pdp))                                                 \
-       ? (ev->bytes = (uint64_t)(pdp)->pitch * ((e).height ? (e).height : 1) * \
-                      ((e).depth ? (e).depth : 1),                             \
-          REC_AUX((pdp)->ptr))                                                 \
-       : 0)
-#define REC_PIN(p, n) (REC_AUX(p), ev->bytes = (uint64_t)(n))
+  GP_POST((r == cudaSuccess && (pdp))                                          \
+              ? (ev->bytes = (uint64_t)(pdp)->pitch *                          \
+                             ((e).height ? (e).height : 1) *                   \
+                             ((e).depth ? (e).depth : 1),                      \
+                 ev->aux = (uintptr_t)(pdp)->ptr)                              \
+              : 0)
+#define REC_PIN(p, n) GP_PRE((REC_AUX(p), ev->bytes = (uint64_t)(n)))
 #define REC_DCOPY(n, k, s)                                                     \
-  (ev->bytes = (uint64_t)(n), ev->copy_kind = (k), REC_STREAM(s))
+  GP_PRE((ev->bytes = (uint64_t)(n), ev->copy_kind = (k), REC_STREAM(s)))
 #define REC_DCOPY2D(p, s)                                                      \
-  ((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes * (p)->Height,               \
-          ev->copy_kind = mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType)) \
-       : 0, REC_STREAM(s))
+  GP_PRE(((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes * (p)->Height,        \
+                 ev->copy_kind =                                               \
+                     mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType))    \
+              : 0,                                                             \
+          REC_STREAM(s)))
 #define REC_DCOPY3D(p, s)                                                      \
-  ((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes * ((p)->Height ? (p)->Height : 1) * \
-                      ((p)->Depth ? (p)->Depth : 1),                           \
-          ev->copy_kind = mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType)) \
-       : 0, REC_STREAM(s))
+  GP_PRE(((p) ? (ev->bytes = (uint64_t)(p)->WidthInBytes *                     \
+                             ((p)->Height ? (p)->Height : 1) *                 \
+                             ((p)->Depth ? (p)->Depth : 1),                    \
+                 ev->copy_kind =                                               \
+                     mem_copy_kind((p)->srcMemoryType, (p)->dstMemoryType))    \
+              : 0,                                                             \
+          REC_STREAM(s)))
 #define REC_DLAUNCH(f, gx, gy, gz, bx, by, bz, smem, s)                        \
-  (REC_AUX(f), ev->grid = total3(gx, gy, gz),                                  \
-   ev->block = (uint16_t)(total3(bx, by, bz) > UINT16_MAX ? UINT16_MAX         \
-                                                          : total3(bx, by, bz)), \
-   ev->bytes = (uint64_t)(smem), REC_STREAM(s))
+  GP_PRE((REC_AUX(f), ev->grid = total3(gx, gy, gz),                           \
+          ev->block = (uint16_t)(total3(bx, by, bz) > UINT16_MAX               \
+                                     ? UINT16_MAX                              \
+                                     : total3(bx, by, bz)),                    \
+          ev->bytes = (uint64_t)(smem), REC_STREAM(s)))
 #define REC_DLAUNCH_CFG(cfg, f)                                                \
   ((cfg) ? REC_DLAUNCH(f, (cfg)->gridDimX, (cfg)->gridDimY, (cfg)->gridDimZ,   \
                        (cfg)->blockDimX, (cfg)->blockDimY, (cfg)->blockDimZ,   \
                        (cfg)->sharedMemBytes, (cfg)->hStream)                  \
          : REC_AUX(f))
-#define REC_CTXDEV() (r == CUDA_SUCCESS ? gp_track_ctx_device(ts) : (void)0, \
-                      ev->device = ts->device)
+#define REC_CTXDEV()                                                           \
+  GP_POST((r == CUDA_SUCCESS ? gp_track_ctx_device(ts) : (void)0,              \
+           ev->device = ts->device))
 #define REC_SETDEV(d)                                                          \
-  ((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),                    \
-   ev->device = (d))
+  GP_POST(((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),            \
+           ev->device = (d)))
 
 /* ---- the wrapper body ---- */
 /* The recording part of every wrapper, once gp_fn_ (the real function) is
- * known: two timestamps around the call, one event into the thread's ring. */
+ * known: the slot is taken and filled from the arguments before the call,
+ * the two timestamps taken around it, the result stored after it; the
+ * writer sees the slot once it is published. Every byte of the slot is
+ * stored once: the fields no record statement sets are zero. A full ring
+ * counts the call lost (gp_slot) and makes it all the same. */
 #define GP_RECORD_CALL(RET, ARGS, ID, REC)                                     \
-  struct gp_tstate *ts = gp_enter();                                           \
+  struct gp_tstate *ts = gp_enter_outer();                                     \
   if (ts == NULL) return gp_fn_ ARGS;                                          \
-  uint64_t t0 = gp_now();                                                      \
-  RET r = gp_fn_ ARGS;                                                         \
-  uint64_t t1 = gp_now();                                                      \
-  struct gp_event *ev = gp_slot(ts->buf);                                      \
-  if (GP_LIKELY(ev != NULL)) {                                                 \
-    *ev = (struct gp_event){.t0 = t0,                                          \
-                            .t1 = t1,                                          \
-                            .api = (ID),                                       \
-                            .ret = (int32_t)r,                                 \
-                            .corr = ts->corr,                                  \
-                            .device = ts->device,                              \
-                            .type = GP_EV_API};                                \
-    REC;                                                                       \
-    gp_publish(ts->buf, 1);                                                    \
+  struct gp_tbuf *gp_b_ = ts->buf;                                             \
+  struct gp_event *ev = gp_slot(gp_b_);                                        \
+  RET r = (RET)0;                                                              \
+  if (GP_UNLIKELY(ev == NULL)) {                                               \
+    r = gp_fn_ ARGS;                                                           \
+    gp_leave(ts);                                                              \
+    return r;                                                                  \
   }                                                                            \
+  ev->stream = 0;                                                              \
+  ev->bytes = 0;                                                               \
+  ev->aux = 0;                                                                 \
+  ev->api = (ID);                                                              \
+  ev->grid = 0;                                                                \
+  ev->block = 0;                                                               \
+  ev->copy_kind = 0;                                                           \
+  ev->type = GP_EV_API;                                                        \
+  {                                                                            \
+    enum { gp_post_ = 0 };                                                     \
+    REC;                                                                       \
+  }                                                                            \
+  if (GP_LIKELY(gp_clock_tsc)) { /* one test for both timestamps */          \
+    ev->t0 = gp_tsc();                                                         \
+    r = gp_fn_ ARGS;                                                           \
+    ev->t1 = gp_tsc();                                                         \
+  } else {                                                                     \
+    ev->t0 = gp_mono_ns();                                                     \
+    r = gp_fn_ ARGS;                                                           \
+    ev->t1 = gp_mono_ns();                                                     \
+  }                                                                            \
+  ev->ret = (int32_t)r;                                                        \
+  ev->corr = ts->corr;                                                         \
+  ev->device = ts->device;                                                     \
+  {                                                                            \
+    enum { gp_post_ = 1 };                                                     \
+    REC;                                                                       \
+  }                                                                            \
+  gp_publish(gp_b_, 1);                                                        \
   gp_leave(ts);                                                                \
   return r;
 
+/* Each wrapper is three functions with the same parameters, so that the
+ * exported one only tests and jumps: it passes a call made from inside
+ * another wrapped call (the runtime calling the driver) straight on, before
+ * any register is saved, hands every other call to rec_NAME, which records
+ * it, and the first one to first_NAME, which resolves the real function
+ * (and then does the same). */
 #define GP_WRAPPER(RET, MISSING, LAYER, NAME, ID, PARAMS, ARGS, REC)           \
   typedef RET(*NAME##_fn) PARAMS;                                              \
   static void *real_##NAME;                                                    \
+  static __attribute__((noinline)) RET rec_##NAME PARAMS {                     \
+    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
+    GP_RECORD_CALL(RET, ARGS, ID, REC)                                         \
+  }                                                                            \
+  static __attribute__((noinline)) RET first_##NAME PARAMS {                   \
+    NAME##_fn gp_fn_ = (NAME##_fn)gp_real_layer(LAYER, #NAME);                 \
+    if (gp_fn_ == NULL) return MISSING;                                        \
+    real_##NAME = (void *)gp_fn_;                                              \
+    if (gp_nested()) return gp_fn_ ARGS;                                       \
+    return rec_##NAME ARGS;                                                    \
+  }                                                                            \
   GP_EXPORT RET NAME PARAMS {                                                  \
     NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
-    if (GP_UNLIKELY(gp_fn_ == NULL)) {                                         \
-      gp_fn_ = (NAME##_fn)gp_real_layer(LAYER, #NAME);                         \
-      if (gp_fn_ == NULL) return MISSING;                                      \
-      real_##NAME = (void *)gp_fn_;                                            \
-    }                                                                          \
-    GP_RECORD_CALL(RET, ARGS, ID, REC)                                         \
+    if (GP_UNLIKELY(gp_fn_ == NULL)) return first_##NAME ARGS;                 \
+    if (gp_nested()) return gp_fn_ ARGS;                                       \
+    return rec_##NAME ARGS;                                                    \
   }
 
 /* Variant A (api_runtime.def): nine integer-class arguments passed on as
@@ -260,19 +316,29 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   typedef cudaError_t(*NAME##_fn) GP_ANY_PARAMS;                               \
   static void *real_##NAME;                                                    \
   static int abi12_##NAME;                                                     \
+  static __attribute__((noinline)) cudaError_t rec_##NAME GP_ANY_PARAMS {      \
+    NAME##_fn gp_fn_ =                                                         \
+        (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_ACQUIRE);            \
+    int abi12 = abi12_##NAME;                                                  \
+    GP_RECORD_CALL(cudaError_t, GP_ANY_ARGS, ID, REC)                          \
+  }                                                                            \
+  static __attribute__((noinline)) cudaError_t first_##NAME GP_ANY_PARAMS {    \
+    NAME##_fn gp_fn_ =                                                         \
+        (NAME##_fn)gp_real_layer(GPUPHASE_LAYER_RUNTIME, #NAME);               \
+    if (gp_fn_ == NULL) return cudaErrorSharedObjectSymbolNotFound;            \
+    abi12_##NAME = gp_runtime_abi12((void *)gp_fn_);                           \
+    /* published after abi12, which other threads then read with it */         \
+    __atomic_store_n(&real_##NAME, (void *)gp_fn_, __ATOMIC_RELEASE);          \
+    if (gp_nested()) return gp_fn_ GP_ANY_ARGS;                                \
+    return rec_##NAME GP_ANY_ARGS;                                             \
+  }                                                                            \
   GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS __asm__(#NAME);            \
   GP_EXPORT cudaError_t gp_any_##NAME GP_ANY_PARAMS {                          \
     NAME##_fn gp_fn_ =                                                         \
         (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_ACQUIRE);            \
-    if (GP_UNLIKELY(gp_fn_ == NULL)) {                                         \
-      gp_fn_ = (NAME##_fn)gp_real_layer(GPUPHASE_LAYER_RUNTIME, #NAME);        \
-      if (gp_fn_ == NULL) return cudaErrorSharedObjectSymbolNotFound;          \
-      abi12_##NAME = gp_runtime_abi12((void *)gp_fn_);                         \
-      /* published after abi12, which other threads then read with it */     \
-      __atomic_store_n(&real_##NAME, (void *)gp_fn_, __ATOMIC_RELEASE);        \
-    }                                                                          \
-    int abi12 = abi12_##NAME;                                                  \
-    GP_RECORD_CALL(cudaError_t, GP_ANY_ARGS, ID, REC)                          \
+    if (GP_UNLIKELY(gp_fn_ == NULL)) return first_##NAME GP_ANY_ARGS;          \
+    if (gp_nested()) return gp_fn_ GP_ANY_ARGS;                                \
+    return rec_##NAME GP_ANY_ARGS;                                             \
   }
 
 /* Whether fn lives in a CUDA 12 runtime (libcudart.so.12*). */
