@@ -28,13 +28,19 @@ struct gp_clock_line {
 extern struct gp_clock_line gp_clock_line;
 
 /* gp_clock_to_ns, with the newest segment inline: events drained in one
- * pass almost all fall in it. Gives exactly gp_clock_to_ns's result. */
-static inline uint64_t gp_clock_to_ns_fast(uint64_t raw) {
-  const struct gp_clock_line *l = &gp_clock_line;
+ * pass almost all fall in it. Gives exactly gp_clock_to_ns's result; l is
+ * gp_clock_line or a copy of it taken since the last calibration (which a
+ * loop keeps in registers). */
+static inline uint64_t gp_clock_line_ns(const struct gp_clock_line *l,
+                                        uint64_t raw) {
   if (__builtin_expect(raw >= l->from, 1))
     return l->base_ns +
            (uint64_t)(int64_t)((double)(int64_t)(raw - l->base_raw) * l->slope);
   return gp_clock_to_ns(raw);
+}
+
+static inline uint64_t gp_clock_to_ns_fast(uint64_t raw) {
+  return gp_clock_line_ns(&gp_clock_line, raw);
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include "gp_rings.h"
 
 #define STREAM_SLOTS 4096
+#define BATCH 64
 
 struct stream_slot {
   uint64_t key; /* (device << 32 | stream) + 1; 0 = empty */
@@ -32,6 +33,10 @@ static struct {
   uint32_t overflow_source;
   uint64_t lost_total;
   uint64_t cupti_lost_reported;
+  /* API records of the ring being drained, not yet handed to the writer */
+  struct gpuphase_record batch[BATCH];
+  size_t nbatch;
+  uint32_t batch_source;
 } R;
 
 int gp_records_begin(gp_writer *w) {
@@ -61,7 +66,17 @@ void gp_records_reset(void) {
   gp_describe_reset();
 }
 
+/* Hands the pending API records to the writer. Done before any other
+ * record is added, so that the writer sees the same sequence as with one
+ * call per record (and writes the same file). */
+static void batch_flush(void) {
+  if (!R.nbatch) return;
+  gp_writer_add_n(R.w, R.batch_source, R.batch, R.nbatch);
+  R.nbatch = 0;
+}
+
 void gp_records_add(uint32_t source, const struct gpuphase_record *r) {
+  batch_flush();
   gp_writer_add(R.w, source, r);
 }
 
@@ -100,6 +115,7 @@ static uint32_t stream_source(uint32_t device, uint32_t stream) {
 static uint32_t define_api(uint32_t id) {
   if (id >= R.napi) return 0;
   if (R.api_info[id]) return R.api_info[id];
+  batch_flush();
   R.api_info[id] = (uint16_t)(API_DEFINED | gp_api_cls(id));
   const char *name = gp_api_name(id);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
@@ -123,6 +139,7 @@ static void announce_thread(struct gp_tbuf *b) {
 }
 
 static void describe_device_slow(uint32_t dev) {
+  batch_flush();
   struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
   char name[256];
   if (!gp_describe_device(dev, &r.u.device, name, sizeof name)) return;
@@ -138,21 +155,25 @@ static inline void describe_device(uint32_t dev) {
 }
 
 /* ---- host rings ---- */
-/* The API record is built field by field (the record's other kinds are
- * left alone: the writer reads only the API struct). */
-static inline void emit_api(struct gp_tbuf *b, const struct gp_event *e,
-                            uint32_t source) {
+/* The API record is built field by field in the batch (the record's other
+ * kinds are left alone: the writer reads only the API struct); the batch
+ * goes to the writer in one call per BATCH records. */
+static inline void emit_api(const struct gp_event *e, uint32_t thread,
+                            const struct gp_clock_line *clock) {
   uint32_t id = e->api;
   uint32_t info = id < R.napi ? R.api_info[id] : 0;
   if (__builtin_expect(!info, 0)) info = define_api(id);
-  struct gpuphase_record r;
-  r.kind = GPUPHASE_REC_API;
-  struct gpuphase_api *a = &r.u.api;
-  a->thread = b->index;
+  /* metadata first: these may hand the batch to the writer */
+  if (e->device >= 0) describe_device((uint32_t)e->device);
+  uint64_t start = gp_clock_line_ns(clock, e->t0);
+  uint64_t end = gp_clock_line_ns(clock, e->t1);
+  struct gpuphase_record *r = &R.batch[R.nbatch];
+  r->kind = GPUPHASE_REC_API;
+  struct gpuphase_api *a = &r->u.api;
+  a->thread = thread;
   a->api = id;
-  a->start = gp_clock_to_ns_fast(e->t0);
-  a->end = gp_clock_to_ns_fast(e->t1);
-  if (a->end < a->start) a->end = a->start;
+  a->start = start;
+  a->end = end < start ? start : end;
   a->ret = e->ret;
   a->corr = e->corr;
   a->device = e->device;
@@ -164,12 +185,12 @@ static inline void emit_api(struct gp_tbuf *b, const struct gp_event *e,
   a->flags = 0;
   a->func = info & GPUPHASE_API_LAUNCH ? e->aux : 0;
   a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
-  if (e->device >= 0) describe_device((uint32_t)e->device);
-  gp_records_add(source, &r);
+  if (++R.nbatch == BATCH) batch_flush();
 }
 
 static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
                        uint64_t pos) {
+  batch_flush();
   char name[GP_RANGE_NAME_MAX + 1];
   size_t len = e->bytes > GP_RANGE_NAME_MAX ? GP_RANGE_NAME_MAX : e->bytes;
   for (size_t off = 0; off < len; off += sizeof(struct gp_event)) {
@@ -191,6 +212,7 @@ static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
 }
 
 static void emit_items(struct gp_tbuf *b, const struct gp_event *e) {
+  batch_flush();
   struct gpuphase_record r = {.kind = GPUPHASE_REC_ITEMS};
   r.u.items.thread = b->index;
   r.u.items.start = gp_clock_to_ns_fast(e->t0);
@@ -218,12 +240,18 @@ void gp_records_drain(struct gp_tbuf *b) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
   /* the thread's source, numbered when its first record comes */
-  uint32_t source = t < h ? thread_source(b->index) : 0;
+  if (t < h) R.batch_source = thread_source(b->index);
+  /* copies the loop keeps in registers (stores into records could alias
+   * them otherwise: the build has no strict aliasing) */
+  const struct gp_clock_line clock = gp_clock_line;
+  const struct gp_event *ev = b->ev;
+  const uint64_t mask = b->mask;
+  const uint32_t thread = b->index;
   while (t < h) {
-    const struct gp_event *e = &b->ev[t & b->mask];
+    const struct gp_event *e = &ev[t & mask];
     uint64_t used = 1;
     if (__builtin_expect(e->type == GP_EV_API, 1))
-      emit_api(b, e, source);
+      emit_api(e, thread, &clock);
     else if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;
@@ -231,6 +259,7 @@ void gp_records_drain(struct gp_tbuf *b) {
       emit_items(b, e);
     t += used;
   }
+  batch_flush();
   atomic_store_explicit(&b->tail, t, memory_order_release);
   ring_lost(b);
   if (st == GP_TB_DEAD &&

@@ -183,7 +183,7 @@ static int append_slow(gp_writer *w, struct source *s,
 /* One capacity check per record: a record without blobs never needs more
  * than GP_RECORD_FIXED_MAX bytes, and the frame is cut (at frame_bytes,
  * far below GP_FRAME_WRITE_MAX) before the buffer could run short. */
-static inline int append(gp_writer *w, struct source *s,
+static inline __attribute__((always_inline)) int append(gp_writer *w, struct source *s,
                          const struct gpuphase_record *rec) {
   struct buf *b = &s->b;
   if (__builtin_expect(gp_kind_in(GP_BLOB_KINDS, rec->kind) ||
@@ -264,6 +264,21 @@ int gp_writer_add(gp_writer *w, uint32_t source,
   int rc = find_source(w, source, &i);
   if (rc == GPUPHASE_OK) rc = append(w, &w->src[i], rec);
   if (rc == GPUPHASE_OK) w->events++;
+  return rc;
+}
+
+int gp_writer_add_n(gp_writer *w, uint32_t source,
+                    const struct gpuphase_record *recs, size_t n) {
+  if (!w || (!recs && n)) return GPUPHASE_E_ARG;
+  if (w->err) return w->err;
+  uint32_t i;
+  int rc = n ? find_source(w, source, &i) : GPUPHASE_OK;
+  for (size_t k = 0; k < n && rc == GPUPHASE_OK; k++) {
+    if (!gp_kind_in(ADDABLE_KINDS, recs[k].kind)) return GPUPHASE_E_ARG;
+    /* w->src moves only when a source is added, which append does not do */
+    rc = append(w, &w->src[i], &recs[k]);
+    if (rc == GPUPHASE_OK) w->events++;
+  }
   return rc;
 }
 

@@ -39,6 +39,12 @@ gp_writer *gp_writer_open(int fd, const struct gp_process_info *info,
 int gp_writer_add(gp_writer *w, uint32_t source,
                   const struct gpuphase_record *rec);
 
+/* gp_writer_add of recs[0..n-1], all to `source`, in order, with the same
+ * result in the file; the source is looked up once. Stops at the first
+ * record that fails and returns its error. */
+int gp_writer_add_n(gp_writer *w, uint32_t source,
+                    const struct gpuphase_record *recs, size_t n);
+
 /* Returns the id of s (len bytes), emitting a STRING record into the
  * current frame the first time it is seen. 0 for an empty string. */
 uint64_t gp_writer_intern(gp_writer *w, const char *s, size_t len);
