@@ -24,6 +24,9 @@ void gp_records_add(uint32_t source, const struct gpuphase_record *r);
 
 /* Everything published in one thread's ring so far, and its lost count. */
 void gp_records_drain(struct gp_tbuf *b);
+/* The last drain: also what is published meanwhile; a call under way
+ * counted lost. */
+void gp_records_settle(struct gp_tbuf *b);
 /* One CUPTI activity (a gp_dev_activity_cb). */
 void gp_records_activity(const struct gp_dev_activity *a, void *ctx);
 /* CUPTI's dropped-record count so far: records the increase as LOST. */

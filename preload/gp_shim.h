@@ -53,7 +53,11 @@ _Static_assert(sizeof(struct gp_event) == 64, "ring slot is one cache line");
  * writer thread). */
 struct gp_tbuf {
   _Atomic uint64_t head; /* next slot to write; producer stores (release) */
-  char pad0[56];
+  /* head + 1 when the thread entered its newest recorded call (set by the
+   * CUPTI callback, not the wrapper): above head while a call is under
+   * way, which the writer's last pass counts lost (records.c). */
+  _Atomic uint64_t entered;
+  char pad0[48];
   _Atomic uint64_t tail; /* next slot to read; consumer stores (release) */
   char pad1[56];
   _Atomic uint64_t lost; /* events dropped because the ring was full */
@@ -72,6 +76,10 @@ struct gp_tbuf {
 /* Ring header states. A header outlives its thread and is reused (with its
  * index) by a later thread, so memory is bounded by concurrent threads. */
 enum { GP_TB_FREE = 0, GP_TB_CLAIMED = 1, GP_TB_ALIVE = 2, GP_TB_DEAD = 3 };
+
+/* gp_tstate.depth inside a wrapper whose call the full ring could not take
+ * (rings.c; the slot is asked for before the real call). */
+#define GP_DEPTH_LOST 2
 
 /* Per-thread state, in TLS. */
 struct gp_tstate {

@@ -20,7 +20,6 @@ void gp_writer_child_reset(void);
 
 /* Device records (CUPTI), driven from the lifecycle. */
 void gp_dev_start(void);
-void gp_dev_flush(int forced);
 void gp_dev_stop(void);
 
 #endif

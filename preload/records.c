@@ -269,6 +269,29 @@ void gp_records_drain(struct gp_tbuf *b) {
   }
 }
 
+/* The last drain of a ring (writer.c's last pass, after the last device
+ * records were taken): what its thread published meanwhile is drained too,
+ * and a call still under way (its thread entered it, per CUPTI, and has
+ * not published it) is counted lost: its device records may be written. */
+void gp_records_settle(struct gp_tbuf *b) {
+  for (int round = 0; round < 16; round++) {
+    gp_records_drain(b);
+    if (atomic_load_explicit(&b->state, memory_order_acquire) != GP_TB_ALIVE)
+      return;
+    uint64_t entered = atomic_load_explicit(&b->entered, memory_order_acquire);
+    uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
+    if (h != atomic_load_explicit(&b->tail, memory_order_relaxed)) continue;
+    if (entered > h) {
+      /* counted like an event the ring could not take */
+      atomic_fetch_add_explicit(&b->lost, 1, memory_order_relaxed);
+      ring_lost(b);
+    }
+    return;
+  }
+  /* Still publishing after 16 rounds: what comes now is after the end,
+   * and its device records were taken before it. */
+}
+
 /* ---- device activity ---- */
 static int kernel_record(const struct gp_dev_activity *a,
                          struct gpuphase_record *r) {

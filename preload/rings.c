@@ -84,6 +84,7 @@ static struct gp_tbuf *tbuf_create(void) {
   atomic_store(&b->head, 0);
   atomic_store(&b->tail, 0);
   atomic_store(&b->lost, 0);
+  atomic_store(&b->entered, 0);
   b->lost_reported = 0;
   b->announced = 0;
   b->tid = (pid_t)syscall(SYS_gettid);
@@ -110,6 +111,10 @@ void gp_ring_nudge(struct gp_tbuf *b, uint64_t head) {
 
 void gp_ring_full(struct gp_tbuf *b) {
   atomic_fetch_add_explicit(&b->lost, 1, memory_order_relaxed);
+  /* In a wrapper, which asks for its slot before the real call: the call
+   * is already counted lost, which tells the CUPTI callback during it (and
+   * during the calls it makes) not to mark it under way (writer.c). */
+  if (gp_ts.depth == 1) gp_ts.depth = GP_DEPTH_LOST;
 }
 
 void gp_rings_after_fork(void) {

@@ -118,9 +118,10 @@ static void shutdown_all(void) {
     shutdown_done = 1;
     int was = gp_ts.depth;
     gp_ts.depth = 1;
-    gp_dev_flush(1);
-    atomic_store(&gp_state, GP_STOPPED);
+    /* Other threads go on recording while the writer's last pass takes
+     * their calls (and counts the ones under way): stopped only after. */
     gp_writer_stop(-1);
+    atomic_store(&gp_state, GP_STOPPED);
     gp_dev_stop();
     gp_ts.depth = was;
   }
@@ -184,8 +185,8 @@ static void complete_for_signal(void) {
   if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
     shutdown_done = 1;
     gp_ts.depth = 1;
-    atomic_store(&gp_state, GP_STOPPED);
     gp_writer_stop(SIGNAL_WAIT_MS);
+    atomic_store(&gp_state, GP_STOPPED);
   }
   pthread_mutex_unlock(&shutdown_lock);
 }

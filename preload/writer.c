@@ -81,6 +81,23 @@ static void pass(int flush) {
   if (flush) gp_writer_flush(W.out.w);
 }
 
+/* The last pass, while the application still records: device records
+ * first, then the rings. Every device record written then belongs to a
+ * call that had started, so that call's own record is drained after it or,
+ * the call still under way, counted lost (gp_records_settle). */
+static void final_pass(void) {
+  gp_clock_calibrate();
+  write_notes();
+  if (W.cupti_on || gp_cupti_wanted()) {
+    gp_cupti_flush_buffers(1);
+    gp_cupti_consume(gp_records_activity, NULL);
+    gp_records_cupti_dropped(gp_cupti_dropped());
+  }
+  for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
+  write_notes();
+  gp_writer_flush(W.out.w);
+}
+
 /* The summary, written by this thread (never by the one that asked to
  * stop, which may be in a signal handler), and the file closed. */
 static void finish(void) {
@@ -102,13 +119,13 @@ static void *thread_main(void *arg) {
     uint32_t seen = gp_doorbell_seen();
     /* Wakes early when a producer or a stop request rings. */
     if (!atomic_load(&W.stop_req)) gp_doorbell_wait(seen, gp_cfg.poll_ms);
-    int stop = atomic_load(&W.stop_req);
+    if (atomic_load(&W.stop_req)) break;
     uint64_t now = gp_mono_ns();
-    int flush = stop || now - W.last_flush_ns >= gp_cfg.flush_ms * 1000000ull;
+    int flush = now - W.last_flush_ns >= gp_cfg.flush_ms * 1000000ull;
     pass(flush);
     if (flush) W.last_flush_ns = now;
-    if (stop) break;
   }
+  final_pass();
   finish();
   return NULL;
 }
@@ -171,8 +188,15 @@ void gp_writer_stop(int timeout_ms) {
 }
 
 /* ---- CUPTI bridge ---- */
+/* On the application thread, at the entry of a call we record (and of the
+ * recorded calls it makes): the call is under way until published. */
 static void hook_enter(uint32_t corr) {
   gp_ts.corr = corr;
+  struct gp_tbuf *b = gp_ts.buf;
+  if (b && gp_ts.depth != GP_DEPTH_LOST)
+    atomic_store_explicit(
+        &b->entered, atomic_load_explicit(&b->head, memory_order_relaxed) + 1,
+        memory_order_release);
 }
 static void hook_degraded(uint64_t ns, int on, const char *reason) {
   gp_writer_note_degraded(ns, on, reason);
@@ -192,10 +216,6 @@ void gp_dev_start(void) {
   else
     gp_warn("%s; recording host-side calls only (trace marked degraded)",
             why ? why : "CUPTI unavailable");
-}
-
-void gp_dev_flush(int forced) {
-  gp_cupti_flush_buffers(forced); /* no-op unless CUPTI is ours now */
 }
 
 void gp_dev_stop(void) {
