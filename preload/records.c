@@ -11,6 +11,7 @@
 #include "gp_rings.h"
 
 #define STREAM_SLOTS 4096
+#define SPARE_SOURCES 4096
 #define BATCH 64
 
 struct stream_slot {
@@ -28,6 +29,13 @@ static struct {
   uint32_t napi;
   uint64_t devices_done; /* bit d: the DEVICE record of device d is written */
   uint32_t *thread_source;
+  /* Sources of exited threads, oldest first, each with the time from which
+   * a later thread may continue it (claim_source). */
+  struct spare {
+    uint32_t source;
+    uint64_t from_ns;
+  } spare[SPARE_SOURCES];
+  uint32_t spare_head, spare_tail;
   uint32_t next_source;
   struct stream_slot streams[STREAM_SLOTS];
   uint32_t overflow_source;
@@ -45,6 +53,7 @@ int gp_records_begin(gp_writer *w) {
   R.api_info = calloc(R.napi, sizeof *R.api_info);
   R.thread_source = calloc(65536, sizeof *R.thread_source);
   R.next_source = 1;
+  R.spare_head = R.spare_tail = 0;
   if (R.api_info && R.thread_source) return 0;
   gp_records_end();
   return -1;
@@ -92,6 +101,36 @@ static uint32_t new_source(void) {
 static uint32_t thread_source(uint32_t index) {
   if (!R.thread_source[index]) R.thread_source[index] = new_source();
   return R.thread_source[index];
+}
+
+/* A host thread's source, chosen at its first record (at ring position t).
+ * A source holds one thread at a time: a thread that starts after another
+ * exited continues the exited one's source (still in time order), so that
+ * the writer's state per source stays bounded by the threads alive at
+ * once, however many come and go (20,000 short threads: 20,000 sources and
+ * their buffers otherwise). */
+static uint32_t claim_source(struct gp_tbuf *b, uint64_t t) {
+  uint32_t *s = &R.thread_source[b->index];
+  if (*s) return *s;
+  const struct spare *o = &R.spare[R.spare_head % SPARE_SOURCES];
+  if (R.spare_head != R.spare_tail &&
+      o->from_ns <= gp_clock_to_ns(b->ev[t & b->mask].t0)) {
+    *s = o->source;
+    R.spare_head++;
+    return *s;
+  }
+  return thread_source(b->index);
+}
+
+/* The thread exited and its last record is drained: its source is spare
+ * for threads whose first record comes after now. */
+static void release_source(struct gp_tbuf *b) {
+  uint32_t *s = &R.thread_source[b->index];
+  if (*s && R.spare_tail - R.spare_head < SPARE_SOURCES) {
+    R.spare[R.spare_tail % SPARE_SOURCES] = (struct spare){*s, gp_mono_ns()};
+    R.spare_tail++;
+  }
+  *s = 0;
 }
 
 static uint32_t stream_source(uint32_t device, uint32_t stream) {
@@ -240,7 +279,7 @@ void gp_records_drain(struct gp_tbuf *b) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
   /* the thread's source, numbered when its first record comes */
-  if (t < h) R.batch_source = thread_source(b->index);
+  if (t < h) R.batch_source = claim_source(b, t);
   /* copies the loop keeps in registers (stores into records could alias
    * them otherwise: the build has no strict aliasing) */
   const struct gp_clock_line clock = gp_clock_line;
@@ -265,6 +304,7 @@ void gp_records_drain(struct gp_tbuf *b) {
   if (st == GP_TB_DEAD &&
       atomic_load_explicit(&b->head, memory_order_acquire) == t) {
     b->announced = 0;
+    release_source(b);
     gp_tbuf_free(b);
   }
 }
