@@ -10,6 +10,8 @@
  *           reload limit the reader stops with GPUPHASE_E_NOMEM and a
  *           message that names the limit (not "corrupt"), in bounded time;
  *   many:   1800 sources of 300 KiB frames (the small-frame budget);
+ *   strings: nine 60 MB definitions of one string: the string table's
+ *           512 MiB limit, GPUPHASE_E_NOMEM in both orders;
  *   oom:    gpuphase-report under an address-space limit says "out of
  *           memory", not "corrupt trace at byte N".
  * Memory is measured by counting this program's allocations (malloc and
@@ -84,17 +86,23 @@ void __wrap_free(void *p) {
 
 /* --- crafted files */
 struct shape {
+  const char *name;
   uint32_t nsrc, usize, nrec; /* nrec timed records per frame */
-  int strings;                /* a STRING before them */
+  int strings; /* a STRING before them; 2: frames of source 0 holding one
+                * STRING each, all with id 1 (the string table's limit) */
+};
+
+/* The cases, and smaller ones for the fuzzing corpus (tests/fuzz). */
+static const struct shape shapes[] = {
+    {"bomb", 40, 60000000, 2, 1},      {"thrash", 8, 40000000, 200, 0},
+    {"many", 1800, 300 << 10, 2, 0},   {"strings", 9, 60000000, 0, 2},
+    {"bomb-small", 72, 2000000, 2, 1}, {"thrash-small", 3, 48000000, 100, 0},
+    {"bomb-tiny", 4, 2000000, 2, 1},
 };
 
 static const struct shape *shape_of(const char *name) {
-  static const struct shape bomb = {40, 60000000, 2, 1},
-                            thrash = {8, 40000000, 200, 0},
-                            many = {1800, 300 << 10, 2, 0};
-  if (!strcmp(name, "bomb")) return &bomb;
-  if (!strcmp(name, "thrash")) return &thrash;
-  if (!strcmp(name, "many")) return &many;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    if (!strcmp(name, shapes[i].name)) return &shapes[i];
   return NULL;
 }
 
@@ -133,7 +141,25 @@ static void put_padding(uint8_t *p, size_t n) {
   put_padding(p + 2, n - 2);
 }
 
+/* STRING id 1 whose text fills the frame: kind, payload length, id
+ * (zigzag of 1), text length, text. */
+static size_t big_string(const struct shape *sh, uint8_t *buf) {
+  size_t len = sh->usize, plen;
+  do {
+    len--;
+    plen = 1 + varint_len(len) + len;
+  } while (1 + varint_len(plen) + plen > sh->usize);
+  size_t h = 1;
+  buf[0] = GPUPHASE_REC_STRING;
+  h += put_varint(buf + h, plen);
+  buf[h++] = 2;
+  h += put_varint(buf + h, len);
+  memset(buf + h, 'x', len);
+  return h + len;
+}
+
 static size_t payload(const struct shape *sh, uint32_t s, uint8_t *buf) {
+  if (sh->strings == 2) return big_string(sh, buf);
   struct gp_delta d;
   gp_delta_reset(&d);
   size_t n = 0;
@@ -189,7 +215,7 @@ static void write_case(const struct shape *sh, const char *path) {
     memcpy(z, GP_FRAME_MAGIC, 4);
     z[GP_FO_TYPE] = GP_FRAME_RECORDS;
     z[5] = z[6] = z[7] = 0;
-    gp_store32(z + GP_FO_SOURCE, s);
+    gp_store32(z + GP_FO_SOURCE, sh->strings == 2 ? 0 : s);
     gp_store32(z + GP_FO_CSIZE, (uint32_t)c);
     gp_store32(z + GP_FO_USIZE, (uint32_t)n);
     if (fwrite(z, 1, GP_FRAME_HDR + c, f) != GP_FRAME_HDR + c) exit(1);
@@ -263,10 +289,34 @@ static int read_case(const struct shape *sh, const char *path, double *t) {
   return rc;
 }
 
+/* The string table's limit, in both orders. */
+static int read_strings(const char *path) {
+  int rc = 0;
+  for (int mode = 0; mode < 2; mode++) {
+    int err = 0;
+    char msg[256] = "";
+    gpuphase_reader *r = gp_reader_open_ex(path, mode, &err, msg, sizeof msg);
+    struct gpuphase_record rec;
+    uint64_t n = 0;
+    while (r && (rc = gpuphase_reader_next(r, &rec)) == 1)
+      n++;
+    const char *m = r ? gpuphase_reader_errmsg(r) : msg;
+    printf("strings, %s: %s after %llu records: %s\n",
+           mode ? "time order" : "file order", r ? "stopped" : "open failed",
+           (unsigned long long)n, m);
+    CHECK((r ? rc : err) == GPUPHASE_E_NOMEM);
+    CHECK(strstr(m, "strings exceed the reader's 512 MiB") != NULL);
+    gpuphase_reader_close(r);
+  }
+  return rc;
+}
+
 static int child(const char *name, const char *path) {
   const struct shape *sh = shape_of(name);
-  double t, limit = !strcmp(name, "many") ? 512 + 64 : LIMIT_MB;
-  int rc = read_case(sh, path, &t);
+  double t = 0, limit = !strcmp(name, "many")      ? 512 + 64
+                        : !strcmp(name, "strings") ? 512 + 192
+                                                   : LIMIT_MB;
+  int rc = sh->strings == 2 ? read_strings(path) : read_case(sh, path, &t);
   printf("%s: %u sources x %u bytes: peak allocated %.1f MB, peak RSS "
          "%.1f MB%s, %.2f s\n",
          name, sh->nsrc, sh->usize, peak / MiB, rss_mb(),
@@ -276,10 +326,10 @@ static int child(const char *name, const char *path) {
             peak / MiB, limit);
   CHECK(peak / MiB <= limit);
   if (!SANITIZED) CHECK(rss_mb() <= limit + 64);
-  if (!strcmp(name, "thrash")) {
+  if (!strncmp(name, "thrash", 6)) {
     CHECK(rc == GPUPHASE_E_NOMEM);
     CHECK(t < 30);
-  } else {
+  } else if (sh->strings != 2) {
     CHECK(rc == 0);
   }
   return tt_failures ? 1 : 0;
@@ -351,6 +401,7 @@ int main(int argc, char **argv) {
   one_case(argv[0], "bomb");
   one_case(argv[0], "thrash");
   one_case(argv[0], "many");
+  one_case(argv[0], "strings");
   if (argc > 1) report_oom(argv[1]);
   return tt_done("trace-sorted-memory");
 }
