@@ -1,37 +1,34 @@
-/* libFuzzer entry point for the attribution engine and the renderers: the
- * input is read as a frame payload (column-delta records, docs/format.md),
- * the records are fed to the engine in that order (so out of order, with
- * any values), and the result is rendered as text, JSON and HTML. The
- * sanitizers and two invariants do the checking: each device's categories
- * add up to its window, and rendering succeeds. Built only with a compiler
- * that supports -fsanitize=fuzzer (clang):
+/* libFuzzer entry point for the attribution engine and the renderers.
+ * An input that starts with the trace magic is a whole trace: it goes
+ * through the report's own pipeline (gp_report_file: the time-ordered
+ * reader, steps, two passes), from a memory file. Any other input is read
+ * as a frame payload (column-delta records, docs/format.md) whose records
+ * are fed to the engine in that order (so out of order, with any values).
+ * The result is rendered as text, JSON and HTML. The sanitizers and these
+ * invariants do the checking: each device's categories add up to its
+ * window, rendering succeeds, and a trace that cannot be reported gets a
+ * one-line message that calls an out-of-memory by its name, never
+ * corruption. Built only with a compiler that supports -fsanitize=fuzzer
+ * (clang), and replayed on the corpus by tests/fuzz/replay.c in every
+ * build (tests/fuzz/README.md):
  *   CC=clang meson setup build-fuzz -Db_sanitize=address,undefined \
  *     -Db_lundef=false && ninja -C build-fuzz tests/reports/fuzz_report
- *   build-fuzz/tests/reports/fuzz_report -max_total_time=60 */
+ *   build-fuzz/tests/reports/fuzz_report -max_total_time=60 \
+ *     tests/fuzz/corpus/report */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "attribute.h"
 #include "codec.h"
+#include "pipeline.h"
 #include "render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  struct gp_report_opts o = {0};
-  o.window_ns = size && (data[0] & 1) ? 1000 : 0;
-  gp_attr *a = gp_attr_new(&o);
-  if (!a) return 0;
-  struct gp_delta d;
-  gp_delta_reset(&d);
-  const uint8_t *p = data, *end = data + size;
-  struct gpuphase_record rec;
-  int rc;
-  while (p < end && (rc = gp_decode_record(&p, end, &d, &rec)) >= 0)
-    if (rc == 1 && gp_attr_feed(a, &rec) < 0) break;
-  struct gp_proc_res *r = gp_attr_finish(a);
-  gp_attr_free(a);
-  if (!r) return 0;
+static void check_and_render(struct gp_proc_res *r) {
   for (size_t i = 0; i < r->ndev; i++) {
     uint64_t sum = 0;
     for (int c = 0; c < GP_CAT_N; c++) sum += r->dev[i].bd.cat[c];
@@ -47,6 +44,61 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
     fclose(f);
   }
+}
+
+static void payload(const uint8_t *data, size_t size) {
+  struct gp_report_opts o = {0};
+  o.window_ns = size && (data[0] & 1) ? 1000 : 0;
+  gp_attr *a = gp_attr_new(&o);
+  if (!a) return;
+  struct gp_delta d;
+  gp_delta_reset(&d);
+  const uint8_t *p = data, *end = data + size;
+  struct gpuphase_record rec;
+  int rc;
+  while (p < end && (rc = gp_decode_record(&p, end, &d, &rec)) >= 0)
+    if (rc == 1 && gp_attr_feed(a, &rec) < 0) break;
+  struct gp_proc_res *r = gp_attr_finish(a);
+  gp_attr_free(a);
+  if (!r) return;
+  check_and_render(r);
   gp_res_free(r);
+}
+
+static void trace(const uint8_t *data, size_t size) {
+  int fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
+  if (fd < 0) return;
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) break;
+    done += (size_t)n;
+  }
+  char path[64], err[512] = "";
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  struct gp_report_opts o = {.warmup = -1, .step_detail = 1};
+  int status = -1;
+  struct gp_proc_res *r =
+      done == size ? gp_report_file(path, &o, NULL, NULL, &status, err,
+                                    sizeof err)
+                   : NULL;
+  close(fd);
+  if (done != size) return;
+  if (!r) {
+    if (!err[0] || strchr(err, '\n')) abort();
+    int oom = strstr(err, "out of memory") != NULL;
+    if (oom != (status == GP_PIPE_NOMEM) || (oom && strstr(err, "corrupt")))
+      abort();
+    return;
+  }
+  check_and_render(r);
+  gp_res_free(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size >= 8 && !memcmp(data, "GPUPHASE", 8))
+    trace(data, size);
+  else
+    payload(data, size);
   return 0;
 }
