@@ -11,8 +11,13 @@
 #include "writer.h"
 
 struct gp_output {
-  gp_writer *w; /* NULL: no file open */
+  gp_writer *w; /* NULL: no file open, or its writes failed */
   char path[PATH_MAX];
+  int fd;       /* the writer's, or ours once its writes failed; -1 none */
+  int failed;   /* the file took no more: cut back to good_bytes */
+  uint64_t good_bytes, good_events; /* the file after its last whole flush */
+  uint64_t good_added;              /* the caller's count then */
+  uint64_t reserve_at;              /* where the reserve is; 0 none */
 };
 
 /* Creates the file of this process and writes its header; says why on
@@ -22,8 +27,20 @@ int gp_output_open(struct gp_output *o);
 /* Tells `gpuphase run` (GPUPHASE_MANIFEST) where the trace goes. */
 void gp_output_announce(const struct gp_output *o);
 
-/* Writes what is pending and the summary (when sum is not NULL), closes. */
-void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum);
+/* Writes the pending frames. `added` counts the records the caller has
+ * handed to the writer so far (accepted or not): what the file lacks is
+ * known from it. Returns -1 the first time the file takes no more (a full
+ * disk): said once on stderr, the file cut back to its last whole flush,
+ * the writer gone (o->w NULL: the caller's records are then refused, and
+ * counted lost at the close). */
+int gp_output_flush(struct gp_output *o, uint64_t added);
+
+/* Writes what is pending and the summary (when sum is not NULL), closes.
+ * After failed writes, the summary counts every record not written as
+ * lost and a LOST record (source 2) says so, in the space reserved at open
+ * for it. */
+void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
+                     uint64_t added);
 
 /* In a forked child: the file is the parent's; forget it untouched. */
 void gp_output_forget(struct gp_output *o);

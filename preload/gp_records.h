@@ -21,6 +21,10 @@ void gp_records_reset(void);
 
 /* Appends a record to source (0: metadata). */
 void gp_records_add(uint32_t source, const struct gpuphase_record *r);
+/* Records handed to the writer so far, whether it took them or not. */
+uint64_t gp_records_added(void);
+/* Records go to w from now on (NULL: refused, once the file failed). */
+void gp_records_retarget(gp_writer *w);
 
 /* Everything published in one thread's ring so far, and its lost count. */
 void gp_records_drain(struct gp_tbuf *b);

@@ -1,9 +1,12 @@
 /* Naming, creating and closing the trace file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,6 +174,32 @@ static void manifest_line(const char *mark, const char *path) {
   close(fd);
 }
 
+/* ---- space for the end of the file ----
+ * When the disk fills, the file must still end with its summary, saying
+ * that writes failed. Its space is set aside at open: blocks allocated far
+ * past the end (the size does not change), freed when the end is written.
+ * Filesystems without fallocate get no reserve; cutting the file back to
+ * its last whole flush usually frees enough. */
+#define RESERVE_BYTES (64u << 10)
+#define RESERVE_AT (1ull << 40) /* moved further out when the data nears it */
+
+static void reserve(struct gp_output *o, uint64_t at) {
+  o->reserve_at = 0;
+  if (fallocate(o->fd, FALLOC_FL_KEEP_SIZE, (off_t)at, RESERVE_BYTES) == 0)
+    o->reserve_at = at;
+}
+
+/* Frees the reserve: a hole punched (tmpfs, XFS, btrfs), and the file
+ * truncated to its size, which frees blocks past the end (ext4). */
+static void unreserve(struct gp_output *o, uint64_t size) {
+  if (!o->reserve_at || size >= o->reserve_at) return;
+  int r = fallocate(o->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)o->reserve_at, RESERVE_BYTES);
+  r = ftruncate(o->fd, (off_t)size);
+  (void)r;
+  o->reserve_at = 0;
+}
+
 int gp_output_open(struct gp_output *o) {
   char base[PATH_MAX];
   gp_expand_pattern(gp_cfg.output, base, sizeof base);
@@ -191,6 +220,11 @@ int gp_output_open(struct gp_output *o) {
     manifest_line("!", o->path);
     return -1;
   }
+  o->fd = fd;
+  o->failed = 0;
+  o->good_bytes = gp_writer_bytes(o->w);
+  o->good_events = o->good_added = 0;
+  reserve(o, RESERVE_AT);
   return 0;
 }
 
@@ -198,11 +232,114 @@ void gp_output_announce(const struct gp_output *o) {
   manifest_line("", o->path);
 }
 
-void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum) {
-  gp_writer_close(o->w, sum);
+/* The writer failed: the writer is closed (it says why), the file cut back
+ * to its last whole flush (which gives the application its space back),
+ * the reserve taken again, and the reason said once. */
+static void writes_failed(struct gp_output *o) {
+  int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+  int rc = gp_writer_close(o->w, NULL);
+  const char *why = rc == GPUPHASE_E_IO ? strerror(errno) : gpuphase_strerror(rc);
   o->w = NULL;
+  o->failed = 1;
+  o->fd = fd;
+  gp_warn("cannot write trace file %s: %s; the trace ends here, what follows "
+          "is counted as lost",
+          o->path, why);
+  if (fd < 0) return;
+  if (ftruncate(fd, (off_t)o->good_bytes) == 0 && o->reserve_at)
+    reserve(o, o->reserve_at);
+}
+
+int gp_output_flush(struct gp_output *o, uint64_t added) {
+  if (o->failed || !o->w) return 0;
+  if (gp_writer_flush(o->w) != GPUPHASE_OK) {
+    writes_failed(o);
+    return -1;
+  }
+  o->good_bytes = gp_writer_bytes(o->w);
+  o->good_events = gp_writer_events(o->w);
+  o->good_added = added;
+  if (o->reserve_at && o->good_bytes + (1ull << 30) > o->reserve_at) {
+    unreserve(o, o->good_bytes);
+    reserve(o, (o->good_bytes + (1ull << 30)) * 2);
+  }
+  return 0;
+}
+
+/* The end of a file whose writes failed, made by a writer of its own in
+ * memory: a LOST record (source 2: records the file could not take) and the
+ * summary, copied after the last whole flush. Returns its length, 0 if it
+ * cannot be made. */
+static size_t make_end(uint64_t lost, const struct gpuphase_summary *sum,
+                       uint8_t *buf, size_t cap) {
+  int mfd = memfd_create("gpuphase-end", MFD_CLOEXEC);
+  int dup_fd = mfd < 0 ? -1 : fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+  int err;
+  gp_writer *w = dup_fd < 0 ? NULL : open_writer(dup_fd, &err);
+  ssize_t n = 0;
+  if (w) {
+    uint64_t start = gp_writer_bytes(w);
+    struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
+    r.u.lost.start = gp_mono_ns();
+    r.u.lost.count = lost;
+    r.u.lost.source = 2;
+    gp_writer_add(w, 0, &r);
+    if (gp_writer_close(w, sum) == GPUPHASE_OK) {
+      struct stat st;
+      if (fstat(mfd, &st) == 0 && (uint64_t)st.st_size - start <= cap)
+        n = pread(mfd, buf, (size_t)st.st_size - start, (off_t)start);
+    }
+  } else if (dup_fd >= 0) {
+    close(dup_fd);
+  }
+  if (mfd >= 0) close(mfd);
+  return n > 0 ? (size_t)n : 0;
+}
+
+static void close_failed(struct gp_output *o, const struct gpuphase_summary *sum,
+                         uint64_t added) {
+  if (o->fd < 0) return;
+  uint64_t lost = added - o->good_added;
+  struct gpuphase_summary s = sum ? *sum : (struct gpuphase_summary){0};
+  s.events = o->good_events + 1; /* and the LOST record */
+  s.lost += lost;
+  s.flags |= GPUPHASE_FLAG_LOST;
+  s.end = gp_mono_ns();
+  uint8_t end[4096];
+  size_t n = make_end(lost, &s, end, sizeof end);
+  unreserve(o, o->good_bytes);
+  if (n && pwrite(o->fd, end, n, (off_t)o->good_bytes) != (ssize_t)n) {
+    int r = ftruncate(o->fd, (off_t)o->good_bytes); /* back to whole frames */
+    (void)r;
+  }
+  close(o->fd);
+}
+
+void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
+                     uint64_t added) {
+  if (!o->failed && o->w && gp_writer_flush(o->w) != GPUPHASE_OK)
+    writes_failed(o);
+  if (o->failed) {
+    close_failed(o, sum, added);
+  } else if (o->w) {
+    /* the summary goes where the reserve was freed; if even that fails,
+     * the file is cut back to its whole frames */
+    uint64_t size = gp_writer_bytes(o->w);
+    unreserve(o, size);
+    int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+    if (gp_writer_close(o->w, sum) != GPUPHASE_OK && fd >= 0) {
+      int r = ftruncate(fd, (off_t)size);
+      (void)r;
+    }
+    if (fd >= 0) close(fd);
+  }
+  o->w = NULL;
+  o->fd = -1;
+  o->failed = 0;
 }
 
 void gp_output_forget(struct gp_output *o) {
   o->w = NULL;
+  o->fd = -1;
+  o->failed = 0;
 }

@@ -41,6 +41,7 @@ static struct {
   uint32_t overflow_source;
   uint64_t lost_total;
   uint64_t cupti_lost_reported;
+  uint64_t added; /* records handed to the writer, taken or refused */
   /* API records of the ring being drained, not yet handed to the writer */
   struct gpuphase_record batch[BATCH];
   size_t nbatch;
@@ -53,6 +54,7 @@ int gp_records_begin(gp_writer *w) {
   R.api_info = calloc(R.napi, sizeof *R.api_info);
   R.thread_source = calloc(65536, sizeof *R.thread_source);
   R.next_source = 1;
+  R.added = 0;
   R.spare_head = R.spare_tail = 0;
   if (R.api_info && R.thread_source) return 0;
   gp_records_end();
@@ -81,12 +83,22 @@ void gp_records_reset(void) {
 static void batch_flush(void) {
   if (!R.nbatch) return;
   gp_writer_add_n(R.w, R.batch_source, R.batch, R.nbatch);
+  R.added += R.nbatch;
   R.nbatch = 0;
 }
 
 void gp_records_add(uint32_t source, const struct gpuphase_record *r) {
   batch_flush();
   gp_writer_add(R.w, source, r);
+  R.added++;
+}
+
+uint64_t gp_records_added(void) {
+  return R.added;
+}
+
+void gp_records_retarget(gp_writer *w) {
+  R.w = w;
 }
 
 uint64_t gp_records_lost(void) {

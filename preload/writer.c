@@ -69,6 +69,13 @@ static void write_notes(void) {
 }
 
 /* ---- the thread ---- */
+/* Frames to the file; when it takes no more (output.c said why), the
+ * records that follow are refused and counted. */
+static void flush_file(void) {
+  if (gp_output_flush(&W.out, gp_records_added()) != 0)
+    gp_records_retarget(W.out.w);
+}
+
 static void pass(int flush) {
   gp_clock_calibrate();
   write_notes();
@@ -78,7 +85,7 @@ static void pass(int flush) {
     gp_cupti_consume(gp_records_activity, NULL);
     gp_records_cupti_dropped(gp_cupti_dropped());
   }
-  if (flush) gp_writer_flush(W.out.w);
+  if (flush) flush_file();
 }
 
 /* The last pass, while the application still records: device records
@@ -95,7 +102,7 @@ static void final_pass(void) {
   }
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
   write_notes();
-  gp_writer_flush(W.out.w);
+  flush_file();
 }
 
 /* The summary, written by this thread (never by the one that asked to
@@ -107,7 +114,7 @@ static void finish(void) {
   sum.flags = (W.degraded ? GPUPHASE_FLAG_DEGRADED : 0) |
               (sum.lost ? GPUPHASE_FLAG_LOST : 0);
   sum.end = gp_mono_ns();
-  gp_output_close(&W.out, &sum);
+  gp_output_close(&W.out, &sum, gp_records_added());
   gp_records_end();
 }
 
@@ -151,13 +158,13 @@ int gp_writer_start(void) {
   gp_clock_start();
   if (gp_output_open(&W.out) != 0) return -1;
   if (gp_records_begin(W.out.w) != 0) {
-    gp_output_close(&W.out, NULL);
+    gp_output_close(&W.out, NULL, 0);
     return -1;
   }
   W.last_flush_ns = gp_mono_ns();
   atomic_store(&W.stop_req, 0);
   if (start_thread() != 0) {
-    gp_output_close(&W.out, NULL);
+    gp_output_close(&W.out, NULL, 0);
     gp_records_end();
     return -1;
   }

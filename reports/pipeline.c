@@ -25,9 +25,12 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
   r->run_id = h->run_id && *h->run_id ? dup0(h->run_id) : NULL;
 }
 
-/* Feeds every record; 0 at the end of the trace, else the reader's error. */
+/* Feeds every record; 0 at the end of the trace, else the reader's error.
+ * *unwritten: events LOST records of source 2 count (the writes of the
+ * trace file failed, e.g. a full disk). */
 static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
-                    gp_progress_fn progress, void *ctx, int *oom) {
+                    gp_progress_fn progress, void *ctx, int *oom,
+                    uint64_t *unwritten) {
   const struct gpuphase_record *rec;
   uint64_t n = 0, size = gpuphase_reader_file_size(rd);
   int rc;
@@ -36,6 +39,8 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
       *oom = 1;
       return 0;
     }
+    if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
+      *unwritten += rec->u.lost.count;
     if (progress && (++n & 0xffff) == 0)
       progress(ctx, path, gpuphase_reader_offset(rd), size, n);
   }
@@ -63,7 +68,8 @@ static struct gp_proc_res *one_pass(const char *path,
   }
   ro.step_items = gpuphase_reader_header(rd)->step_items;
   gp_attr *a = gp_attr_new(o);
-  int rc = a ? feed_all(rd, a, path, progress, ctx, &oom) : 0;
+  uint64_t unwritten = 0;
+  int rc = a ? feed_all(rd, a, path, progress, ctx, &oom, &unwritten) : 0;
   struct gp_proc_res *r = NULL;
   if (!a || oom) {
     snprintf(err, errlen, "%s: out of memory", path);
@@ -89,6 +95,11 @@ static struct gp_proc_res *one_pass(const char *path,
     if (r->truncated)
       gp_res_note(r, "the trace is truncated (process killed or file cut): "
                      "it was read up to its last complete frame");
+    if (unwritten)
+      gp_res_note(r, "writing the trace file failed (disk full?): the %llu "
+                     "events after its last complete flush could not be "
+                     "written (counted as lost)",
+                  (unsigned long long)unwritten);
     *status = GP_PIPE_OK;
   }
   gp_attr_free(a);

@@ -261,6 +261,7 @@ int gp_cmd_dump(int argc, char **argv) {
 struct facts {
   uint64_t count[GPUPHASE_REC_MAX];
   uint64_t events, lost;
+  uint64_t unwritten; /* LOST records of source 2: the file's writes failed */
   uint64_t first, last;
   int timed;
   int degraded;
@@ -290,6 +291,8 @@ static void observe(struct facts *f, const struct gpuphase_record *rec) {
   if (rec->kind != GPUPHASE_REC_STRING && rec->kind != GPUPHASE_REC_SUMMARY)
     f->events++;
   if (rec->kind == GPUPHASE_REC_LOST) f->lost += rec->u.lost.count;
+  if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
+    f->unwritten += rec->u.lost.count;
   if (rec->kind == GPUPHASE_REC_STATE && rec->u.state.state == 1 &&
       !f->degraded) {
     f->degraded = 1;
@@ -382,6 +385,9 @@ static void print_events(const gpuphase_reader *r, const struct facts *f) {
   if (have) printf(" (summary: %" PRIu64 ")", s.events);
   printf("\n%-14s%" PRIu64 " in LOST records", "lost events:", f->lost);
   if (have) printf(" (summary: %" PRIu64 ")", s.lost);
+  if (f->unwritten)
+    printf("; %" PRIu64 " not written: the trace file's writes failed",
+           f->unwritten);
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   const char *why = NULL;
   if (f->degraded)
