@@ -64,6 +64,7 @@ static int tsc_usable(void) {
 static void sample_pair(uint64_t *tsc, uint64_t *ns) {
 #if defined(__x86_64__)
   uint64_t best_gap = UINT64_MAX;
+  *tsc = *ns = 0; /* set by the first try; -O3 cannot tell */
   for (int i = 0; i < 5; i++) {
     uint64_t a = __rdtsc();
     uint64_t m = gp_mono_ns();
