@@ -12,7 +12,14 @@ off (GPUPHASE_CUPTI=0), and reports medians:
   - ns per call with the shim against a run without it, with CUPTI off
     and on: everything, including the (simulated) CUPTI producing activity
     records and the writer thread that compresses them;
-  - bytes per event on disk of the trace of the last run."""
+  - bytes per event on disk of the trace of the last run.
+
+With --callgrind, instead: instruction counts under valgrind's callgrind
+(--separate-threads=yes, CUPTI off), which machine noise does not move:
+gpuphase's own instructions per launch in the launching thread (the
+wrapped path alone: the runtime wrapper and the driver call nested under
+it), and the writer thread's instructions per API record, inclusive
+(clock conversion, encoding, zstd), each with the functions they go to."""
 import argparse
 import glob
 import os
@@ -27,11 +34,72 @@ def parse(out):
     return {k: float(v) for k, v in re.findall(r"^(\w+) (-?[\d.]+)$", out, re.M)}
 
 
+# ours: code of preload/, trace/ and cupti/ (inlined header lines included)
+OURS = re.compile(r"/(preload|trace|cupti)/")
+
+
+def annotate(path):
+    """(function, instructions) of one callgrind output, self cost."""
+    out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
+                         capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*([\d,]+) +\([^)]*\) +(\S.*)$", line)
+        if m and "PROGRAM TOTALS" not in line:
+            rows.append((m.group(2), int(m.group(1).replace(",", ""))))
+    return rows
+
+
+def short(name):
+    name = re.sub(r" \[.*\]$", "", name)
+    return re.sub(r"^.*/((preload|trace|cupti)/)", r"\1", name)
+
+
+def callgrind(exe, lib, sim, report, paths):
+    work = tempfile.mkdtemp(prefix="gp-callgrind-")
+    env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=lib, GPUPHASE_CUPTI="0",
+               GPUPHASE_QUIET="1", GPUPHASE_OUTPUT=os.path.join(work, "t.gph"))
+    subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                    exe, "20000", "1", paths], env=env, cwd=work, capture_output=True, check=True)
+    info = subprocess.run([report, "info", os.path.join(work, "t.gph")],
+                          capture_output=True, text=True, check=True).stdout
+    api = int(re.search(r"\bapi (\d+)", info).group(1))
+    return api, {t: annotate(glob.glob(os.path.join(work, f"callgrind.out.*-0{t}"))[0]) for t in (1, 2)}
+
+
+def count_instructions(exe, lib, sim, report):
+    # launching thread: the interposed path alone (22,001 launches with the
+    # warm-up); what runs once (start-up, dlsym's lookups) is left out
+    _, cg = callgrind(exe, lib, sim, report, "interposed")
+    launches = 22001
+    ours = [(short(n), v) for n, v in cg[1] if OURS.search(n) and v >= launches
+            and "gp_wrap_lookup" not in n]
+    print(f"launching thread: {sum(v for _, v in ours) / launches:.1f} instructions of gpuphase's "
+          f"per launch (cudaLaunchKernel, CUPTI off, {launches} launches)")
+    for n, v in sorted(ours, key=lambda x: -x[1]):
+        print(f"  {v / launches:7.1f}  {n}")
+    # writer thread: both paths (the direct path's driver calls are recorded too)
+    api, cg = callgrind(exe, lib, sim, report, "both")
+    rows = cg[2]
+    total = sum(v for _, v in rows)
+    zstd = sum(v for n, v in rows if "libzstd" in n)
+    mine = [(short(n), v) for n, v in rows if OURS.search(n) and "libzstd" not in n]
+    own = sum(v for _, v in mine)
+    print(f"writer thread: {total / api:.1f} instructions per API record ({api} records): "
+          f"gpuphase {own / api:.1f}, zstd {zstd / api:.1f}, other {(total - own - zstd) / api:.1f}")
+    for n, v in sorted(mine, key=lambda x: -x[1]):
+        if v / api >= 0.5:
+            print(f"  {v / api:7.1f}  {n}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--calls", type=int, default=100000, help="calls per round (11 rounds per path)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="count instructions under callgrind instead of timing")
     a = ap.parse_args()
     b = os.path.abspath(a.build)
     exe = os.path.join(b, "bench", "gpuphase-bench-overhead")
@@ -41,6 +109,8 @@ def main():
     for p in (exe, lib, report):
         if not os.path.exists(p):
             sys.exit(f"overhead.py: {p} not found; build first (meson compile -C {a.build})")
+    if a.callgrind:
+        return count_instructions(exe, lib, os.path.join(b, "tests", "simcuda"), report)
     base = dict(os.environ, LD_LIBRARY_PATH=sim)
     base.pop("LD_PRELOAD", None)
     work = tempfile.mkdtemp(prefix="gp-bench-")
