@@ -59,8 +59,8 @@ put_field(uint8_t *f, uint64_t z, size_t left) {
 #define ENC_NUM(value, name)                                                   \
   {                                                                            \
     enum { idx = offsetof(cur_t, name) / 8 };                                  \
-    uint64_t *pv = &prev[idx], d = (value) - *pv;                             \
-    if (d) { /* the subtraction is the test; the value is not kept */         \
+    uint64_t *pv = &prev[idx], d = (value) - *pv;                              \
+    if (d) { /* the subtraction is the test; the value is not kept */          \
       *pv += d;                                                                \
       uint8_t *f = q + idx;                                                    \
       size_t n = put_field(f, gp_zigzag(d), nf - idx - 1);                     \

@@ -183,8 +183,8 @@ static int append_slow(gp_writer *w, struct source *s,
 /* One capacity check per record: a record without blobs never needs more
  * than GP_RECORD_FIXED_MAX bytes, and the frame is cut (at frame_bytes,
  * far below GP_FRAME_WRITE_MAX) before the buffer could run short. */
-static inline __attribute__((always_inline)) int append(gp_writer *w, struct source *s,
-                         const struct gpuphase_record *rec) {
+static inline __attribute__((always_inline)) int
+append(gp_writer *w, struct source *s, const struct gpuphase_record *rec) {
   struct buf *b = &s->b;
   if (__builtin_expect(gp_kind_in(GP_BLOB_KINDS, rec->kind) ||
                            b->cap - b->len < GP_RECORD_FIXED_MAX,
