@@ -11,6 +11,8 @@ int gp_writer_start(void); /* opens the file, starts the thread */
 /* The thread drains everything and writes the summary; waited for without
  * end (timeout_ms < 0) or at most timeout_ms. */
 void gp_writer_stop(int timeout_ms);
+/* The same, not waited for; the thread then sends sig to the process. */
+void gp_writer_stop_deliver(int sig);
 void gp_writer_wake(void);
 /* Device recording lost (on=1) or back (on=0) from mono_ns on; any thread. */
 void gp_writer_note_degraded(uint64_t mono_ns, int on, const char *reason);

@@ -23,6 +23,7 @@ _Atomic int gp_state = GP_IDLE;
 extern int gp_dlsym_ready; /* resolve.c */
 
 static int disabled;      /* GPUPHASE_DISABLE=1 */
+static _Atomic int deferred_sig; /* a signal the writer delivers (below) */
 static int shutdown_done; /* the final flush ran */
 static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -47,7 +48,7 @@ __attribute__((constructor(101))) static void gp_init(void) {
 
 /* ---- start at the first CUDA call ---- */
 static void shutdown_atexit(void);
-static void complete_for_signal(void);
+static int complete_for_signal(int sig, int fault);
 
 static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
@@ -113,6 +114,9 @@ struct gp_tbuf *gp_ring_of_thread(void) {
 /* ---- shutdown: exit, _exit, atexit, terminating signals ---- */
 static void shutdown_all(void) {
   int saved = errno;
+  /* A deferred signal is on its way: the process ends by it, not here (the
+   * writer delivers it once the trace is complete). */
+  if (atomic_load(&deferred_sig)) gp_writer_stop(-1);
   pthread_mutex_lock(&shutdown_lock);
   if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
     shutdown_done = 1;
@@ -175,20 +179,31 @@ GP_EXPORT void exit(int status) {
 EXIT_WRAPPER(_exit)
 EXIT_WRAPPER(_Exit)
 
-/* A terminating signal with the default action, on the thread it hit:
- * the writer thread completes the trace, waited for a bounded time so that
- * a stuck writer cannot keep the process from dying. Nothing if another
- * thread is already shutting down. */
+/* A terminating signal with the default action, on the thread it hit.
+ * Inside a CUDA call, that thread may hold locks of the driver or CUPTI
+ * that the writer thread needs: then the handler returns at once, the call
+ * goes on, and the writer completes the trace and delivers the signal
+ * (deferred_sig). Elsewhere the handler waits for the writer, a bounded
+ * time, so that a stuck writer cannot keep the process from dying. Nothing
+ * if another thread is already shutting down. */
 #define SIGNAL_WAIT_MS 5000
-static void complete_for_signal(void) {
-  if (pthread_mutex_trylock(&shutdown_lock) != 0) return;
+static int complete_for_signal(int sig, int fault) {
+  if (pthread_mutex_trylock(&shutdown_lock) != 0) return 0;
+  int deferred = 0;
   if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
     shutdown_done = 1;
-    gp_ts.depth = 1;
-    gp_writer_stop(SIGNAL_WAIT_MS);
-    atomic_store(&gp_state, GP_STOPPED);
+    if (gp_ts.depth != 0 && !fault) {
+      atomic_store(&deferred_sig, sig);
+      gp_writer_stop_deliver(sig);
+      deferred = 1;
+    } else {
+      gp_ts.depth = 1;
+      gp_writer_stop(SIGNAL_WAIT_MS);
+      atomic_store(&gp_state, GP_STOPPED);
+    }
   }
   pthread_mutex_unlock(&shutdown_lock);
+  return deferred;
 }
 
 /* ---- fork: the child starts from scratch at its first CUDA call ---- */
@@ -197,6 +212,7 @@ static void atfork_child(void) {
   gp_rings_after_fork();
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
+  atomic_store(&deferred_sig, 0);
   gp_writer_child_reset();
   atomic_store(&gp_state, disabled ? GP_STOPPED : GP_IDLE);
   errno = saved;

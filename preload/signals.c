@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "gp_shim.h"
 #include "gp_signals.h"
@@ -25,7 +27,7 @@ typedef handler_fn (*signal_fn)(int, handler_fn);
 
 static _Atomic(sigaction_fn) real_sigaction_p;
 static _Atomic(signal_fn) real_signal_p;
-static void (*_Atomic complete_hook)(void);
+static int (*_Atomic complete_hook)(int sig, int fault);
 static unsigned char eligible[NSIG]; /* 1: the default action terminates */
 static struct sigaction view[NSIG];  /* what the application set */
 
@@ -89,11 +91,29 @@ static int refaults(int sig, const siginfo_t *info) {
          (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
 }
 
+/* The lifecycle chose to finish the trace after this handler returns (the
+ * interrupted CUDA call may hold locks the writer needs) and to deliver the
+ * signal then. Should it not, the kernel does, in 5 s: the process dies by
+ * this signal whatever happens. */
+static void watchdog(int sig) {
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = sig;
+  timer_t t;
+  struct itimerspec in = {.it_value = {.tv_sec = 5}};
+  if (timer_create(CLOCK_MONOTONIC, &ev, &t) == 0) timer_settime(t, 0, &in, NULL);
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uctx) {
   (void)uctx;
   int saved = errno;
-  void (*complete)(void) = atomic_load(&complete_hook);
-  if (complete) complete();
+  int (*complete)(int, int) = atomic_load(&complete_hook);
+  if (complete && complete(sig, refaults(sig, info))) {
+    watchdog(sig); /* SA_RESETHAND left SIG_DFL: that is what it meets */
+    errno = saved;
+    return;
+  }
   real_sigaction(sig, &view[sig], NULL);
   errno = saved;
   if (refaults(sig, info)) return;
@@ -119,9 +139,10 @@ static int install(int sig, const struct sigaction *app) {
   return real_sigaction(sig, &sa, NULL);
 }
 
-void gp_signals_arm(void (*complete)(void)) {
-  find_terminating();
-  atomic_store(&complete_hook, complete);
+/* The wrappers act once complete_hook is set, and then read eligible and
+ * view: both are written before it (a forked child finds them set). */
+void gp_signals_arm(int (*complete)(int sig, int fault)) {
+  if (!atomic_load(&complete_hook)) find_terminating();
   for (int s = 1; s < NSIG; s++) {
     struct sigaction cur;
     if (!is_eligible(s) || real_sigaction(s, NULL, &cur) != 0) continue;
@@ -129,6 +150,15 @@ void gp_signals_arm(void (*complete)(void)) {
      * Already ours: inherited through fork, view kept. */
     if (is_default(&cur)) install(s, &cur);
   }
+  atomic_store(&complete_hook, complete);
+}
+
+void gp_signals_deliver(int sig) {
+  struct sigaction cur;
+  /* still SIG_DFL as the handler left it: the application's flags back */
+  if (real_sigaction(sig, NULL, &cur) == 0 && is_default(&cur))
+    real_sigaction(sig, &view[sig], NULL);
+  kill(getpid(), sig);
 }
 
 /* Whether the call must go to the kernel unchanged: not a terminating

@@ -15,6 +15,7 @@
 #include "gp_records.h"
 #include "gp_rings.h"
 #include "gp_settings.h"
+#include "gp_signals.h"
 #include "gp_writer_thread.h"
 
 #define NOTE_MAX 16
@@ -31,10 +32,11 @@ static struct {
   int running; /* thread started and not joined */
   pthread_mutex_t lock; /* notes only */
   _Atomic int stop_req;
+  _Atomic int deliver_sig; /* sent to the process once the trace is done */
   struct note notes[NOTE_MAX];
   int n_notes;
   int degraded;
-  int cupti_on;
+  _Atomic int cupti_on; /* set on the first CUDA call's thread */
   uint64_t last_flush_ns;
 } W = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -134,6 +136,8 @@ static void *thread_main(void *arg) {
   }
   final_pass();
   finish();
+  int sig = atomic_load(&W.deliver_sig);
+  if (sig) gp_signals_deliver(sig);
   return NULL;
 }
 
@@ -163,6 +167,7 @@ int gp_writer_start(void) {
   }
   W.last_flush_ns = gp_mono_ns();
   atomic_store(&W.stop_req, 0);
+  atomic_store(&W.deliver_sig, 0);
   if (start_thread() != 0) {
     gp_output_close(&W.out, NULL, 0);
     gp_records_end();
@@ -176,6 +181,13 @@ int gp_writer_start(void) {
 /* Asks the thread for its last pass and the summary; waits for it without
  * end (timeout_ms < 0) or at most timeout_ms, after which it is left to
  * finish or to die with the process. */
+void gp_writer_stop_deliver(int sig) {
+  if (!W.running) return;
+  atomic_store(&W.deliver_sig, sig);
+  atomic_store(&W.stop_req, 1);
+  gp_writer_wake();
+}
+
 void gp_writer_stop(int timeout_ms) {
   if (!W.running) return;
   if (pthread_equal(pthread_self(), W.thread)) return;

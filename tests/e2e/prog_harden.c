@@ -14,11 +14,22 @@
  *   query SIG      CUDA work, then prints what sigaction and signal say the
  *                  disposition of SIG is ("dfl dfl" when untouched)
  *   segv           CUDA work, then a store to address 0 (a real SIGSEGV)
+ *   soak SECS T    bench/soak.py's workload: T worker threads, each replaced
+ *                  after a random number of mixed calls (launch, memset,
+ *                  copy, synchronise, allocate and free), for SECS seconds;
+ *                  every 2 s a child is forked and exec'd ("spin": launches
+ *                  until its SIGTERM); SIGUSR1 is counted by the program's
+ *                  own handler. Prints the calls and the device records they
+ *                  make, and the children.
+ *   spin           CUDA work, then launches without end
  */
 #include <stdint.h>
+#include <sys/wait.h>
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,12 +108,143 @@ static void wait_for_signal(void) {
   printf("handled\n");
 }
 
+/* ---- soak ---- */
+struct soak_counts {
+  uint64_t calls, device; /* API calls made; device records they cause */
+};
+
+struct soak_worker {
+  pthread_t t;
+  int running;
+  unsigned seed;
+  struct soak_counts c;
+};
+
+static _Atomic int soak_stop;
+static volatile sig_atomic_t soak_usr1;
+static void on_usr1(int sig) {
+  (void)sig;
+  soak_usr1++;
+}
+
+static int soak_call(unsigned r, char *dev, char *host, struct soak_counts *c) {
+  dim3 g = {1 + r % 256, 1, 1}, b = {128, 1, 1};
+  cudaError_t e;
+  unsigned k = r % 20;
+  if (k < 12) e = cudaLaunchKernel((const void *)k_harden, g, b, NULL, 0, 0);
+  else if (k < 14) e = cudaMemsetAsync(dev, (int)k, 4096, 0);
+  else if (k < 16) e = cudaMemcpyAsync(dev, host, 4096, cudaMemcpyHostToDevice, 0);
+  else if (k < 17) e = cudaStreamSynchronize(0);
+  else {
+    void *p;
+    e = cudaMalloc(&p, 1 << 16);
+    if (e == cudaSuccess) e = cudaFree(p), c->calls++;
+  }
+  c->calls++;
+  c->device += k < 17;
+  return e != cudaSuccess;
+}
+
+static void *soak_worker(void *arg) {
+  struct soak_worker *w = arg;
+  char *dev = NULL, *host = NULL;
+  if (cudaMalloc((void **)&dev, 4096) || cudaMallocHost((void **)&host, 4096))
+    return (void *)1;
+  w->c.calls += 2;
+  unsigned n = 1000 + rand_r(&w->seed) % 20000;
+  for (unsigned i = 0; i < n && !atomic_load(&soak_stop); i++) {
+    if (soak_call((unsigned)rand_r(&w->seed), dev, host, &w->c)) return (void *)1;
+    if (i % 4 == 3) {
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  if (cudaStreamSynchronize(0) || cudaFree(dev) || cudaFreeHost(host))
+    return (void *)1;
+  w->c.calls += 3;
+  w->c.device += 1;
+  return NULL;
+}
+
+/* A child that launches until its parent ends it with SIGTERM: exec'd,
+ * since a forked copy of a process whose other threads are inside CUDA may
+ * hold their locks. */
+static pid_t soak_child(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  execl("/proc/self/exe", "e2e-prog-harden", "spin", (char *)NULL);
+  _exit(127);
+}
+
+static int soak_reap(struct soak_worker *w, struct soak_counts *total) {
+  void *r;
+  if (pthread_join(w->t, &r) || r) return 1;
+  total->calls += w->c.calls;
+  total->device += w->c.device;
+  w->running = 0;
+  return 0;
+}
+
+static int soak(int secs, int nthreads) {
+  struct soak_worker ws[64];
+  struct soak_counts total = {4, 4}; /* work(3) in main() */
+  int children = 0, bad = 0;
+  if (nthreads > 64) nthreads = 64;
+  signal(SIGUSR1, on_usr1);
+  printf("ready\n");
+  fflush(stdout);
+  uint64_t end = (uint64_t)time(NULL) + (uint64_t)secs, ticks = 0;
+  memset(ws, 0, sizeof ws);
+  while (!bad && (uint64_t)time(NULL) < end) {
+    for (int i = 0; i < nthreads && !bad; i++) {
+      if (ws[i].running) { /* replaced once it finished */
+        void *r;
+        int j = pthread_tryjoin_np(ws[i].t, &r);
+        if (j == EBUSY) continue;
+        bad |= j != 0 || r != NULL;
+        total.calls += ws[i].c.calls;
+        total.device += ws[i].c.device;
+        ws[i].running = 0;
+      }
+      ws[i].seed = (unsigned)(ticks * 131 + (uint64_t)i);
+      ws[i].c = (struct soak_counts){0, 0};
+      bad = pthread_create(&ws[i].t, NULL, soak_worker, &ws[i]) != 0;
+      ws[i].running = !bad;
+    }
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+    if (++ticks % 200 == 0) { /* every 2 s */
+      pid_t c = soak_child();
+      ts.tv_nsec = 200000000;
+      nanosleep(&ts, NULL);
+      int st;
+      kill(c, SIGTERM);
+      bad |= waitpid(c, &st, 0) != c || !WIFSIGNALED(st) || WTERMSIG(st) != SIGTERM;
+      children++;
+    }
+  }
+  atomic_store(&soak_stop, 1);
+  for (int i = 0; i < nthreads; i++)
+    if (ws[i].running) bad |= soak_reap(&ws[i], &total);
+  bad |= cudaDeviceSynchronize() != cudaSuccess;
+  total.calls++, total.device++;
+  printf("calls=%llu device=%llu children=%d usr1=%d%s\n",
+         (unsigned long long)total.calls, (unsigned long long)total.device,
+         children, (int)soak_usr1, bad ? " FAILED" : "");
+  return bad;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "churn")) return churn(n);
   if (!strcmp(mode, "exitthread")) return exit_thread(n);
   if (work(3)) return 1;
+  if (!strcmp(mode, "soak")) return soak(n, argc > 3 ? atoi(argv[3]) : 16);
+  if (!strcmp(mode, "spin"))
+    for (;;)
+      if (launch()) return 1;
   if (!strcmp(mode, "handler")) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -648,6 +648,24 @@ def t_signals():
     p = run([prog(HARDEN), "segv"], d, preexec_fn=default_dispositions)
     check(p.returncode == -signal.SIGSEGV, f"a real fault returned {p.returncode}")
     complete_trace(d, "real SIGSEGV", 3)
+    # SIGTERM while the program is inside a CUDA call (it launches without
+    # end): the trace is still completed, every kernel with its launch
+    for _ in range(3):
+        d = workdir()
+        pr = subprocess.Popen([prog(HARDEN), "spin"], cwd=d, env=env(), restore_signals=True,
+                              preexec_fn=default_dispositions)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        pr.send_signal(signal.SIGTERM)
+        pr.wait(timeout=30)
+        check(pr.returncode == -signal.SIGTERM, f"spin: returned {pr.returncode}")
+        check(time.monotonic() - t0 < 2, f"spin: took {time.monotonic() - t0:.1f} s to end")
+        recs, _ = dump(traces(d)[0])
+        summ = by_kind(recs, "summary")
+        check(summ, "spin: no summary (trace not completed)")
+        corrs = {c["corr"] for c in by_kind(recs, "api")}
+        orphans = [k for k in by_kind(recs, "kernel") if k["corr"] not in corrs]
+        check(len(orphans) <= summ[0]["lost"], f"spin: {len(orphans)} kernels without their call")
 
 
 def t_handlers():
