@@ -17,13 +17,22 @@ static _Atomic uint32_t tbuf_next_index;
 static _Atomic uint64_t lost_no_buffer; /* threads that got no ring */
 static pthread_key_t tbuf_key;
 static _Atomic uint32_t doorbell; /* futex word: bumped to wake the writer */
+/* Rings of exited threads the writer has not drained and freed yet. */
+static _Atomic uint32_t dead_pending;
+#define DEAD_WAKE 64
 
 #define MAX_THREADS 65000
 
+/* Every DEAD_WAKE exited threads the writer is woken to drain and free
+ * their rings: a program that churns threads faster than the writer's
+ * pace would otherwise hold many dead rings at once. */
 static void tbuf_thread_exit(void *p) {
   struct gp_tbuf *b = p;
-  if (b) atomic_store_explicit(&b->state, GP_TB_DEAD, memory_order_release);
   gp_ts.buf = NULL;
+  if (!b) return;
+  atomic_store_explicit(&b->state, GP_TB_DEAD, memory_order_release);
+  if ((atomic_fetch_add(&dead_pending, 1) + 1) % DEAD_WAKE == 0)
+    gp_doorbell_ring();
 }
 
 int gp_rings_start(void) {
@@ -35,6 +44,7 @@ struct gp_tbuf *gp_tbuf_list(void) {
 }
 
 void gp_tbuf_free(struct gp_tbuf *b) {
+  atomic_fetch_sub(&dead_pending, 1);
   if (b->ev) munmap(b->ev, b->map_bytes);
   b->ev = NULL;
   atomic_store_explicit(&b->state, GP_TB_FREE, memory_order_release);
@@ -129,6 +139,7 @@ void gp_rings_after_fork(void) {
   }
   atomic_store(&tbuf_head, NULL);
   atomic_store(&tbuf_next_index, 0);
+  atomic_store(&dead_pending, 0);
   gp_ts.buf = NULL;
   gp_ts.depth = 0;
 }
