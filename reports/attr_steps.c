@@ -463,15 +463,22 @@ static double spread(const struct scand *c) {
   return (double)(q3 - q1) / (double)med;
 }
 
-/* A top-level range is a step when it repeats at least 5 times and its
- * occurrences stretch over at least half of the window; of those, the one
- * whose occurrences cover most time. */
-static size_t best_range(const struct gp_stepper *st, uint64_t window) {
+/* Whether a candidate's steps stretch over at least half of the rest of
+ * the window from its first step on: a loop that runs to the end, however
+ * long the start-up before it (loading a model, a slow first call), and
+ * not something repeated early and then over. */
+static int covers(const struct scand *c, uint64_t end) {
+  uint64_t rest = end > c->first ? end - c->first : 0;
+  return 2 * (c->last - c->first) >= rest;
+}
+
+/* A top-level range is a step when it repeats at least 5 times and
+ * covers() holds; of those, the one whose occurrences cover most time. */
+static size_t best_range(const struct gp_stepper *st, uint64_t end) {
   size_t best = SIZE_MAX;
   for (size_t i = 0; i < st->nc; i++) {
     const struct scand *c = &st->c[i];
-    if (c->kind != SC_RANGE || c->count < 5 || 2 * (c->last - c->first) < window)
-      continue;
+    if (c->kind != SC_RANGE || c->count < 5 || !covers(c, end)) continue;
     if (best == SIZE_MAX || c->sum > st->c[best].sum ||
         (c->sum == st->c[best].sum && c->count > st->c[best].count))
       best = i;
@@ -480,15 +487,14 @@ static size_t best_range(const struct gp_stepper *st, uint64_t window) {
 }
 
 /* A synchronising call delimits steps when at least 5 intervals between
- * its returns stretch over half of the window and are regular (their
- * interquartile range at most half their median); of those, the most
- * regular. */
-static size_t best_sync(const struct gp_stepper *st, uint64_t window) {
+ * its returns satisfy covers() and are regular (their interquartile range
+ * at most half their median); of those, the most regular. */
+static size_t best_sync(const struct gp_stepper *st, uint64_t end) {
   size_t best = SIZE_MAX;
   for (size_t i = 0; i < st->nc; i++) {
     const struct scand *c = &st->c[i];
-    if (c->kind != SC_SYNC || c->count < 5 ||
-        2 * (c->last - c->first) < window || spread(c) > 0.5)
+    if (c->kind != SC_SYNC || c->count < 5 || !covers(c, end) ||
+        spread(c) > 0.5)
       continue;
     if (best == SIZE_MAX || spread(c) < spread(&st->c[best])) best = i;
   }
@@ -590,9 +596,9 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   } else if (st->ps && st->c[st->ps - 1].count) {
     s->source = GP_STEPS_PROFILER_STEP;
     pick = st->ps - 1;
-  } else if ((pick = best_range(st, window)) != SIZE_MAX) {
+  } else if ((pick = best_range(st, a->wend)) != SIZE_MAX) {
     s->source = GP_STEPS_REPEATED_RANGE;
-  } else if ((pick = best_sync(st, window)) != SIZE_MAX) {
+  } else if ((pick = best_sync(st, a->wend)) != SIZE_MAX) {
     s->source = GP_STEPS_HEURISTIC;
   }
   if (a->o.step_source && s->source != GP_STEPS_NONE)

@@ -193,6 +193,20 @@ static void test_repeated(void) {
   EQ(s->median_ns, 200);
   gp_res_free(r);
   tl_free(&t);
+  /* a start-up longer than the loop (a launch at 0, five steps from
+   * 100000 to the end at 100500): still the steps */
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 5, 0, 0);
+  for (uint64_t i = 0; i < 5; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 100000 + 100 * i, S_STEP, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 100000 + 100 * i + 90, 0, 0);
+  }
+  tl_api(&t, 1, LAUNCH, 100495, 100500, 0, 0);
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_REPEATED_RANGE);
+  EQ(r->steps.n, 5);
+  gp_res_free(r);
+  tl_free(&t);
 }
 
 /* No ranges: a synchronising call returning at 1000i + 900 (i = 0..6)
