@@ -17,11 +17,13 @@
  *   soak SECS T    bench/soak.py's workload: T worker threads, each replaced
  *                  after a random number of mixed calls (launch, memset,
  *                  copy, synchronise, allocate and free), for SECS seconds;
- *                  every 2 s a child is forked and exec'd ("spin": launches
- *                  until its SIGTERM); SIGUSR1 is counted by the program's
- *                  own handler. Prints the calls and the device records they
- *                  make, and the children.
+ *                  every 2 s a child is forked and exec'd ("spinchild"),
+ *                  ended with SIGTERM once it said (SIGUSR2) that it
+ *                  records; SIGUSR1 is counted by the program's own handler.
+ *                  Prints the calls and the device records they make, and
+ *                  the children.
  *   spin           CUDA work, then launches without end
+ *   spinchild      the same, SIGUSR2 to its parent after the first launches
  */
 #include <stdint.h>
 #include <sys/wait.h>
@@ -121,10 +123,10 @@ struct soak_worker {
 };
 
 static _Atomic int soak_stop;
-static volatile sig_atomic_t soak_usr1;
-static void on_usr1(int sig) {
-  (void)sig;
-  soak_usr1++;
+static volatile sig_atomic_t soak_usr1, soak_usr2;
+static void on_usr(int sig) {
+  if (sig == SIGUSR1) soak_usr1++;
+  else soak_usr2 = 1;
 }
 
 static int soak_call(unsigned r, char *dev, char *host, struct soak_counts *c) {
@@ -173,8 +175,22 @@ static pid_t soak_child(void) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid != 0) return pid;
-  execl("/proc/self/exe", "e2e-prog-harden", "spin", (char *)NULL);
+  execl("/proc/self/exe", "e2e-prog-harden", "spinchild", (char *)NULL);
   _exit(127);
+}
+
+/* Ends a child once it records (or 5 s), 100 ms into its launches. */
+static int soak_end_child(pid_t c) {
+  for (int i = 0; i < 500 && !soak_usr2; i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  soak_usr2 = 0;
+  struct timespec ts = {0, 100000000};
+  nanosleep(&ts, NULL);
+  int st;
+  kill(c, SIGTERM);
+  return waitpid(c, &st, 0) != c || !WIFSIGNALED(st) || WTERMSIG(st) != SIGTERM;
 }
 
 static int soak_reap(struct soak_worker *w, struct soak_counts *total) {
@@ -191,7 +207,8 @@ static int soak(int secs, int nthreads) {
   struct soak_counts total = {4, 4}; /* work(3) in main() */
   int children = 0, bad = 0;
   if (nthreads > 64) nthreads = 64;
-  signal(SIGUSR1, on_usr1);
+  signal(SIGUSR1, on_usr);
+  signal(SIGUSR2, on_usr);
   printf("ready\n");
   fflush(stdout);
   uint64_t end = (uint64_t)time(NULL) + (uint64_t)secs, ticks = 0;
@@ -215,12 +232,7 @@ static int soak(int secs, int nthreads) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
     if (++ticks % 200 == 0) { /* every 2 s */
-      pid_t c = soak_child();
-      ts.tv_nsec = 200000000;
-      nanosleep(&ts, NULL);
-      int st;
-      kill(c, SIGTERM);
-      bad |= waitpid(c, &st, 0) != c || !WIFSIGNALED(st) || WTERMSIG(st) != SIGTERM;
+      bad |= soak_end_child(soak_child());
       children++;
     }
   }
@@ -242,7 +254,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "exitthread")) return exit_thread(n);
   if (work(3)) return 1;
   if (!strcmp(mode, "soak")) return soak(n, argc > 3 ? atoi(argv[3]) : 16);
-  if (!strcmp(mode, "spin"))
+  if (!strcmp(mode, "spinchild")) kill(getppid(), SIGUSR2);
+  if (!strcmp(mode, "spin") || !strcmp(mode, "spinchild"))
     for (;;)
       if (launch()) return 1;
   if (!strcmp(mode, "handler")) {
