@@ -12,8 +12,9 @@
  * complete(sig, fault) runs on the signal's thread before the signal takes
  * effect and returns within a bounded time: 0 when the trace is complete
  * (or cannot be), 1 when it is being completed after the handler returns
- * (not for a fault, fault = 1, which comes back at once): the completer
- * then calls gp_signals_deliver, or the kernel delivers it in 5 s. */
+ * (not when fault = 1: a fault or abort()'s SIGABRT, which come back at
+ * once): the completer then calls gp_signals_deliver, or the kernel
+ * delivers it in 5 s. */
 void gp_signals_arm(int (*complete)(int sig, int fault));
 
 /* The deferred signal, now: the application's disposition for it back

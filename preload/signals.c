@@ -91,6 +91,12 @@ static int refaults(int sig, const siginfo_t *info) {
          (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
 }
 
+/* Comes back at once if the handler returns: a fault, or abort()'s SIGABRT
+ * (which abort raises again with the default action). */
+static int immediate(int sig, const siginfo_t *info) {
+  return refaults(sig, info) || sig == SIGABRT;
+}
+
 /* The lifecycle chose to finish the trace after this handler returns (the
  * interrupted CUDA call may hold locks the writer needs) and to deliver the
  * signal then. Should it not, the kernel does, in 5 s: the process dies by
@@ -109,7 +115,7 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
   (void)uctx;
   int saved = errno;
   int (*complete)(int, int) = atomic_load(&complete_hook);
-  if (complete && complete(sig, refaults(sig, info))) {
+  if (complete && complete(sig, immediate(sig, info))) {
     watchdog(sig); /* SA_RESETHAND left SIG_DFL: that is what it meets */
     errno = saved;
     return;
