@@ -344,7 +344,9 @@ def t_junit():
     check(any(x.startswith("::error title=gpuphase%3A step_median regression::+") for x in ann) and
           any(x.startswith("::error title=gpuphase%3A kernel<=2ms exceeded::") for x in ann) and
           len(ann) <= 10, f"annotations {ann}")
-    p = compare(a[:1], b[:1], "--junit", out)
+    # one run a side is advisory, never a pass: inconclusive, whatever a
+    # loaded machine does to the two runs of the same program
+    p = compare(a[:1], a[1:2], "--junit", out)
     cases = ET.parse(out).getroot().find("testsuite").findall("testcase")
     check(p.returncode == 3 and len(cases) == 1 and cases[0].find("skipped") is not None,
           "inconclusive: skipped")
