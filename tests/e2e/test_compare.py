@@ -2,7 +2,9 @@
 prog_steps.c runs a loop whose device time per step the model gives
 exactly (tests/simcuda/README.md): K kernels of B blocks take
 K x ceil(B / 132) x GPUSIM_WAVE_NS, so 2 kernels of 13200 blocks are 2 ms
-a step by default and 2.2 ms with GPUSIM_WAVE_NS=11000 (+10%). Host time
+a step by default and 2.5 ms with GPUSIM_WAVE_NS=12500 (+25%: far enough
+above the 5% threshold that three runs a side, on a loaded machine or
+under a sanitizer, still tell it from noise). Host time
 (the sleep, wake-ups) is real time, so bounds on it leave a margin. Each
 run is one `gpuphase run` (its own run id); the sides are run interleaved,
 A B A B A B, as docs/ci.md asks of a CI job."""
@@ -27,8 +29,8 @@ def steps_cmd(n):
 
 STEP = steps_cmd(N)
 KERNEL_NS = 2 * kernel_ns(13200)  # per step, default model: 2 ms
-SLOW_WAVE = {"GPUSIM_WAVE_NS": "11000"}
-SLOW_KERNEL_NS = KERNEL_NS * 11 // 10
+SLOW_WAVE = {"GPUSIM_WAVE_NS": "12500"}
+SLOW_KERNEL_NS = KERNEL_NS * 5 // 4
 
 
 def compare(a, b, *opts, extra=None):
@@ -46,7 +48,13 @@ def runs(cmd, n, extra=None):
 def as_json(p, rc=None):
     """The JSON output; rc None: any verdict's exit code."""
     ok = p.returncode in (0, 1, 3) if rc is None else p.returncode == rc
-    check(ok, f"exit {p.returncode}, expected {rc}: {p.stderr.strip()}")
+    if not ok:
+        try:  # say why: the verdict's reason and the primary metric
+            j = json.loads(p.stdout)
+            why = f"{j.get('verdict')}: {j.get('reason')}; {j.get('metrics', [{}])[0]}"
+        except (ValueError, IndexError, AttributeError):
+            why = p.stdout[-2000:]
+        check(False, f"exit {p.returncode}, expected {rc}: {p.stderr.strip()} {why}")
     return json.loads(p.stdout)
 
 
@@ -59,8 +67,8 @@ def counters(j):
 
 
 def t_kernels():
-    """Kernels 10% longer: a regression, and the kernel and the kernel
-    category carry exactly the model's +200 us a step."""
+    """Kernels 25% longer: a regression, and the kernel and the kernel
+    category carry exactly the model's +500 us a step."""
     a, b = ab_runs(STEP + ["-s", 0.2], STEP + ["-s", 0.2], 3, extra_b=SLOW_WAVE)
     j = as_json(compare(a, b, "--step", "step", "-f", "json"), 1)
     m = j["metrics"][0]
@@ -68,9 +76,9 @@ def t_kernels():
           m["verdict"] == "regression", f"verdict {j['verdict']}: {m['reason']}")
     check(m["mode"] == "runs" and len(m["samples"]["base"]) == 3 and
           len(m["samples"]["new"]) == 3, f"samples {m['samples']}")
-    # +10% of the kernel time is at most +10% of the step, and above the
-    # 5% threshold since the kernels are most of the step
-    check(0.05 <= m["estimate"] <= 0.10 and m["interval"][0] > 0.02,
+    # +25% of the kernel time is at most +25% of the step, and well above
+    # the 5% threshold since the kernels are most of the step
+    check(0.10 <= m["estimate"] <= 0.25 and m["interval"][0] > 0.02,
           f"estimate {m['estimate']} {m['interval']}")
     k = j["kernels"][0]
     check(k["name"] == "k_step" and k["base_ns"] == KERNEL_NS and
@@ -279,9 +287,9 @@ def t_text():
     check(f"steps step (named), {MEASURED} measured a run same" in
           [re.sub(r"\s+", " ", x).strip() for x in lines], "21 measured steps")
     flat = [re.sub(r"\s+", " ", x).strip() for x in lines]
-    check(any(re.fullmatch(r"kernel 2\.0 ms 2\.2 ms \+200\.0 us [+-]\d+\.\d", x) for x in flat),
+    check(any(re.fullmatch(r"kernel 2\.0 ms 2\.5 ms \+500\.0 us [+-]\d+\.\d", x) for x in flat),
           "kernel category row")
-    check("k_step 2.0 ms 2.2 ms +200.0 us" in flat, "kernel row")
+    check("k_step 2.0 ms 2.5 ms +500.0 us" in flat, "kernel row")
     check(any(re.fullmatch(r"step_median [\d.]+ ms [\d.]+ ms \+\d+\.\d% \[\+\d+\.\d%, \+\d+\.\d%\]"
                            r" regression", x) for x in flat), "gate row")
     # markdown: the same sections as tables, and the step summary
@@ -290,7 +298,7 @@ def t_text():
     check(p.returncode == 1 and p.stdout.startswith("### gpuphase compare: REGRESSION (exit 1)"),
           f"markdown: {p.returncode}")
     markdown_tables(p.stdout)
-    check("| k\\_step | 2.0 ms | 2.2 ms | +200.0 us |" in p.stdout, "markdown kernel row")
+    check("| k\\_step | 2.0 ms | 2.5 ms | +500.0 us |" in p.stdout, "markdown kernel row")
     with open(summary) as f:
         check(f.read() == p.stdout, "step summary = the markdown")
     compare(a, b, "--step", "step", "-f", "markdown", extra={"GITHUB_STEP_SUMMARY": summary})
