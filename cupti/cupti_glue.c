@@ -9,12 +9,28 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "gp_cupti.h"
 #include "gp_cupti_ids.h"
 #include "gpuphase/trace_records.h"
 
 #define BUF_BYTES (4u << 20)
+
+/* Activity buffers are mapped, not malloc'ed: CUPTI asks for them on
+ * application threads and the writer thread frees them, and glibc keeps
+ * such blocks in the allocating thread's arena (its mmap threshold rises
+ * to 4 MiB after the first free), so a run whose threads come and go grew
+ * by buffers it no longer used. A mapping goes back when unmapped. */
+static void *buf_alloc(void) {
+  void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void buf_free(void *p) {
+  if (p) munmap(p, BUF_BYTES);
+}
 #define MAX_BUFS 32 /* 128 MiB at most held for CUPTI */
 
 /* The CUPTI entry points we use, declared once. */
@@ -47,7 +63,7 @@ static const CUpti_ActivityKind kinds[] = {
 static void *lib;
 static CUpti_SubscriberHandle subscriber;
 static const struct gp_cupti_hooks *hooks;
-static int active;
+static _Atomic int active; /* read by the writer thread unlocked */
 static CUpti_SubscriberHandle stale_subscriber; /* inherited through fork */
 
 /* Completed buffers waiting for the consumer. */
@@ -65,7 +81,7 @@ static int discard; /* records still buffered from before a fork */
 /* Sharing CUPTI (one subscriber per process) with a tool that subscribes
  * inside our process: we step aside and come back when it leaves. */
 static pthread_mutex_t hand_lock = PTHREAD_MUTEX_INITIALIZER;
-static int wanted;      /* CUPTI was opened: we want device records */
+static _Atomic int wanted; /* CUPTI was opened: we want device records */
 static int handed_over; /* another tool holds CUPTI now */
 static CUpti_SubscriberHandle other;
 static int ts_registered; /* our clock is CUPTI's */
@@ -124,8 +140,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
   if (ok) bufs_out++;
   pthread_mutex_unlock(&q_lock);
   if (!ok) return; /* CUPTI drops and counts; we never block it */
-  void *p = NULL;
-  if (posix_memalign(&p, 8, BUF_BYTES) != 0) {
+  void *p = buf_alloc();
+  if (!p) {
     pthread_mutex_lock(&q_lock);
     bufs_out--;
     pthread_mutex_unlock(&q_lock);
@@ -143,7 +159,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   (void)size;
   if (!buf) return;
   if (discard) { /* the parent's records: the parent delivers them */
-    free(buf);
+    buf_free(buf);
     return;
   }
   pthread_mutex_lock(&q_lock);
@@ -155,7 +171,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   }
   pthread_mutex_unlock(&q_lock);
   if (buf) { /* cannot happen while bufs_out <= MAX_BUFS; stay safe */
-    free(buf);
+    buf_free(buf);
     pthread_mutex_lock(&q_lock);
     bufs_out--;
     dropped_by_us++;
@@ -601,7 +617,7 @@ size_t gp_cupti_consume(gp_dev_activity_cb cb, void *ctx) {
     while (p_cuptiActivityGetNextRecord(local[i].buf, local[i].valid, &rec) ==
            CUPTI_SUCCESS)
       if (convert(rec, &a)) cb(&a, ctx);
-    free(local[i].buf);
+    buf_free(local[i].buf);
   }
   if (n) {
     pthread_mutex_lock(&q_lock);
