@@ -101,8 +101,9 @@ void gpuphase_reader_close(gpuphase_reader *r); /* accepts NULL */
  * first the untimed metadata records (STRING, THREAD, API_DEF, DEVICE) in
  * file order, then every record that has a `start` field in ascending start
  * order (ties: lower source first, then file order), then SUMMARY if
- * present. Memory: one decoded frame per source plus the string table,
- * independent of the number of events. A record that breaks its source's
+ * present. Memory: the string table, the frame index and at most one
+ * decoded frame per source, within fixed budgets (docs/format.md, "Reader
+ * memory"), independent of the number of events. A record that breaks its source's
  * order is emitted where it stands (never dropped). */
 gpuphase_reader *gpuphase_reader_open_sorted(const char *path, int *err);
 

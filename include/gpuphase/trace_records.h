@@ -83,7 +83,10 @@
   F(V, uint64_t, thread) F(V, uint64_t, op) F(V, uint64_t, start)            \
   F(V, uint64_t, name) F(V, uint64_t, id) F(V, uint64_t, domain)
 
-/* Events dropped: source 0 = a host thread's buffer, 1 = CUPTI. */
+/* Events dropped, by where: source 0 = a host thread's buffer was full
+ * (thread says which), 1 = CUPTI dropped device records, 2 = the trace
+ * file's writes failed (a full disk: the events recorded after the file's
+ * last whole flush). */
 #define GPUPHASE_FIELDS_LOST(F)                                               \
   F(V, uint64_t, thread) F(V, uint64_t, start) F(V, uint64_t, count)         \
   F(V, uint64_t, source)
