@@ -48,14 +48,6 @@ static size_t with_steps(const struct gp_cmp_side *s) {
 }
 
 /* "+10.2%" for a relative change; "+inf%" from nothing. */
-static const char *rel(char *b, size_t n, double x) {
-  if (isinf(x))
-    snprintf(b, n, "%sinf%%", x > 0 ? "+" : "-");
-  else
-    snprintf(b, n, "%+.1f%%", 100 * x);
-  return b;
-}
-
 /* A value of metric m in its unit. */
 static const char *fmt_val(char *b, size_t n, int m, double v) {
   enum gp_mkind k = gp_metric_kind(m);
@@ -79,12 +71,12 @@ static const char *fmt_val(char *b, size_t n, int m, double v) {
 static void word(struct gp_cmp_metric *x, enum gp_why why) {
   char e[24], lo[24], hi[24], d[40], md[40], big[24];
   const struct gp_rule *r = &x->rule;
-  rel(e, sizeof e, x->slow.est);
-  rel(lo, sizeof lo, x->slow.lo);
-  rel(hi, sizeof hi, x->slow.hi);
+  gp_fmt_change(e, sizeof e, x->slow.est);
+  gp_fmt_change(lo, sizeof lo, x->slow.lo);
+  gp_fmt_change(hi, sizeof hi, x->slow.hi);
   fmt_val(d, sizeof d, x->metric, x->slow.d_est);
   fmt_val(md, sizeof md, x->metric, r->min_delta);
-  rel(big, sizeof big, r->large);
+  gp_fmt_change(big, sizeof big, r->large);
   char *o = x->reason;
   size_t n = sizeof x->reason;
   switch (why) {

@@ -133,14 +133,6 @@ static const char *sdur(char *b, size_t n, double ns) {
   return b;
 }
 
-static const char *pct(char *b, size_t n, double x) {
-  if (isinf(x))
-    snprintf(b, n, "%sinf%%", x > 0 ? "+" : "-");
-  else
-    snprintf(b, n, "%+.1f%%", 100 * x);
-  return b;
-}
-
 static const char *value(char *b, size_t n, int m, double v) {
   enum gp_mkind k = gp_metric_kind(m);
   if (k == GP_MK_DUR || k == GP_MK_CAT) return dur(b, n, v);
@@ -279,10 +271,10 @@ static void gate_row(struct sink *s, const struct gp_cmp_metric *x) {
   if (have) {
     value(c[1], sizeof c[1], x->metric, x->base);
     value(c[2], sizeof c[2], x->metric, x->cand);
-    pct(c[3], sizeof c[3], x->slow.est);
+    gp_fmt_change(c[3], sizeof c[3], x->slow.est);
     char lo[24], hi[24];
-    snprintf(c[4], sizeof c[4], "[%s, %s]", pct(lo, sizeof lo, x->slow.lo),
-             pct(hi, sizeof hi, x->slow.hi));
+    snprintf(c[4], sizeof c[4], "[%s, %s]", gp_fmt_change(lo, sizeof lo, x->slow.lo),
+             gp_fmt_change(hi, sizeof hi, x->slow.hi));
   } else {
     for (int i = 1; i < 5; i++)
       snprintf(c[i], sizeof c[i], "-");

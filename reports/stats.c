@@ -2,6 +2,7 @@
 #include "stats.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,4 +314,12 @@ const char *gp_verdict_key(enum gp_verdict v) {
   return v == GP_PASS         ? "pass"
          : v == GP_REGRESSION ? "regression"
                               : "inconclusive";
+}
+
+const char *gp_fmt_change(char *b, size_t n, double x) {
+  if (isinf(x))
+    snprintf(b, n, "%sinf%%", x > 0 ? "+" : "-");
+  else
+    snprintf(b, n, "%+.1f%%", 100 * x);
+  return b;
 }

@@ -97,4 +97,7 @@ enum gp_verdict gp_judge(const struct gp_rule *r, const struct gp_slow *s,
                          enum gp_why *why);
 const char *gp_verdict_key(enum gp_verdict v); /* "pass", ... */
 
+/* A relative change as text: "+12.3%", "-0.4%", "+inf%". Returns b. */
+const char *gp_fmt_change(char *b, size_t n, double x);
+
 #endif

@@ -7,16 +7,9 @@
 #include <unistd.h>
 
 #include "budget.h"
+#include "check.h"
 
-static int failures;
 
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: FAIL %s\n", __FILE__, __LINE__, #c);             \
-    }                                                                          \
-  } while (0)
 
 static int find(const char *s) {
   return gp_metric_find(s, strlen(s));

@@ -9,16 +9,9 @@
 #include <string.h>
 
 #include "compare.h"
+#include "check.h"
 
-static int failures;
 
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: FAIL %s\n", __FILE__, __LINE__, #c);             \
-    }                                                                          \
-  } while (0)
 
 #define NSTEPS 40
 

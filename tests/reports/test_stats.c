@@ -8,16 +8,9 @@
 #include <string.h>
 
 #include "stats.h"
+#include "check.h"
 
-static int failures;
 
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: FAIL %s\n", __FILE__, __LINE__, #c);             \
-    }                                                                          \
-  } while (0)
 #define NEAR(a, b, e)                                                          \
   do {                                                                         \
     double a_ = (a), b_ = (b);                                                 \
