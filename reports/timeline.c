@@ -217,15 +217,17 @@ static void keep(struct gp_timeline *t, uint32_t ri, int kind, uint64_t s,
   }
   t->rows[ri].events++;
   if (!in_window(t, s, e)) return;
-  if (t->cutting || t->nev >= t->budget) {
-    /* The detail ends at the earliest start left out (device records can
-     * arrive a little out of order: cut_back() drops what was kept past
-     * it). A range is reported at its end: one begun before the cut is
-     * kept, and these extra are bounded by the ranges open at the cut. */
-    uint64_t at = s > t->from ? s : t->from;
-    if (!t->cutting || at < t->cut) t->cut = at;
+  /* Past the budget, the detail ends at the earliest start left out
+   * (device records can arrive a little out of order: cut_back() drops
+   * what was kept past it). Kept beyond the budget: what began at or
+   * before the window's start (in flight or open then), and ranges begun
+   * before the cut (they are reported at their end): both bounded by what
+   * was open at one instant. */
+  if (s > t->from &&
+      (t->cutting ? s >= t->cut || kind != GP_TL_RANGE : t->nev >= t->budget)) {
+    if (!t->cutting || s < t->cut) t->cut = s;
     t->cutting = 1;
-    if (kind != GP_TL_RANGE || s >= t->cut) return;
+    return;
   }
   if (GROW(t, t->ev, t->capev, t->nev + 1) < 0) return;
   t->ev[t->nev++] = (struct ev){s, e, corr, a, b, name, ri, (uint8_t)kind};
@@ -733,6 +735,8 @@ void gp_tl_summary(const struct gp_timeline *t, char *buf, size_t n) {
     else
       ADD(" (steps #%" PRIu64 "..#%" PRIu64 " around the busiest)", t->step_lo,
           t->step_hi);
+  } else if (!strcmp(t->why, "asked") && t->from >= t->t0 + t->span) {
+    ADD(" (--html-detail: after the end of the run)");
   } else if (!strcmp(t->why, "asked"))
     ADD(" (--html-detail)");
   else if (!strcmp(t->why, "busiest"))

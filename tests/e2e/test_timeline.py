@@ -135,6 +135,18 @@ def t_budget():
     left = sum(v[0] - v[1] for v in t["counts"].values())
     check(left == sum(want_totals().values()) - len(evs), f"left out {left}")
     check("ran out at" in page and "left out:" in page, "the page says what was left out")
+    # a window that starts inside step 5: what was open then (the step's
+    # range) is kept whole, even past the budget
+    st = full["steps"]
+    mid = st[3 * 5] + st[3 * 5 + 1] // 2
+    t = embedded(html_report(files, "--html-budget", "100", "--html-detail",
+                             f"{mid / 1e6:.6f}ms..10s"))
+    a = t["detail"]["from"]
+    open_then = [e for e in events(full) if e[1] == 5 and e[2] <= a < e[2] + e[3]]
+    got = [e for e in events(t) if e[1] == 5 and e[2] <= a]
+    names = {full["names"][e[4]] for e in open_then}
+    check("step" in names and len(got) == len(open_then), f"open at the start: {got}")
+    check(t["detail"]["cut"] and all(e[2] < t["detail"]["to"] for e in events(t)), "cut")
 
 
 def t_window():
