@@ -11,7 +11,7 @@
   var KIND = ["API call", "kernel", "memcpy", "memset", "sync", "range"];
   var COPY = ["copy", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "default"];
   var SYNC = ["sync", "event", "stream wait event", "stream", "context"];
-  var LABEL_W = 190, AXIS_H = 22, ROW_H = 22, MIN_PX = 1;
+  var LABEL_W = 190, AXIS_H = 34, ROW_H = 22, MIN_PX = 1;
 
   function fmt(ns) {
     var a = Math.abs(ns);
@@ -19,6 +19,14 @@
     if (a >= 1e6) return (ns / 1e6).toFixed(a >= 1e7 ? 2 : 3) + " ms";
     if (a >= 1e3) return (ns / 1e3).toFixed(a >= 1e4 ? 2 : 3) + " us";
     return Math.round(ns) + " ns";
+  }
+
+  /* An axis label: in the unit of the tick spacing, with the digits that
+   * tell neighbouring ticks apart. */
+  function tick(t, step) {
+    var u = step >= 1e9 ? [1e9, " s"] : step >= 1e6 ? [1e6, " ms"] : step >= 1e3 ? [1e3, " us"] : [1, " ns"];
+    var dec = Math.max(0, Math.ceil(-Math.log10(step / u[0]) - 1e-9));
+    return (t / u[0]).toFixed(Math.min(dec, 6)) + u[1];
   }
 
   function bytes(b) {
@@ -232,8 +240,9 @@
     g.fillRect(x0, AXIS_H - 4, Math.max(x1 - x0, 1), 3);
     g.restore();
     this.drawAxis(g);
-    var txt = "visible +" + fmt(Math.max(this.v0, 0)) + " .. +" +
-      fmt(Math.min(this.v1, d.span)) + " (" + fmt(this.v1 - this.v0) +
+    var prec = (this.v1 - this.v0) / 100;
+    var txt = "visible +" + tick(Math.max(this.v0, 0), prec) + " .. +" +
+      tick(Math.min(this.v1, d.span), prec) + " (" + fmt(this.v1 - this.v0) +
       "); blue on the axis: full detail +" + fmt(det0) + " .. +" + fmt(det1);
     this.rangeEl.textContent = txt;
     this.root.setAttribute("data-view", Math.round(this.v0) + ".." + Math.round(this.v1));
@@ -244,7 +253,7 @@
     if (span / step > 12) step *= 2;
     if (span / step > 12) step *= 2.5;
     g.fillStyle = "#fff";
-    g.fillRect(0, 0, LABEL_W, AXIS_H - 4);
+    g.fillRect(0, 0, LABEL_W, AXIS_H - 5);
     g.strokeStyle = "#bbb";
     g.fillStyle = "#444";
     for (var t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
@@ -256,7 +265,7 @@
       g.globalAlpha = 0.35;
       g.stroke();
       g.globalAlpha = 1;
-      g.fillText("+" + fmt(t), x + 2, 8);
+      g.fillText("+" + tick(t, step), x + 2, 8);
     }
   };
 
@@ -269,7 +278,7 @@
       g.fillRect(x0, AXIS_H, Math.max(x1 - x0, 1), this.H - AXIS_H);
       if (x1 - x0 > 30) {
         g.fillStyle = "#8d6e00";
-        g.fillText("#" + s[i + 2], Math.max(x0, LABEL_W) + 2, AXIS_H - 12);
+        g.fillText("step #" + s[i + 2], Math.max(x0, LABEL_W) + 2, 21);
       }
     }
   };
