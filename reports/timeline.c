@@ -38,7 +38,8 @@ struct row {
     uint64_t name, start;
   } * stk; /* open push/pop ranges of a thread */
   size_t nstk, capstk;
-  uint32_t out; /* position in the output */
+  uint64_t deep; /* pushes past MAX_DEPTH not yet popped */
+  uint32_t out;  /* position in the output */
 };
 
 struct ev {
@@ -236,15 +237,29 @@ static void keep(struct gp_timeline *t, uint32_t ri, int kind, uint64_t s,
 
 /* ---- ranges ---- */
 
+/* Open ranges followed, at most: a trace that only opens ranges must not
+ * grow the memory. Those past these are counted as left out. */
+#define MAX_DEPTH 64  /* push/pop ranges open on one thread */
+#define MAX_OPEN 4096 /* start/end ranges open */
+
 static void range_push(struct gp_timeline *t, uint32_t ri, uint64_t name,
                        uint64_t at) {
   struct row *r = &t->rows[ri];
+  if (r->nstk >= MAX_DEPTH) {
+    r->deep++;
+    t->total[GP_TL_RANGE]++;
+    return;
+  }
   if (GROW(t, r->stk, r->capstk, r->nstk + 1) < 0) return;
   r->stk[r->nstk++] = (struct frame){name, at};
 }
 
 static void range_pop(struct gp_timeline *t, uint32_t ri, uint64_t at) {
   struct row *r = &t->rows[ri];
+  if (r->deep) {
+    r->deep--;
+    return;
+  }
   if (!r->nstk) return; /* a pop without its push: nothing to show */
   struct frame f = r->stk[--r->nstk];
   keep(t, ri, GP_TL_RANGE, f.start, at, 0, r->nstk, 0, f.name);
@@ -252,9 +267,13 @@ static void range_pop(struct gp_timeline *t, uint32_t ri, uint64_t at) {
 
 static void range_start(struct gp_timeline *t, uint32_t ri, uint64_t id,
                         uint64_t name, uint64_t at) {
-  if (GROW(t, t->ao, t->capao, t->nao + 1) < 0) return;
   uint64_t *old = gp_u64map_get(&t->ao_map, id);
-  if (old) { /* the id reused before its end: the first ends here */
+  if (!old && t->nao >= MAX_OPEN) {
+    t->total[GP_TL_RANGE]++;
+    return;
+  }
+  if (GROW(t, t->ao, t->capao, t->nao + 1) < 0) return;
+  if (old) { /* the id reused before its end: the first is forgotten */
     t->ao[*old].start = at, t->ao[*old].name = name, t->ao[*old].row = ri;
     return;
   }

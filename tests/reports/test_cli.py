@@ -291,6 +291,14 @@ def test_html():
               f"{name} row {cells[i:i + 3] if i >= 0 else None}")
     shown = HOSTILE.replace("\x01", "\ufffd").replace("\x1b", "\ufffd")
     check(shown in cells, "the kernel row holds the name, controls replaced")
+    # ranges opened and never closed: a bounded number followed (64 deep per
+    # thread, 4096 start/end), the rest counted as left out; those followed
+    # end at the end of the run (1800)
+    rc, out, err = run("--format", "html", trace("deep.gph", "--deep", "5000"))
+    check(rc == 0, f"html of 5000 open ranges: {rc} {err}")
+    tl = json.loads(re.findall(r'<script type="application/json" id="gp-tl-0">(.*?)</script>',
+                               out.decode(), re.S)[0])
+    check(tl["counts"]["range"] == [1 + 2 * 5000, 64 + 4096], f"ranges {tl['counts']['range']}")
     a, d = trace("h1.gph"), trace("h2.gph", "--degraded", "--pid", "77")
     rc, out, _ = run("-f", "html", "-o", os.path.join(TMP, "r.html"), a, d)
     check(rc == 0 and out == b"", "-o with html")
