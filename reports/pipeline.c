@@ -8,6 +8,7 @@
 #include "attribute.h"
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
+#include "timeline.h"
 
 static char *dup0(const char *s) {
   return s ? strdup(s) : NULL;
@@ -132,10 +133,25 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
   }
 }
 
-struct gp_proc_res *gp_report_file(const char *path,
-                                   const struct gp_report_opts *o,
-                                   gp_progress_fn progress, void *ctx,
-                                   int *status, char *err, size_t errlen) {
+/* The timeline, when asked for, from one more read of the file. */
+static struct gp_proc_res *with_timeline(struct gp_proc_res *r,
+                                         const char *path,
+                                         const struct gp_report_opts *o,
+                                         int *status, char *err,
+                                         size_t errlen) {
+  if (!r || !o->timeline) return r;
+  if (!(r->timeline = gp_tl_collect(path, r, o->timeline, err, errlen))) {
+    *status = strstr(err, "out of memory") ? GP_PIPE_NOMEM : GP_PIPE_BAD_INPUT;
+    gp_res_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+static struct gp_proc_res *report_file(const char *path,
+                                       const struct gp_report_opts *o,
+                                       gp_progress_fn progress, void *ctx,
+                                       int *status, char *err, size_t errlen) {
   static const struct gp_report_opts defaults = {.warmup = -1};
   if (!o) o = &defaults;
   struct gp_report_opts first = *o;
@@ -173,4 +189,13 @@ struct gp_proc_res *gp_report_file(const char *path,
       one_pass(path, &second, progress, ctx, status, err, errlen);
   free(name);
   return r2;
+}
+
+struct gp_proc_res *gp_report_file(const char *path,
+                                   const struct gp_report_opts *o,
+                                   gp_progress_fn progress, void *ctx,
+                                   int *status, char *err, size_t errlen) {
+  struct gp_proc_res *r =
+      report_file(path, o, progress, ctx, status, err, errlen);
+  return o ? with_timeline(r, path, o, status, err, errlen) : r;
 }

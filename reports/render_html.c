@@ -1,13 +1,20 @@
-/* HTML output: one self-contained file (inline CSS, inline SVG, no script,
- * nothing fetched) with the content of the text report, a stacked bar of
- * each GPU's categories and a chart of the categories over time. Every
- * string from the trace goes through esc(): markup characters become
- * entities, control characters and invalid UTF-8 become U+FFFD. */
+/* HTML output: one self-contained file (inline CSS, inline SVG, nothing
+ * fetched) with the content of the text report, a stacked bar of each
+ * GPU's categories and a chart of the categories over time, and, when
+ * collected, an interactive timeline per process: its data as JSON in a
+ * <script type="application/json"> element (no '<', '>' or '&' in it),
+ * drawn by the inline script of timeline.js, which inserts trace strings
+ * as text only. Every string from the trace in the markup goes through
+ * esc(): markup characters become entities, control characters and
+ * invalid UTF-8 become U+FFFD. Without scripts the rest of the page stays
+ * whole. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "render.h"
+#include "timeline.h"
+#include "timeline_js.h"
 #include "util.h"
 
 #define CHART_W 800
@@ -77,7 +84,13 @@ static const char style[] =
     ".host_wait{background:#bdbdbd;fill:#bdbdbd}\n"
     ".warn{background:#fff3cd;border:1px solid #e0c060;padding:.5em}"
     ".bad{background:#f8d7da;border:1px solid #d08080;padding:.5em}\n"
-    ".sub{color:#666;font-size:.9em}\n";
+    ".sub{color:#666;font-size:.9em}\n"
+    ".gp-tl{position:relative;max-width:1100px}"
+    ".gp-tl canvas{display:block;border:1px solid #999;cursor:grab;"
+    "outline:none}.gp-tl canvas:focus{border-color:#1565c0}\n"
+    ".gp-tl-tip{position:absolute;pointer-events:none;background:#fffff0;"
+    "border:1px solid #888;padding:3px 6px;font-size:12px;"
+    "white-space:pre;display:none;z-index:2}\n";
 
 static void cat_bar(FILE *f, const struct gp_breakdown *b, uint64_t span) {
   char t[32];
@@ -450,7 +463,28 @@ static void steps(FILE *f, const struct gp_proc_res *r) {
   fputs("</ul>\n", f);
 }
 
-static void section(FILE *f, const struct gp_proc_res *r, size_t top) {
+/* The timeline panel: what it holds in words (for readers without
+ * scripts too), the data as JSON, and the place the script draws in. */
+static void timeline(FILE *f, const struct gp_timeline *t, size_t n) {
+  char sum[1024];
+  gp_tl_summary(t, sum, sizeof sum);
+  fprintf(f,
+          "<h3>Timeline</h3>\n<div class=\"gp-tl\" data-src=\"gp-tl-%zu\">"
+          "<noscript><p class=\"warn\">The interactive timeline needs "
+          "JavaScript; the rest of the page does not.</p></noscript>"
+          "<p class=\"sub\">",
+          n);
+  esc(f, sum);
+  fputs(" Wheel or W/S: zoom; drag or A/D, arrow keys: pan; 0: whole run; "
+        "hover: details; click a GPU record: its launch.</p></div>\n",
+        f);
+  fprintf(f, "<script type=\"application/json\" id=\"gp-tl-%zu\">", n);
+  gp_tl_json(f, t);
+  fputs("</script>\n", f);
+}
+
+static void section(FILE *f, const struct gp_proc_res *r, size_t top,
+                    size_t n) {
   char w[32];
   fputs("<section>\n", f);
   if (!r->file) {
@@ -475,6 +509,7 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top) {
           r->truncated ? "; <strong>truncated trace</strong>" : "");
   for (size_t i = 0; i < r->ndev; i++)
     device(f, &r->dev[i]);
+  if (r->timeline) timeline(f, r->timeline, n);
   if (r->file) steps(f, r);
   findings(f, r);
   threads(f, r, top);
@@ -509,9 +544,13 @@ int gp_render_html(FILE *f, const struct gp_report_set *s,
                "host-side times only there.</p>\n",
             degraded, s->n);
   fprintf(f, "<p>%zu process%s.</p>\n", s->n, s->n == 1 ? "" : "es");
-  for (size_t i = 0; i < s->n; i++)
-    section(f, s->procs[i], top);
-  if (s->n > 1) section(f, s->total, top);
+  int scripted = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    section(f, s->procs[i], top, i);
+    scripted |= s->procs[i]->timeline != NULL;
+  }
+  if (s->n > 1) section(f, s->total, top, s->n);
+  if (scripted) fprintf(f, "<script>\n%s</script>\n", gp_timeline_js);
   fputs("</body>\n</html>\n", f);
   return ferror(f) ? -1 : 0;
 }

@@ -12,6 +12,9 @@
 
 #include "hist.h"
 
+struct gp_timeline;
+struct gp_tl_opts;
+
 /* X(UPPER, key, label): first match wins, in this order. */
 #define GP_CATEGORIES(X)                                                       \
   X(KERNEL, kernel, "kernel")                                                  \
@@ -302,6 +305,8 @@ struct gp_proc_res {
   struct gp_finding *findings;
   struct gp_diag diag;
   struct gp_steps_res steps; /* per process only (source NONE in sums) */
+  struct gp_timeline *timeline; /* the HTML timeline (timeline.h); NULL
+                                   unless asked for, and in sums */
 };
 
 /* Options shared by the engine and derivation. */
@@ -321,6 +326,8 @@ struct gp_report_opts {
   int step_source;      /* enum gp_step_source to report */
   const char *step_api; /* heuristic: the synchronising call's name */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
+  /* the HTML timeline: collected after the analysis when set */
+  const struct gp_tl_opts *timeline;
 };
 
 void gp_res_free(struct gp_proc_res *r); /* accepts NULL; frees r too */

@@ -16,6 +16,7 @@
 #include "render.h"
 #include "report_compare.h"
 #include "report_info.h"
+#include "timeline.h"
 #include "util.h"
 
 static const char usage[] =
@@ -35,7 +36,8 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
-    "                     or html (one self-contained page: tables, charts)\n"
+    "                     or html (one self-contained page: tables, charts\n"
+    "                     and an interactive timeline; docs/report-html.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "  -w, --window DUR   length of the over-time windows: 100ms by default;\n"
     "                     e.g. 500us, 10ms, 1s, 2.5s (doubled as often as\n"
@@ -50,6 +52,13 @@ static const char usage[] =
     "                     the top-level range that repeats most, else a\n"
     "                     repeating synchronising call\n"
     "      --warmup N     steps left out at the start (default: max(3, 10%))\n"
+    "      --html-detail FROM..TO\n"
+    "                     html: the timeline's full detail covers this window,\n"
+    "                     offsets from the first CUDA call (e.g. 0..500ms,\n"
+    "                     1.5s..2s); by default the busiest steps, or the\n"
+    "                     whole run when it fits the budget\n"
+    "      --html-budget N  html: events in full detail at most (20000); the\n"
+    "                     whole run is always shown aggregated\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
     "  -h, --help         show this help\n"
@@ -61,6 +70,8 @@ struct opts {
   const struct gp_renderer *fmt;
   const char *out;
   int color; /* -1 auto, 0 never, 1 always */
+  struct gp_tl_opts tl;
+  const char *html_opt; /* an html-only option given, for the error */
 };
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -76,7 +87,34 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
   return *s && !*end && *v >= lo && *v <= hi ? 0 : -1;
 }
 
-enum { O_LINK = 256, O_TOP, O_COLOR, O_STEP, O_WARMUP };
+enum {
+  O_LINK = 256,
+  O_TOP,
+  O_COLOR,
+  O_STEP,
+  O_WARMUP,
+  O_HDETAIL,
+  O_HBUDGET
+};
+
+/* An offset: "0" or a duration. */
+static int parse_offset(const char *s, uint64_t *ns) {
+  if (!strcmp(s, "0")) return *ns = 0, 0;
+  return gp_parse_duration(s, ns);
+}
+
+/* "FROM..TO" with FROM < TO. */
+static int parse_window(const char *arg, uint64_t *from, uint64_t *to) {
+  const char *dots = strstr(arg, "..");
+  char a[64];
+  if (!dots || (size_t)(dots - arg) >= sizeof a) return -1;
+  memcpy(a, arg, (size_t)(dots - arg));
+  a[dots - arg] = 0;
+  return parse_offset(a, from) < 0 || parse_offset(dots + 2, to) < 0 ||
+                 *from >= *to
+             ? -1
+             : 0;
+}
 
 /* One option with a value; -1 to go on, else the exit status. */
 static int apply(struct opts *o, int c, const char *arg) {
@@ -113,6 +151,22 @@ static int apply(struct opts *o, int c, const char *arg) {
       return usage_error("invalid --warmup '%s': expected a count >= 0", arg);
     o->ro.warmup = (long)v;
     break;
+  case O_HDETAIL:
+    if (parse_window(arg, &o->tl.from, &o->tl.to) < 0)
+      return usage_error("invalid --html-detail '%s': expected FROM..TO, "
+                         "offsets such as 0..500ms or 1.5s..2s, FROM < TO",
+                         arg);
+    o->tl.window = 1;
+    o->html_opt = "--html-detail";
+    break;
+  case O_HBUDGET:
+    if (parse_num(arg, 100, 1e7, &v) < 0 || v != (uint64_t)v)
+      return usage_error("invalid --html-budget '%s': expected a count from "
+                         "100 to 10000000",
+                         arg);
+    o->tl.budget = (uint64_t)v;
+    o->html_opt = "--html-budget";
+    break;
   case O_COLOR:
     if (!arg || !strcmp(arg, "always"))
       o->color = 1;
@@ -137,6 +191,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"top", required_argument, 0, O_TOP},
       {"step", required_argument, 0, O_STEP},
       {"warmup", required_argument, 0, O_WARMUP},
+      {"html-detail", required_argument, 0, O_HDETAIL},
+      {"html-budget", required_argument, 0, O_HBUDGET},
       {"color", optional_argument, 0, O_COLOR},
       {"colour", optional_argument, 0, O_COLOR},
       {"help", no_argument, 0, 'h'},
@@ -158,6 +214,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
   if (optind >= argc) return usage_error("%s", "no trace file given");
+  if (o->html_opt && strcmp(o->fmt->name, "html"))
+    return usage_error("%s is for --format html", o->html_opt);
+  if (!strcmp(o->fmt->name, "html")) o->ro.timeline = &o->tl;
   return -1;
 }
 

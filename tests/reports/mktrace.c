@@ -5,8 +5,10 @@
  *   sync [1150,1800), phase "step" [1000,1800).
  * The kernel's name is hostile: <>&"\ , a control byte, an ESC sequence,
  * a byte that is not UTF-8, and a valid non-ASCII character.
- * --degraded: a STATE 1 record and no device records. Small frames, so that
- * cutting the file loses only its last frames. */
+ * --degraded: a STATE 1 record and no device records. --deep N: N more
+ * ranges "deep" pushed inside the step at 1000 and never popped, and N
+ * start/end ranges (ids 1..N) started at 1000 and never ended. Small
+ * frames, so that cutting the file loses only its last frames. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +72,19 @@ static void metadata(int degraded) {
   }
 }
 
-static void timeline(int degraded) {
-  uint64_t step = str("step"), kname = str(hostile);
+static void timeline(int degraded, int deep) {
+  uint64_t step = str("step"), kname = str(hostile), dname = str("deep");
   range(GPUPHASE_RANGE_PUSH, 1000, step);
+  for (int i = 0; i < deep; i++) {
+    range(GPUPHASE_RANGE_PUSH, 1000, dname);
+    struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
+    r.u.range = (struct gpuphase_range){.thread = 1,
+                                        .op = GPUPHASE_RANGE_START,
+                                        .start = 1000,
+                                        .name = dname,
+                                        .id = (uint64_t)i + 1};
+    add(1, &r);
+  }
   api(1, 1000, 1100, 1);
   api(2, 1150, 1800, 0);
   range(GPUPHASE_RANGE_POP, 1800, 0);
@@ -90,12 +102,14 @@ static void timeline(int degraded) {
 }
 
 int main(int argc, char **argv) {
-  int degraded = 0, err = 0;
+  int degraded = 0, err = 0, deep = 0;
   int64_t pid = 4242;
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--degraded"))
       degraded = 1;
+    else if (!strcmp(argv[i], "--deep") && i + 1 < argc)
+      deep = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
       pid = atoll(argv[++i]);
     else
@@ -115,7 +129,7 @@ int main(int argc, char **argv) {
   if (fd < 0 || !(w = gp_writer_open(fd, &info, 200, &err)))
     return perror(path), 1;
   metadata(degraded);
-  timeline(degraded);
+  timeline(degraded, deep);
   struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, 1800};
   return gp_writer_close(w, &sum) == GPUPHASE_OK ? 0 : 1;
 }

@@ -9,6 +9,7 @@ Usage: test_cli.py GPUPHASE_REPORT MKTRACE"""
 import html.parser
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -260,8 +261,21 @@ def test_html():
     # and the ESC as U+FFFD, the invalid byte as U+FFFD
     want = "k&lt;a&amp;b&gt;&quot;q\\&#xfffd;&#xfffd;[31m&#xfffd;\u00e9nd"
     check(want in text, "kernel name escaped")
-    check("<script" not in text.lower() and "http:" not in text.replace(
-        'xmlns="http://www.w3.org/2000/svg"', ""), "no script, nothing fetched")
+    # two script elements, both ours: the timeline's data (JSON without a
+    # markup character) and its code; nothing fetched
+    scripts = re.findall(r"<script[^>]*>", text, re.I)
+    check(scripts == ['<script type="application/json" id="gp-tl-0">', "<script>"],
+          f"script elements {scripts}")
+    data = re.findall(r'<script type="application/json" id="gp-tl-0">(.*?)</script>', text,
+                      re.S)
+    check(len(data) == 1 and not set("<>&") & set(data[0]), "markup characters in the data")
+    tl = json.loads(data[0])
+    check(HOSTILE.replace("\x01", "\ufffd").replace("\x1b", "\ufffd") in tl["names"],
+          "the kernel name in the timeline data, controls replaced")
+    check(len(tl["rows"]) == 2 and tl["counts"]["kernel"] == [1, 1], f"timeline {tl['counts']}")
+    check("<noscript>" in text, "no word for readers without scripts")
+    check(not re.search(r"(?<![\w-])(src|href)\s*=", text) and "http:" not in text.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""), "nothing fetched")
     b = Balance()
     b.feed(text)
     b.close()
@@ -277,6 +291,14 @@ def test_html():
               f"{name} row {cells[i:i + 3] if i >= 0 else None}")
     shown = HOSTILE.replace("\x01", "\ufffd").replace("\x1b", "\ufffd")
     check(shown in cells, "the kernel row holds the name, controls replaced")
+    # ranges opened and never closed: a bounded number followed (64 deep per
+    # thread, 4096 start/end), the rest counted as left out; those followed
+    # end at the end of the run (1800)
+    rc, out, err = run("--format", "html", trace("deep.gph", "--deep", "5000"))
+    check(rc == 0, f"html of 5000 open ranges: {rc} {err}")
+    tl = json.loads(re.findall(r'<script type="application/json" id="gp-tl-0">(.*?)</script>',
+                               out.decode(), re.S)[0])
+    check(tl["counts"]["range"] == [1 + 2 * 5000, 64 + 4096], f"ranges {tl['counts']['range']}")
     a, d = trace("h1.gph"), trace("h2.gph", "--degraded", "--pid", "77")
     rc, out, _ = run("-f", "html", "-o", os.path.join(TMP, "r.html"), a, d)
     check(rc == 0 and out == b"", "-o with html")
