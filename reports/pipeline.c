@@ -8,7 +8,7 @@
 #include "attribute.h"
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
-#include "timeline.h"
+#include "html_timeline.h"
 
 static char *dup0(const char *s) {
   return s ? strdup(s) : NULL;
@@ -140,7 +140,7 @@ static struct gp_proc_res *with_timeline(struct gp_proc_res *r,
                                          int *status, char *err,
                                          size_t errlen) {
   if (!r || !o->timeline) return r;
-  if (!(r->timeline = gp_tl_collect(path, r, o->timeline, err, errlen))) {
+  if (!(r->timeline = gp_htl_collect(path, r, o->timeline, err, errlen))) {
     *status = strstr(err, "out of memory") ? GP_PIPE_NOMEM : GP_PIPE_BAD_INPUT;
     gp_res_free(r);
     return NULL;

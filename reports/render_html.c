@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "render.h"
-#include "timeline.h"
+#include "html_timeline.h"
 #include "timeline_js.h"
 #include "util.h"
 
@@ -467,7 +467,7 @@ static void steps(FILE *f, const struct gp_proc_res *r) {
  * scripts too), the data as JSON, and the place the script draws in. */
 static void timeline(FILE *f, const struct gp_timeline *t, size_t n) {
   char sum[1024];
-  gp_tl_summary(t, sum, sizeof sum);
+  gp_htl_summary(t, sum, sizeof sum);
   fprintf(f,
           "<h3>Timeline</h3>\n<div class=\"gp-tl\" data-src=\"gp-tl-%zu\">"
           "<noscript><p class=\"warn\">The interactive timeline needs "
@@ -479,7 +479,7 @@ static void timeline(FILE *f, const struct gp_timeline *t, size_t n) {
         "hover: details; click a GPU record: its launch.</p></div>\n",
         f);
   fprintf(f, "<script type=\"application/json\" id=\"gp-tl-%zu\">", n);
-  gp_tl_json(f, t);
+  gp_htl_json(f, t);
   fputs("</script>\n", f);
 }
 

@@ -2,7 +2,7 @@
 #include "report.h"
 
 #include "demangle.h"
-#include "timeline.h"
+#include "html_timeline.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -110,7 +110,7 @@ void gp_res_free(struct gp_proc_res *r) {
   free(r->steps.v);
   free(r->steps.name);
   free(r->steps.how);
-  gp_tl_free(r->timeline);
+  gp_htl_free(r->timeline);
   free(r);
 }
 

@@ -13,7 +13,7 @@
 #include "hist.h"
 
 struct gp_timeline;
-struct gp_tl_opts;
+struct gp_htl_opts;
 
 /* X(UPPER, key, label): first match wins, in this order. */
 #define GP_CATEGORIES(X)                                                       \
@@ -327,7 +327,7 @@ struct gp_report_opts {
   const char *step_api; /* heuristic: the synchronising call's name */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
   /* the HTML timeline: collected after the analysis when set */
-  const struct gp_tl_opts *timeline;
+  const struct gp_htl_opts *timeline;
 };
 
 void gp_res_free(struct gp_proc_res *r); /* accepts NULL; frees r too */

@@ -16,7 +16,7 @@
 #include "render.h"
 #include "report_compare.h"
 #include "report_info.h"
-#include "timeline.h"
+#include "html_timeline.h"
 #include "util.h"
 
 static const char usage[] =
@@ -70,7 +70,7 @@ struct opts {
   const struct gp_renderer *fmt;
   const char *out;
   int color; /* -1 auto, 0 never, 1 always */
-  struct gp_tl_opts tl;
+  struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
 };
 

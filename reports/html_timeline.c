@@ -4,7 +4,7 @@
  * the events of a detail window, kept up to a budget. Memory: rows x
  * columns cells, the budget's events and the names they use, whatever the
  * length of the trace. */
-#include "timeline.h"
+#include "html_timeline.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ struct gp_timeline {
   size_t nb;
   struct row *rows;
   size_t nrows, caprows;
-  uint64_t rows_left, rows_left_events; /* rows past GP_TL_MAX_ROWS */
+  uint64_t rows_left, rows_left_events; /* rows past GP_HTL_MAX_ROWS */
   struct gp_idx thr_row, thr_name, api_name;
   struct gp_u64map str_row;
   struct ev *ev;
@@ -70,7 +70,7 @@ struct gp_timeline {
   int cutting, oom;
   const char *why; /* how the detail window was chosen */
   uint64_t step_lo, step_hi;
-  uint64_t total[GP_TL_KIND_N], kept[GP_TL_KIND_N];
+  uint64_t total[GP_HTL_KIND_N], kept[GP_HTL_KIND_N];
   uint64_t *steps; /* start, end, index triples in the window */
   size_t nsteps;
   char **names; /* output names, cleaned; index = JSON name id */
@@ -97,7 +97,7 @@ static int grow(struct gp_timeline *t, void **v, size_t *cap, size_t need,
 #define GROW(t, v, cap, need)                                                  \
   grow((t), (void **)&(v), &(cap), (need), sizeof *(v))
 
-void gp_tl_free(struct gp_timeline *t) {
+void gp_htl_free(struct gp_timeline *t) {
   if (!t) return;
   for (size_t i = 0; i < t->nrows; i++) {
     free(t->rows[i].cells);
@@ -124,7 +124,7 @@ void gp_tl_free(struct gp_timeline *t) {
 
 static struct row *row_new(struct gp_timeline *t, int stream, int64_t a,
                            uint64_t b) {
-  if (t->nrows >= GP_TL_MAX_ROWS) {
+  if (t->nrows >= GP_HTL_MAX_ROWS) {
     t->rows_left++;
     return NULL;
   }
@@ -225,7 +225,7 @@ static void keep(struct gp_timeline *t, uint32_t ri, int kind, uint64_t s,
    * before the cut (they are reported at their end): both bounded by what
    * was open at one instant. */
   if (s > t->from &&
-      (t->cutting ? s >= t->cut || kind != GP_TL_RANGE : t->nev >= t->budget)) {
+      (t->cutting ? s >= t->cut || kind != GP_HTL_RANGE : t->nev >= t->budget)) {
     if (!t->cutting || s < t->cut) t->cut = s;
     t->cutting = 1;
     return;
@@ -247,7 +247,7 @@ static void range_push(struct gp_timeline *t, uint32_t ri, uint64_t name,
   struct row *r = &t->rows[ri];
   if (r->nstk >= MAX_DEPTH) {
     r->deep++;
-    t->total[GP_TL_RANGE]++;
+    t->total[GP_HTL_RANGE]++;
     return;
   }
   if (GROW(t, r->stk, r->capstk, r->nstk + 1) < 0) return;
@@ -262,14 +262,14 @@ static void range_pop(struct gp_timeline *t, uint32_t ri, uint64_t at) {
   }
   if (!r->nstk) return; /* a pop without its push: nothing to show */
   struct frame f = r->stk[--r->nstk];
-  keep(t, ri, GP_TL_RANGE, f.start, at, 0, r->nstk, 0, f.name);
+  keep(t, ri, GP_HTL_RANGE, f.start, at, 0, r->nstk, 0, f.name);
 }
 
 static void range_start(struct gp_timeline *t, uint32_t ri, uint64_t id,
                         uint64_t name, uint64_t at) {
   uint64_t *old = gp_u64map_get(&t->ao_map, id);
   if (!old && t->nao >= MAX_OPEN) {
-    t->total[GP_TL_RANGE]++;
+    t->total[GP_HTL_RANGE]++;
     return;
   }
   if (GROW(t, t->ao, t->capao, t->nao + 1) < 0) return;
@@ -291,14 +291,14 @@ static void range_end(struct gp_timeline *t, uint64_t id, uint64_t at) {
     if (gp_u64map_put(&t->ao_map, t->ao[i].id, i) < 0) t->oom = 1;
   }
   /* depth: below the push/pop ranges of the thread it started on */
-  keep(t, o.row, GP_TL_RANGE, o.start, at, 0, 0, 1, o.name);
+  keep(t, o.row, GP_HTL_RANGE, o.start, at, 0, 0, 1, o.name);
 }
 
 static void on_range(struct gp_timeline *t, const struct gpuphase_range *g) {
   uint32_t ri = thread_row(t, g->thread);
   if (ri == UINT32_MAX) {
     if (g->op == GPUPHASE_RANGE_POP || g->op == GPUPHASE_RANGE_END)
-      t->total[GP_TL_RANGE]++, t->rows_left_events++;
+      t->total[GP_HTL_RANGE]++, t->rows_left_events++;
     return;
   }
   switch (g->op) {
@@ -357,7 +357,7 @@ static void feed(struct gp_timeline *t, const struct gpuphase_record *rec) {
              e = c->end > c->start ? c->end : c->start;
     ri = thread_row(t, c->thread);
     if (ri != UINT32_MAX) agg(t, ri, c->start, e, name);
-    keep(t, ri, GP_TL_API, c->start, e, c->corr, c->bytes, (uint64_t)c->ret,
+    keep(t, ri, GP_HTL_API, c->start, e, c->corr, c->bytes, (uint64_t)c->ret,
          name);
     break;
   }
@@ -365,7 +365,7 @@ static void feed(struct gp_timeline *t, const struct gpuphase_record *rec) {
     k = &rec->u.kernel;
     ri = stream_row(t, k->device, k->stream);
     if (ri != UINT32_MAX) agg(t, ri, k->start, k->end, k->name);
-    keep(t, ri, GP_TL_KERNEL, k->start, k->end, k->corr,
+    keep(t, ri, GP_HTL_KERNEL, k->start, k->end, k->corr,
          k->grid_x * k->grid_y * k->grid_z,
          k->block_x * k->block_y * k->block_z, k->name);
     break;
@@ -373,7 +373,7 @@ static void feed(struct gp_timeline *t, const struct gpuphase_record *rec) {
     const struct gpuphase_memcpy *m = &rec->u.memcpy;
     ri = stream_row(t, m->device, m->stream);
     if (ri != UINT32_MAX) agg(t, ri, m->start, m->end, SID_COPY);
-    keep(t, ri, GP_TL_MEMCPY, m->start, m->end, m->corr, m->bytes, m->copy_kind,
+    keep(t, ri, GP_HTL_MEMCPY, m->start, m->end, m->corr, m->bytes, m->copy_kind,
          SID_COPY);
     break;
   }
@@ -381,14 +381,14 @@ static void feed(struct gp_timeline *t, const struct gpuphase_record *rec) {
     const struct gpuphase_memset *m = &rec->u.memset;
     ri = stream_row(t, m->device, m->stream);
     if (ri != UINT32_MAX) agg(t, ri, m->start, m->end, SID_MEMSET);
-    keep(t, ri, GP_TL_MEMSET, m->start, m->end, m->corr, m->bytes, 0,
+    keep(t, ri, GP_HTL_MEMSET, m->start, m->end, m->corr, m->bytes, 0,
          SID_MEMSET);
     break;
   }
   case GPUPHASE_REC_SYNC: {
     const struct gpuphase_sync *y = &rec->u.sync;
     ri = stream_row(t, y->device, y->stream);
-    keep(t, ri, GP_TL_SYNC, y->start, y->end, y->corr, y->type, 0, 0);
+    keep(t, ri, GP_HTL_SYNC, y->start, y->end, y->corr, y->type, 0, 0);
     break;
   }
   case GPUPHASE_REC_RANGE:
@@ -453,7 +453,7 @@ static void busiest_steps(struct gp_timeline *t,
 }
 
 static void choose(struct gp_timeline *t, const struct gp_proc_res *r,
-                   const struct gp_tl_opts *o) {
+                   const struct gp_htl_opts *o) {
   const struct gp_steps_res *st = &r->steps;
   t->from = t->t0;
   t->to = t->t0 + t->span + 1; /* the last event ends at the window's end */
@@ -576,20 +576,20 @@ static void finish(struct gp_timeline *t, const gpuphase_reader *rd) {
   free(ord);
 }
 
-struct gp_timeline *gp_tl_collect(const char *path, const struct gp_proc_res *r,
-                                  const struct gp_tl_opts *o, char *err,
+struct gp_timeline *gp_htl_collect(const char *path, const struct gp_proc_res *r,
+                                  const struct gp_htl_opts *o, char *err,
                                   size_t errlen) {
-  static const struct gp_tl_opts defaults = {0};
+  static const struct gp_htl_opts defaults = {0};
   if (!o) o = &defaults;
   struct gp_timeline *t = calloc(1, sizeof *t);
   if (!t) {
     snprintf(err, errlen, "%s: out of memory", path);
     return NULL;
   }
-  t->budget = o->budget ? o->budget : GP_TL_BUDGET;
+  t->budget = o->budget ? o->budget : GP_HTL_BUDGET;
   t->t0 = r->wstart;
   t->span = r->window_ns;
-  t->nb = GP_TL_BUCKETS;
+  t->nb = GP_HTL_BUCKETS;
   t->bw = t->span / t->nb + 1;
   choose(t, r, o);
   window_steps(t, &r->steps);
@@ -599,7 +599,7 @@ struct gp_timeline *gp_tl_collect(const char *path, const struct gp_proc_res *r,
       gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg, sizeof msg);
   if (!rd) {
     snprintf(err, errlen, "%s: %s", path, *msg ? msg : gpuphase_strerror(code));
-    gp_tl_free(t);
+    gp_htl_free(t);
     return NULL;
   }
   const struct gpuphase_record *rec;
@@ -617,7 +617,7 @@ struct gp_timeline *gp_tl_collect(const char *path, const struct gp_proc_res *r,
   }
   gpuphase_reader_close(rd);
   if (t->oom || rc < 0) {
-    gp_tl_free(t);
+    gp_htl_free(t);
     return NULL;
   }
   return t;
@@ -625,7 +625,7 @@ struct gp_timeline *gp_tl_collect(const char *path, const struct gp_proc_res *r,
 
 /* ---- output ---- */
 
-static const char *const kind_key[GP_TL_KIND_N] = {"api",    "kernel", "memcpy",
+static const char *const kind_key[GP_HTL_KIND_N] = {"api",    "kernel", "memcpy",
                                                    "memset", "sync",   "range"};
 
 static int64_t off(const struct gp_timeline *t, uint64_t at) {
@@ -692,7 +692,7 @@ static void rows_json(FILE *f, const struct gp_timeline *t) {
   free(by);
 }
 
-void gp_tl_json(FILE *f, const struct gp_timeline *t) {
+void gp_htl_json(FILE *f, const struct gp_timeline *t) {
   fprintf(f, "{\"v\":1,\"span\":%" PRIu64 ",\"budget\":%" PRIu64 ",\n", t->span,
           t->budget);
   fputs("\"names\":[", f);
@@ -709,7 +709,7 @@ void gp_tl_json(FILE *f, const struct gp_timeline *t) {
           ",\"cut\":%s,\"why\":\"%s\"},\n",
           off(t, t->from), off(t, to), t->cutting ? "true" : "false", t->why);
   fputs("\"counts\":{", f);
-  for (int k = 0; k < GP_TL_KIND_N; k++)
+  for (int k = 0; k < GP_HTL_KIND_N; k++)
     fprintf(f, "%s\"%s\":[%" PRIu64 ",%" PRIu64 "]", k ? "," : "", kind_key[k],
             t->total[k], t->kept[k]);
   fprintf(f, "},\"rows_left\":%" PRIu64 ",\"rows_left_events\":%" PRIu64 ",\n",
@@ -734,12 +734,12 @@ void gp_tl_json(FILE *f, const struct gp_timeline *t) {
   fputs("]}", f);
 }
 
-void gp_tl_summary(const struct gp_timeline *t, char *buf, size_t n) {
+void gp_htl_summary(const struct gp_timeline *t, char *buf, size_t n) {
   char a[32], b[32], c[32];
   uint64_t to = t->cutting ? t->cut : t->to, tot = 0, kept = 0;
   if (to > t->t0 + t->span) to = t->t0 + t->span;
   uint64_t from = t->from < t->t0 ? t->t0 : t->from;
-  for (int k = 0; k < GP_TL_KIND_N; k++)
+  for (int k = 0; k < GP_HTL_KIND_N; k++)
     tot += t->total[k], kept += t->kept[k];
   size_t len = 0;
 #define ADD(...)                                                               \
@@ -769,7 +769,7 @@ void gp_tl_summary(const struct gp_timeline *t, char *buf, size_t n) {
   if (kept < tot) {
     ADD("; left out:");
     int first = 1;
-    for (int k = 0; k < GP_TL_KIND_N; k++)
+    for (int k = 0; k < GP_HTL_KIND_N; k++)
       if (t->total[k] > t->kept[k]) {
         ADD("%s %" PRIu64 " %s", first ? "" : ",", t->total[k] - t->kept[k],
             kind_key[k]);
@@ -778,7 +778,7 @@ void gp_tl_summary(const struct gp_timeline *t, char *buf, size_t n) {
   }
   if (t->rows_left)
     ADD("; %" PRIu64 " rows past the first %d not shown (%" PRIu64 " events)",
-        t->rows_left, GP_TL_MAX_ROWS, t->rows_left_events);
+        t->rows_left, GP_HTL_MAX_ROWS, t->rows_left_events);
   ADD(". The aggregated view covers the whole run, %s per column.",
       gp_fmt_dur(a, sizeof a, t->bw));
 #undef ADD
