@@ -20,20 +20,24 @@
  * usage: e2e-prog-launch N; prints "launches N rejected R" (the calls that
  * returned cudaErrorInvalidConfiguration) when every other call succeeded. */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 /* Not declared by the headers unless per-thread default streams are on
- * (and __cudaLaunchKernel is nvcc 13's, never declared). */
+ * (and __cudaLaunchKernel is nvcc 13's, never declared; its kernel handle,
+ * cudaKernel_t, is a pointer that CUDA 12.0's headers do not know). */
 cudaError_t cudaLaunchKernel_ptsz(const void *, dim3, dim3, void **, size_t,
                                   cudaStream_t);
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *, dim3, dim3, void **,
                                              size_t, cudaStream_t);
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t,
+cudaError_t __cudaLaunchKernel(void *, dim3, dim3, void **, size_t,
                                cudaStream_t);
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void **, size_t,
+cudaError_t __cudaLaunchKernel_ptsz(void *, dim3, dim3, void **, size_t,
                                     cudaStream_t);
+/* cudaGetKernel, which CUDA 12.0's headers lack: looked up */
+typedef cudaError_t (*get_kernel_fn)(void **, const void *);
 
 volatile int launch_sink;
 void k_dims(void) {
@@ -84,9 +88,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   cudaStream_t s;
-  cudaKernel_t kern;
+  void *kern = NULL;
+  get_kernel_fn get_kernel =
+      (get_kernel_fn)dlsym(RTLD_DEFAULT, "cudaGetKernel");
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaGetKernel(&kern, (const void *)k_dims) != cudaSuccess)
+      !get_kernel || get_kernel(&kern, (const void *)k_dims) != cudaSuccess)
     return 1;
   void *fns[6] = {(void *)cudaLaunchKernel,
                   (void *)cudaLaunchKernel_ptsz,
