@@ -69,6 +69,7 @@ static const uint32_t api_cls[] = {0, GP_RUNTIME_API(CLS_ROW)
 
 _Static_assert(sizeof(api_names) / sizeof(api_names[0]) == GP_API_END_,
                "one name per id");
+_Static_assert(GP_API_END_ <= UINT16_MAX, "an api id fits the ring event's");
 
 uint32_t gp_api_count(void) {
   return GP_API_END_;
