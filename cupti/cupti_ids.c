@@ -36,6 +36,7 @@
 #define VAR_N(p) p(ID_)
 #define VAR_Z(p) p(ID_) p##_ptsz(ID_)
 #define VAR_A(p) VAR_Z(p)
+#define VAR_L(p) VAR_Z(p)
 #define VAR_D(p) p(ID_) p##_ptds(ID_)
 #define RT_ROW(v, n, ...) VAR_##v(GP_CBIDS_RT_##n)
 #define DRV_ROW(v, n, ...) VAR_##v(GP_CBIDS_DRV_##n)

@@ -18,8 +18,8 @@ import sys
 import textwrap
 
 # X(variants, name, ...) rows; variants as in api_runtime.def.
-ROW = re.compile(r"\bX\(\s*([NZDA])\s*,\s*(\w+)\s*,")
-SUFFIXES = {"N": [""], "Z": ["", "_ptsz"], "A": ["", "_ptsz"], "D": ["", "_ptds"]}
+ROW = re.compile(r"\bX\(\s*([NZDAL])\s*,\s*(\w+)\s*,")
+SUFFIXES = {"N": [""], "Z": ["", "_ptsz"], "A": ["", "_ptsz"], "L": ["", "_ptsz"], "D": ["", "_ptds"]}
 # Runtime ids carry the CUDA version that added them: NAME_v<digits>.
 RT_ENUM = re.compile(r"\b(CUPTI_RUNTIME_TRACE_CBID_(\w+)_v\d+)\s*=")
 # Driver ids are the exported name itself.

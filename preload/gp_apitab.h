@@ -15,7 +15,8 @@ uint32_t gp_api_layer(uint32_t id);
 struct gp_wrap_entry {
   const char *name;
   void *wrapper;
-  void **real; /* resolved lazily; NULL until first use */
+  void **real;      /* resolved lazily; *real is `unresolved` until then */
+  void *unresolved; /* what *real holds before first use */
   uint32_t layer;
 };
 const struct gp_wrap_entry *gp_wrap_lookup(const char *name);

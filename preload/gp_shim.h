@@ -24,26 +24,50 @@
 #define GP_HIDDEN __attribute__((visibility("hidden")))
 
 /* Event types in a thread ring. GP_EV_ITEMS: a gpuphase_step_items call,
- * t0 its time, aux the count. */
-enum { GP_EV_API = 1, GP_EV_RANGE = 2, GP_EV_NAME = 3, GP_EV_ITEMS = 4 };
+ * t0 its time, aux the count. GP_EV_LAUNCH: an API event of a launch with
+ * dim3 arguments, in two slots: the second holds the raw dimensions
+ * (struct gp_launch_dims), whose totals the writer works out. */
+enum {
+  GP_EV_API = 1,
+  GP_EV_RANGE = 2,
+  GP_EV_NAME = 3,
+  GP_EV_ITEMS = 4,
+  GP_EV_LAUNCH = 5
+};
 
 /* One slot of a per-thread ring: 64 bytes, one cache line. Raw facts only;
- * the writer thread converts clocks and encodes. */
+ * the writer thread converts clocks and encodes. corr and device are
+ * neighbours, as in gp_tstate, so that one 8-byte move copies both; api,
+ * copy_kind and type share a 4-byte word, stored at once. */
 struct gp_event {
   uint64_t t0, t1; /* raw clock (see gp_now) */
   uint64_t stream;
   uint64_t bytes;
   uint64_t aux; /* launch: function; alloc/free: address */
   uint32_t corr;
-  uint32_t api; /* GP_EV_API: api id; GP_EV_RANGE: op */
-  int32_t ret;
   int32_t device;
   uint32_t grid;
-  uint16_t block;
+  int32_t ret;
+  uint16_t api; /* GP_EV_API, GP_EV_LAUNCH: api id; GP_EV_RANGE: op */
   uint8_t copy_kind;
   uint8_t type;
+  uint16_t block;
+  uint16_t pad;
 };
 _Static_assert(sizeof(struct gp_event) == 64, "ring slot is one cache line");
+
+/* The second slot of a GP_EV_LAUNCH event: each dim3 as the two words it
+ * is passed in on x86-64 and AArch64 (x and y in the first, z in the low
+ * half of the second; the high half is whatever the caller left there). */
+struct gp_launch_dims {
+  uint64_t grid_xy, grid_z, block_xy, block_z;
+};
+
+/* The ring is mapped with one slot more than its capacity: an event of two
+ * slots that starts in the last one runs into it, not around to slot 0, so
+ * that both halves are contiguous (the position after it, slot 0, is
+ * skipped like any consumed position). */
+#define GP_RING_SPARE_SLOTS 1
 
 /* A range name travels inline in the slots following its GP_EV_RANGE event:
  * ev.bytes holds its length, then ceil(len/64) GP_EV_NAME-free raw slots. */
@@ -59,9 +83,16 @@ struct gp_tbuf {
   _Atomic uint64_t entered;
   char pad0[48];
   _Atomic uint64_t tail; /* next slot to read; consumer stores (release) */
-  char pad1[56];
+  /* tail + mask, stored after tail: the last position a producer may fill
+   * (one comparison with its head, no arithmetic, tells whether the ring
+   * can take an event) */
+  _Atomic uint64_t limit;
+  char pad1[48];
   _Atomic uint64_t lost; /* events dropped because the ring was full */
   uint64_t mask;         /* capacity - 1 */
+  /* (mask >> 3) & ~1: a head h with (h & nudge) == 0 ends an event that
+   * reached the next eighth of the ring (or the slot after it) */
+  uint64_t nudge;
   struct gp_event *ev;
   size_t map_bytes;
   uint32_t index; /* small thread index used in the trace */
@@ -170,25 +201,54 @@ static inline __attribute__((always_inline)) int gp_nested(void) {
   return gp_ts.depth != 0;
 }
 
-/* Reserves the next slot; NULL (and a lost event counted) if full. */
-static inline __attribute__((always_inline)) struct gp_event *gp_slot(struct gp_tbuf *b) {
+/* Reserves the next n slots (n a constant: 1, or 2 for a launch, whose
+ * second slot may be the spare one past the end); NULL (and a lost event
+ * counted) if the ring cannot take them. */
+static inline __attribute__((always_inline)) struct gp_event *
+gp_slot_n(struct gp_tbuf *b, uint64_t n) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
-  uint64_t t = atomic_load_explicit(&b->tail, memory_order_acquire);
-  if (GP_UNLIKELY(h - t > b->mask)) {
+  if (GP_UNLIKELY(h + (n - 1) >
+                  atomic_load_explicit(&b->limit, memory_order_acquire))) {
     gp_ring_full(b);
     return NULL;
   }
   return &b->ev[h & b->mask];
 }
 
+/* Reserves the next slot; NULL (and a lost event counted) if full. */
+static inline __attribute__((always_inline)) struct gp_event *
+gp_slot(struct gp_tbuf *b) {
+  return gp_slot_n(b, 1);
+}
+
+/* The event's api id and type (copy_kind 0): one 4-byte store. */
+static inline __attribute__((always_inline)) void
+gp_event_kind(struct gp_event *ev, uint32_t api, uint8_t type) {
+  ev->api = (uint16_t)api;
+  ev->copy_kind = 0;
+  ev->type = type;
+}
+
+/* The call's correlation id and the thread's current device: one 8-byte
+ * move. */
+static inline __attribute__((always_inline)) void
+gp_event_corr_device(struct gp_event *ev, const struct gp_tstate *ts) {
+  ev->corr = ts->corr;
+  ev->device = ts->device;
+}
+
 void gp_ring_nudge(struct gp_tbuf *b, uint64_t head);
 
-/* Makes n reserved slots visible to the writer. Every eighth of the ring the
- * producer looks at the fill level and wakes the writer if it is behind. */
+/* Makes n reserved slots visible to the writer. Every eighth of the ring
+ * (and one slot later: one test serves events of one and of two slots) the
+ * producer looks at the fill level and wakes the writer if it is behind;
+ * an event of more slots (a range name) looks whenever it crosses one. */
 static inline __attribute__((always_inline)) void gp_publish(struct gp_tbuf *b, uint64_t n) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed) + n;
   atomic_store_explicit(&b->head, h, memory_order_release);
-  if (GP_UNLIKELY((h & (b->mask >> 3)) < n)) gp_ring_nudge(b, h);
+  if (n <= 2 ? GP_UNLIKELY((h & b->nudge) == 0)
+             : GP_UNLIKELY((h & (b->mask >> 3)) < n))
+    gp_ring_nudge(b, h);
 }
 
 /* Entry points' helpers: a thread's ring for range marks without a CUDA

@@ -209,8 +209,9 @@ static inline void describe_device(uint32_t dev) {
 /* The API record is built field by field in the batch (the record's other
  * kinds are left alone: the writer reads only the API struct); the batch
  * goes to the writer in one call per BATCH records. */
-static inline void emit_api(const struct gp_event *e, uint32_t thread,
-                            const struct gp_clock_line *clock) {
+static inline __attribute__((always_inline)) void
+emit_api(const struct gp_event *e, uint32_t thread,
+         const struct gp_clock_line *clock, uint32_t grid, uint16_t block) {
   uint32_t id = e->api;
   uint32_t info = id < R.napi ? R.api_info[id] : 0;
   if (__builtin_expect(!info, 0)) info = define_api(id);
@@ -231,12 +232,29 @@ static inline void emit_api(const struct gp_event *e, uint32_t thread,
   a->stream = e->stream;
   a->bytes = e->bytes;
   a->copy_kind = e->copy_kind;
-  a->grid = e->grid;
-  a->block = e->block;
+  a->grid = grid;
+  a->block = block;
   a->flags = 0;
   a->func = info & GPUPHASE_API_LAUNCH ? e->aux : 0;
   a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
   if (++R.nbatch == BATCH) batch_flush();
+}
+
+/* x * y * z of a dim3 in its two words (gp_launch_dims), modulo 2^64 and
+ * then saturated at UINT32_MAX: what the trace's grid and block fields
+ * hold, as if taken from the dim3 itself. */
+static inline uint32_t dim_words_total(uint64_t xy, uint64_t z) {
+  uint64_t t = (xy & 0xffffffffu) * (xy >> 32) * (z & 0xffffffffu);
+  return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+static inline __attribute__((always_inline)) void
+emit_launch(const struct gp_event *e, uint32_t thread,
+            const struct gp_clock_line *clock) {
+  const struct gp_launch_dims *d = (const struct gp_launch_dims *)(e + 1);
+  uint32_t block = dim_words_total(d->block_xy, d->block_z);
+  emit_api(e, thread, clock, dim_words_total(d->grid_xy, d->grid_z),
+           (uint16_t)(block > UINT16_MAX ? UINT16_MAX : block));
 }
 
 static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
@@ -302,8 +320,12 @@ void gp_records_drain(struct gp_tbuf *b) {
     const struct gp_event *e = &ev[t & mask];
     uint64_t used = 1;
     if (__builtin_expect(e->type == GP_EV_API, 1))
-      emit_api(e, thread, &clock);
-    else if (e->type == GP_EV_RANGE) {
+      emit_api(e, thread, &clock, e->grid, e->block);
+    else if (e->type == GP_EV_LAUNCH) {
+      /* its second slot follows in memory (the spare one past the end) */
+      emit_launch(e, thread, &clock);
+      used = 2;
+    } else if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;
     } else if (e->type == GP_EV_ITEMS)
@@ -312,6 +334,7 @@ void gp_records_drain(struct gp_tbuf *b) {
   }
   batch_flush();
   atomic_store_explicit(&b->tail, t, memory_order_release);
+  atomic_store_explicit(&b->limit, t + mask, memory_order_release);
   ring_lost(b);
   if (st == GP_TB_DEAD &&
       atomic_load_explicit(&b->head, memory_order_acquire) == t) {

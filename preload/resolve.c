@@ -106,7 +106,7 @@ static void *wrap_pointer(void *p) {
   const struct gp_wrap_entry *e = gp_wrap_lookup(info.dli_sname);
   if (!e) return p;
   void *real = __atomic_load_n(e->real, __ATOMIC_ACQUIRE);
-  if (!real) {
+  if (real == e->unresolved) {
     /* first use: the function the lookup found is the real one */
     __atomic_store_n(e->real, p, __ATOMIC_RELEASE);
     real = p;

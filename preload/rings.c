@@ -79,7 +79,7 @@ static struct gp_tbuf *tbuf_claim(void) {
 static struct gp_tbuf *tbuf_create(void) {
   size_t slots = 64;
   while (slots * sizeof(struct gp_event) < gp_cfg.ring_bytes) slots <<= 1;
-  size_t bytes = slots * sizeof(struct gp_event);
+  size_t bytes = (slots + GP_RING_SPARE_SLOTS) * sizeof(struct gp_event);
   void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (ring == MAP_FAILED) return NULL;
@@ -90,9 +90,11 @@ static struct gp_tbuf *tbuf_create(void) {
   }
   b->ev = ring;
   b->mask = slots - 1;
+  b->nudge = (b->mask >> 3) & ~(uint64_t)1;
   b->map_bytes = bytes;
   atomic_store(&b->head, 0);
   atomic_store(&b->tail, 0);
+  atomic_store(&b->limit, b->mask);
   atomic_store(&b->lost, 0);
   atomic_store(&b->entered, 0);
   b->lost_reported = 0;

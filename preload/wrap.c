@@ -1,7 +1,8 @@
 /* CUDA runtime and driver wrappers, generated from the tables in
  * api_runtime.def and api_driver.def. Each wrapper: resolve the real
  * function once, take a timestamp, call it, take a timestamp, store one
- * 64-byte event into the thread's ring. Nothing else: classification and
+ * 64-byte event into the thread's ring (two for a launch with dim3
+ * arguments: variant L). Nothing else: classification and
  * names are the report's business. A call made from inside another wrapped
  * call (the runtime calling the driver) passes straight through, so it is
  * counted once, as the outer call. */
@@ -39,6 +40,7 @@
 #define IDS_Z(n) GP_API_##n, GP_API_##n##_ptsz,
 #define IDS_D(n) GP_API_##n, GP_API_##n##_ptds,
 #define IDS_A(n) IDS_Z(n)
+#define IDS_L(n) IDS_Z(n)
 #define ID_ROW(v, n, c, p, a, rec) IDS_##v(n)
 enum {
   GP_API_NONE_ = 0,
@@ -51,6 +53,7 @@ enum {
 #define NAMES_Z(n) #n, #n "_ptsz",
 #define NAMES_D(n) #n, #n "_ptds",
 #define NAMES_A(n) NAMES_Z(n)
+#define NAMES_L(n) NAMES_Z(n)
 #define NAME_ROW(v, n, c, p, a, rec) NAMES_##v(n)
 static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)
                                             GP_DRIVER_API(NAME_ROW)};
@@ -59,12 +62,14 @@ static const char *const api_names[] = {"", GP_RUNTIME_API(NAME_ROW)
 #define CLS_Z(c) (c), (c),
 #define CLS_D(c) (c), (c),
 #define CLS_A(c) (c), (c),
+#define CLS_L(c) (c), (c),
 #define CLS_ROW(v, n, c, p, a, rec) CLS_##v(c)
 static const uint32_t api_cls[] = {0, GP_RUNTIME_API(CLS_ROW)
                                           GP_DRIVER_API(CLS_ROW)};
 
 _Static_assert(sizeof(api_names) / sizeof(api_names[0]) == GP_API_END_,
                "one name per id");
+_Static_assert(GP_API_END_ <= UINT16_MAX, "an api id fits the ring event's");
 
 uint32_t gp_api_count(void) {
   return GP_API_END_;
@@ -258,7 +263,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     enum { gp_post_ = 0 };                                                     \
     REC;                                                                       \
   }                                                                            \
-  if (GP_LIKELY(gp_clock_tsc)) { /* one test for both timestamps */          \
+  if (GP_LIKELY(gp_clock_tsc)) { /* one test for both timestamps */            \
     ev->t0 = gp_tsc();                                                         \
     r = gp_fn_ ARGS;                                                           \
     ev->t1 = gp_tsc();                                                         \
@@ -268,8 +273,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     ev->t1 = gp_mono_ns();                                                     \
   }                                                                            \
   ev->ret = (int32_t)r;                                                        \
-  ev->corr = ts->corr;                                                         \
-  ev->device = ts->device;                                                     \
+  gp_event_corr_device(ev, ts);                                                \
   {                                                                            \
     enum { gp_post_ = 1 };                                                     \
     REC;                                                                       \
@@ -278,32 +282,56 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   gp_leave(ts);                                                                \
   return r;
 
-/* Each wrapper is three functions with the same parameters, so that the
- * exported one only tests and jumps: it passes a call made from inside
- * another wrapped call (the runtime calling the driver) straight on, before
- * any register is saved, hands every other call to rec_NAME, which records
- * it, and the first one to first_NAME, which resolves the real function
- * (and then does the same). */
-#define GP_WRAPPER(RET, MISSING, LAYER, NAME, ID, PARAMS, ARGS, REC)           \
+/* Each wrapper is four functions with the same parameters, so that the
+ * exported one only tests the thread's depth and jumps, before any
+ * register is saved: a call made from inside another wrapped call (the
+ * runtime calling the driver) straight on to real_NAME, every other call to
+ * hook_NAME, which records it. Neither pointer is ever NULL: until the real
+ * function is known, real_NAME is pass_NAME and hook_NAME first_NAME, which
+ * find it (and then do the same); hook_NAME is rec_NAME from then on. A
+ * function the library below lacks gives MISSING, unrecorded. */
+#define GP_WRAPPER_STUBS(RET, MISSING, LAYER, NAME, PARAMS, ARGS)              \
   typedef RET(*NAME##_fn) PARAMS;                                              \
-  static void *real_##NAME;                                                    \
-  static __attribute__((noinline)) RET rec_##NAME PARAMS {                     \
-    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
-    GP_RECORD_CALL(RET, ARGS, ID, REC)                                         \
+  static RET pass_##NAME PARAMS;                                               \
+  static RET first_##NAME PARAMS;                                              \
+  static RET rec_##NAME PARAMS;                                                \
+  static void *real_##NAME = (void *)pass_##NAME;                              \
+  static void *hook_##NAME = (void *)first_##NAME;                             \
+  static NAME##_fn resolve_##NAME(void) {                                      \
+    void *f = __atomic_load_n(&real_##NAME, __ATOMIC_ACQUIRE);                 \
+    if (f != (void *)pass_##NAME) return (NAME##_fn)f;                         \
+    f = gp_real_layer(LAYER, #NAME);                                           \
+    if (f) __atomic_store_n(&real_##NAME, f, __ATOMIC_RELEASE);                \
+    return (NAME##_fn)f;                                                       \
+  }                                                                            \
+  static __attribute__((noinline)) RET pass_##NAME PARAMS {                    \
+    NAME##_fn gp_fn_ = resolve_##NAME();                                       \
+    if (gp_fn_ == NULL) return MISSING;                                        \
+    return gp_fn_ ARGS;                                                        \
   }                                                                            \
   static __attribute__((noinline)) RET first_##NAME PARAMS {                   \
-    NAME##_fn gp_fn_ = (NAME##_fn)gp_real_layer(LAYER, #NAME);                 \
+    NAME##_fn gp_fn_ = resolve_##NAME();                                       \
     if (gp_fn_ == NULL) return MISSING;                                        \
-    real_##NAME = (void *)gp_fn_;                                              \
-    if (gp_nested()) return gp_fn_ ARGS;                                       \
-    return rec_##NAME ARGS;                                                    \
-  }                                                                            \
-  GP_EXPORT RET NAME PARAMS {                                                  \
-    NAME##_fn gp_fn_ = (NAME##_fn)real_##NAME;                                 \
-    if (GP_UNLIKELY(gp_fn_ == NULL)) return first_##NAME ARGS;                 \
+    __atomic_store_n(&hook_##NAME, (void *)rec_##NAME, __ATOMIC_RELEASE);      \
     if (gp_nested()) return gp_fn_ ARGS;                                       \
     return rec_##NAME ARGS;                                                    \
   }
+
+#define GP_WRAPPER_ENTRY(RET, NAME, PARAMS, ARGS)                              \
+  {                                                                            \
+    if (gp_nested())                                                           \
+      return ((NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_RELAXED))ARGS; \
+    return ((NAME##_fn)__atomic_load_n(&hook_##NAME, __ATOMIC_RELAXED))ARGS;   \
+  }
+
+#define GP_WRAPPER(RET, MISSING, LAYER, NAME, ID, PARAMS, ARGS, REC)           \
+  GP_WRAPPER_STUBS(RET, MISSING, LAYER, NAME, PARAMS, ARGS)                    \
+  static __attribute__((noinline)) RET rec_##NAME PARAMS {                     \
+    NAME##_fn gp_fn_ =                                                         \
+        (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_RELAXED);            \
+    GP_RECORD_CALL(RET, ARGS, ID, REC)                                         \
+  }                                                                            \
+  GP_EXPORT RET NAME PARAMS GP_WRAPPER_ENTRY(RET, NAME, PARAMS, ARGS)
 
 /* Variant A (api_runtime.def): nine integer-class arguments passed on as
  * they came, whatever the caller's signature; the symbol is given by an asm
@@ -362,6 +390,122 @@ __attribute__((unused)) static int gp_runtime_abi12(void *fn) {
 #define WRAP_VARIANTS_D(W, n, p, a, rec) W(n, p, a, rec) W(n##_ptds, p, a, rec)
 #define WRAP_VARIANTS_A(W, n, p, a, rec)                                       \
   GP_WRAPPER_ANY(n, GP_API_##n, rec) GP_WRAPPER_ANY(n##_ptsz, GP_API_##n##_ptsz, rec)
+/* Variant L (api_runtime.def): a launch whose parameters are (function,
+ * dim3 grid, dim3 block, void **args, size_t sharedMem, cudaStream_t), the
+ * runtime's cudaLaunchKernel family, and the hot path of a real program.
+ * Where a dim3 is passed in two integer registers (x86-64, AArch64) the
+ * wrapper takes each as those two words, so that the compiler moves no
+ * dim3 through memory, and records them raw in the event's second slot
+ * (GP_EV_LAUNCH: the writer works out the totals): the slot is filled from
+ * the arguments first, and the real function gets them back from it, so
+ * that none is kept in a register across the slot's work. Elsewhere it is
+ * a variant Z wrapper with REC_LAUNCH. Either way the prototype in the .def
+ * row is checked against the header's. */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(GP_LAUNCH_TYPED)
+#define GP_LAUNCH_WORDS 1
+#define GP_LAUNCH_PARAMS                                                       \
+  (const void *f, uint64_t gxy, uint64_t gz, uint64_t bxy, uint64_t bz,        \
+   void **args, size_t smem, cudaStream_t stream)
+#define GP_LAUNCH_ARGS (f, gxy, gz, bxy, bz, args, smem, stream)
+/* The slot's fields as the real function's arguments (args parked in t1,
+ * which the call's end overwrites). */
+#define GP_LAUNCH_FROM_SLOT(ev, d)                                             \
+  ((const void *)(uintptr_t)(ev)->aux, (d)->grid_xy, (d)->grid_z,              \
+   (d)->block_xy, (d)->block_z, (void **)(uintptr_t)(ev)->t1, (ev)->bytes,     \
+   (cudaStream_t)(uintptr_t)(ev)->stream)
+
+typedef cudaError_t(*launch_words_fn) GP_LAUNCH_PARAMS;
+
+/* The call and its two timestamps where the clock is CLOCK_MONOTONIC, out
+ * of the fast path (whose registers it would take). */
+static __attribute__((noinline, cold)) cudaError_t
+launch_mono(struct gp_event *ev, void *fn) {
+  struct gp_launch_dims *d = (struct gp_launch_dims *)(ev + 1);
+  ev->t0 = gp_mono_ns();
+  cudaError_t r = ((launch_words_fn)fn)GP_LAUNCH_FROM_SLOT(ev, d);
+  ev->t1 = gp_mono_ns();
+  return r;
+}
+
+#define GP_WRAPPER_LAUNCH(NAME, ID)                                            \
+  GP_WRAPPER_STUBS(cudaError_t, cudaErrorSharedObjectSymbolNotFound,           \
+                   GPUPHASE_LAYER_RUNTIME, NAME, GP_LAUNCH_PARAMS,             \
+                   GP_LAUNCH_ARGS)                                             \
+  /* Off the fast path, as calls of their own that the fast path jumps to,     \
+   * so that it keeps no argument across a call but the real one: the          \
+   * thread or process not ready (the first call starts recording), and a      \
+   * full ring (counted lost). */                                              \
+  static __attribute__((noinline, cold))                                       \
+  cudaError_t slow_##NAME GP_LAUNCH_PARAMS {                                   \
+    if (gp_enter_slow() == NULL)                                               \
+      return ((NAME##_fn)__atomic_load_n(&real_##NAME,                         \
+                                         __ATOMIC_RELAXED))GP_LAUNCH_ARGS;     \
+    gp_leave(&gp_ts); /* ready now: the fast path records it */                \
+    return rec_##NAME GP_LAUNCH_ARGS;                                          \
+  }                                                                            \
+  static __attribute__((noinline, cold))                                       \
+  cudaError_t full_##NAME GP_LAUNCH_PARAMS {                                   \
+    gp_ts.depth = 1;                                                           \
+    gp_ring_full(gp_ts.buf);                                                   \
+    cudaError_t r = ((NAME##_fn)__atomic_load_n(                               \
+        &real_##NAME, __ATOMIC_RELAXED))GP_LAUNCH_ARGS;                        \
+    gp_leave(&gp_ts);                                                          \
+    return r;                                                                  \
+  }                                                                            \
+  static __attribute__((noinline)) cudaError_t rec_##NAME GP_LAUNCH_PARAMS {   \
+    struct gp_tbuf *b = gp_ts.buf;                                             \
+    if (GP_UNLIKELY(b == NULL ||                                               \
+                    atomic_load_explicit(&gp_state, memory_order_relaxed) !=   \
+                        GP_RUNNING))                                           \
+      return slow_##NAME GP_LAUNCH_ARGS;                                       \
+    uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);         \
+    if (GP_UNLIKELY(h >=                                                       \
+                    atomic_load_explicit(&b->limit, memory_order_acquire)))    \
+      return full_##NAME GP_LAUNCH_ARGS;                                       \
+    gp_ts.depth = 1;                                                           \
+    gp_ts.corr = 0;                                                            \
+    struct gp_event *ev = &b->ev[h & b->mask];                                 \
+    struct gp_launch_dims *d = (struct gp_launch_dims *)(ev + 1);              \
+    ev->aux = (uintptr_t)f;                                                    \
+    d->grid_xy = gxy;                                                          \
+    d->grid_z = gz;                                                            \
+    d->block_xy = bxy;                                                         \
+    d->block_z = bz;                                                           \
+    ev->t1 = (uintptr_t)args;                                                  \
+    ev->bytes = (uint64_t)smem;                                                \
+    ev->stream = (uintptr_t)stream;                                            \
+    gp_event_kind(ev, ID, GP_EV_LAUNCH);                                       \
+    /* the arguments are read back from the slot from here on */               \
+    __asm__ volatile("" ::: "memory");                                         \
+    cudaError_t r;                                                             \
+    if (GP_LIKELY(gp_clock_tsc)) {                                             \
+      ev->t0 = gp_tsc();                                                       \
+      r = ((NAME##_fn)__atomic_load_n(                                         \
+          &real_##NAME, __ATOMIC_RELAXED))GP_LAUNCH_FROM_SLOT(ev, d);          \
+      ev->t1 = gp_tsc();                                                       \
+    } else {                                                                   \
+      r = launch_mono(ev, __atomic_load_n(&real_##NAME, __ATOMIC_RELAXED));    \
+    }                                                                          \
+    ev->ret = (int32_t)r;                                                      \
+    gp_event_corr_device(ev, &gp_ts);                                          \
+    gp_publish(gp_ts.buf, 2);                                                  \
+    gp_leave(&gp_ts);                                                          \
+    return r;                                                                  \
+  }                                                                            \
+  GP_EXPORT cudaError_t gp_launch_##NAME GP_LAUNCH_PARAMS __asm__(#NAME);      \
+  GP_EXPORT cudaError_t gp_launch_##NAME GP_LAUNCH_PARAMS GP_WRAPPER_ENTRY(    \
+      cudaError_t, NAME, GP_LAUNCH_PARAMS, GP_LAUNCH_ARGS)
+#define GP_LAUNCH_ROW(n, p)                                                    \
+  _Static_assert(                                                              \
+      __builtin_types_compatible_p(__typeof__(&n), cudaError_t(*) p),          \
+      #n ": prototype as in the header");                                      \
+  GP_WRAPPER_LAUNCH(n, GP_API_##n)                                             \
+  GP_WRAPPER_LAUNCH(n##_ptsz, GP_API_##n##_ptsz)
+#define WRAP_VARIANTS_L(W, n, p, a, rec) GP_LAUNCH_ROW(n, p)
+#else
+#define WRAP_VARIANTS_L(W, n, p, a, rec) WRAP_VARIANTS_Z(W, n, p, a, rec)
+#endif
+
 #define RT_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(RT_W, n, p, a, rec)
 #define DRV_ROW(v, n, c, p, a, rec) WRAP_VARIANTS_##v(DRV_W, n, p, a, rec)
 
@@ -378,12 +522,19 @@ GP_RUNTIME_API(RT_ROW)
 GP_DRIVER_API(DRV_ROW)
 
 /* ---- index by exported name, for dlsym and the entry-point resolvers ---- */
-#define IDX_ONE(n, layer) {#n, (void *)n, &real_##n, layer},
+#define IDX_ONE(n, layer) {#n, (void *)n, &real_##n, (void *)pass_##n, layer},
 #define IDX_N(n, l) IDX_ONE(n, l)
 #define IDX_Z(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptsz, l)
 #define IDX_D(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptds, l)
-#define IDX_ANY(n, layer) {#n, (void *)gp_any_##n, &real_##n, layer},
+#define IDX_ANY(n, layer) {#n, (void *)gp_any_##n, &real_##n, NULL, layer},
 #define IDX_A(n, l) IDX_ANY(n, l) IDX_ANY(n##_ptsz, l)
+#if GP_LAUNCH_WORDS
+#define IDX_LAUNCH(n, layer)                                                   \
+  {#n, (void *)gp_launch_##n, &real_##n, (void *)pass_##n, layer},
+#define IDX_L(n, l) IDX_LAUNCH(n, l) IDX_LAUNCH(n##_ptsz, l)
+#else
+#define IDX_L(n, l) IDX_Z(n, l)
+#endif
 #define IDX_RT(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_RUNTIME)
 #define IDX_DRV(v, n, c, p, a, rec) IDX_##v(n, GPUPHASE_LAYER_DRIVER)
 

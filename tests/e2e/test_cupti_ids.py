@@ -30,12 +30,12 @@ def recorded_functions():
     out = {}
     for domain, name in (("runtime", "api_runtime.def"), ("driver", "api_driver.def")):
         with open(os.path.join(PRELOAD_SRC, name)) as f:
-            rows = re.findall(r"\bX\(\s*([NZDA])\s*,\s*(\w+)\s*,", f.read())
+            rows = re.findall(r"\bX\(\s*([NZDAL])\s*,\s*(\w+)\s*,", f.read())
         check(rows, f"no rows in {name}")
         names = set()
         for v, n in rows:
             names.add(n)
-            if v in "ZA":
+            if v in "ZAL":
                 names.add(n + "_ptsz")
             if v == "D":
                 names.add(n + "_ptds")

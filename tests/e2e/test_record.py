@@ -845,6 +845,68 @@ def t_exit_thread():
 
 
 
+def t_launch_dims():
+    """Every dim3 launch function, with grids and blocks whose totals are
+    worked out here from the call's index i (prog_launch.c, which passes i
+    as the dynamic shared memory): grid = x*y*z modulo 2^64, saturated at
+    2^32 - 1, block the same saturated at 65535, the result of the call
+    (cudaErrorInvalidConfiguration, 9, for the rejected ones), each call once
+    on the same stream. A launch takes two ring slots: in a 64 KiB ring
+    (1024 slots) that wraps many times, with one-slot calls in between,
+    every launch recorded is still whole (any lost are counted); in the
+    default ring none is lost, with either raw clock (the TSC where the
+    kernel trusts it, and CLOCK_MONOTONIC)."""
+    n = 3000
+    fns = ["cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchCooperativeKernel",
+           "cudaLaunchCooperativeKernel_ptsz", "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz"]
+
+    def dims(i):
+        if i % 8 == 5:
+            return (65536, 65536, 2), (2048, 1, 1)
+        if i % 8 == 6:
+            return (1 << 31, 1 << 31, 4), (32, 1, 1)
+        if i % 8 == 7:
+            return (1, 1, 1), (1024, 1024, 1)
+        return (1 + i % 5, 1 + i % 3, 1 + i // 3 % 2), (32, 1 + i % 4, 1 + i // 5 % 2)
+
+    def total(d, cap):
+        return min(d[0] * d[1] * d[2] % (1 << 64), (1 << 32) - 1, cap)
+
+    for kb, clock in (("64", None), (None, None), (None, "monotonic")):
+        d = workdir()
+        extra = {"GPUPHASE_FLUSH_MS": "10"}
+        if kb:
+            extra["GPUPHASE_BUFFER_KB"] = kb
+        if clock:
+            extra["GPUPHASE_CLOCK"] = clock
+        p = run([prog("e2e-prog-launch"), str(n)], d, extra, timeout=100)
+        want = f"launches {n} rejected {sum(1 for i in range(n) if i % 8 >= 5)}"
+        check(p.returncode == 0 and p.stdout.strip() == want,
+              f"program ({kb} KiB): {p.stdout!r} {p.stderr!r}")
+        recs, _ = dump(traces(d)[0])
+        ls = [c for c in api_calls(recs) if "Launch" in c["fn"]]
+        seen = set()
+        for c in ls:
+            i = c["bytes"]
+            check(0 <= i < n and i not in seen, f"launch with bytes {i}: not one of the calls")
+            seen.add(i)
+            g, b = dims(i)
+            check(0 < c["start"] <= c["end"], f"launch {i}: start {c['start']} end {c['end']}")
+            got = (c["fn"], c["grid"], c["block"], c["ret"])
+            exp = (fns[i % 6], total(g, 1 << 32), total(b, 65535), 9 if i % 8 >= 5 else 0)
+            check(got == exp, f"launch {i}: (fn, grid, block, ret) {got}, want {exp}")
+        check(len({c["stream"] for c in ls}) == 1 and ls[0]["stream"] != 0, "launch streams")
+        check(len({c["func"] for c in ls if c["bytes"] % 6 < 4}) == 1 and
+              len({c["func"] for c in ls if c["bytes"] % 6 >= 4}) == 1 and
+              all(c["func"] for c in ls), "launch functions")
+        lost = by_kind(recs, "summary")[0]["lost"]
+        if kb:
+            check(len(ls) >= n // 10, f"{len(ls)} launches recorded of {n} in a 64 KiB ring")
+            print(f"64 KiB ring: {len(ls)} of {n} launches recorded, {lost} events counted lost")
+        else:
+            check(len(ls) == n and lost == 0, f"{len(ls)} launches recorded of {n}, {lost} lost")
+
+
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
@@ -854,7 +916,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
          "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
-         "exit_thread": t_exit_thread}
+         "exit_thread": t_exit_thread, "launch_dims": t_launch_dims}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
