@@ -79,6 +79,8 @@ def trace_lib() -> ctypes.CDLL:
                 "gpuphase_reader_open_sorted": (ctypes.c_void_p, [ctypes.c_char_p, c_int_p]),
                 "gpuphase_reader_close": (None, [ctypes.c_void_p]),
                 "gpuphase_reader_next": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+                "gpuphase_reader_read": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
+                                                        ctypes.c_size_t, c_size_p]),
                 "gpuphase_reader_string": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_uint64]),
                 "gpuphase_reader_truncated": (ctypes.c_int, [ctypes.c_void_p]),
                 "gpuphase_reader_errmsg": (ctypes.c_char_p, [ctypes.c_void_p]),

@@ -4,6 +4,7 @@ arrays when NumPy is installed, else as lists of named tuples."""
 import collections
 import ctypes
 import os
+import struct
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 from . import _native
@@ -37,6 +38,27 @@ FIELDS = {low: [f for f, _c, _t in fields] for _n, low, fields in KINDS}
 _BLOBS = {num: [f for f, c, _t in fields if c == "B"] for num, _l, fields in KINDS}
 _TUPLES = {low: collections.namedtuple(low, ["index"] + FIELDS[low]) for low in NUMS}
 _UNION_AT = Record.u.offset
+_STRING = NUMS["string"]
+# struct layouts of the kinds (all fields 8 bytes, blobs pointer + length)
+_UNPACK = {num: struct.Struct("=" + "".join("QQ" if t == "gpuphase_blob" else
+                                             "q" if t == "int64_t" else "Q"
+                                             for _f, _c, t in fields)).unpack_from
+           for num, _l, fields in KINDS}
+
+
+def _with_blobs(kind: int, vals: tuple, blobs: Dict[str, bytes]) -> list:
+    out, j = [], 0
+    for f, c, _t in KINDS_BY_NUM[kind]:
+        if c == "B":
+            out.append(blobs[f])
+            j += 2
+        else:
+            out.append(vals[j])
+            j += 1
+    return out
+
+
+KINDS_BY_NUM = {num: fields for num, _l, fields in KINDS}
 
 
 def _numpy():
@@ -101,24 +123,23 @@ class Records:
         if self._done or not self._r:
             raise StopIteration
         lib = _native.trace_lib()
-        nxt, r = lib.gpuphase_reader_next, self._r
+        read, r = lib.gpuphase_reader_read, self._r
         n_max = self.chunk_size
         buf = (Record * n_max)()
         size = ctypes.sizeof(Record)
         blobs: Dict[int, Dict[str, bytes]] = {}
         n = 0
         rc = 1
-        while n < n_max:
-            rc = nxt(r, ctypes.byref(buf, n * size))
+        got = ctypes.c_size_t()
+        while n < n_max:  # batches: one C call for many records
+            rc = read(r, ctypes.byref(buf, n * size), n_max - n, ctypes.byref(got))
+            n += got.value
             if rc != 1:
                 break
-            k = buf[n].kind
-            if _BLOBS.get(k):  # valid only until the next call: copied now
-                rec = getattr(buf[n].u, NAMES[k])
-                blobs[n] = {f: ctypes.string_at(getattr(rec, f).data, getattr(rec, f).len)
-                            for f in _BLOBS[k]}
-            n += 1
-        if rc < 0:
+            k = buf[n - 1].kind
+            if _BLOBS.get(k) and k != _STRING:  # valid only until the next call
+                blobs[n - 1] = self._blobs(buf[n - 1])
+        if rc < 0 and n == 0:  # else the records before the error first
             msg = (lib.gpuphase_reader_errmsg(r) or b"").decode("utf-8", "replace")
             self.close()
             raise TraceError(rc, f"{self.path}: {lib.gpuphase_strerror(rc).decode()}: {msg}")
@@ -132,19 +153,30 @@ class Records:
         return self._numpy_chunk(buf, n, first, blobs) if self._np else \
             self._tuple_chunk(buf, n, first, blobs)
 
+    @staticmethod
+    def _blobs(rec: Record) -> Dict[str, bytes]:
+        u = getattr(rec.u, NAMES[rec.kind])
+        return {f: ctypes.string_at(getattr(u, f).data, getattr(u, f).len) if getattr(u, f).len else b""
+                for f in _BLOBS[rec.kind]}
+
     def _want(self, kind: int) -> bool:
         return kind in NAMES and (self.kinds is None or NAMES[kind] in self.kinds)
 
     def _tuple_chunk(self, buf, n, first, blobs) -> Dict[str, List[Any]]:
         out: Dict[str, List[Any]] = {}
+        size = ctypes.sizeof(Record)
+        mv = memoryview(buf).cast("B")
+        kinds = mv.cast("I")
+        step = size // 4
         for i in range(n):
-            k = buf[i].kind
+            k = kinds[i * step]
             if not self._want(k):
                 continue
             low = NAMES[k]
-            rec = getattr(buf[i].u, low)
-            vals = [blobs[i][f] if i in blobs and f in blobs[i] else getattr(rec, f)
-                    for f in FIELDS[low]]
+            vals = _UNPACK[k](mv, i * size + _UNION_AT)
+            if _BLOBS[k]:  # a blob is (pointer, length) in vals: its bytes
+                b = blobs.get(i) or self._blobs(buf[i])
+                vals = _with_blobs(k, vals, b)
             out.setdefault(low, []).append(_TUPLES[low](first + i, *vals))
         return out
 
@@ -171,7 +203,7 @@ class Records:
             sub = raw[rows]
             for f, fmt in zip(FIELDS[low], formats[1:]):
                 if fmt == "O":
-                    arr[f] = [blobs[int(i)][f] for i in rows]
+                    arr[f] = [(blobs.get(int(i)) or self._blobs(buf[int(i)]))[f] for i in rows]
                 else:
                     at = _UNION_AT + getattr(st, f).offset
                     arr[f] = sub[:, at:at + 8].copy().view(fmt).ravel()
