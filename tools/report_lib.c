@@ -126,45 +126,41 @@ static gpuphase_report *open_fail(gpuphase_report *r, int *code, int c) {
   return NULL;
 }
 
-EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths,
-                                             size_t n,
+EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
                                              const gpuphase_report_opts *opts,
                                              int *code, char *err,
                                              size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (!paths || !n)
-    return open_fail(NULL, code,
-                     fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
-                          "no trace file given"));
+    return open_fail(
+        NULL, code,
+        fail(GPUPHASE_REPORT_E_USAGE, err, errlen, "no trace file given"));
   gpuphase_report *r = calloc(1, sizeof *r);
   if (r) r->procs = calloc(n, sizeof *r->procs);
   if (!r || !r->procs)
-    return open_fail(r, code,
-                     fail(GPUPHASE_REPORT_E_NOMEM, err, errlen,
-                          "out of memory"));
+    return open_fail(
+        r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   r->o.ro.warmup = -1;
   if (opts) {
     r->o = *opts;
     r->o.step = NULL;
     if (opts->step && !(r->o.step = strdup(opts->step)))
-      return open_fail(r, code,
-                       fail(GPUPHASE_REPORT_E_NOMEM, err, errlen,
-                            "out of memory"));
+      return open_fail(
+          r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   }
   r->o.ro.step = r->o.step;
   for (; r->n < n; r->n++) {
     int st = 0;
-    r->procs[r->n] = gp_report_file(paths[r->n], &r->o.ro, NULL, NULL, &st,
-                                    err, errlen);
+    r->procs[r->n] =
+        gp_report_file(paths[r->n], &r->o.ro, NULL, NULL, &st, err, errlen);
     if (!r->procs[r->n])
       return open_fail(r, code,
                        st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
                                            : GPUPHASE_REPORT_E_INPUT);
   }
   if (n > 1 && !(r->sum = gp_report_sum(r->procs, n, &r->o.ro)))
-    return open_fail(r, code,
-                     fail(GPUPHASE_REPORT_E_NOMEM, err, errlen,
-                          "out of memory"));
+    return open_fail(
+        r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   if (code) *code = GPUPHASE_REPORT_OK;
   return r;
 }
@@ -189,8 +185,7 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+  if (!f) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
   struct gp_render_opts ro = {.color = 0, .top = r->o.top};
   struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0]};
   int rc = fmt->render(f, &set, &ro);
@@ -203,10 +198,9 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
   return GPUPHASE_REPORT_OK;
 }
 
-EXPORT int gpuphase_report_compare(const char *command,
-                                   const char *const *argv, size_t argc,
-                                   char **out, size_t *len, int *exit_code,
-                                   char *err, size_t errlen) {
+EXPORT int gpuphase_report_compare(const char *command, const char *const *argv,
+                                   size_t argc, char **out, size_t *len,
+                                   int *exit_code, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (exit_code) *exit_code = 2;
   if (!out || !len || !exit_code || (argc && !argv))

@@ -37,7 +37,7 @@ const char *gpuphase_report_version(void);
  * "1s"), "link-gbps", "top", "step" (a range name or glob), "warmup".
  * Unset options have the command line's defaults. */
 typedef struct gpuphase_report_opts gpuphase_report_opts;
-gpuphase_report_opts *gpuphase_report_opts_new(void); /* NULL: no memory */
+gpuphase_report_opts *gpuphase_report_opts_new(void);    /* NULL: no memory */
 void gpuphase_report_opts_free(gpuphase_report_opts *o); /* accepts NULL */
 int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
                              const char *value, char *err, size_t errlen);

@@ -65,7 +65,8 @@ static void render_like_cli(const char *const *files, size_t n,
     CHECK(gpuphase_report_opts_set(o, set[i][0], set[i][1], err, sizeof err) ==
               0,
           "set %s=%s: %s", set[i][0], set[i][1], err);
-  gpuphase_report *r = gpuphase_report_open(files, n, o, &code, err, sizeof err);
+  gpuphase_report *r =
+      gpuphase_report_open(files, n, o, &code, err, sizeof err);
   gpuphase_report_opts_free(o); /* the report keeps a copy */
   CHECK(r && code == 0, "open: %d %s", code, err);
   if (!r) return;
@@ -122,9 +123,9 @@ static void errors(const char *good) {
             code == GPUPHASE_REPORT_E_USAGE,
         "no file: %d %s", code, err);
   gpuphase_report_opts *o = gpuphase_report_opts_new();
-  static const char *bad[][2] = {{"window", "abc"}, {"window", "0ms"},
-                                 {"top", "0"},      {"warmup", "-1"},
-                                 {"link-gbps", "x"}, {"step", ""},
+  static const char *bad[][2] = {{"window", "abc"},   {"window", "0ms"},
+                                 {"top", "0"},        {"warmup", "-1"},
+                                 {"link-gbps", "x"},  {"step", ""},
                                  {"colour", "always"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(gpuphase_report_opts_set(o, bad[i][0], bad[i][1], err, sizeof err) ==
@@ -138,8 +139,9 @@ static void errors(const char *good) {
   gpuphase_report *r = gpuphase_report_open(g, 1, NULL, &code, err, sizeof err);
   char *out = (char *)1;
   size_t len;
-  CHECK(r && gpuphase_report_render(r, "xml", &out, &len, err, sizeof err) ==
-                 GPUPHASE_REPORT_E_USAGE &&
+  CHECK(r &&
+            gpuphase_report_render(r, "xml", &out, &len, err, sizeof err) ==
+                GPUPHASE_REPORT_E_USAGE &&
             !out && strstr(err, "xml"),
         "format xml: %s", err);
   CHECK(!gpuphase_report_truncated(r, 0) && !gpuphase_report_truncated(r, 1),
@@ -170,9 +172,9 @@ static void truncated(const char *good) {
   size_t n = f ? fread(data, 1, sizeof data, f) : 0;
   if (f) fclose(f);
   char *first = memmem(data, n, "GPFR", 4);
-  char *second = first ? memmem(first + 4, n - (size_t)(first + 4 - data),
-                                "GPFR", 4)
-                       : NULL;
+  char *second =
+      first ? memmem(first + 4, n - (size_t)(first + 4 - data), "GPFR", 4)
+            : NULL;
   CHECK(second, "%s: no second frame", good);
   if (!second) return;
   f = fopen(cut, "wb");
@@ -196,8 +198,10 @@ int main(int argc, char **argv) {
   char a[1024], b[1024], cmd[8192];
   snprintf(a, sizeof a, "%s/lib-a.gph", tmp);
   snprintf(b, sizeof b, "%s/lib-b.gph", tmp);
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s' && rm -f '%s' '%s' && '%s' '%s' && "
-           "'%s' --pid 77 '%s'", tmp, a, b, argv[2], a, argv[2], b);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '%s' && rm -f '%s' '%s' && '%s' '%s' && "
+           "'%s' --pid 77 '%s'",
+           tmp, a, b, argv[2], a, argv[2], b);
   if (system(cmd) != 0) {
     fprintf(stderr, "FAIL: %s\n", cmd);
     return 1;
@@ -206,8 +210,8 @@ int main(int argc, char **argv) {
         gpuphase_report_version());
   const char *one[] = {a}, *two[] = {a, b};
   const char *none[][2] = {{NULL, NULL}};
-  const char *some[][2] = {{"window", "200ns"}, {"top", "2"},
-                           {"warmup", "0"},     {"step", "st*"},
+  const char *some[][2] = {{"window", "200ns"},   {"top", "2"},
+                           {"warmup", "0"},       {"step", "st*"},
                            {"link-gbps", "12.5"}, {NULL, NULL}};
   render_like_cli(one, 1, none, "");
   render_like_cli(one, 1, some,
