@@ -13,15 +13,14 @@ from ._records_iter import Records, records
 from ._report import Comparison, Report, check, compare, report
 
 
-def _version() -> str:
-    try:
+def __getattr__(name: str) -> str:
+    # The version is the C library's (meson.build's project version), read
+    # when asked: importing gpuphase for its markers loads no library.
+    if name == "__version__":
         from . import _native
         return _native.report_lib().gpuphase_report_version().decode()
-    except ImportError:
-        return "unknown"
+    raise AttributeError(f"module 'gpuphase' has no attribute {name!r}")
 
-
-__version__ = _version()
 
 __all__ = ["Error", "TraceError", "UsageError", "Report", "Comparison", "Records",
            "report", "compare", "check", "records", "range", "step", "items",

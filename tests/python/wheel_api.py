@@ -133,6 +133,9 @@ def cmd_noop():
         with gpuphase.step():
             gpuphase.items(7)
     assert v == 5 and calls == [2] and r.name == "outer" and f.__name__ == "f"
+    with open("/proc/self/maps") as maps:  # markers load no library of ours
+        loaded = [line.split()[-1] for line in maps if "libgpuphase" in line]
+    assert not loaded, loaded
     print(f"preloaded={gpuphase.preloaded()} preload={os.environ.get('LD_PRELOAD', '')!r}")
 
 
