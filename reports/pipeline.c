@@ -199,3 +199,23 @@ struct gp_proc_res *gp_report_file(const char *path,
       report_file(path, o, progress, ctx, status, err, errlen);
   return o ? with_timeline(r, path, o, status, err, errlen) : r;
 }
+
+struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,
+                                  const struct gp_report_opts *o) {
+  struct gp_proc_res *sum = gp_res_new_sum();
+  int rc = sum ? 0 : -1;
+  for (size_t i = 0; !rc && i < n; i++)
+    rc = gp_res_merge(sum, procs[i]);
+  if (!rc && sum->ndegraded &&
+      gp_res_note(sum,
+                  "%llu of %zu processes are degraded: their kernel "
+                  "time is the host's view (blocking calls)",
+                  (unsigned long long)sum->ndegraded, n) < 0)
+    rc = -1;
+  if (!rc) rc = gp_res_derive(sum, o);
+  if (rc < 0) {
+    gp_res_free(sum);
+    return NULL;
+  }
+  return sum;
+}

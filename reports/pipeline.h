@@ -24,4 +24,9 @@ struct gp_proc_res *gp_report_file(const char *path,
                                    gp_progress_fn progress, void *ctx,
                                    int *status, char *err, size_t errlen);
 
+/* Everything together: the sum of n > 1 results, with a note when some
+ * are degraded, derived. NULL when out of memory. */
+struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,
+                                  const struct gp_report_opts *o);
+
 #endif

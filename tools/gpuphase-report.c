@@ -315,20 +315,9 @@ static int report(int argc, char **argv) {
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
-  if (!rc && n > 1) {
-    sum = gp_res_new_sum();
-    for (size_t i = 0; sum && i < n; i++)
-      if (gp_res_merge(sum, procs[i]) < 0) rc = 1;
-    if (sum && !rc && sum->ndegraded &&
-        gp_res_note(sum,
-                    "%llu of %zu processes are degraded: their kernel "
-                    "time is the host's view (blocking calls)",
-                    (unsigned long long)sum->ndegraded, n) < 0)
-      rc = 1;
-    if (!sum || rc || gp_res_derive(sum, &o.ro) < 0) {
-      fprintf(stderr, "gpuphase-report: out of memory\n");
-      rc = 1;
-    }
+  if (!rc && n > 1 && !(sum = gp_report_sum(procs, n, &o.ro))) {
+    fprintf(stderr, "gpuphase-report: out of memory\n");
+    rc = 1;
   }
   if (!rc) rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
   for (size_t i = 0; i < n; i++)

@@ -36,7 +36,9 @@ static const char usage_text[] =
     "  -h, --help            this help\n"
     "  -V, --version         print the version\n"
     "\n"
-    "environment: GPUPHASE_LIB overrides the library to preload; NVTX ranges\n"
+    "environment: GPUPHASE_LIB overrides the library to preload (default: the\n"
+    "one of this installation, beside this program's directory: the build\n"
+    "tree's preload/, the prefix's lib/, or the Python package's lib/); NVTX ranges\n"
     "are recorded as phases (NVTX_INJECTION64_PATH is set unless already set);\n"
     "GPUPHASE_RUN_ID, the id every trace of this run carries, is set to a\n"
     "fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N items\n"
@@ -55,8 +57,10 @@ static int readable(const char *p) {
   return access(p, R_OK) == 0;
 }
 
-/* The library to preload: $GPUPHASE_LIB, the build tree beside this
- * executable, then the install location. */
+/* The library to preload: $GPUPHASE_LIB, then relative to this executable
+ * (the build tree's preload/; an install prefix's lib/ or lib64/; the
+ * Python package, whose gpuphase/bin/ sits beside gpuphase/lib/), then the
+ * install location. */
 static int find_library(char *out, size_t cap) {
   const char *env = getenv("GPUPHASE_LIB");
   if (env && *env) {

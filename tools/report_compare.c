@@ -110,35 +110,51 @@ struct cli {
   size_t ninputs;
   int side;
   const char *compare_only; /* an option that check does not take */
+  /* in memory (gp_compare_mem): the verdict goes to mem instead of
+   * standard output, messages to err, and errcode says which kind */
+  FILE *mem;
+  char *err;
+  size_t errlen;
+  int errcode; /* 1 input, 3 usage (enum gpuphase_report_error) */
 };
 
-static int usage_error(const struct cli *c, const char *fmt, ...)
+/* A message for standard error, or for the caller of gp_compare_mem. */
+static void say(struct cli *c, int code, const char *cmd, const char *msg,
+                int help) {
+  if (!c->err) {
+    fprintf(stderr, "gpuphase-report %s: %s%s%s%s\n", cmd, msg,
+            help ? " (see gpuphase-report " : "", help ? cmd : "",
+            help ? " --help)" : "");
+  } else if (!c->errcode) {
+    snprintf(c->err, c->errlen, "%s", msg);
+  }
+  if (!c->errcode) c->errcode = code;
+}
+
+static int usage_error(struct cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static int usage_error(const struct cli *c, const char *fmt, ...) {
+static int usage_error(struct cli *c, const char *fmt, ...) {
   char msg[1400], clean[1400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   gp_text_clean(msg, clean, sizeof clean, 600);
-  const char *cmd = c->check ? "check" : "compare";
-  fprintf(stderr, "gpuphase-report %s: %s (see gpuphase-report %s --help)\n",
-          cmd, clean, cmd);
+  say(c, 3, c->check ? "check" : "compare", clean, 1);
   return 2;
 }
 
 /* A message of the library (budget files, traces), on one clean line. */
-static int input_error(const struct cli *c, const char *msg) {
+static int input_error(struct cli *c, const char *msg) {
   char clean[1400];
   gp_text_clean(msg, clean, sizeof clean, 600);
-  fprintf(stderr, "gpuphase-report %s: %s\n", c->check ? "check" : "compare",
-          clean);
+  say(c, 1, c->check ? "check" : "compare", clean, 0);
   return 2;
 }
 
 /* "M=VALUE": *m the metric (one a slowdown can gate) and *val the value;
  * without '=', *m = -1 (the primary metric). 0, or the exit status. */
-static int split_metric(const struct cli *c, const char *opt, const char *arg,
+static int split_metric(struct cli *c, const char *opt, const char *arg,
                         int *m, const char **val) {
   const char *eq = strchr(arg, '=');
   *m = -1;
@@ -158,7 +174,7 @@ static int split_metric(const struct cli *c, const char *opt, const char *arg,
   return 0;
 }
 
-static int quantity(const struct cli *c, const char *opt, const char *val,
+static int quantity(struct cli *c, const char *opt, const char *val,
                     enum gp_mkind k, double *v) {
   char err[200];
   int pct;
@@ -230,7 +246,7 @@ static int exact(struct cli *c, const char *arg) {
   }
 }
 
-static int count_arg(const struct cli *c, const char *opt, const char *arg,
+static int count_arg(struct cli *c, const char *opt, const char *arg,
                      double lo, double hi, double *v) {
   char *end;
   *v = strtod(arg, &end);
@@ -370,12 +386,13 @@ static const struct option longs[] = {
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
-static void help(const struct cli *c) {
-  fputs(c->check ? check_usage : compare_usage, stdout);
+static void help(struct cli *c) {
+  FILE *f = c->mem ? c->mem : stdout;
+  fputs(c->check ? check_usage : compare_usage, f);
   if (!c->check) return;
-  fputs("\nMetrics:\n", stdout);
+  fputs("\nMetrics:\n", f);
   for (int m = 0; m < GP_M_N; m++)
-    printf("  %-18s %s\n", gp_metric_name(m), gp_metric_doc(m));
+    fprintf(f, "  %-18s %s\n", gp_metric_name(m), gp_metric_doc(m));
 }
 
 static void add_file(struct cli *c, char *path) {
@@ -411,7 +428,7 @@ static int parse(struct cli *c, int argc, char **argv) {
   return 0;
 }
 
-static int validate(const struct cli *c) {
+static int validate(struct cli *c) {
   if (c->check) {
     if (c->compare_only)
       return usage_error(c, "'%s' is an option of compare", c->compare_only);
@@ -427,7 +444,7 @@ static int validate(const struct cli *c) {
 }
 
 /* Reads one side's files, reducing each result as soon as it is made. */
-static int read_side(const struct cli *c, int side, struct gp_cmp_side *s) {
+static int read_side(struct cli *c, int side, struct gp_cmp_side *s) {
   for (size_t i = 0; i < c->nf[side]; i++) {
     const char *path = c->files[side][i];
     char err[600];
@@ -454,20 +471,20 @@ typedef int (*writer_fn)(FILE *, const struct gp_cmp_out *);
 
 /* An output (NULL: standard output) that is one of the inputs, the same
  * file by device and inode: refused, before reading and when opening. */
-static int refused(const struct cli *c, const char *path, const char *in) {
+static int refused(struct cli *c, const char *path, const char *in) {
   char msg[600];
   snprintf(msg, sizeof msg, "refusing to write to %s: it is the input file %s",
            path ? path : "standard output", in);
   return input_error(c, msg);
 }
 
-static int refuse_output(const struct cli *c, const char *path) {
+static int refuse_output(struct cli *c, const char *path) {
   const char *in = gp_out_is_input(path, c->inputs, c->ninputs);
   return in ? refused(c, path, in) : 0;
 }
 
 /* Writes with fn to path (NULL: standard output), appending if asked. */
-static int write_to(const struct cli *c, const char *path, const char *mode,
+static int write_to(struct cli *c, const char *path, const char *mode,
                     writer_fn fn, const struct gp_cmp_out *o) {
   const char *clash = NULL;
   FILE *f =
@@ -487,13 +504,16 @@ static int write_to(const struct cli *c, const char *path, const char *mode,
   return gp_out_done(f, prefix, clean) || rc < 0 ? 2 : 0;
 }
 
-static int emit(const struct cli *c, const struct gp_cmp_out *o) {
+static int emit(struct cli *c, const struct gp_cmp_out *o) {
   writer_fn fn = !strcmp(c->format, "json")       ? gp_cmp_json
                  : !strcmp(c->format, "markdown") ? gp_cmp_markdown
                                                   : gp_cmp_text;
   const char *summary = getenv("GITHUB_STEP_SUMMARY");
   const char *actions = getenv("GITHUB_ACTIONS");
-  int rc = write_to(c, c->out, "w", fn, o);
+  int rc = c->mem && !c->out ? (fn(c->mem, o) < 0 ? input_error(c, "out of "
+                                                                  "memory")
+                                                 : 0)
+                             : write_to(c, c->out, "w", fn, o);
   if (!rc && c->junit) rc = write_to(c, c->junit, "w", gp_cmp_junit, o);
   /* the step summary is a courtesy: failing to write it (the message says
    * why) must not hide the verdict */
@@ -525,8 +545,10 @@ static int run(struct cli *c) {
   return rc;
 }
 
-static int command(int argc, char **argv, int check) {
-  struct cli c = {.check = check, .format = "text", .side = check};
+static int command(int argc, char **argv, int check, FILE *mem, char *err,
+                   size_t errlen, int *errcode) {
+  struct cli c = {.check = check, .format = "text", .side = check,
+                  .mem = mem, .err = err, .errlen = errlen};
   gp_cmp_opts_init(&c.o);
   c.ro.warmup = -1;
   c.ro.step_detail = 1;
@@ -543,13 +565,20 @@ static int command(int argc, char **argv, int check) {
   free(c.files[0]);
   free(c.files[1]);
   free(c.inputs);
+  if (errcode) *errcode = c.errcode;
   return rc < 0 ? 0 : rc;
 }
 
 int gp_cmd_compare(int argc, char **argv) {
-  return command(argc, argv, 0);
+  return command(argc, argv, 0, NULL, NULL, 0, NULL);
 }
 
 int gp_cmd_check(int argc, char **argv) {
-  return command(argc, argv, 1);
+  return command(argc, argv, 1, NULL, NULL, 0, NULL);
+}
+
+int gp_compare_mem(int argc, char **argv, int check, FILE *out, char *err,
+                   size_t errlen, int *errcode) {
+  if (err && errlen) err[0] = 0;
+  return command(argc, argv, check, out, err, errlen, errcode);
 }

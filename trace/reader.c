@@ -393,6 +393,42 @@ GPUPHASE_API int gpuphase_reader_next(gpuphase_reader *r,
   return rc;
 }
 
+/* Does a record of this kind hold a blob? (STRING's is re-pointed.) */
+static int has_blob(uint32_t kind) {
+  switch (kind) {
+#define GP_K(num, UP, low, FIELDS) \
+  case num:                        \
+    return 0 FIELDS(GP_B);
+#define GP_B(code, type, name) || #code[0] == 'B'
+    GPUPHASE_RECORD_KINDS(GP_K)
+#undef GP_B
+#undef GP_K
+  default:
+    return 0;
+  }
+}
+
+GPUPHASE_API int gpuphase_reader_read(gpuphase_reader *r,
+                                      struct gpuphase_record *out, size_t cap,
+                                      size_t *n) {
+  if (!n) return GPUPHASE_E_ARG;
+  *n = 0;
+  if (!r || !out) return GPUPHASE_E_ARG;
+  while (*n < cap) {
+    int rc = gpuphase_reader_next(r, &out[*n]);
+    if (rc < 0) return *n ? 1 : rc;
+    if (rc == 0) break;
+    struct gpuphase_record *rec = &out[(*n)++];
+    if (rec->kind == GPUPHASE_REC_STRING) {
+      const struct gp_strent *e = gp_strtab_get(&r->strings, rec->u.string.id);
+      if (e) rec->u.string.text.data = e->s;
+    } else if (has_blob(rec->kind)) {
+      break;
+    }
+  }
+  return *n > 0;
+}
+
 GPUPHASE_API void gpuphase_reader_close(gpuphase_reader *r) {
   if (!r) return;
   if (r->fd >= 0) close(r->fd);

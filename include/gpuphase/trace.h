@@ -116,6 +116,16 @@ const struct gpuphase_header *gpuphase_reader_header(const gpuphase_reader *r);
  * last whole frame with gpuphase_reader_truncated() true. */
 int gpuphase_reader_next(gpuphase_reader *r, struct gpuphase_record *out);
 
+/* Up to cap records at once into out[0..*n): for bindings, where a call
+ * per record costs more than reading it. Returns 1 when *n > 0, 0 at the
+ * end of the trace (*n = 0), < 0 an error code (the *n records before it
+ * are filled; the next call returns the error again). A STRING record's
+ * text points into the reader's string table and stays valid until the
+ * reader is closed; a batch ends after any other record that holds a
+ * blob, whose pointers are valid until the next call. */
+int gpuphase_reader_read(gpuphase_reader *r, struct gpuphase_record *out,
+                         size_t cap, size_t *n);
+
 /* Interned string by id; "" for 0, NULL for an id never defined. */
 const char *gpuphase_reader_string(const gpuphase_reader *r, uint64_t id);
 

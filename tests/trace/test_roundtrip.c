@@ -259,6 +259,49 @@ static void read_back(const char *path, int sorted, const struct expect *e) {
   gpuphase_reader_close(r);
 }
 
+/* gpuphase_reader_read returns what next() does, in batches of any size;
+ * STRING texts stay valid until the reader is closed. */
+static void read_batches(const char *path, int sorted, size_t cap) {
+  int err = 1;
+  gpuphase_reader *a = sorted ? gpuphase_reader_open_sorted(path, &err)
+                              : gpuphase_reader_open(path, &err);
+  gpuphase_reader *b = sorted ? gpuphase_reader_open_sorted(path, &err)
+                              : gpuphase_reader_open(path, &err);
+  CHECK(a && b);
+  if (!a || !b) return;
+  struct gpuphase_record *batch = calloc(cap, sizeof *batch), one;
+  size_t n = 0, total = 0, strings = 0;
+  static const char *text[1 << 16];
+  static char *copy[1 << 16];
+  int rc;
+  while ((rc = gpuphase_reader_read(b, batch, cap, &n)) == 1) {
+    CHECK(n >= 1 && n <= cap);
+    for (size_t i = 0; i < n; i++, total++) {
+      CHECK(gpuphase_reader_next(a, &one) == 1);
+      CHECK(tt_rec_equal(&one, &batch[i], 1));
+      if (batch[i].kind == GPUPHASE_REC_STRING && strings < 1 << 16) {
+        gpuphase_blob t = batch[i].u.string.text;
+        text[strings] = t.data;
+        copy[strings] = malloc(t.len + 1);
+        memcpy(copy[strings], t.data, t.len);
+        copy[strings++][t.len] = 0;
+      }
+    }
+  }
+  CHECK(rc == 0 && n == 0);
+  CHECK(gpuphase_reader_next(a, &one) == 0);
+  CHECK(total > 1000);
+  for (size_t i = 0; i < strings; i++) {
+    CHECK(!strcmp(text[i], copy[i])); /* still valid at the end */
+    free(copy[i]);
+  }
+  CHECK(gpuphase_reader_read(NULL, batch, cap, &n) == GPUPHASE_E_ARG && !n);
+  CHECK(gpuphase_reader_read(b, batch, cap, NULL) == GPUPHASE_E_ARG);
+  free(batch);
+  gpuphase_reader_close(a);
+  gpuphase_reader_close(b);
+}
+
 /* The frames on disk: many of them, sources as given, metadata before the
  * first event frame, the summary frame last. */
 static void check_frames(const char *path) {
@@ -375,6 +418,9 @@ int main(void) {
   check_frames(path);
   read_back(path, 0, &e);
   read_back(path, 1, &e);
+  read_batches(path, 0, 1);
+  read_batches(path, 0, 7);
+  read_batches(path, 1, 1000);
   for (int g = 0; g < 4; g++)
     free(e.rec[g]);
   for (uint64_t i = 0; i < e.nstr; i++)

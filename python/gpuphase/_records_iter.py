@@ -1,0 +1,256 @@
+"""gpuphase.records(): the records of a trace, streamed by the C reader
+(libgpuphase-trace, include/gpuphase/trace.h) in chunks, as NumPy structured
+arrays when NumPy is installed, else as lists of named tuples."""
+import collections
+import ctypes
+import os
+import struct
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+
+from . import _native
+from ._errors import TraceError, UsageError, REPORT_E_USAGE
+from ._records import KINDS
+
+STRING_FIELDS = ("name", "reason", "domain")  # string ids, as dump shows them
+
+
+class Blob(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("len", ctypes.c_uint64)]
+
+
+_CTYPES = {"uint64_t": ctypes.c_uint64, "int64_t": ctypes.c_int64, "gpuphase_blob": Blob}
+_STRUCTS = {num: type("gpuphase_" + low, (ctypes.Structure,),
+                      {"_fields_": [(f, _CTYPES[t]) for f, _c, t in fields]})
+            for num, low, fields in KINDS}
+
+
+class _Union(ctypes.Union):
+    _fields_ = [(low, _STRUCTS[num]) for num, low, _f in KINDS]
+
+
+class Record(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("u", _Union)]
+
+
+NAMES = {num: low for num, low, _f in KINDS}
+NUMS = {low: num for num, low, _f in KINDS}
+FIELDS = {low: [f for f, _c, _t in fields] for _n, low, fields in KINDS}
+_BLOBS = {num: [f for f, c, _t in fields if c == "B"] for num, _l, fields in KINDS}
+_TUPLES = {low: collections.namedtuple(low, ["index"] + FIELDS[low]) for low in NUMS}
+_UNION_AT = Record.u.offset
+_STRING = NUMS["string"]
+# struct layouts of the kinds (all fields 8 bytes, blobs pointer + length)
+_UNPACK = {num: struct.Struct("=" + "".join("QQ" if t == "gpuphase_blob" else
+                                             "q" if t == "int64_t" else "Q"
+                                             for _f, _c, t in fields)).unpack_from
+           for num, _l, fields in KINDS}
+
+
+def _with_blobs(kind: int, vals: tuple, blobs: Dict[str, bytes]) -> list:
+    out, j = [], 0
+    for f, c, _t in KINDS_BY_NUM[kind]:
+        if c == "B":
+            out.append(blobs[f])
+            j += 2
+        else:
+            out.append(vals[j])
+            j += 1
+    return out
+
+
+KINDS_BY_NUM = {num: fields for num, _l, fields in KINDS}
+
+
+def _numpy():
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        return None
+
+
+class Records:
+    """An iterator over a trace's records in chunks: each chunk is a dict
+    from kind name ('api', 'kernel', 'memcpy', 'range', ...) to the records
+    of that kind read in this chunk, in file order. A record's ``index`` is
+    its position among all records of the trace (what ``gpuphase-report
+    dump`` prints on line index + 1). Memory is one chunk at a time."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], kinds: Optional[Iterable[str]] = None,
+                 chunk_size: int = 65536, sorted: bool = False, numpy: Optional[bool] = None):
+        self.path = os.fsdecode(os.fspath(path))
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        self.kinds = None if kinds is None else set(kinds)
+        unknown = sorted_(self.kinds - set(NUMS)) if self.kinds else []
+        if unknown:
+            raise UsageError(REPORT_E_USAGE, f"unknown record kind {unknown[0]!r}: "
+                             + ", ".join(NUMS))
+        if not isinstance(chunk_size, int) or chunk_size < 1:
+            raise UsageError(REPORT_E_USAGE, f"invalid chunk_size {chunk_size!r}: expected a count >= 1")
+        self.chunk_size = chunk_size
+        self._np = _numpy() if numpy is not False else None
+        if numpy and self._np is None:
+            raise ImportError("gpuphase.records(numpy=True): NumPy is not installed")
+        lib = _native.trace_lib()
+        err = ctypes.c_int(0)
+        opener = lib.gpuphase_reader_open_sorted if sorted else lib.gpuphase_reader_open
+        self._r = opener(os.fsencode(self.path), ctypes.byref(err))
+        if not self._r:
+            msg = lib.gpuphase_strerror(err.value).decode()
+            if err.value == -1:  # the reader keeps errno, which ctypes does not show
+                try:
+                    with open(self.path, "rb"):
+                        pass
+                except OSError as e:
+                    msg = f"cannot open: {e.strerror}"
+            raise TraceError(err.value, f"{self.path}: {msg}")
+        self._index = 0
+        self._done = False
+        self.truncated = False
+
+    def string(self, sid: int) -> Optional[str]:
+        """The text of string id sid ('' for 0, None if never defined so far)."""
+        if not self._r:
+            raise UsageError(REPORT_E_USAGE, "the trace is closed")
+        s = _native.trace_lib().gpuphase_reader_string(self._r, int(sid))
+        return None if s is None else s.decode("utf-8", "replace")
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        if self._done or not self._r:
+            raise StopIteration
+        lib = _native.trace_lib()
+        read, r = lib.gpuphase_reader_read, self._r
+        n_max = self.chunk_size
+        buf = (Record * n_max)()
+        size = ctypes.sizeof(Record)
+        blobs: Dict[int, Dict[str, bytes]] = {}
+        n = 0
+        rc = 1
+        got = ctypes.c_size_t()
+        while n < n_max:  # batches: one C call for many records
+            rc = read(r, ctypes.byref(buf, n * size), n_max - n, ctypes.byref(got))
+            n += got.value
+            if rc != 1:
+                break
+            k = buf[n - 1].kind
+            if _BLOBS.get(k) and k != _STRING:  # valid only until the next call
+                blobs[n - 1] = self._blobs(buf[n - 1])
+        if rc < 0 and n == 0:  # else the records before the error first
+            msg = (lib.gpuphase_reader_errmsg(r) or b"").decode("utf-8", "replace")
+            self.close()
+            raise TraceError(rc, f"{self.path}: {lib.gpuphase_strerror(rc).decode()}: {msg}")
+        if rc == 0:
+            self._done = True
+            self.truncated = bool(lib.gpuphase_reader_truncated(r))
+        first = self._index
+        self._index += n
+        if n == 0:
+            raise StopIteration
+        return self._numpy_chunk(buf, n, first, blobs) if self._np else \
+            self._tuple_chunk(buf, n, first, blobs)
+
+    @staticmethod
+    def _blobs(rec: Record) -> Dict[str, bytes]:
+        u = getattr(rec.u, NAMES[rec.kind])
+        return {f: ctypes.string_at(getattr(u, f).data, getattr(u, f).len) if getattr(u, f).len else b""
+                for f in _BLOBS[rec.kind]}
+
+    def _want(self, kind: int) -> bool:
+        return kind in NAMES and (self.kinds is None or NAMES[kind] in self.kinds)
+
+    def _tuple_chunk(self, buf, n, first, blobs) -> Dict[str, List[Any]]:
+        out: Dict[str, List[Any]] = {}
+        size = ctypes.sizeof(Record)
+        mv = memoryview(buf).cast("B")
+        kinds = mv.cast("I")
+        step = size // 4
+        for i in range(n):
+            k = kinds[i * step]
+            if not self._want(k):
+                continue
+            low = NAMES[k]
+            vals = _UNPACK[k](mv, i * size + _UNION_AT)
+            if _BLOBS[k]:  # a blob is (pointer, length) in vals: its bytes
+                b = blobs.get(i) or self._blobs(buf[i])
+                vals = _with_blobs(k, vals, b)
+            out.setdefault(low, []).append(_TUPLES[low](first + i, *vals))
+        return out
+
+    def _numpy_chunk(self, buf, n, first, blobs) -> Dict[str, Any]:
+        np = self._np
+        size = ctypes.sizeof(Record)
+        raw = np.frombuffer(buf, dtype=np.uint8, count=n * size).reshape(n, size)
+        kinds = raw[:, :4].copy().view(np.uint32).ravel()
+        out: Dict[str, Any] = {}
+        for k in np.unique(kinds):
+            k = int(k)
+            if not self._want(k):
+                continue
+            low = NAMES[k]
+            rows = np.nonzero(kinds == k)[0]
+            st = _STRUCTS[k]
+            names = ["index"] + FIELDS[low]
+            formats = ["u8"] + [("O" if f in _BLOBS[k] else
+                                 ("i8" if getattr(st, f).size == 8 and
+                                  dict(st._fields_)[f] is ctypes.c_int64 else "u8"))
+                                for f in FIELDS[low]]
+            arr = np.empty(len(rows), dtype=list(zip(names, formats)))
+            arr["index"] = rows + first
+            sub = raw[rows]
+            for f, fmt in zip(FIELDS[low], formats[1:]):
+                if fmt == "O":
+                    arr[f] = [(blobs.get(int(i)) or self._blobs(buf[int(i)]))[f] for i in rows]
+                else:
+                    at = _UNION_AT + getattr(st, f).offset
+                    arr[f] = sub[:, at:at + 8].copy().view(fmt).ravel()
+            out[low] = arr
+        return out
+
+    def to_pandas(self, kind: str):
+        """The remaining records of one kind as a pandas DataFrame (all of
+        them in memory), with ``<field>_text`` columns for string ids."""
+        import pandas as pd
+        if kind not in NUMS:
+            raise UsageError(REPORT_E_USAGE, f"unknown record kind {kind!r}")
+        parts = [chunk[kind] for chunk in self if kind in chunk]
+        cols = ["index"] + FIELDS[kind]
+        frames = [pd.DataFrame(p) for p in parts]
+        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+        for f in STRING_FIELDS:
+            if f in FIELDS[kind]:
+                df[f + "_text"] = [self.string(v) for v in df[f]]
+        return df
+
+    def close(self) -> None:
+        if self._r:
+            _native.trace_lib().gpuphase_reader_close(self._r)
+            self._r = None
+
+    def __enter__(self) -> "Records":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+sorted_ = sorted
+
+
+def records(path, kinds: Optional[Iterable[str]] = None, chunk_size: int = 65536,
+            sorted: bool = False, numpy: Optional[bool] = None) -> Records:
+    """Streams the records of one trace in chunks (see Records): kinds
+    limits them to some kinds ('kernel', 'api', ...); sorted=True gives them
+    in time order (gpuphase-report dump --sorted); numpy=False asks for named
+    tuples even when NumPy is installed. Raises TraceError when the file
+    cannot be read, with the reader's code."""
+    return Records(path, kinds=kinds, chunk_size=chunk_size, sorted=sorted, numpy=numpy)

@@ -1,0 +1,227 @@
+"""gpuphase.report() and gpuphase.compare(): gpuphase-report's report and CI
+gate computed by libgpuphase-report in memory. The output is the command
+line's, byte for byte, for the same options."""
+import ctypes
+import glob
+import html as _html
+import json as _json
+import os
+import threading
+import warnings
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _native
+from ._errors import REPORT_E_USAGE, UsageError, TraceError, report_error
+
+PathLike = Union[str, "os.PathLike[str]"]
+Paths = Union[PathLike, Iterable[PathLike]]
+
+_ERRLEN = 1024
+_compare_lock = threading.Lock()  # the gate parses its arguments with getopt
+
+
+def expand(paths: Paths) -> List[str]:
+    """File names from a path, a glob ('gpuphase-*.gph') or a list of them."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    out: List[str] = []
+    for p in paths:
+        p = os.fsdecode(os.fspath(p))
+        if glob.has_magic(p) and not os.path.exists(p):
+            found = sorted(glob.glob(p))
+            if not found:
+                raise TraceError(1, f"{p}: no file matches")
+            out.extend(found)
+        else:
+            out.append(p)
+    if not out:
+        raise UsageError(REPORT_E_USAGE, "no trace file given")
+    return out
+
+
+def _check(code: int, err: ctypes.Array) -> None:
+    if code:
+        raise report_error(code, err.value.decode("utf-8", "replace"))
+
+
+class Report:
+    """The report of one or several traces (a parent and its children, the
+    ranks of a job: each reported, then added together).
+
+    ``data`` is the whole JSON report as Python data (docs/report-json.md),
+    ``json()`` its text, ``summary()`` the text report, ``html()`` the
+    self-contained page; in Jupyter the report shows itself inline."""
+
+    def __init__(self, paths: Paths, *, window: Optional[str] = None,
+                 step: Optional[str] = None, warmup: Optional[int] = None,
+                 top: Optional[int] = None, link_gbps: Optional[float] = None):
+        self.paths = expand(paths)
+        lib = _native.report_lib()
+        self._h = None
+        self._cache: Dict[str, str] = {}
+        self._data: Any = None
+        err = ctypes.create_string_buffer(_ERRLEN)
+        opts = lib.gpuphase_report_opts_new()
+        if not opts:
+            raise MemoryError("out of memory")
+        try:
+            for name, value in (("window", window), ("step", step), ("warmup", warmup),
+                                ("top", top), ("link-gbps", link_gbps)):
+                if value is None:
+                    continue
+                if isinstance(value, bool) or (name in ("warmup", "top") and not isinstance(value, int)):
+                    raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number")
+                _check(lib.gpuphase_report_opts_set(opts, name.encode(), str(value).encode(),
+                                                    err, _ERRLEN), err)
+            files = _native.cstrings(self.paths)
+            code = ctypes.c_int(0)
+            self._h = lib.gpuphase_report_open(files, len(self.paths), opts,
+                                               ctypes.byref(code), err, _ERRLEN)
+            if not self._h:
+                _check(code.value or 1, err)
+        finally:
+            lib.gpuphase_report_opts_free(opts)
+        self.truncated = [p for i, p in enumerate(self.paths)
+                          if lib.gpuphase_report_truncated(self._h, i)]
+        for p in self.truncated:
+            warnings.warn(f"{p} is truncated: reporting up to its last complete frame",
+                          RuntimeWarning, stacklevel=3)
+
+    def render(self, fmt: str) -> str:
+        """The report as 'text', 'json' or 'html' (what gpuphase-report
+        --format FMT writes, without colour)."""
+        if fmt not in self._cache:
+            if not self._h:
+                raise UsageError(REPORT_E_USAGE, "the report is closed")
+            lib = _native.report_lib()
+            buf, n = ctypes.c_void_p(), ctypes.c_size_t()
+            err = ctypes.create_string_buffer(_ERRLEN)
+            _check(lib.gpuphase_report_render(self._h, fmt.encode(), ctypes.byref(buf),
+                                              ctypes.byref(n), err, _ERRLEN), err)
+            self._cache[fmt] = _native.take_buffer(buf, n.value).decode("utf-8", "replace")
+        return self._cache[fmt]
+
+    def json(self) -> str:
+        """The JSON report's text (gpuphase-report --format json)."""
+        return self.render("json")
+
+    @property
+    def data(self) -> Dict[str, Any]:
+        """The JSON report as Python data (docs/report-json.md)."""
+        if self._data is None:
+            self._data = _json.loads(self.json())
+        return self._data
+
+    def summary(self) -> str:
+        """The text report (gpuphase-report's default output)."""
+        return self.render("text")
+
+    def html(self) -> str:
+        """The self-contained HTML page (gpuphase-report --format html)."""
+        return self.render("html")
+
+    def save(self, path: PathLike, fmt: str = "html") -> None:
+        """Writes the report in format fmt to path."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.render(fmt))
+
+    def _repr_html_(self) -> str:
+        # In an iframe: the page's styles and scripts stay out of the notebook.
+        return ('<iframe style="width:100%;height:640px;border:0" srcdoc="'
+                + _html.escape(self.html(), quote=True) + '"></iframe>')
+
+    def __repr__(self) -> str:
+        return f"<gpuphase.Report of {len(self.paths)} trace(s)>"
+
+    def close(self) -> None:
+        """Frees the analysis (the rendered outputs stay available)."""
+        if self._h:
+            _native.report_lib().gpuphase_report_close(self._h)
+            self._h = None
+
+    def __enter__(self) -> "Report":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def report(paths: Paths, **options: Any) -> Report:
+    """Reads and analyses traces: ``report('gpuphase-*.gph', window='10ms',
+    step='train_step', warmup=2, top=20)``. Options mirror gpuphase-report's
+    (window, step, warmup, top, link_gbps). Raises TraceError when a trace
+    cannot be read and UsageError for a bad option."""
+    return Report(paths, **options)
+
+
+class Comparison:
+    """The verdict of ``gpuphase-report compare`` or ``check``.
+
+    ``exit_code`` is the command's (0 pass, 1 regression or budget
+    exceeded, 3 inconclusive), ``verdict`` "pass", "regression" or
+    "inconclusive", ``data`` the JSON verdict (docs/compare.md; None when
+    another format was asked for), ``output`` the text as written."""
+
+    def __init__(self, output: str, exit_code: int, fmt: str):
+        self.output = output
+        self.exit_code = exit_code
+        self.data: Optional[Dict[str, Any]] = _json.loads(output) if fmt == "json" else None
+
+    @property
+    def verdict(self) -> Optional[str]:
+        return self.data.get("verdict") if self.data else None
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    def __repr__(self) -> str:
+        return f"<gpuphase.Comparison {self.verdict or ''} exit_code={self.exit_code}>"
+
+
+def _flags(options: Dict[str, Any]) -> List[str]:
+    """Keyword arguments as command-line options: max_slowdown='5%' ->
+    --max-slowdown=5%, allow_different_devices=True -> the flag, a list ->
+    the option once per item."""
+    out = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v is None or v is False:
+                continue
+            out.append(flag if v is True else f"{flag}={v}")
+    return out
+
+
+def _gate(command: str, args: Sequence[str], fmt: str) -> Comparison:
+    lib = _native.report_lib()
+    argv = _native.cstrings(list(args) + [f"--format={fmt}"])
+    buf, n = ctypes.c_void_p(), ctypes.c_size_t()
+    exit_code = ctypes.c_int(2)
+    err = ctypes.create_string_buffer(_ERRLEN)
+    with _compare_lock:
+        code = lib.gpuphase_report_compare(command.encode(), argv, len(args) + 1,
+                                           ctypes.byref(buf), ctypes.byref(n),
+                                           ctypes.byref(exit_code), err, _ERRLEN)
+    _check(code, err)
+    return Comparison(_native.take_buffer(buf, n.value).decode("utf-8", "replace"),
+                      exit_code.value, fmt)
+
+
+def compare(base: Paths, new: Paths, *, format: str = "json", **options: Any) -> Comparison:
+    """gpuphase-report compare BASE... --vs NEW...: options as on the command
+    line with underscores (max_slowdown='5%', min_delta='1ms', exact='all',
+    budget=['host_wait<=20%'], step=..., warmup=..., seed=...)."""
+    return _gate("compare", expand(base) + ["--vs"] + expand(new) + _flags(options), format)
+
+
+def check(new: Paths, *, format: str = "json", **options: Any) -> Comparison:
+    """gpuphase-report check: budgets on runs without a baseline, e.g.
+    ``check(files, budget=['host_wait<=20%', 'step_p95<=120ms'])``."""
+    return _gate("check", expand(new) + _flags(options), format)

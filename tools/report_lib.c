@@ -1,0 +1,245 @@
+/* libgpuphase-report: gpuphase-report's report and CI gate in memory
+ * (include/gpuphase/report.h). The same pipeline, sum and renderers as the
+ * command line, so the output is the same bytes for the same options. */
+#include "gpuphase/report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gp_config.h"
+#include "pipeline.h"
+#include "render.h"
+#include "report_compare.h"
+#include "util.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+struct gpuphase_report_opts {
+  struct gp_report_opts ro;
+  size_t top;
+  char *step; /* owned */
+};
+
+struct gpuphase_report {
+  struct gpuphase_report_opts o;
+  struct gp_proc_res **procs;
+  size_t n;
+  struct gp_proc_res *sum; /* NULL for one file */
+};
+
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+EXPORT const char *gpuphase_report_version(void) {
+  return GP_VERSION;
+}
+
+EXPORT gpuphase_report_opts *gpuphase_report_opts_new(void) {
+  gpuphase_report_opts *o = calloc(1, sizeof *o);
+  if (o) o->ro.warmup = -1;
+  return o;
+}
+
+EXPORT void gpuphase_report_opts_free(gpuphase_report_opts *o) {
+  if (!o) return;
+  free(o->step);
+  free(o);
+}
+
+/* A whole number from lo to hi, as the command line takes counts. */
+static int count(const char *s, double lo, double hi, double *v) {
+  char *end;
+  *v = strtod(s, &end);
+  return *s && !*end && *v >= lo && *v <= hi && *v == (double)(long long)*v
+             ? 0
+             : -1;
+}
+
+EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
+                                    const char *value, char *err,
+                                    size_t errlen) {
+  const int U = GPUPHASE_REPORT_E_USAGE;
+  double v;
+  char *end;
+  if (!o || !name || !value) return fail(U, err, errlen, "no option given");
+  if (!strcmp(name, "window")) {
+    if (gp_parse_duration(value, &o->ro.window_ns) < 0)
+      return fail(U, err, errlen,
+                  "invalid window '%.100s': expected a duration such as "
+                  "500us, 10ms or 1s",
+                  value);
+  } else if (!strcmp(name, "link-gbps")) {
+    v = strtod(value, &end);
+    if (!*value || *end || !(v >= 0.001 && v <= 1e6))
+      return fail(U, err, errlen,
+                  "invalid link-gbps '%.100s': expected GB/s > 0", value);
+    o->ro.link_gbps = v;
+  } else if (!strcmp(name, "top")) {
+    if (count(value, 1, 1e6, &v) < 0)
+      return fail(U, err, errlen, "invalid top '%.100s': expected a count >= 1",
+                  value);
+    o->top = (size_t)v;
+  } else if (!strcmp(name, "warmup")) {
+    if (count(value, 0, 1e9, &v) < 0)
+      return fail(U, err, errlen,
+                  "invalid warmup '%.100s': expected a count >= 0", value);
+    o->ro.warmup = (long)v;
+  } else if (!strcmp(name, "step")) {
+    if (!*value) return fail(U, err, errlen, "step needs a range name or glob");
+    char *s = strdup(value);
+    if (!s) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+    free(o->step);
+    o->step = s;
+  } else {
+    return fail(U, err, errlen,
+                "unknown option '%.100s': window, link-gbps, top, step or "
+                "warmup",
+                name);
+  }
+  return GPUPHASE_REPORT_OK;
+}
+
+EXPORT void gpuphase_report_close(gpuphase_report *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++)
+    gp_res_free(r->procs[i]);
+  gp_res_free(r->sum);
+  free(r->procs);
+  free(r->o.step);
+  free(r);
+}
+
+static gpuphase_report *open_fail(gpuphase_report *r, int *code, int c) {
+  if (code) *code = c;
+  gpuphase_report_close(r);
+  return NULL;
+}
+
+EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
+                                             const gpuphase_report_opts *opts,
+                                             int *code, char *err,
+                                             size_t errlen) {
+  if (err && errlen) err[0] = 0;
+  if (!paths || !n)
+    return open_fail(
+        NULL, code,
+        fail(GPUPHASE_REPORT_E_USAGE, err, errlen, "no trace file given"));
+  gpuphase_report *r = calloc(1, sizeof *r);
+  if (r) r->procs = calloc(n, sizeof *r->procs);
+  if (!r || !r->procs)
+    return open_fail(
+        r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
+  r->o.ro.warmup = -1;
+  if (opts) {
+    r->o = *opts;
+    r->o.step = NULL;
+    if (opts->step && !(r->o.step = strdup(opts->step)))
+      return open_fail(
+          r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
+  }
+  r->o.ro.step = r->o.step;
+  for (; r->n < n; r->n++) {
+    int st = 0;
+    r->procs[r->n] =
+        gp_report_file(paths[r->n], &r->o.ro, NULL, NULL, &st, err, errlen);
+    if (!r->procs[r->n])
+      return open_fail(r, code,
+                       st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
+                                           : GPUPHASE_REPORT_E_INPUT);
+  }
+  if (n > 1 && !(r->sum = gp_report_sum(r->procs, n, &r->o.ro)))
+    return open_fail(
+        r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
+  if (code) *code = GPUPHASE_REPORT_OK;
+  return r;
+}
+
+EXPORT int gpuphase_report_truncated(const gpuphase_report *r, size_t i) {
+  return r && i < r->n && r->procs[i]->truncated;
+}
+
+EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
+                                  char **out, size_t *len, char *err,
+                                  size_t errlen) {
+  if (err && errlen) err[0] = 0;
+  if (!r || !out || !len)
+    return fail(GPUPHASE_REPORT_E_USAGE, err, errlen, "no report given");
+  *out = NULL;
+  *len = 0;
+  const struct gp_renderer *fmt = format ? gp_renderer_find(format) : NULL;
+  if (!fmt)
+    return fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
+                "unknown format '%.100s': text, json or html",
+                format ? format : "(null)");
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  if (!f) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+  struct gp_render_opts ro = {.color = 0, .top = r->o.top};
+  struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0]};
+  int rc = fmt->render(f, &set, &ro);
+  if (fclose(f) != 0 || rc < 0) {
+    free(buf);
+    return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+  }
+  *out = buf;
+  *len = size;
+  return GPUPHASE_REPORT_OK;
+}
+
+EXPORT int gpuphase_report_compare(const char *command, const char *const *argv,
+                                   size_t argc, char **out, size_t *len,
+                                   int *exit_code, char *err, size_t errlen) {
+  if (err && errlen) err[0] = 0;
+  if (exit_code) *exit_code = 2;
+  if (!out || !len || !exit_code || (argc && !argv))
+    return fail(GPUPHASE_REPORT_E_USAGE, err, errlen, "no output given");
+  *out = NULL;
+  *len = 0;
+  if (!command || (strcmp(command, "compare") && strcmp(command, "check")))
+    return fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
+                "unknown command '%.100s': compare or check",
+                command ? command : "(null)");
+  /* getopt permutes its argv: a copy, with the command as argv[0] */
+  char **av = calloc(argc + 2, sizeof *av);
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = av ? open_memstream(&buf, &size) : NULL;
+  if (!f) {
+    free(av);
+    return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+  }
+  av[0] = (char *)command;
+  for (size_t i = 0; i < argc; i++)
+    av[i + 1] = (char *)argv[i];
+  int code = 0;
+  *exit_code = gp_compare_mem((int)argc + 1, av, !strcmp(command, "check"), f,
+                              err, errlen, &code);
+  free(av);
+  if (fclose(f) != 0 && !code) {
+    code = fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+    *exit_code = 2;
+  }
+  if (code) {
+    free(buf);
+    return code;
+  }
+  *out = buf;
+  *len = size;
+  return GPUPHASE_REPORT_OK;
+}
+
+EXPORT void gpuphase_report_buffer_free(char *p) {
+  free(p);
+}
