@@ -15,6 +15,7 @@
 #include "pipeline.h"
 #include "render.h"
 #include "report_compare.h"
+#include "report_export.h"
 #include "report_info.h"
 #include "util.h"
 
@@ -35,8 +36,16 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
-    "                     or html (one self-contained page: tables, charts)\n"
+    "                     or html (one self-contained page: tables, charts);\n"
+    "                     perfetto or chrome: the timeline, for ui.perfetto.dev\n"
+    "                     or chrome://tracing (docs/export.md); perfetto needs\n"
+    "                     -o FILE and a name ending in .gz gzips either\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "      --from T, --to T  export only [T, T): +DURATION from the start of\n"
+    "                     the run (+1.5s, +250ms) or CLOCK_MONOTONIC ns as\n"
+    "                     in 'dump' (perfetto and chrome only)\n"
+    "      --steps A..B   export only steps #A to #B as the report numbers\n"
+    "                     them (from 0, warm-up included)\n"
     "  -w, --window DUR   length of the over-time windows: 100ms by default;\n"
     "                     e.g. 500us, 10ms, 1s, 2.5s (doubled as often as\n"
     "                     needed to keep 65536 windows per GPU at most)\n"
@@ -61,6 +70,7 @@ struct opts {
   const struct gp_renderer *fmt;
   const char *out;
   int color; /* -1 auto, 0 never, 1 always */
+  struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
 };
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -76,15 +86,27 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
   return *s && !*end && *v >= lo && *v <= hi ? 0 : -1;
 }
 
-enum { O_LINK = 256, O_TOP, O_COLOR, O_STEP, O_WARMUP };
+enum { O_LINK = 256, O_TOP, O_COLOR, O_STEP, O_WARMUP, O_FROM, O_TO, O_STEPS };
 
 /* One option with a value; -1 to go on, else the exit status. */
 static int apply(struct opts *o, int c, const char *arg) {
   double v;
   switch (c) {
   case 'f':
-    if (!(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json or html", arg);
+    o->ex.format = gp_export_format(arg) ? arg : NULL;
+    if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
+      return usage_error("unknown format '%s': text, json, html, perfetto or "
+                         "chrome",
+                         arg);
+    break;
+  case O_FROM:
+    o->ex.from = arg;
+    break;
+  case O_TO:
+    o->ex.to = arg;
+    break;
+  case O_STEPS:
+    o->ex.steps = arg;
     break;
   case 'o':
     o->out = arg;
@@ -138,6 +160,9 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"step", required_argument, 0, O_STEP},
       {"warmup", required_argument, 0, O_WARMUP},
       {"color", optional_argument, 0, O_COLOR},
+      {"from", required_argument, 0, O_FROM},
+      {"to", required_argument, 0, O_TO},
+      {"steps", required_argument, 0, O_STEPS},
       {"colour", optional_argument, 0, O_COLOR},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
@@ -158,6 +183,13 @@ static int parse(int argc, char **argv, struct opts *o) {
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
   if (optind >= argc) return usage_error("%s", "no trace file given");
+  if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
+    return usage_error("%s", "--from, --to and --steps cut the window of an "
+                             "export: use them with --format perfetto or chrome");
+  if (o->ex.format) {
+    o->ex.out = o->out;
+    return gp_export_precheck(&o->ex);
+  }
   return -1;
 }
 
@@ -256,7 +288,7 @@ static int report(int argc, char **argv) {
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
-  if (!rc && n > 1) {
+  if (!rc && n > 1 && !o.ex.format) {
     sum = gp_res_new_sum();
     for (size_t i = 0; sum && i < n; i++)
       if (gp_res_merge(sum, procs[i]) < 0) rc = 1;
@@ -271,7 +303,10 @@ static int report(int argc, char **argv) {
       rc = 1;
     }
   }
-  if (!rc) rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
+  if (!rc && o.ex.format)
+    rc = gp_export(argv + optind, n, procs, &o.ex);
+  else if (!rc)
+    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
   for (size_t i = 0; i < n; i++)
     gp_res_free(procs[i]);
   gp_res_free(sum);
