@@ -42,8 +42,8 @@ static int64_t rel(const struct ch *c, uint64_t t) {
 static void open_ev(struct ch *c, const char *ph, int64_t pid, int64_t tid) {
   fputs(c->first ? "\n" : ",\n", c->f);
   c->first = 0;
-  fprintf(c->f, "{\"ph\":\"%s\",\"pid\":%lld,\"tid\":%lld", ph,
-          (long long)pid, (long long)tid);
+  fprintf(c->f, "{\"ph\":\"%s\",\"pid\":%lld,\"tid\":%lld", ph, (long long)pid,
+          (long long)tid);
 }
 
 static void meta(struct ch *c, const char *what, int64_t pid, int64_t tid,
@@ -223,8 +223,10 @@ static int ch_finish(void *ctx) {
 static void ch_free(void *ctx) {
   struct ch *c = ctx;
   if (!c) return;
-  for (size_t i = 0; i < c->n; i++) free(c->t[i].name);
-  for (size_t i = 0; i < c->nnotes; i++) free(c->notes[i]);
+  for (size_t i = 0; i < c->n; i++)
+    free(c->t[i].name);
+  for (size_t i = 0; i < c->nnotes; i++)
+    free(c->notes[i]);
   free(c->t);
   free(c->notes);
   gp_u64map_free(&c->ix);
@@ -242,8 +244,8 @@ struct gp_xsink *gp_xsink_chrome(FILE *f, uint64_t base) {
   c->base = base;
   c->first = 1;
   fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
-  x->tl = (struct gp_tl_sink){c, ch_track, ch_slice, ch_begin, ch_end,
-                              ch_counter};
+  x->tl =
+      (struct gp_tl_sink){c, ch_track, ch_slice, ch_begin, ch_end, ch_counter};
   x->note = ch_note;
   x->finish = ch_finish;
   x->free = ch_free;

@@ -13,7 +13,7 @@
 #include "u64map.h"
 
 enum {
-  CLOCK_ID = 64,       /* sequence-scoped, incremental */
+  CLOCK_ID = 64, /* sequence-scoped, incremental */
   CLOCK_BOOTTIME = 6,
   F_CLEARED = 1,
   F_NEEDS = 2,
@@ -34,7 +34,8 @@ struct buf {
 static void need(struct buf *b, size_t k) {
   if (b->n + k <= b->cap || b->oom) return;
   size_t c = b->cap ? b->cap * 2 : 256;
-  while (c < b->n + k) c *= 2;
+  while (c < b->n + k)
+    c *= 2;
   unsigned char *q = realloc(b->p, c);
   if (!q) {
     b->oom = 1;
@@ -85,7 +86,8 @@ static void ffixed64(struct buf *b, unsigned field, uint64_t v) {
   tag(b, field, 1);
   need(b, 8);
   if (b->oom) return;
-  for (int i = 0; i < 8; i++) b->p[b->n++] = (unsigned char)(v >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    b->p[b->n++] = (unsigned char)(v >> (8 * i));
 }
 
 static void fdouble(struct buf *b, unsigned field, double d) {
@@ -306,8 +308,10 @@ static int pf_slice(void *ctx, const struct gp_tl_slice *sl) {
   begin_packet(p, s, sl->start);
   fu(&p->te, 9, T_BEGIN);
   event_name(p, s, sl->name, sl->name_key);
-  for (size_t i = 0; i < sl->nargs; i++) annotation(p, s, &sl->args[i]);
-  for (size_t i = 0; i < sl->nflows_out; i++) ffixed64(&p->te, 47, sl->flows_out[i]);
+  for (size_t i = 0; i < sl->nargs; i++)
+    annotation(p, s, &sl->args[i]);
+  for (size_t i = 0; i < sl->nflows_out; i++)
+    ffixed64(&p->te, 47, sl->flows_out[i]);
   if (sl->flow_in) ffixed64(&p->te, 48, sl->flow_in);
   if (end_packet(p, s) < 0) return -1;
   s->ends[s->nends++] = end;
@@ -351,7 +355,8 @@ static int pf_note(void *ctx, uint64_t ts, const char *text) {
   struct pf *p = ctx;
   if (!p->notes_uuid) {
     p->notes_uuid = 1; /* the walk's uuids are >= 2^40 */
-    struct gp_tl_track t = {.uuid = p->notes_uuid, .kind = GP_TL_NOTES,
+    struct gp_tl_track t = {.uuid = p->notes_uuid,
+                            .kind = GP_TL_NOTES,
                             .name = "gpuphase export notes"};
     if (pf_track(p, &t) < 0) return -1;
   }
@@ -372,7 +377,8 @@ static int pf_finish(void *ctx) {
 static void pf_free(void *ctx) {
   struct pf *p = ctx;
   if (!p) return;
-  for (size_t i = 0; i < p->nseq; i++) gp_u64map_free(&p->seqs[i].names);
+  for (size_t i = 0; i < p->nseq; i++)
+    gp_u64map_free(&p->seqs[i].names);
   free(p->seqs);
   gp_u64map_free(&p->ix);
   free(p->pkt.p), free(p->te.p), free(p->in.p), free(p->sub.p);
@@ -389,8 +395,8 @@ struct gp_xsink *gp_xsink_perfetto(FILE *f) {
   }
   p->f = f;
   p->next_id = DESC_SEQ;
-  x->tl = (struct gp_tl_sink){p, pf_track, pf_slice, pf_begin, pf_end,
-                              pf_counter};
+  x->tl =
+      (struct gp_tl_sink){p, pf_track, pf_slice, pf_begin, pf_end, pf_counter};
   x->note = pf_note;
   x->finish = pf_finish;
   x->free = pf_free;

@@ -26,7 +26,7 @@ const char *const gp_tl_strval[GP_TL_V_N] = {
 };
 
 enum {
-  QCAP = 1 << 16,    /* calls held per thread */
+  QCAP = 1 << 16, /* calls held per thread */
   MAX_THREADS = 1 << 16,
   MAX_STREAMS = 4096, /* per process */
   MAX_LANES = 64,     /* per stream, and start/end range lanes per thread */
@@ -105,7 +105,9 @@ struct walk {
   struct gp_idx thr_ix, api_ix;
   struct thr *thr;
   size_t nthr;
-  struct { uint64_t name, cls; } *api;
+  struct {
+    uint64_t name, cls;
+  } * api;
   size_t napi;
   struct strm *str;
   size_t nstr;
@@ -136,7 +138,8 @@ static int emit_track(struct walk *w, struct gp_tl_track *t) {
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
   if (need <= *cap) return 0;
   size_t n = *cap ? *cap * 2 : 8;
-  while (n < need) n *= 2;
+  while (n < need)
+    n *= 2;
   void *q = realloc(*p, n * size);
   if (!q) return -1;
   *p = q;
@@ -171,8 +174,10 @@ static int declare_thread(struct walk *w, struct thr *t) {
   else
     snprintf(name, sizeof name, "thread %llu", (unsigned long long)t->tid);
   t->uuid = new_uuid(w);
-  struct gp_tl_track d = {.uuid = t->uuid, .parent = w->proc_uuid,
-                          .kind = GP_TL_THREAD, .name = name,
+  struct gp_tl_track d = {.uuid = t->uuid,
+                          .parent = w->proc_uuid,
+                          .kind = GP_TL_THREAD,
+                          .name = name,
                           .tid = (int64_t)t->tid + w->bias,
                           .order = (int)(t - w->thr)};
   return emit_track(w, &d);
@@ -184,8 +189,10 @@ static uint64_t sub_track(struct walk *w, struct thr *t, enum gp_tl_kind kind,
   char key[64];
   snprintf(key, sizeof key, "p%zu-t%llu-ranges", w->proc,
            (unsigned long long)t->index);
-  struct gp_tl_track d = {.uuid = new_uuid(w), .parent = t->uuid,
-                          .kind = kind, .tid = (int64_t)t->tid + w->bias,
+  struct gp_tl_track d = {.uuid = new_uuid(w),
+                          .parent = t->uuid,
+                          .kind = kind,
+                          .tid = (int64_t)t->tid + w->bias,
                           .lane = lane};
   d.name = kind == GP_TL_STEPS ? "steps" : "ranges";
   d.order = kind == GP_TL_STEPS ? 0 : 1;
@@ -215,8 +222,11 @@ static int declare_gpu(struct walk *w, struct gpu *g) {
            *n || *sms ? " (" : "", n, sms, *n || *sms ? ")" : "");
   if (*n && !*sms) name[strlen(name) - 1] = ')';
   g->uuid = new_uuid(w);
-  struct gp_tl_track d = {.uuid = g->uuid, .parent = w->proc_uuid,
-                          .kind = GP_TL_GPU, .name = name, .device = g->id,
+  struct gp_tl_track d = {.uuid = g->uuid,
+                          .parent = w->proc_uuid,
+                          .kind = GP_TL_GPU,
+                          .name = name,
+                          .device = g->id,
                           .order = 1000 + (int)(g - w->gpu)};
   return emit_track(w, &d);
 }
@@ -241,7 +251,8 @@ static uint64_t lane_for(struct walk *w, int64_t device, uint64_t stream,
     s->stream = stream;
   }
   unsigned l = 0;
-  while (l < s->nlanes && s->lane_end[l] > start) l++;
+  while (l < s->nlanes && s->lane_end[l] > start)
+    l++;
   if (l == s->nlanes) {
     if (l >= MAX_LANES) return 0;
     struct gpu *g = gpu_of(w, device);
@@ -254,9 +265,13 @@ static uint64_t lane_for(struct walk *w, int64_t device, uint64_t stream,
     snprintf(key2, sizeof key2, "p%zu-gpu%lld-s%llu", w->proc,
              (long long)device, (unsigned long long)stream);
     s->lane_uuid[l] = new_uuid(w);
-    struct gp_tl_track d = {.uuid = s->lane_uuid[l], .parent = g->uuid,
-                            .kind = GP_TL_STREAM, .name = name,
-                            .device = device, .stream = stream, .lane = l,
+    struct gp_tl_track d = {.uuid = s->lane_uuid[l],
+                            .parent = g->uuid,
+                            .kind = GP_TL_STREAM,
+                            .name = name,
+                            .device = device,
+                            .stream = stream,
+                            .lane = l,
                             .merge_key = key2,
                             .order = (int)(s - w->str) * MAX_LANES + (int)l};
     if (emit_track(w, &d) < 0) return 0;
@@ -311,7 +326,8 @@ static void api_slice(struct walk *w, struct thr *t, struct pend *p) {
   }
   uint64_t end = a->end < a->start ? a->start : a->end;
   /* nest in the open calls of the thread, else shorten to fit */
-  while (t->nends && t->ends[t->nends - 1] <= a->start) t->nends--;
+  while (t->nends && t->ends[t->nends - 1] <= a->start)
+    t->nends--;
   if (t->nends && end > t->ends[t->nends - 1]) {
     end = t->ends[t->nends - 1];
     w->st->clamped++;
@@ -322,8 +338,11 @@ static void api_slice(struct walk *w, struct thr *t, struct pend *p) {
   }
   t->ends[t->nends++] = end;
   if (declare_thread(w, t) < 0) return;
-  struct gp_tl_slice s = {.track = t->uuid, .start = a->start, .end = end,
-                          .name = name, .name_key = KEY_API(a->api),
+  struct gp_tl_slice s = {.track = t->uuid,
+                          .start = a->start,
+                          .end = end,
+                          .name = name,
+                          .name_key = KEY_API(a->api),
                           .cat = "api"};
   if (a->ret) arg_i(&s, GP_TL_A_RESULT, a->ret); /* absent: success */
   if (a->bytes) arg_u(&s, GP_TL_A_BYTES, a->bytes);
@@ -332,7 +351,8 @@ static void api_slice(struct walk *w, struct thr *t, struct pend *p) {
       a->stream)
     arg_u(&s, GP_TL_A_STREAM, a->stream);
   if (a->device >= 0) arg_i(&s, GP_TL_A_DEVICE, a->device);
-  if (cls & GPUPHASE_API_COPY) arg_s(&s, GP_TL_A_COPY_KIND, copy_val(a->copy_kind));
+  if (cls & GPUPHASE_API_COPY)
+    arg_s(&s, GP_TL_A_COPY_KIND, copy_val(a->copy_kind));
   if ((cls & GPUPHASE_API_LAUNCH) && a->grid) {
     arg_u(&s, GP_TL_A_GRID, a->grid);
     arg_u(&s, GP_TL_A_BLOCK, a->block);
@@ -388,7 +408,8 @@ static void on_api(struct walk *w, const struct gpuphase_api *a) {
       w->oom = 1;
       return;
     }
-    for (size_t i = 0; i < t->qn; i++) q[i] = t->q[(t->qhead + i) % t->qcap];
+    for (size_t i = 0; i < t->qn; i++)
+      q[i] = t->q[(t->qhead + i) % t->qcap];
     free(t->q);
     t->q = q;
     t->qcap = n;
@@ -455,9 +476,11 @@ static void device_slice(struct walk *w, int64_t device, uint64_t stream,
 }
 
 static void on_kernel(struct walk *w, const struct gpuphase_kernel *k) {
-  struct gp_tl_slice s = {.start = k->start, .end = k->end,
+  struct gp_tl_slice s = {.start = k->start,
+                          .end = k->end,
                           .name = str(w, k->name),
-                          .name_key = KEY_KERNEL(k->name), .cat = "kernel"};
+                          .name_key = KEY_KERNEL(k->name),
+                          .cat = "kernel"};
   arg_u(&s, GP_TL_A_GRID, k->grid_x * k->grid_y * k->grid_z);
   arg_u(&s, GP_TL_A_BLOCK, k->block_x * k->block_y * k->block_z);
   arg_u(&s, GP_TL_A_REGS, k->regs);
@@ -468,12 +491,14 @@ static void on_kernel(struct walk *w, const struct gpuphase_kernel *k) {
 }
 
 static void on_memcpy(struct walk *w, const struct gpuphase_memcpy *m) {
-  static const char *const names[] = {"memcpy", "memcpy HtoD", "memcpy DtoH",
-                                      "memcpy DtoD", "memcpy HtoH",
-                                      "memcpy PtoP", "memcpy"};
+  static const char *const names[] = {
+      "memcpy",      "memcpy HtoD", "memcpy DtoH", "memcpy DtoD",
+      "memcpy HtoH", "memcpy PtoP", "memcpy"};
   uint64_t ck = copy_val(m->copy_kind);
-  struct gp_tl_slice s = {.start = m->start, .end = m->end,
-                          .name = names[ck], .name_key = KEY_COPY(ck),
+  struct gp_tl_slice s = {.start = m->start,
+                          .end = m->end,
+                          .name = names[ck],
+                          .name_key = KEY_COPY(ck),
                           .cat = "memcpy"};
   arg_u(&s, GP_TL_A_BYTES, m->bytes);
   arg_s(&s, GP_TL_A_COPY_KIND, (unsigned)ck);
@@ -485,8 +510,11 @@ static void on_memcpy(struct walk *w, const struct gpuphase_memcpy *m) {
 }
 
 static void on_memset(struct walk *w, const struct gpuphase_memset *m) {
-  struct gp_tl_slice s = {.start = m->start, .end = m->end, .name = "memset",
-                          .name_key = KEY_MEMSET, .cat = "memset"};
+  struct gp_tl_slice s = {.start = m->start,
+                          .end = m->end,
+                          .name = "memset",
+                          .name_key = KEY_MEMSET,
+                          .cat = "memset"};
   arg_u(&s, GP_TL_A_BYTES, m->bytes);
   arg_u(&s, GP_TL_A_VALUE, m->value);
   device_slice(w, (int64_t)m->device, m->stream, &s, m->corr);
@@ -500,8 +528,11 @@ static void on_sync(struct walk *w, const struct gpuphase_sync *y) {
                                   GP_TL_V_SYNC_WAIT, GP_TL_V_SYNC_STREAM,
                                   GP_TL_V_SYNC_CONTEXT};
   uint64_t ty = y->type <= GPUPHASE_SYNC_CONTEXT ? y->type : 0;
-  struct gp_tl_slice s = {.start = y->start, .end = y->end, .name = names[ty],
-                          .name_key = KEY_SYNC(ty), .cat = "sync"};
+  struct gp_tl_slice s = {.start = y->start,
+                          .end = y->end,
+                          .name = names[ty],
+                          .name_key = KEY_SYNC(ty),
+                          .cat = "sync"};
   arg_s(&s, GP_TL_A_SYNC_TYPE, vals[ty]);
   device_slice(w, (int64_t)y->device, y->stream, &s, y->corr);
 }
@@ -573,8 +604,8 @@ static void on_range(struct walk *w, const struct gpuphase_range *g) {
   case GPUPHASE_RANGE_POP:
     if (!t->depth) return;
     if (--t->depth < MAX_DEPTH && t->stack[t->depth].shown)
-      range_end(w, t->ranges_uuid, g->start, clampf(w, t->stack[t->depth].start),
-                t->stack[t->depth].name);
+      range_end(w, t->ranges_uuid, g->start,
+                clampf(w, t->stack[t->depth].start), t->stack[t->depth].name);
     break;
   case GPUPHASE_RANGE_START: {
     if (w->nopen >= MAX_OPEN || gp_u64map_get(&w->open_ix, g->id)) {
@@ -582,7 +613,8 @@ static void on_range(struct walk *w, const struct gpuphase_range *g) {
       return;
     }
     unsigned l = 0;
-    while (l < MAX_LANES && t->lane_open[l]) l++;
+    while (l < MAX_LANES && t->lane_open[l])
+      l++;
     if (l == MAX_LANES) {
       w->st->dropped++;
       return;
@@ -645,8 +677,11 @@ static void steps_until(struct walk *w, uint64_t now) {
     t->step_end = e;
     char name[48];
     snprintf(name, sizeof name, "step #%zu", i);
-    struct gp_tl_slice s = {.track = t->steps_uuid, .start = s0, .end = e,
-                            .name = name, .cat = "step"};
+    struct gp_tl_slice s = {.track = t->steps_uuid,
+                            .start = s0,
+                            .end = e,
+                            .name = name,
+                            .cat = "step"};
     arg_u(&s, GP_TL_A_DURATION, x->end - x->start);
     if (i < sr->warmup) arg_u(&s, GP_TL_A_WARMUP, 1);
     put_slice(w, &s);
@@ -658,7 +693,8 @@ static void enter_window(struct walk *w) {
   w->in_window = 1;
   for (size_t i = 0; i < w->nthr; i++)
     for (size_t d = 0; d < w->thr[i].depth && d < MAX_DEPTH; d++)
-      if (!w->thr[i].stack[d].shown) show_push(w, &w->thr[i], &w->thr[i].stack[d]);
+      if (!w->thr[i].stack[d].shown)
+        show_push(w, &w->thr[i], &w->thr[i].stack[d]);
   for (size_t i = 0; i < w->nopen; i++)
     if (!w->open[i].shown) show_open(w, &w->open[i]);
 }
@@ -693,9 +729,12 @@ static void counters(struct walk *w) {
     uint64_t uu[2] = {new_uuid(w), new_uuid(w)};
     static const char *const names[2] = {"busy %", "memory allocated"};
     for (int c = 0; c < 2; c++) {
-      struct gp_tl_track t = {.uuid = uu[c], .parent = g->uuid,
-                              .kind = GP_TL_COUNTER, .name = names[c],
-                              .device = dv->id, .unit = c,
+      struct gp_tl_track t = {.uuid = uu[c],
+                              .parent = g->uuid,
+                              .kind = GP_TL_COUNTER,
+                              .name = names[c],
+                              .device = dv->id,
+                              .unit = c,
                               .order = c - 2};
       if (emit_track(w, &t) < 0) return;
     }
@@ -705,7 +744,8 @@ static void counters(struct walk *w) {
       uint64_t len = wend - ws < dv->win_ns ? wend - ws : dv->win_ns;
       if (ws >= to || ws >= wend) break;
       if (ws + len <= w->from) continue;
-      double busy = len ? 100.0 * (double)dv->win[i].cat[GP_CAT_KERNEL] / (double)len : 0;
+      double busy =
+          len ? 100.0 * (double)dv->win[i].cat[GP_CAT_KERNEL] / (double)len : 0;
       uint64_t ts = clampf(w, ws);
       if (w->k->counter(w->k->ctx, uu[0], ts, busy) < 0 ||
           w->k->counter(w->k->ctx, uu[1], ts, (double)dv->win[i].mem_peak) < 0)
@@ -720,13 +760,16 @@ static void counters(struct walk *w) {
 static int declare_process(struct walk *w) {
   const struct gpuphase_header *h = gpuphase_reader_header(w->rd);
   char name[256], rank[32] = "";
-  if (h->rank >= 0) snprintf(rank, sizeof rank, "rank %lld: ", (long long)h->rank);
+  if (h->rank >= 0)
+    snprintf(rank, sizeof rank, "rank %lld: ", (long long)h->rank);
   snprintf(name, sizeof name, "%s%.160s (pid %lld%s%.40s)", rank,
            h->cmdline && *h->cmdline ? h->cmdline : "?", (long long)h->pid,
            h->host && *h->host ? " on " : "", h->host ? h->host : "");
   w->proc_uuid = new_uuid(w);
-  struct gp_tl_track t = {.uuid = w->proc_uuid, .kind = GP_TL_PROCESS,
-                          .name = name, .order = (int)w->proc};
+  struct gp_tl_track t = {.uuid = w->proc_uuid,
+                          .kind = GP_TL_PROCESS,
+                          .name = name,
+                          .order = (int)w->proc};
   return emit_track(w, &t);
 }
 
@@ -738,7 +781,8 @@ static void on_meta(struct walk *w, const struct gpuphase_record *rec) {
     uint32_t i;
     if (!gp_idx_get(&w->api_ix, rec->u.api_def.api, &i)) {
       void *p = realloc(w->api, (w->napi + 1) * sizeof *w->api);
-      if (!p || gp_idx_put(&w->api_ix, rec->u.api_def.api, (uint32_t)w->napi) < 0) {
+      if (!p ||
+          gp_idx_put(&w->api_ix, rec->u.api_def.api, (uint32_t)w->napi) < 0) {
         if (p) w->api = p;
         w->oom = 1;
         return;
@@ -767,16 +811,17 @@ static int timed(const struct gpuphase_record *rec, uint64_t *t) {
   case GPUPHASE_REC_##k:                                                       \
     *t = rec->u.f.start;                                                       \
     return 1;
-    GP_X(API, api) GP_X(KERNEL, kernel) GP_X(MEMCPY, memcpy)
-    GP_X(MEMSET, memset) GP_X(SYNC, sync) GP_X(RANGE, range)
+    GP_X(API, api)
+    GP_X(KERNEL, kernel) GP_X(MEMCPY, memcpy) GP_X(MEMSET, memset)
+        GP_X(SYNC, sync) GP_X(RANGE, range)
 #undef GP_X
-  default:
-    return 0;
+            default : return 0;
   }
 }
 
 static void sweep(struct walk *w, uint64_t now) {
-  for (size_t i = 0; i < w->nthr && !w->failed; i++) release(w, &w->thr[i], now);
+  for (size_t i = 0; i < w->nthr && !w->failed; i++)
+    release(w, &w->thr[i], now);
 }
 
 static int run(struct walk *w) {
@@ -784,7 +829,8 @@ static int run(struct walk *w) {
   uint64_t n = 0, to = w->to ? w->to : UINT64_MAX, t = 0, stop = 0;
   int rc;
   if (declare_process(w) < 0) return 0;
-  w->degraded = (gpuphase_reader_header(w->rd)->flags & GPUPHASE_FLAG_DEGRADED) != 0;
+  w->degraded =
+      (gpuphase_reader_header(w->rd)->flags & GPUPHASE_FLAG_DEGRADED) != 0;
   while (!w->failed && !w->oom && (rc = gp_reader_next_ref(w->rd, &rec)) == 1) {
     if (!timed(rec, &t)) {
       on_meta(w, rec);
@@ -803,11 +849,21 @@ static int run(struct walk *w) {
     }
     if (t < w->from) continue;
     switch (rec->kind) {
-    case GPUPHASE_REC_API: on_api(w, &rec->u.api); break;
-    case GPUPHASE_REC_KERNEL: on_kernel(w, &rec->u.kernel); break;
-    case GPUPHASE_REC_MEMCPY: on_memcpy(w, &rec->u.memcpy); break;
-    case GPUPHASE_REC_MEMSET: on_memset(w, &rec->u.memset); break;
-    case GPUPHASE_REC_SYNC: on_sync(w, &rec->u.sync); break;
+    case GPUPHASE_REC_API:
+      on_api(w, &rec->u.api);
+      break;
+    case GPUPHASE_REC_KERNEL:
+      on_kernel(w, &rec->u.kernel);
+      break;
+    case GPUPHASE_REC_MEMCPY:
+      on_memcpy(w, &rec->u.memcpy);
+      break;
+    case GPUPHASE_REC_MEMSET:
+      on_memset(w, &rec->u.memset);
+      break;
+    case GPUPHASE_REC_SYNC:
+      on_sync(w, &rec->u.sync);
+      break;
     }
   }
   if (w->failed || w->oom) return 0;
@@ -822,10 +878,9 @@ static int run(struct walk *w) {
   return 0;
 }
 
-int gp_timeline_walk(const char *path, size_t proc,
-                     const struct gp_proc_res *r, const struct gp_tl_opts *o,
-                     const struct gp_tl_sink *sink, struct gp_tl_stats *st,
-                     char *err, size_t errlen) {
+int gp_timeline_walk(const char *path, size_t proc, const struct gp_proc_res *r,
+                     const struct gp_tl_opts *o, const struct gp_tl_sink *sink,
+                     struct gp_tl_stats *st, char *err, size_t errlen) {
   int code = 0;
   char msg[256] = "";
   *err = 0;
@@ -868,7 +923,8 @@ int gp_timeline_walk(const char *path, size_t proc,
   int bad = w->oom || w->failed || rc < 0;
   for (size_t i = 0; i < w->nthr; i++) {
     struct thr *t = &w->thr[i];
-    for (size_t j = 0; j < t->qn; j++) free(t->q[(t->qhead + j) % t->qcap].flows);
+    for (size_t j = 0; j < t->qn; j++)
+      free(t->q[(t->qhead + j) % t->qcap].flows);
     free(t->q);
     free(t->stack);
   }

@@ -35,15 +35,15 @@ enum { GP_TL_UNIT_PERCENT, GP_TL_UNIT_BYTES };
 struct gp_tl_track {
   uint64_t uuid, parent; /* parent 0: top level */
   enum gp_tl_kind kind;
-  size_t proc;       /* index of the trace in the export */
-  const char *name;  /* valid during the call */
-  int64_t pid, tid;  /* process (all kinds) and thread (thread kinds) */
-  int64_t device;    /* GPU, stream and counter tracks */
-  uint64_t stream;   /* stream tracks */
-  unsigned lane;     /* stream and range tracks: 0 first */
+  size_t proc;           /* index of the trace in the export */
+  const char *name;      /* valid during the call */
+  int64_t pid, tid;      /* process (all kinds) and thread (thread kinds) */
+  int64_t device;        /* GPU, stream and counter tracks */
+  uint64_t stream;       /* stream tracks */
+  unsigned lane;         /* stream and range tracks: 0 first */
   const char *merge_key; /* lanes of one stream share it; NULL otherwise */
-  int unit;          /* counters: GP_TL_UNIT_* */
-  int order;         /* rank among its siblings */
+  int unit;              /* counters: GP_TL_UNIT_* */
+  int order;             /* rank among its siblings */
 };
 
 /* Annotation names: one table (X(ENUM, "name")), so that a sink can intern
@@ -108,7 +108,7 @@ enum { GP_TL_ARG_U, GP_TL_ARG_I, GP_TL_ARG_S };
 
 struct gp_tl_arg {
   enum gp_tl_arg_name name;
-  int type;  /* GP_TL_ARG_* */
+  int type;   /* GP_TL_ARG_* */
   uint64_t u; /* U: the value; S: an enum gp_tl_strval */
   int64_t i;
 };
@@ -118,7 +118,7 @@ struct gp_tl_arg {
 struct gp_tl_slice {
   uint64_t track;
   uint64_t start, end;
-  const char *name;  /* valid during the call */
+  const char *name; /* valid during the call */
   /* Stable key of the name within its track (0: none, write it as is):
    * sinks that intern names intern by key. */
   uint64_t name_key;
@@ -159,10 +159,10 @@ struct gp_tl_opts {
 /* What one walk saw, for notes and the size estimate. */
 struct gp_tl_stats {
   uint64_t slices, device, ranges, flows, counters;
-  uint64_t unlinked;     /* device records whose call was not (or no longer)
-                            held: no flow */
-  uint64_t clamped;      /* slices shortened to nest in their track */
-  uint64_t dropped;      /* records past the limits (tracks, lanes, depth) */
+  uint64_t unlinked; /* device records whose call was not (or no longer)
+                        held: no flow */
+  uint64_t clamped;  /* slices shortened to nest in their track */
+  uint64_t dropped;  /* records past the limits (tracks, lanes, depth) */
   uint64_t last_ts;
 };
 
@@ -170,9 +170,8 @@ struct gp_tl_stats {
  * unique by it) with its report result r (steps, over-time windows; may be
  * NULL). Returns 0, or -1 with a one-line message in err (a corrupt trace,
  * out of memory, or the sink failing: then err is empty). */
-int gp_timeline_walk(const char *path, size_t proc,
-                     const struct gp_proc_res *r, const struct gp_tl_opts *o,
-                     const struct gp_tl_sink *sink, struct gp_tl_stats *st,
-                     char *err, size_t errlen);
+int gp_timeline_walk(const char *path, size_t proc, const struct gp_proc_res *r,
+                     const struct gp_tl_opts *o, const struct gp_tl_sink *sink,
+                     struct gp_tl_stats *st, char *err, size_t errlen);
 
 #endif

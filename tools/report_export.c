@@ -29,8 +29,10 @@ static int usage(const char *fmt, const char *arg) {
 static int parse_time(const char *s, uint64_t base, uint64_t *t) {
   if (*s == '+') {
     uint64_t d;
-    if (!strcmp(s + 1, "0")) d = 0;
-    else if (gp_parse_duration(s + 1, &d) < 0) return -1;
+    if (!strcmp(s + 1, "0"))
+      d = 0;
+    else if (gp_parse_duration(s + 1, &d) < 0)
+      return -1;
     *t = base + d;
     return 0;
   }
@@ -156,8 +158,8 @@ static int window(const struct gp_export_opts *o, struct gp_proc_res **procs,
     parse_steps(o->steps, &a, &b);
     const struct gp_proc_res *r = gp_steps_pick(procs, n);
     if (!r || !r->steps.n) {
-      fprintf(stderr, "%s: --steps %s: no steps were found in the trace%s\n",
-              P, o->steps, n > 1 ? "s" : "");
+      fprintf(stderr, "%s: --steps %s: no steps were found in the trace%s\n", P,
+              o->steps, n > 1 ? "s" : "");
       return 1;
     }
     if (b >= r->steps.n) {
@@ -205,25 +207,30 @@ static int notes(struct gp_xsink *x, struct gp_proc_res **procs, size_t n,
   int rc = 0;
   for (size_t i = 0; i < n; i++)
     if (procs[i]->truncated) {
-      snprintf(line, sizeof line, "%s is truncated: exported up to its last "
-               "complete frame", procs[i]->file ? procs[i]->file : "a trace");
+      snprintf(line, sizeof line,
+               "%s is truncated: exported up to its last "
+               "complete frame",
+               procs[i]->file ? procs[i]->file : "a trace");
       rc |= x->note(x->tl.ctx, at, line);
     }
   if (st->unlinked) {
-    snprintf(line, sizeof line, "%llu device records have no arrow from "
+    snprintf(line, sizeof line,
+             "%llu device records have no arrow from "
              "their call (the call is outside the window, was not recorded, "
              "or started more than 1 s before them)",
              (unsigned long long)st->unlinked);
     rc |= x->note(x->tl.ctx, at, line);
   }
   if (st->clamped) {
-    snprintf(line, sizeof line, "%llu slices were shortened to nest in their "
+    snprintf(line, sizeof line,
+             "%llu slices were shortened to nest in their "
              "track (they overlapped the one before on the same thread)",
              (unsigned long long)st->clamped);
     rc |= x->note(x->tl.ctx, at, line);
   }
   if (st->dropped) {
-    snprintf(line, sizeof line, "%llu records were left out: past the "
+    snprintf(line, sizeof line,
+             "%llu records were left out: past the "
              "limits on threads, streams, lanes or nesting (docs/export.md)",
              (unsigned long long)st->dropped);
     rc |= x->note(x->tl.ctx, at, line);
@@ -240,7 +247,8 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
   int rc = window(o, procs, n, base, &wo);
   if (rc) return rc;
   uint64_t records = 0;
-  for (size_t i = 0; i < n; i++) records += procs[i]->diag.timed;
+  for (size_t i = 0; i < n; i++)
+    records += procs[i]->diag.timed;
   double est = (double)records *
                (perfetto ? GP_EXPORT_PERFETTO_BPE : GP_EXPORT_CHROME_BPE);
   if (!wo.from && !wo.to && est > (double)GP_EXPORT_BIG)
@@ -253,8 +261,10 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
   const char *clash = NULL;
   FILE *f = to_stdout ? stdout : gp_out_open(o->out, "wb", files, n, &clash);
   if (!f && clash) {
-    fprintf(stderr, "%s: refusing to write the export to %s: it is the "
-            "input file %s\n", P, o->out, clash);
+    fprintf(stderr,
+            "%s: refusing to write the export to %s: it is the "
+            "input file %s\n",
+            P, o->out, clash);
     return 2;
   }
   if (!f) {
@@ -262,8 +272,10 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
     return 1;
   }
   if (perfetto && isatty(fileno(f))) {
-    fprintf(stderr, "%s: refusing to write a binary Perfetto trace to a "
-            "terminal\n", P);
+    fprintf(stderr,
+            "%s: refusing to write a binary Perfetto trace to a "
+            "terminal\n",
+            P);
     if (f != stdout) fclose(f);
     return 2;
   }
@@ -296,9 +308,11 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
     fflush(cf);
     if (sf->raw > GP_EXPORT_BIG) {
       char line[256];
-      snprintf(line, sizeof line, "this export is %.0f MB uncompressed, more "
+      snprintf(line, sizeof line,
+               "this export is %.0f MB uncompressed, more "
                "than a browser loads well (~500 MB): cut a window with "
-               "--from/--to or --steps", (double)sf->raw / 1e6);
+               "--from/--to or --steps",
+               (double)sf->raw / 1e6);
       fprintf(stderr, "%s: note: %s\n", P, line);
       rc = x->note(x->tl.ctx, at, line);
     }

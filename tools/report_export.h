@@ -8,8 +8,8 @@
 #include "report.h"
 
 struct gp_export_opts {
-  const char *format; /* "perfetto" or "chrome" */
-  const char *out;    /* the file; NULL or "-": standard output */
+  const char *format;            /* "perfetto" or "chrome" */
+  const char *out;               /* the file; NULL or "-": standard output */
   const char *from, *to, *steps; /* as given on the command line, or NULL */
 };
 
