@@ -399,6 +399,13 @@ def t_demo():
     check(len(d2h) == 50 and all(s[2] - s[1] == copy_ns(4096, PCIE_GBPS) for s in d2h),
           "D2H copies")
     check(sum(s[2] - s[1] for s in kern) == 50 * 650000, "kernel time per step 650 us")
+    # every kernel of the report is a slice, name by name
+    rep = json.loads(report_cmd(["--format", "json"] + files).stdout)
+    want = {k["name"]: k["count"] for k in rep["kernels"]}
+    got = {}
+    for s in kern:
+        got[s[0]] = got.get(s[0], 0) + 1
+    check(got == want, f"kernel slices {got} != the report's {want}")
     cnt = {m.tracks[u].name: v for u, v in m.counters.items()}
     check(set(cnt) == {"busy %", "memory allocated"}, f"counters {set(cnt)}")
     check(all(0 <= v <= 100 for _, v in cnt["busy %"]) and max(v for _, v in cnt["busy %"]) > 0,
