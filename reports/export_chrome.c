@@ -3,6 +3,7 @@
  * threads only: each GPU becomes a process of its own ("GPU 0 of pid N"),
  * each stream lane, range lane and step track a thread of its process.
  * Timestamps: µs relative to the export's base with ns precision. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,14 +30,15 @@ struct ch {
   size_t nnotes;
 };
 
-static void ts(struct ch *c, const char *key, int64_t rel) {
-  uint64_t a = rel < 0 ? (uint64_t)-rel : (uint64_t)rel;
-  fprintf(c->f, ",\"%s\":%s%llu.%03llu", key, rel < 0 ? "-" : "",
+/* ns as µs with three decimals, negative when neg */
+static void us(struct ch *c, const char *key, int neg, uint64_t a) {
+  fprintf(c->f, ",\"%s\":%s%llu.%03llu", key, neg ? "-" : "",
           (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
 }
 
-static int64_t rel(const struct ch *c, uint64_t t) {
-  return (int64_t)(t - c->base);
+/* a time relative to the base (any two uint64_t: no overflow) */
+static void ts(struct ch *c, const char *key, uint64_t t) {
+  us(c, key, t < c->base, t < c->base ? c->base - t : t - c->base);
 }
 
 static void open_ev(struct ch *c, const char *ph, int64_t pid, int64_t tid) {
@@ -134,7 +136,7 @@ static void flow(struct ch *c, const struct ctrack *t, const char *ph,
   open_ev(c, ph, t->pid, t->tid);
   fprintf(c->f, ",\"id\":%llu,\"name\":\"launch\",\"cat\":\"flow\"%s",
           (unsigned long long)id, *ph == 'f' ? ",\"bp\":\"e\"" : "");
-  ts(c, "ts", rel(c, at));
+  ts(c, "ts", at);
   fputc('}', c->f);
 }
 
@@ -144,8 +146,8 @@ static void x_event(struct ch *c, const struct ctrack *t, uint64_t start,
   fputs(",\"name\":", c->f);
   gp_json_quote(c->f, name);
   fprintf(c->f, ",\"cat\":\"%s\"", cat);
-  ts(c, "ts", rel(c, start));
-  ts(c, "dur", (int64_t)(end - start));
+  ts(c, "ts", start);
+  us(c, "dur", 0, end - start);
 }
 
 static int ch_slice(void *ctx, const struct gp_tl_slice *s) {
@@ -184,8 +186,8 @@ static int ch_counter(void *ctx, uint64_t track, uint64_t at, double v) {
   open_ev(c, "C", t->pid, 0);
   fputs(",\"name\":", c->f);
   gp_json_quote(c->f, t->name);
-  ts(c, "ts", rel(c, at));
-  fprintf(c->f, ",\"args\":{\"value\":%.17g}}", v);
+  ts(c, "ts", at);
+  fprintf(c->f, ",\"args\":{\"value\":%.17g}}", isfinite(v) ? v : 0);
   return ferror(c->f) ? -1 : 0;
 }
 
@@ -203,7 +205,7 @@ static int ch_note(void *ctx, uint64_t at, const char *text) {
   open_ev(c, "i", 0, 0);
   fputs(",\"s\":\"g\",\"name\":", c->f);
   gp_json_quote(c->f, text);
-  ts(c, "ts", rel(c, at));
+  ts(c, "ts", at);
   fputc('}', c->f);
   return ferror(c->f) ? -1 : 0;
 }

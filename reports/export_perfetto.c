@@ -344,7 +344,7 @@ static int pf_counter(void *ctx, uint64_t track, uint64_t ts, double v) {
   if (!s) return -1;
   begin_packet(p, s, ts < s->last ? s->last : ts);
   fu(&p->te, 9, T_COUNTER);
-  if (v == (double)(int64_t)v)
+  if (v > -9e18 && v < 9e18 && v == (double)(int64_t)v)
     fu(&p->te, 30, (uint64_t)(int64_t)v);
   else
     fdouble(&p->te, 44, v);

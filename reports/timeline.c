@@ -178,7 +178,7 @@ static int declare_thread(struct walk *w, struct thr *t) {
                           .parent = w->proc_uuid,
                           .kind = GP_TL_THREAD,
                           .name = name,
-                          .tid = (int64_t)t->tid + w->bias,
+                          .tid = (int64_t)(t->tid + (uint64_t)w->bias),
                           .order = (int)(t - w->thr)};
   return emit_track(w, &d);
 }
@@ -192,7 +192,7 @@ static uint64_t sub_track(struct walk *w, struct thr *t, enum gp_tl_kind kind,
   struct gp_tl_track d = {.uuid = new_uuid(w),
                           .parent = t->uuid,
                           .kind = kind,
-                          .tid = (int64_t)t->tid + w->bias,
+                          .tid = (int64_t)(t->tid + (uint64_t)w->bias),
                           .lane = lane};
   d.name = kind == GP_TL_STEPS ? "steps" : "ranges";
   d.order = kind == GP_TL_STEPS ? 0 : 1;
@@ -546,6 +546,7 @@ static uint64_t clampf(const struct walk *w, uint64_t t) {
 static int range_begin(struct walk *w, uint64_t track, uint64_t ts,
                        uint64_t name) {
   w->st->ranges++;
+  if (ts > w->st->last_ts) w->st->last_ts = ts; /* where open ones close */
   if (w->k->begin(w->k->ctx, track, ts, str(w, name), KEY_RANGE(name)) < 0)
     return w->failed = 1, -1;
   return 0;
@@ -812,10 +813,11 @@ static int timed(const struct gpuphase_record *rec, uint64_t *t) {
     *t = rec->u.f.start;                                                       \
     return 1;
     GP_X(API, api)
-    GP_X(KERNEL, kernel) GP_X(MEMCPY, memcpy) GP_X(MEMSET, memset)
-        GP_X(SYNC, sync) GP_X(RANGE, range)
+    GP_X(KERNEL, kernel)
+    GP_X(MEMCPY, memcpy)
+    GP_X(MEMSET, memset) GP_X(SYNC, sync) GP_X(RANGE, range)
 #undef GP_X
-            default : return 0;
+        default : return 0;
   }
 }
 
@@ -906,7 +908,8 @@ int gp_timeline_walk(const char *path, size_t proc, const struct gp_proc_res *r,
   w->st = st;
   w->rd = rd;
   w->proc = proc;
-  w->pid = gpuphase_reader_header(rd)->pid + o->id_bias;
+  w->pid = (int64_t)((uint64_t)gpuphase_reader_header(rd)->pid +
+                     (uint64_t)o->id_bias);
   w->bias = o->id_bias;
   w->hold = o->hold_ns ? o->hold_ns : 1000000000ull;
   w->from = o->from;

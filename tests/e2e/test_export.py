@@ -272,6 +272,16 @@ def t_graph():
     check(len(ck) == 12 and doc["_flows"] >= 12, f"chrome: {len(ck)} kernels, {doc['_flows']} flows")
     for e in ck:
         check(round(e["dur"] * 1000) == kernel_ns(spec[e["name"]]), f"chrome {e}")
+    # two traces: two processes in one export, 24 kernels, 24 arrows
+    _, files2 = record([prog("e2e-prog-paths"), "graph"])
+    export("perfetto", files + files2, out)
+    m2 = decode(out)
+    procs = [t for t in m2.tracks.values() if t.HasField("process")]
+    check(len(procs) == 2 and len({t.process.pid for t in procs}) == 2, "two processes")
+    k2 = [s for s in m2.all_slices(stream_tracks(m2)) if s[0] in spec]
+    check(len(k2) == 24 and m2.flows == 2 * m.flows, f"two traces: {len(k2)} kernels, {m2.flows} flows")
+    doc2 = chrome_out(files + files2, d)
+    check(len([e for e in chrome_x(doc2, "kernel") if e["name"] in spec]) == 24, "chrome x2")
     # no steps in this trace: --steps is refused
     p = export("perfetto", files, out, "--steps", "0..1", rc=1)
     check("no steps" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr)
