@@ -27,6 +27,23 @@ int gp_parse_duration(const char *s, uint64_t *ns) {
   return -1;
 }
 
+static int parse_offset(const char *s, uint64_t *ns) {
+  if (!strcmp(s, "0")) return *ns = 0, 0;
+  return gp_parse_duration(s, ns);
+}
+
+int gp_parse_span(const char *s, uint64_t *from, uint64_t *to) {
+  const char *dots = strstr(s, "..");
+  char a[64];
+  if (!dots || (size_t)(dots - s) >= sizeof a) return -1;
+  memcpy(a, s, (size_t)(dots - s));
+  a[dots - s] = 0;
+  return parse_offset(a, from) < 0 || parse_offset(dots + 2, to) < 0 ||
+                 *from >= *to
+             ? -1
+             : 0;
+}
+
 const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns) {
   if (ns >= 1000000000ull)
     snprintf(buf, n, "%.3f s", ns / 1e9);

@@ -8,6 +8,9 @@
 /* "10ms", "1s", "500us", "2.5s", "250000ns", "1m" (minute): > 0, with a
  * unit. Returns 0, or -1 when s is not such a duration. */
 int gp_parse_duration(const char *s, uint64_t *ns);
+/* "FROM..TO", each "0" or a duration (0..500ms, 1.5s..2s), FROM < TO:
+ * 0, or -1 when it is not. */
+int gp_parse_span(const char *s, uint64_t *from, uint64_t *to);
 
 /* Human-readable duration / byte count / rate into buf. */
 const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns);

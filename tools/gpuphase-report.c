@@ -15,6 +15,7 @@
 #include "pipeline.h"
 #include "render.h"
 #include "report_compare.h"
+#include "report_export.h"
 #include "report_info.h"
 #include "html_timeline.h"
 #include "util.h"
@@ -37,8 +38,16 @@ static const char usage[] =
     "Options:\n"
     "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
     "                     or html (one self-contained page: tables, charts\n"
-    "                     and an interactive timeline; docs/report-html.md)\n"
+    "                     and an interactive timeline; docs/report-html.md);\n"
+    "                     perfetto or chrome: the timeline, for ui.perfetto.dev\n"
+    "                     or chrome://tracing (docs/export.md); perfetto needs\n"
+    "                     -o FILE and a name ending in .gz gzips either\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
+    "                     +DURATION from the start of the run (+1.5s, +0) or\n"
+    "                     CLOCK_MONOTONIC ns as 'dump' shows (exports only)\n"
+    "      --steps A..B   export only steps #A to #B as the report numbers\n"
+    "                     them (from 0, warm-up included)\n"
     "  -w, --window DUR   length of the over-time windows: 100ms by default;\n"
     "                     e.g. 500us, 10ms, 1s, 2.5s (doubled as often as\n"
     "                     needed to keep 65536 windows per GPU at most)\n"
@@ -72,6 +81,7 @@ struct opts {
   int color; /* -1 auto, 0 never, 1 always */
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
+  struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
 };
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -94,35 +104,31 @@ enum {
   O_STEP,
   O_WARMUP,
   O_HDETAIL,
-  O_HBUDGET
+  O_HBUDGET,
+  O_FROM,
+  O_TO,
+  O_STEPS
 };
-
-/* An offset: "0" or a duration. */
-static int parse_offset(const char *s, uint64_t *ns) {
-  if (!strcmp(s, "0")) return *ns = 0, 0;
-  return gp_parse_duration(s, ns);
-}
-
-/* "FROM..TO" with FROM < TO. */
-static int parse_window(const char *arg, uint64_t *from, uint64_t *to) {
-  const char *dots = strstr(arg, "..");
-  char a[64];
-  if (!dots || (size_t)(dots - arg) >= sizeof a) return -1;
-  memcpy(a, arg, (size_t)(dots - arg));
-  a[dots - arg] = 0;
-  return parse_offset(a, from) < 0 || parse_offset(dots + 2, to) < 0 ||
-                 *from >= *to
-             ? -1
-             : 0;
-}
 
 /* One option with a value; -1 to go on, else the exit status. */
 static int apply(struct opts *o, int c, const char *arg) {
   double v;
   switch (c) {
   case 'f':
-    if (!(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json or html", arg);
+    o->ex.format = gp_export_format(arg) ? arg : NULL;
+    if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
+      return usage_error("unknown format '%s': text, json, html, perfetto or "
+                         "chrome",
+                         arg);
+    break;
+  case O_FROM:
+    o->ex.from = arg;
+    break;
+  case O_TO:
+    o->ex.to = arg;
+    break;
+  case O_STEPS:
+    o->ex.steps = arg;
     break;
   case 'o':
     o->out = arg;
@@ -152,7 +158,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->ro.warmup = (long)v;
     break;
   case O_HDETAIL:
-    if (parse_window(arg, &o->tl.from, &o->tl.to) < 0)
+    if (gp_parse_span(arg, &o->tl.from, &o->tl.to) < 0)
       return usage_error("invalid --html-detail '%s': expected FROM..TO, "
                          "offsets such as 0..500ms or 1.5s..2s, FROM < TO",
                          arg);
@@ -194,6 +200,9 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"html-detail", required_argument, 0, O_HDETAIL},
       {"html-budget", required_argument, 0, O_HBUDGET},
       {"color", optional_argument, 0, O_COLOR},
+      {"from", required_argument, 0, O_FROM},
+      {"to", required_argument, 0, O_TO},
+      {"steps", required_argument, 0, O_STEPS},
       {"colour", optional_argument, 0, O_COLOR},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
@@ -214,8 +223,15 @@ static int parse(int argc, char **argv, struct opts *o) {
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
   if (optind >= argc) return usage_error("%s", "no trace file given");
-  if (o->html_opt && strcmp(o->fmt->name, "html"))
+  if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
+  if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
+    return usage_error("%s", "--from, --to and --steps cut the window of an "
+                             "export: use them with --format perfetto or chrome");
+  if (o->ex.format) {
+    o->ex.out = o->out;
+    return gp_export_precheck(&o->ex);
+  }
   if (!strcmp(o->fmt->name, "html")) o->ro.timeline = &o->tl;
   return -1;
 }
@@ -315,11 +331,14 @@ static int report(int argc, char **argv) {
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
-  if (!rc && n > 1 && !(sum = gp_report_sum(procs, n, &o.ro))) {
+  if (!rc && n > 1 && !o.ex.format && !(sum = gp_report_sum(procs, n, &o.ro))) {
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
   }
-  if (!rc) rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
+  if (!rc && o.ex.format)
+    rc = gp_export(argv + optind, n, procs, &o.ex);
+  else if (!rc)
+    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
   for (size_t i = 0; i < n; i++)
     gp_res_free(procs[i]);
   gp_res_free(sum);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gp_config.h"
+#include "html_timeline.h"
 #include "pipeline.h"
 #include "render.h"
 #include "report_compare.h"
@@ -20,11 +21,13 @@ struct gpuphase_report_opts {
   struct gp_report_opts ro;
   size_t top;
   char *step; /* owned */
+  struct gp_htl_opts tl; /* the HTML timeline's detail */
 };
 
 struct gpuphase_report {
   struct gpuphase_report_opts o;
   struct gp_proc_res **procs;
+  char **paths; /* owned: the HTML timeline reads the traces again */
   size_t n;
   struct gp_proc_res *sum; /* NULL for one file */
 };
@@ -101,10 +104,24 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
     if (!s) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
     free(o->step);
     o->step = s;
+  } else if (!strcmp(name, "html-detail")) {
+    if (gp_parse_span(value, &o->tl.from, &o->tl.to) < 0)
+      return fail(U, err, errlen,
+                  "invalid html-detail '%.100s': expected FROM..TO, offsets "
+                  "such as 0..500ms or 1.5s..2s, FROM < TO",
+                  value);
+    o->tl.window = 1;
+  } else if (!strcmp(name, "html-budget")) {
+    if (count(value, 100, 1e7, &v) < 0)
+      return fail(U, err, errlen,
+                  "invalid html-budget '%.100s': expected a count from 100 "
+                  "to 10000000",
+                  value);
+    o->tl.budget = (uint64_t)v;
   } else {
     return fail(U, err, errlen,
-                "unknown option '%.100s': window, link-gbps, top, step or "
-                "warmup",
+                "unknown option '%.100s': window, link-gbps, top, step, "
+                "warmup, html-detail or html-budget",
                 name);
   }
   return GPUPHASE_REPORT_OK;
@@ -115,6 +132,9 @@ EXPORT void gpuphase_report_close(gpuphase_report *r) {
   for (size_t i = 0; i < r->n; i++)
     gp_res_free(r->procs[i]);
   gp_res_free(r->sum);
+  for (size_t i = 0; r->paths && i < r->n; i++)
+    free(r->paths[i]);
+  free(r->paths);
   free(r->procs);
   free(r->o.step);
   free(r);
@@ -137,7 +157,8 @@ EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
         fail(GPUPHASE_REPORT_E_USAGE, err, errlen, "no trace file given"));
   gpuphase_report *r = calloc(1, sizeof *r);
   if (r) r->procs = calloc(n, sizeof *r->procs);
-  if (!r || !r->procs)
+  if (r) r->paths = calloc(n, sizeof *r->paths);
+  if (!r || !r->procs || !r->paths)
     return open_fail(
         r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   r->o.ro.warmup = -1;
@@ -151,6 +172,9 @@ EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
   r->o.ro.step = r->o.step;
   for (; r->n < n; r->n++) {
     int st = 0;
+    if (!(r->paths[r->n] = strdup(paths[r->n])))
+      return open_fail(
+          r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
     r->procs[r->n] =
         gp_report_file(paths[r->n], &r->o.ro, NULL, NULL, &st, err, errlen);
     if (!r->procs[r->n])
@@ -182,6 +206,17 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
     return fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
                 "unknown format '%.100s': text, json or html",
                 format ? format : "(null)");
+  /* The HTML page's timeline, as the command line collects it for
+   * --format html: one more read of each trace, the first time. */
+  for (size_t i = 0; !strcmp(fmt->name, "html") && i < r->n; i++) {
+    struct gp_proc_res *p = r->procs[i];
+    if (p->timeline) continue;
+    char e[512] = "";
+    if (!(p->timeline = gp_htl_collect(r->paths[i], p, &r->o.tl, e, sizeof e)))
+      return fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
+                                             : GPUPHASE_REPORT_E_INPUT,
+                  err, errlen, "%s", e);
+  }
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);

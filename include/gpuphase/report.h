@@ -34,7 +34,9 @@ const char *gpuphase_report_version(void);
 
 /* Options of the report, set by the command line's long names without the
  * dashes and with the same values: "window" (a duration: "500us", "10ms",
- * "1s"), "link-gbps", "top", "step" (a range name or glob), "warmup".
+ * "1s"), "link-gbps", "top", "step" (a range name or glob), "warmup",
+ * "html-detail" (FROM..TO: the HTML timeline's full detail), "html-budget"
+ * (its events at most).
  * Unset options have the command line's defaults. */
 typedef struct gpuphase_report_opts gpuphase_report_opts;
 gpuphase_report_opts *gpuphase_report_opts_new(void);    /* NULL: no memory */
@@ -56,7 +58,9 @@ void gpuphase_report_close(gpuphase_report *r); /* accepts NULL */
 int gpuphase_report_truncated(const gpuphase_report *r, size_t i);
 
 /* Renders the report as "text" (without colour), "json" or "html" into a
- * new buffer: *out (NUL-terminated) and *len (without the NUL). */
+ * new buffer: *out (NUL-terminated) and *len (without the NUL). The first
+ * "html" reads each trace once more for the page's timeline, as the
+ * command line does for --format html. */
 int gpuphase_report_render(const gpuphase_report *r, const char *format,
                            char **out, size_t *len, char *err, size_t errlen);
 

@@ -54,7 +54,8 @@ class Report:
 
     def __init__(self, paths: Paths, *, window: Optional[str] = None,
                  step: Optional[str] = None, warmup: Optional[int] = None,
-                 top: Optional[int] = None, link_gbps: Optional[float] = None):
+                 top: Optional[int] = None, link_gbps: Optional[float] = None,
+                 html_detail: Optional[str] = None, html_budget: Optional[int] = None):
         self.paths = expand(paths)
         lib = _native.report_lib()
         self._h = None
@@ -66,10 +67,11 @@ class Report:
             raise MemoryError("out of memory")
         try:
             for name, value in (("window", window), ("step", step), ("warmup", warmup),
-                                ("top", top), ("link-gbps", link_gbps)):
+                                ("top", top), ("link-gbps", link_gbps),
+                                ("html-detail", html_detail), ("html-budget", html_budget)):
                 if value is None:
                     continue
-                if isinstance(value, bool) or (name in ("warmup", "top") and not isinstance(value, int)):
+                if isinstance(value, bool) or (name in ("warmup", "top", "html-budget") and not isinstance(value, int)):
                     raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number")
                 _check(lib.gpuphase_report_opts_set(opts, name.encode(), str(value).encode(),
                                                     err, _ERRLEN), err)
@@ -155,7 +157,8 @@ class Report:
 def report(paths: Paths, **options: Any) -> Report:
     """Reads and analyses traces: ``report('gpuphase-*.gph', window='10ms',
     step='train_step', warmup=2, top=20)``. Options mirror gpuphase-report's
-    (window, step, warmup, top, link_gbps). Raises TraceError when a trace
+    (window, step, warmup, top, link_gbps, html_detail, html_budget: the
+    HTML page's timeline, as --html-detail and --html-budget). Raises TraceError when a trace
     cannot be read and UsageError for a bad option."""
     return Report(paths, **options)
 

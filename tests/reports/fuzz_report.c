@@ -4,6 +4,10 @@
  * reader, steps, two passes), from a memory file. Any other input is read
  * as a frame payload (column-delta records, docs/format.md) whose records
  * are fed to the engine in that order (so out of order, with any values).
+ * A whole trace is also exported (timeline.h) as Perfetto or Chrome JSON,
+ * as the last byte's top bit picks: the walk must succeed or fail with a
+ * one-line message, and the sink must never be handed a track it was not
+ * told about (the encoders fail then).
  * The result is rendered as text, JSON or HTML, as the input's last byte
  * picks (one format per run: rendering thousands of over-time windows
  * three times over was most of the time of a run). The sanitizers and these
@@ -25,6 +29,7 @@
 
 #include "attribute.h"
 #include "codec.h"
+#include "export.h"
 #include "pipeline.h"
 #include "render.h"
 
@@ -69,6 +74,28 @@ static void payload(const uint8_t *data, size_t size) {
   gp_res_free(r);
 }
 
+static void export_to_null(const char *path, const struct gp_proc_res *r,
+                           unsigned pick) {
+  FILE *f = fopen("/dev/null", "w");
+  if (!f) return;
+  struct gp_xsink *x =
+      pick & 0x80 ? gp_xsink_chrome(f, r->wstart) : gp_xsink_perfetto(f);
+  if (x) {
+    struct gp_tl_opts o = {0};
+    struct gp_tl_stats st;
+    char err[512] = "";
+    if (gp_timeline_walk(path, 0, r, &o, &x->tl, &st, err, sizeof err) < 0) {
+      /* the pipeline read this trace: only memory can fail the walk */
+      if (!strstr(err, "out of memory")) abort();
+    } else if (x->finish(x->tl.ctx) < 0) {
+      abort();
+    }
+    x->free(x->tl.ctx);
+    free(x);
+  }
+  fclose(f);
+}
+
 static void trace(const uint8_t *data, size_t size) {
   int fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
   if (fd < 0) return;
@@ -86,8 +113,12 @@ static void trace(const uint8_t *data, size_t size) {
       done == size
           ? gp_report_file(path, &o, NULL, NULL, &status, err, sizeof err)
           : NULL;
+  if (done != size) {
+    close(fd);
+    return;
+  }
+  if (r) export_to_null(path, r, size ? data[size - 1] : 0);
   close(fd);
-  if (done != size) return;
   if (!r) {
     if (!err[0] || strchr(err, '\n')) abort();
     int oom = strstr(err, "out of memory") != NULL;

@@ -4,14 +4,18 @@
  * popped that were never pushed, huge grids, out-of-order sources, names
  * with markup and control bytes. Each trace is reported (sorted reader,
  * attribution, derivation, findings), added into a sum, and rendered as
- * text, JSON and HTML. Under the sanitizers (CI) any overflow or bad access fails
- * the test; in every build, the invariants below must hold:
+ * text, JSON and HTML. Under the sanitizers (CI) any overflow or bad access
+ * fails the test; in every build, the invariants below must hold:
  *   - each device's categories add up to its window exactly, and its
  *     share of each phase to the phase's union;
  *   - the JSON output is one balanced object with no raw control bytes;
  *   - the HTML output is a whole document whose only tags are its own;
  *   - the text output holds no escape byte (colour off) and no line over
- *     100 columns.
+ *     100 columns;
+ *   - the timeline export (timeline.h) of each trace succeeds, as
+ *     Perfetto or Chrome JSON by turns (the cost of both was that of the
+ *     three renderers), the JSON a balanced object with no raw control
+ *     bytes.
  * Seeds are fixed: every run tests the same traces. */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "export.h"
 #include "pipeline.h"
 #include "render.h"
 #include "tl.h"
@@ -270,6 +275,35 @@ static void render_all(const struct gp_report_set *set, int t) {
   }
 }
 
+static void export_one(const char *path, const struct gp_proc_res *r, int t,
+                       int fmt) {
+  {
+    char *buf = NULL, err[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) abort();
+    struct gp_xsink *x =
+        fmt ? gp_xsink_chrome(f, r->wstart) : gp_xsink_perfetto(f);
+    if (!x) abort();
+    /* no draw from rnd(): the traces stay those of the seed */
+    struct gp_tl_opts o = {.from = t % 3 ? 0 : r->wstart + 1000 * (uint64_t)t};
+    struct gp_tl_stats st;
+    int rc = gp_timeline_walk(path, 0, r, &o, &x->tl, &st, err, sizeof err);
+    if (!rc) rc = x->finish(x->tl.ctx);
+    x->free(x->tl.ctx);
+    free(x);
+    fclose(f);
+    if (rc < 0) {
+      fprintf(stderr, "trace %d: the %s export failed: %s\n", t,
+              fmt ? "chrome" : "perfetto", err);
+      tl_failures++;
+    } else if (fmt) {
+      check_json(buf, len, t);
+    }
+    free(buf);
+  }
+}
+
 int main(void) {
   struct gp_report_opts o = {0};
   int reported = 0, traces = TRACES;
@@ -288,6 +322,7 @@ int main(void) {
         tl_failures++;
       }
       if (res[i]) check_partition(res[i], t), reported++;
+      if (res[i]) export_one(path[i], res[i], t, i);
       if (!getenv("GP_FUZZ_KEEP")) unlink(path[i]);
       else fprintf(stderr, "kept %s\n", path[i]);
       free(path[i]);

@@ -55,8 +55,10 @@ static void same(const char *what, const char *got, size_t glen,
         what, glen, wlen, i);
 }
 
+/* html_only: options the command line takes for --format html alone. */
 static void render_like_cli(const char *const *files, size_t n,
-                            const char *set[][2], const char *cli_args) {
+                            const char *set[][2], const char *cli_args,
+                            int html_only) {
   char err[512];
   int code = -1;
   gpuphase_report_opts *o = gpuphase_report_opts_new();
@@ -71,7 +73,7 @@ static void render_like_cli(const char *const *files, size_t n,
   CHECK(r && code == 0, "open: %d %s", code, err);
   if (!r) return;
   static const char *const fmts[] = {"json", "text", "html"};
-  for (size_t f = 0; f < 3; f++) {
+  for (size_t f = html_only ? 2 : 0; f < 3; f++) {
     char *out = NULL, args[2048];
     size_t len, wlen;
     int st;
@@ -126,7 +128,8 @@ static void errors(const char *good) {
   static const char *bad[][2] = {{"window", "abc"},   {"window", "0ms"},
                                  {"top", "0"},        {"warmup", "-1"},
                                  {"link-gbps", "x"},  {"step", ""},
-                                 {"colour", "always"}};
+                                 {"colour", "always"}, {"html-detail", "2s..1s"},
+                                 {"html-budget", "99"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(gpuphase_report_opts_set(o, bad[i][0], bad[i][1], err, sizeof err) ==
                   GPUPHASE_REPORT_E_USAGE &&
@@ -213,11 +216,16 @@ int main(int argc, char **argv) {
   const char *some[][2] = {{"window", "200ns"},   {"top", "2"},
                            {"warmup", "0"},       {"step", "st*"},
                            {"link-gbps", "12.5"}, {NULL, NULL}};
-  render_like_cli(one, 1, none, "");
+  const char *detail[][2] = {{"html-detail", "0..1us"},
+                             {"html-budget", "100"},
+                             {NULL, NULL}};
+  render_like_cli(one, 1, none, "", 0);
   render_like_cli(one, 1, some,
                   "--window 200ns --top 2 --warmup 0 --step 'st*' "
-                  "--link-gbps 12.5");
-  render_like_cli(two, 2, none, "");
+                  "--link-gbps 12.5",
+                  0);
+  render_like_cli(two, 2, none, "", 0);
+  render_like_cli(two, 2, detail, "--html-detail 0..1us --html-budget 100", 1);
   char args[4096];
   const char *av[] = {a, "--vs", b, "--seed=3", "-f", "json"};
   snprintf(args, sizeof args, "'%s' --vs '%s' --seed=3 -f json", a, b);
