@@ -332,7 +332,7 @@ static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
             k->grid_varies ? "*" : "");
     fprintf(f, "<td class=\"n\">%" PRIu64 "%s</td>", k->block,
             k->block_varies ? "*" : "");
-    td_pct(f, k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1);
+    td_pct(f, gp_kernel_cov_pct(k));
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table>\n", f);

@@ -176,7 +176,7 @@ static void kernel(struct gp_json *j, const struct gp_kernel_res *k) {
   gp_json_u64(j, "registers", k->regs);
   gp_json_u64(j, "shared_mem_bytes", k->smem);
   gp_json_num(j, "sm_coverage_pct",
-              k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1, 2, 1);
+              gp_kernel_cov_pct(k), 2, 1);
   gp_json_num(j, "occupancy_pct",
               k->occ_ns ? 100 * k->occ_wsum / (double)k->occ_ns : -1, 2, 1);
   gp_json_bool(j, "communication", k->communication);

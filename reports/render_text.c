@@ -66,8 +66,18 @@ static void wrap(struct out *o, const char *lead, const char *s, int indent) {
       fputc(' ', o->f);
       col++;
     }
-    fwrite(p, 1, (size_t)len, o->f);
-    col += len;
+    int room = WIDTH - col;
+    if (len > room && room > 2) { /* a word wider than a line: cut it */
+      int cut = room - 2;
+      while (cut > 0 && ((unsigned char)p[cut] & 0xc0) == 0x80)
+        cut--; /* not inside a UTF-8 sequence */
+      fwrite(p, 1, (size_t)cut, o->f);
+      fputs("..", o->f);
+      col += cut + 2;
+    } else {
+      fwrite(p, 1, (size_t)len, o->f);
+      col += len;
+    }
     p += len;
     while (*p == ' ')
       p++;
@@ -300,7 +310,7 @@ static void kernels(struct out *o, const struct gp_proc_res *r) {
             gp_fmt_sdur(c, sizeof c, gp_hist_pct(&k->dur, 50)),
             gp_fmt_sdur(d, sizeof d, gp_hist_pct(&k->dur, 95)), g, bl,
             gp_fmt_pct(cv, sizeof cv,
-                 k->cov_ns ? 100 * k->cov_wsum / (double)k->cov_ns : -1));
+                 gp_kernel_cov_pct(k)));
   }
   if (r->nkernels > o->top)
     fprintf(o->f, "  (%zu more)\n", r->nkernels - o->top);

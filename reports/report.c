@@ -398,3 +398,10 @@ int gp_res_merge(struct gp_proc_res *d, const struct gp_proc_res *s) {
   d->host_pinned_peak += s->host_pinned_peak;
   return 0;
 }
+
+double gp_kernel_cov_pct(const struct gp_kernel_res *k) {
+  if (!k->cov_ns) return -1;
+  /* at most 100: a sum of durations near 2^64 (a hostile trace) can wrap */
+  double v = 100 * k->cov_wsum / (double)k->cov_ns;
+  return v > 100 ? 100 : v < 0 ? 0 : v;
+}

@@ -339,6 +339,10 @@ int gp_res_derive(struct gp_proc_res *r, const struct gp_report_opts *o);
 /* Adds src into the sum dst (created empty by gp_res_new_sum). */
 struct gp_proc_res *gp_res_new_sum(void);
 int gp_res_merge(struct gp_proc_res *dst, const struct gp_proc_res *src);
+
+/* A kernel's SM coverage in percent (0 to 100), -1 when the SMs were not
+ * known for any of its executions. */
+double gp_kernel_cov_pct(const struct gp_kernel_res *k);
 struct gp_util gp_util_of(const struct gp_breakdown *b, uint64_t span,
                           int sms_known);
 

@@ -301,6 +301,54 @@ static void test_text_shares(void) {
   gp_res_free(r);
 }
 
+/* No text line over 100 columns, whatever the names and values: a name
+ * of 150 characters that a note quotes (a word wider than a
+ * line is cut, not printed whole), and SM coverage never above 100%, also
+ * where a hostile trace's durations add up past 2^64. */
+static void test_text_width(void) {
+  struct tl t;
+  tl_init(&t);
+  char name[151];
+  for (int i = 0; i < 150; i++)
+    name[i] = (char)('a' + i % 26);
+  name[150] = 0;
+  tl_str(&t, R_LAUNCH, "cudaLaunchKernel");
+  tl_api_def(&t, R_LAUNCH, R_LAUNCH, GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);
+  tl_str(&t, R_KERN, name);
+  tl_device(&t, 0, 132);
+  /* 200 top-level ranges of that name around a launch: the phase and
+   * kernel tables cut the name to their column */
+  for (uint64_t i = 0; i < 200; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, i * 1000, R_KERN, 0);
+    tl_api(&t, 1, R_LAUNCH, i * 1000, i * 1000 + 900, 0, 0);
+    tl_kernel(&t, 0, i * 1000 + 900, i * 1000 + 950, R_KERN, 1, 32);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, i * 1000 + 999, 0, 0);
+  }
+  struct gp_proc_res *r = tl_run(&t);
+  tl_free(&t);
+  /* a note quoting the name whole, as notes quote names and reasons */
+  EQ(gp_res_note(r, "the range (%s): a word wider than the line", name), 0);
+  char *txt = rendered(r, 0);
+  int widest = 0, quoted = 0;
+  for (const char *p = txt; *p;) {
+    const char *nl = strchr(p, '\n');
+    int n = nl ? (int)(nl - p) : (int)strlen(p);
+    if (n > widest) widest = n;
+    quoted |= memmem(p, (size_t)n, name, 40) != NULL;
+    p += n + (nl != NULL);
+  }
+  if (!EQ(widest <= 100, 1)) fputs(txt, stderr);
+  if (!EQ(quoted, 1)) fputs(txt, stderr); /* the name is shown, cut */
+  free(txt);
+  gp_res_free(r);
+  struct gp_kernel_res k = {0};
+  EQ(gp_kernel_cov_pct(&k) < 0, 1); /* SMs never known */
+  k.cov_wsum = 50, k.cov_ns = 100;
+  NEAR(gp_kernel_cov_pct(&k), 50, 1e-9);
+  k.cov_wsum = 1e19, k.cov_ns = 5; /* the sum of durations wrapped */
+  NEAR(gp_kernel_cov_pct(&k), 100, 1e-9);
+}
+
 /* The JSON of the same timeline, blanks removed: each category's ns and
  * share (2 decimals) of the device window and of each phase. */
 static void json_has(const char *json, const char *want, int line) {
@@ -424,6 +472,7 @@ int main(int argc, char **argv) {
     return tl_failures ? 1 : rc;
   }
   test_text_shares();
+  test_text_width();
   test_json_shares();
   test_short_name();
   test_durations();
