@@ -28,6 +28,7 @@ struct gpuphase_report {
   struct gpuphase_report_opts o;
   struct gp_proc_res **procs;
   char **paths; /* owned: the HTML timeline reads the traces again */
+  size_t npaths; /* entries of paths (those not copied yet are NULL) */
   size_t n;
   struct gp_proc_res *sum; /* NULL for one file */
 };
@@ -132,7 +133,7 @@ EXPORT void gpuphase_report_close(gpuphase_report *r) {
   for (size_t i = 0; i < r->n; i++)
     gp_res_free(r->procs[i]);
   gp_res_free(r->sum);
-  for (size_t i = 0; r->paths && i < r->n; i++)
+  for (size_t i = 0; r->paths && i < r->npaths; i++)
     free(r->paths[i]);
   free(r->paths);
   free(r->procs);
@@ -158,6 +159,7 @@ EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
   gpuphase_report *r = calloc(1, sizeof *r);
   if (r) r->procs = calloc(n, sizeof *r->procs);
   if (r) r->paths = calloc(n, sizeof *r->paths);
+  if (r && r->paths) r->npaths = n;
   if (!r || !r->procs || !r->paths)
     return open_fail(
         r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
