@@ -594,11 +594,8 @@ struct gp_timeline *gp_htl_collect(const char *path, const struct gp_proc_res *r
   choose(t, r, o);
   window_steps(t, &r->steps);
   int code = 0;
-  char msg[256] = "";
-  gpuphase_reader *rd =
-      gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg, sizeof msg);
+  gpuphase_reader *rd = gp_open_sorted(path, &code, err, errlen);
   if (!rd) {
-    snprintf(err, errlen, "%s: %s", path, *msg ? msg : gpuphase_strerror(code));
     gp_htl_free(t);
     return NULL;
   }

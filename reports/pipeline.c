@@ -8,6 +8,7 @@
 #include "attribute.h"
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
+#include "util.h"
 #include "html_timeline.h"
 
 static char *dup0(const char *s) {
@@ -55,15 +56,9 @@ static struct gp_proc_res *one_pass(const char *path,
                                     int *status, char *err, size_t errlen) {
   int code = 0, oom = 0;
   struct gp_report_opts ro = *opts, *o = &ro;
-  char msg[256] = "";
   *status = GP_PIPE_BAD_INPUT;
-  gpuphase_reader *rd =
-      gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg, sizeof msg);
+  gpuphase_reader *rd = gp_open_sorted(path, &code, err, errlen);
   if (!rd) {
-    snprintf(err, errlen, "%s: %s", path,
-             code == GPUPHASE_E_IO ? strerror(errno)
-             : *msg                ? msg
-                                   : gpuphase_strerror(code));
     if (code == GPUPHASE_E_NOMEM) *status = GP_PIPE_NOMEM;
     return NULL;
   }

@@ -13,6 +13,7 @@
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
 #include "u64map.h"
+#include "util.h"
 
 const char *const gp_tl_arg_name[GP_TL_A_N] = {
 #define GP_X(E, s) s,
@@ -884,18 +885,10 @@ int gp_timeline_walk(const char *path, size_t proc, const struct gp_proc_res *r,
                      const struct gp_tl_opts *o, const struct gp_tl_sink *sink,
                      struct gp_tl_stats *st, char *err, size_t errlen) {
   int code = 0;
-  char msg[256] = "";
   *err = 0;
   memset(st, 0, sizeof *st);
-  gpuphase_reader *rd =
-      gp_reader_open_ex(path, GP_OPEN_SORTED, &code, msg, sizeof msg);
-  if (!rd) {
-    snprintf(err, errlen, "%s: %s", path,
-             code == GPUPHASE_E_IO ? strerror(errno)
-             : *msg                ? msg
-                                   : gpuphase_strerror(code));
-    return -1;
-  }
+  gpuphase_reader *rd = gp_open_sorted(path, &code, err, errlen);
+  if (!rd) return -1;
   struct walk *w = calloc(1, sizeof *w);
   if (!w) {
     gpuphase_reader_close(rd);

@@ -1,5 +1,8 @@
 #include "util.h"
 
+#include "gpuphase/trace.h"
+#include "reader_ext.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -168,4 +171,18 @@ const char *gp_fmt_pct(char *b, size_t n, double v) {
   else
     snprintf(b, n, "%.0f%%", v);
   return b;
+}
+
+struct gpuphase_reader *gp_open_sorted(const char *path, int *code, char *err,
+                                       size_t errlen) {
+  char msg[256] = "";
+  *code = 0;
+  gpuphase_reader *rd =
+      gp_reader_open_ex(path, GP_OPEN_SORTED, code, msg, sizeof msg);
+  if (!rd)
+    snprintf(err, errlen, "%s: %s", path,
+             *code == GPUPHASE_E_IO ? strerror(errno)
+             : *msg                 ? msg
+                                    : gpuphase_strerror(*code));
+  return rd;
 }

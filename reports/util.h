@@ -12,6 +12,12 @@ int gp_parse_duration(const char *s, uint64_t *ns);
  * 0, or -1 when it is not. */
 int gp_parse_span(const char *s, uint64_t *from, uint64_t *to);
 
+/* A trace opened in time order (the sorted reader), or NULL with "PATH:
+ * why" in err and the reader's error code in *code. */
+struct gpuphase_reader;
+struct gpuphase_reader *gp_open_sorted(const char *path, int *code, char *err,
+                                       size_t errlen);
+
 /* Human-readable duration / byte count / rate into buf. */
 const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns);
 const char *gp_fmt_bytes(char *buf, size_t n, double bytes);
