@@ -43,13 +43,16 @@
  * application's handle value; corr the CUPTI correlation id (0: none);
  * copy_kind a GPUPHASE_COPY_* value; func the launched function's address;
  * grid the total number of blocks, block the threads per block; ptr the
- * address allocated (ALLOC: bytes = size) or freed (FREE). */
+ * address allocated (ALLOC: bytes = size) or freed (FREE); stack (format
+ * version 3) the call site: the FRAME node of the innermost frame of the
+ * calling thread's stack when the call was made, 0 when not captured. */
 #define GPUPHASE_FIELDS_API(F)                                                \
   F(V, uint64_t, thread) F(V, uint64_t, api) F(V, uint64_t, start)           \
   F(E, uint64_t, end) F(V, int64_t, ret) F(V, uint64_t, corr)                \
   F(V, int64_t, device) F(V, uint64_t, stream) F(V, uint64_t, bytes)         \
   F(V, uint64_t, copy_kind) F(V, uint64_t, func) F(V, uint64_t, grid)        \
-  F(V, uint64_t, block) F(V, uint64_t, flags) F(V, uint64_t, ptr)
+  F(V, uint64_t, block) F(V, uint64_t, flags) F(V, uint64_t, ptr)           \
+  F(V, uint64_t, stack)
 
 /* Device-side execution of a kernel (from CUPTI). */
 #define GPUPHASE_FIELDS_KERNEL(F)                                             \
@@ -107,6 +110,50 @@
 #define GPUPHASE_FIELDS_ITEMS(F)                                              \
   F(V, uint64_t, thread) F(V, uint64_t, start) F(V, uint64_t, count)
 
+/* Call sites (format version 3). All three are metadata: written once,
+ * before the first record that refers to them.
+ *
+ * MODULE: an ELF object mapped into the process. path is a string id; base
+ * the load bias (run-time address of the object's virtual address 0); size
+ * the extent of its mapped segments from base; build_id the bytes of its
+ * NT_GNU_BUILD_ID note (empty: none); start the time it was seen mapped;
+ * unloaded the time it was seen unmapped (0: still mapped). A module seen
+ * unmapped is written again, same id, with unloaded set. */
+#define GPUPHASE_FIELDS_MODULE(F)                                             \
+  F(V, uint64_t, module) F(V, uint64_t, path) F(B, gpuphase_blob, build_id)  \
+  F(V, uint64_t, base) F(V, uint64_t, size) F(V, uint64_t, start)            \
+  F(V, uint64_t, unloaded)
+
+/* PYCODE: a Python code object that Python frames refer to. file and name
+ * (the qualified name) are string ids; first_line is co_firstlineno;
+ * linetable the code's line table bytes as the interpreter keeps them
+ * (co_lnotab before 3.10, co_linetable from 3.10); py_version the
+ * interpreter's PY_VERSION_HEX, which says how to read the table. */
+#define GPUPHASE_FIELDS_PYCODE(F)                                             \
+  F(V, uint64_t, code) F(V, uint64_t, file) F(V, uint64_t, name)             \
+  F(V, uint64_t, first_line) F(B, gpuphase_blob, linetable)                  \
+  F(V, uint64_t, py_version)
+
+/* FRAME: a node of the call-site prefix tree, shared by all threads: one
+ * frame of a captured stack and the node of its caller (parent 0: the
+ * outermost frame). kind is a GPUPHASE_FRAME_* value:
+ *   NATIVE: module is a MODULE id, pc the return address - base - 1 (an
+ *     address inside the call instruction); the innermost native frame of
+ *     a stack is the caller of the intercepted function;
+ *   PYTHON: module is a PYCODE id, pc the index of the 2-byte code unit
+ *     being executed (the byte offset / 2); flags bit
+ *     GPUPHASE_FRAME_ENTRY: the outermost frame of the run of Python
+ *     frames that one native call of the evaluation loop executes;
+ *   TRUNCATED: only ever outermost; the stack was deeper than captured.
+ * Order along a path (innermost first) is the thread's call order: each
+ * run of Python frames sits just inside the native frame of the
+ * evaluation-loop call that runs it; runs whose native frame could not be
+ * told sit outside the outermost native frame. A stack is named by its
+ * innermost node (API.stack). Node ids are >= 1 and each is written once. */
+#define GPUPHASE_FIELDS_FRAME(F)                                              \
+  F(V, uint64_t, node) F(V, uint64_t, parent) F(V, uint64_t, kind)           \
+  F(V, uint64_t, module) F(V, uint64_t, pc) F(V, uint64_t, flags)
+
 /* X(number, UPPER, lower, FIELDS) */
 #define GPUPHASE_RECORD_KINDS(X)                                              \
   X(1, STRING, string, GPUPHASE_FIELDS_STRING)                               \
@@ -122,7 +169,10 @@
   X(11, LOST, lost, GPUPHASE_FIELDS_LOST)                                    \
   X(12, STATE, state, GPUPHASE_FIELDS_STATE)                                 \
   X(13, SUMMARY, summary, GPUPHASE_FIELDS_SUMMARY)                           \
-  X(14, ITEMS, items, GPUPHASE_FIELDS_ITEMS)
+  X(14, ITEMS, items, GPUPHASE_FIELDS_ITEMS)                                 \
+  X(15, MODULE, module, GPUPHASE_FIELDS_MODULE)                              \
+  X(16, PYCODE, pycode, GPUPHASE_FIELDS_PYCODE)                              \
+  X(17, FRAME, frame, GPUPHASE_FIELDS_FRAME)
 
 /* API class bits (API_DEF.cls). */
 enum {
@@ -185,6 +235,14 @@ enum {
   GPUPHASE_FLAG_DEGRADED = 1u << 0, /* some or all device records missing */
   GPUPHASE_FLAG_LOST = 1u << 1      /* events were dropped */
 };
+
+/* FRAME.kind and FRAME.flags */
+enum {
+  GPUPHASE_FRAME_NATIVE = 1,
+  GPUPHASE_FRAME_PYTHON = 2,
+  GPUPHASE_FRAME_TRUNCATED = 3
+};
+enum { GPUPHASE_FRAME_ENTRY = 1u << 0 };
 
 /* MEMCPY.flags / MEMSET.flags / API.flags */
 enum { GPUPHASE_OP_ASYNC = 1u << 0 };
