@@ -38,11 +38,11 @@ static const char usage_text[] =
     "\n"
     "environment: GPUPHASE_LIB overrides the library to preload (default: the\n"
     "one of this installation, beside this program's directory: the build\n"
-    "tree's preload/, the prefix's lib/, or the Python package's lib/); NVTX ranges\n"
-    "are recorded as phases (NVTX_INJECTION64_PATH is set unless already set);\n"
-    "GPUPHASE_RUN_ID, the id every trace of this run carries, is set to a\n"
-    "fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N items\n"
-    "(samples, tokens) per step; the other GPUPHASE_* variables of the\n"
+    "tree's preload/, the prefix's lib/, or the Python package's libraries);\n"
+    "NVTX ranges are recorded as phases (NVTX_INJECTION64_PATH is set unless\n"
+    "already set); GPUPHASE_RUN_ID, the id every trace of this run carries, is\n"
+    "set to a fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N\n"
+    "items (samples, tokens) per step; the other GPUPHASE_* variables of the\n"
     "library are passed through (see README).\n"
     "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
     "cannot be run, 2 for a usage error.\n";
@@ -59,8 +59,8 @@ static int readable(const char *p) {
 
 /* The library to preload: $GPUPHASE_LIB, then relative to this executable
  * (the build tree's preload/; an install prefix's lib/ or lib64/; the
- * Python package, whose gpuphase/bin/ sits beside gpuphase/lib/), then the
- * install location. */
+ * Python package's .gpuphase.mesonpy.libs/, where meson-python puts the
+ * programs beside the libraries), then the install location. */
 static int find_library(char *out, size_t cap) {
   const char *env = getenv("GPUPHASE_LIB");
   if (env && *env) {
@@ -78,9 +78,9 @@ static int find_library(char *out, size_t cap) {
     char *slash = strrchr(exe, '/');
     if (slash) {
       *slash = 0;
-      static const char *const rel[] = {"../preload/libgpuphase.so",
-                                        "../lib/libgpuphase.so",
-                                        "../lib64/libgpuphase.so"};
+      static const char *const rel[] = {
+          "../preload/libgpuphase.so", "../lib/libgpuphase.so",
+          "../lib64/libgpuphase.so", "libgpuphase.so"};
       for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX + 64];
         snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);

@@ -4,12 +4,31 @@ include/gpuphase/report.h) and libgpuphase-trace (the trace reader,
 include/gpuphase/trace.h)."""
 import ctypes
 import os
+import sys
 import threading
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LIB_DIR = os.path.join(HERE, "lib")
-BIN_DIR = os.path.join(HERE, "bin")
+LIBS_NAME = ".gpuphase.mesonpy.libs"
+
+
+def _lib_dir() -> str:
+    """meson-python installs the wheel's shared libraries and programs in
+    platlib's .gpuphase.mesonpy.libs, and this package in purelib: the same
+    site-packages almost everywhere, but not where platlib is lib64 and
+    purelib lib; platlib is on sys.path."""
+    beside = os.path.join(os.path.dirname(HERE), LIBS_NAME)
+    if os.path.isdir(beside):
+        return beside
+    for entry in sys.path:
+        cand = os.path.join(entry or ".", LIBS_NAME)
+        if os.path.isfile(os.path.join(cand, "libgpuphase.so")):
+            return os.path.abspath(cand)
+    return beside
+
+
+LIB_DIR = _lib_dir()
+BIN_DIR = LIB_DIR
 
 _lock = threading.Lock()
 _report: Optional[ctypes.CDLL] = None

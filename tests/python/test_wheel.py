@@ -26,6 +26,9 @@ COPY_NS = 2000 + -(-(1 << 20) * 1000 // 25000)  # 1 MiB at 25 GB/s + latency
 results = []
 
 
+LIBS_NAME = ".gpuphase.mesonpy.libs"  # where meson-python puts libdir's files
+
+
 def env(**extra):
     e = {k: v for k, v in os.environ.items()
          if not k.startswith(("GPUPHASE_", "MALLOC_PERTURB_", "PYTHON"))
@@ -140,20 +143,36 @@ def body(tmp):
             return f.read()
 
     # --- the package's contents and programs
+    site_dir = os.path.join(venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
+                            "site-packages")
+    libs_dir = os.path.join(site_dir, LIBS_NAME)
+
     def t_contents():
         import zipfile
         names = zipfile.ZipFile(whl[0]).namelist()
-        for want in ("gpuphase/lib/libgpuphase.so", "gpuphase/lib/libgpuphase-report.so",
-                     "gpuphase/lib/libgpuphase-trace.so", "gpuphase/bin/gpuphase",
-                     "gpuphase/bin/gpuphase-report", "gpuphase/__init__.py", "gpuphase/_records.py"):
-            expect(want in names, f"{want} not in the wheel")
+        for want in (".gpuphase.mesonpy.libs/libgpuphase.so", ".gpuphase.mesonpy.libs/libgpuphase-report.so",
+                     ".gpuphase.mesonpy.libs/libgpuphase-trace.so", ".gpuphase.mesonpy.libs/gpuphase",
+                     ".gpuphase.mesonpy.libs/gpuphase-report", "gpuphase/__init__.py", "gpuphase/_records.py"):
+            expect(any(n == want or n.endswith("/purelib/" + want) for n in names), f"{want} not in the wheel")
         cuda = [n for n in names if re.search(r"lib(cuda|cudart|cupti|nvidia)", n)]
         expect(not cuda, f"CUDA libraries in the wheel: {cuda}")
-        p = run(["readelf", "-d", os.path.join(venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
-                                                  "site-packages", "gpuphase", "lib", "libgpuphase.so")])
+        p = run(["readelf", "-d", os.path.join(libs_dir, "libgpuphase.so")])
         if p.returncode == 0:
             needed = re.findall(rb"\(NEEDED\).*\[(.*)\]", p.stdout)
             expect(not [n for n in needed if b"cu" in n], f"libgpuphase.so needs {needed}")
+
+    def t_tag():
+        # no extension module: one wheel for every Python 3, tagged for the
+        # platform only (py3-none-linux_x86_64, or manylinux once repaired)
+        name = os.path.basename(whl[0])
+        expect(re.search(r"-py3-none-(linux|manylinux[0-9_]*)_[a-z0-9_]+\.whl$", name),
+               f"wheel tag of {name}: py3-none-PLATFORM expected")
+        import zipfile
+        z = zipfile.ZipFile(whl[0])
+        wheel_meta = [n for n in z.namelist() if n.endswith(".dist-info/WHEEL")]
+        expect(len(wheel_meta) == 1, f"WHEEL files: {wheel_meta}")
+        text = z.read(wheel_meta[0]).decode()
+        expect("Root-Is-Purelib: false" in text, f"WHEEL says: {text!r}")
 
     def t_version():
         want = re.search(r"version\s*:\s*'([^']+)'", read(os.path.join(SRC, "meson.build"), "r")).group(1)
@@ -169,13 +188,18 @@ def body(tmp):
                f"versions {got}, meson.build says {want}")
 
     def t_run_finds_library():
+        want = os.path.realpath(os.path.join(libs_dir, "libgpuphase.so"))
         p = cli("gpuphase", "run", "-q", "--", "sh", "-c", 'printf %s "$LD_PRELOAD"')
         lib = p.stdout.decode()
-        site = os.path.realpath(venv)
-        expect(p.returncode == 0 and lib.endswith("/gpuphase/lib/libgpuphase.so")
-               and os.path.realpath(lib).startswith(site), f"LD_PRELOAD={lib!r} (rc {p.returncode})")
+        expect(p.returncode == 0 and os.path.realpath(lib) == want, f"LD_PRELOAD={lib!r} (rc {p.returncode})")
+        # the program itself, without the console script: the library is
+        # beside it
+        p = run([os.path.join(libs_dir, "gpuphase"), "run", "-q", "--",
+                 "sh", "-c", 'printf %s "$LD_PRELOAD"'])
+        expect(p.returncode == 0 and os.path.realpath(p.stdout.decode()) == want,
+               f"{LIBS_NAME}/gpuphase: LD_PRELOAD={p.stdout!r} (rc {p.returncode}) {tail(p)[-200:]}")
         p = run([vpy, "-m", "gpuphase", "lib"])
-        expect(os.path.realpath(p.stdout.decode().strip()) == os.path.realpath(lib),
+        expect(os.path.realpath(p.stdout.decode().strip()) == want,
                f"python -m gpuphase lib says {p.stdout!r}")
 
     demo = {}
@@ -296,6 +320,7 @@ def body(tmp):
         print(p.stdout.decode().rstrip())
 
     check("wheel-contents", t_contents)
+    check("wheel-tag", t_tag)
     check("versions", t_version)
     check("run-finds-library", t_run_finds_library)
     check("profile-demo", t_profile_demo)
