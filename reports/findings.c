@@ -110,7 +110,9 @@ static int sync_bound(const struct ctx *c, char *buf, size_t n) {
 
 static int pageable(const struct ctx *c, char *buf, size_t n) {
   uint64_t cnt = 0, all = 0;
+  /* copies only: a memset has no host memory, pageable or not */
   for (int x = 0; x < GP_XFER_N; x++) {
+    if (x == GP_XFER_MEMSET) continue;
     cnt += c->d->copies[x].pageable;
     all += c->d->copies[x].count;
   }

@@ -668,6 +668,27 @@ static void test_findings(void) {
   tl_free(&t);
 }
 
+/* The pageable-copy finding counts copies, not memsets: two pageable H2D
+ * copies, one pinned D2H copy and three memsets are "2 of 3 copies". */
+static void test_finding_pageable(void) {
+  struct tl t;
+  base(&t);
+  tl_copy(&t, 0, 0, 10, 4096, GPUPHASE_COPY_HTOD, GPUPHASE_MEM_PAGEABLE,
+          GPUPHASE_MEM_DEVICE, 0);
+  tl_copy(&t, 0, 20, 30, 4096, GPUPHASE_COPY_HTOD, GPUPHASE_MEM_PAGEABLE,
+          GPUPHASE_MEM_DEVICE, 0);
+  tl_copy(&t, 0, 40, 50, 4096, GPUPHASE_COPY_DTOH, GPUPHASE_MEM_DEVICE,
+          GPUPHASE_MEM_PINNED, 0);
+  for (uint64_t i = 0; i < 3; i++) tl_memset(&t, 0, 60 + 10 * i, 65 + 10 * i);
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(strcmp(finding(r, "pageable_copies"),
+            "2 of 3 copies used pageable host memory: they block the "
+            "calling thread and cannot overlap; pin the buffers"),
+     0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* Long runs get longer windows: at most GP_MAX_WINDOWS (65536) per device,
  * and 2^18 windows over all device slots (the engine's "any device" slot
  * counts).
@@ -896,6 +917,7 @@ int main(void) {
   test_sums();
   test_garbage();
   test_findings();
+  test_finding_pageable();
   test_window_cap();
   test_phase_devices();
   test_clock_end();
