@@ -51,6 +51,10 @@ struct thr {
   uint64_t index, tid, name;
   uint32_t n_call[3];
   uint64_t seg_t, cpu, submit, blocked, calls;
+  /* its first call's start and its last call's end (when seen): the part
+   * of the window the thread is known to have lived in */
+  uint64_t first, last;
+  int seen;
   struct rframe {
     uint32_t phase;
     uint64_t start;

@@ -236,10 +236,26 @@ static int build_host(struct gp_attr *a, struct gp_proc_res *r) {
     o->index = t->index;
     o->tid = t->tid;
     o->name = t->name ? dupstr(gp_attr_str(a, t->name)) : NULL;
-    o->cpu = t->cpu;
     o->submit = t->submit;
     o->blocked = t->blocked;
     o->calls = t->calls;
+    /* Its lifetime, as far as the trace shows it: from its first call to
+     * its last (to the window's end while a call is still open), inside
+     * the window; CPU work is the rest of it. A thread without calls
+     * (ranges only) is measured over the window. */
+    o->life = a->wend > a->wstart ? a->wend - a->wstart : 0;
+    o->cpu = t->cpu;
+    if (t->seen) {
+      uint64_t from = t->first > a->wstart ? t->first : a->wstart;
+      uint64_t to = t->n_call[0] || t->n_call[1] || t->n_call[2] ? a->wend
+                                                                  : t->last;
+      if (to > a->wend) to = a->wend;
+      uint64_t life = to > from ? to - from : 0;
+      uint64_t busy = t->submit + t->blocked;
+      if (life < busy) life = busy;
+      o->life = life;
+      o->cpu = life - busy;
+    }
   }
   return 0;
 }

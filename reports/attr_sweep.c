@@ -351,7 +351,13 @@ static void flush_if_idle(struct gp_attr *a, struct dev *d) {
 /* Accounts what the change will affect up to now, then changes it. */
 void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
                    int delta) {
-  gp_flush_thr(a, &a->thr[thread], a->T);
+  struct thr *th = &a->thr[thread];
+  gp_flush_thr(a, th, a->T);
+  if (delta > 0 && !th->seen) {
+    th->seen = 1;
+    th->first = a->T;
+  }
+  if (delta < 0) th->last = a->T;
   if (dev != NODEV)
     flush_if_idle(a, &a->dev[dev]);
   else

@@ -261,11 +261,11 @@ static void threads(FILE *f, const struct gp_proc_res *r, size_t top) {
     esc(f, t->name);
     fputs("</span></td>", f);
     td_dur(f, t->cpu);
-    td_pct(f, pct(t->cpu, r->window_ns));
+    td_pct(f, pct(t->cpu, t->life));
     td_dur(f, t->submit);
-    td_pct(f, pct(t->submit, r->window_ns));
+    td_pct(f, pct(t->submit, t->life));
     td_dur(f, t->blocked);
-    td_pct(f, pct(t->blocked, r->window_ns));
+    td_pct(f, pct(t->blocked, t->life));
     td_u64(f, t->calls);
     fputs("</tr>\n", f);
   }

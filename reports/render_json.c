@@ -195,6 +195,7 @@ static void host(struct gp_json *j, const struct gp_proc_res *r) {
     gp_json_u64(j, "submit_ns", t->submit);
     gp_json_u64(j, "blocked_ns", t->blocked);
     gp_json_u64(j, "calls", t->calls);
+    gp_json_u64(j, "lifetime_ns", t->life);
     gp_json_end(j);
   }
   gp_json_end(j);

@@ -234,7 +234,7 @@ static void device(struct out *o, const struct gp_device_res *d) {
   time_lines(o, d);
 }
 
-static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
+static void threads(struct out *o, const struct gp_proc_res *r) {
   if (!r->nthreads) return;
   fprintf(o->f, "\n%s%-26s %17s %17s %17s %9s%s\n", o->bold, "Host threads",
           "CPU work", "submitting", "blocked on GPU", "calls", o->off);
@@ -250,11 +250,11 @@ static void threads(struct out *o, const struct gp_proc_res *r, uint64_t win) {
     char p1[16], p2[16], p3[16];
     fprintf(o->f, " %8s %8s %8s %8s %8s %8s %9s\n",
             gp_fmt_sdur(a, sizeof a, t->cpu),
-            pctw(p1, sizeof p1, pct(t->cpu, win), 1, 8),
+            pctw(p1, sizeof p1, pct(t->cpu, t->life), 1, 8),
             gp_fmt_sdur(b, sizeof b, t->submit),
-            pctw(p2, sizeof p2, pct(t->submit, win), 1, 8),
+            pctw(p2, sizeof p2, pct(t->submit, t->life), 1, 8),
             gp_fmt_sdur(c, sizeof c, t->blocked),
-            pctw(p3, sizeof p3, pct(t->blocked, win), 1, 8),
+            pctw(p3, sizeof p3, pct(t->blocked, t->life), 1, 8),
             num(cl, sizeof cl, t->calls, 9));
   }
   if (r->nthreads > o->top)
@@ -557,7 +557,7 @@ static void section(struct out *o, const struct gp_proc_res *r) {
     device(o, &r->dev[i]);
   if (r->file) steps(o, r);
   findings(o, r);
-  threads(o, r, r->window_ns);
+  threads(o, r);
   phases(o, r);
   kernels(o, r);
   copies(o, r);

@@ -167,6 +167,9 @@ struct gp_thread_res {
   uint64_t index, tid;
   char *name;
   uint64_t cpu, submit, blocked, calls;
+  /* the part of the window the thread lived in (from its first CUDA call
+   * to its last), which cpu + submit + blocked add up to */
+  uint64_t life;
 };
 
 struct gp_finding {

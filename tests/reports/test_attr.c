@@ -286,7 +286,8 @@ static void test_pinned_async(void) {
  *         40 (the query at 120 falls inside it).
  *   dev2: host [0,120) 120 + [125,140) 15 + [150,160) 10; launch [120,125)
  *         5 + [160,170) 10; kernel 10.
- *   T1 blocked 100, submit 15, cpu 55; T2 submit 100; T3 submit 60. */
+ *   T1 blocked 100, submit 15, cpu 55 (it lives [0,170)); T2 submit 100,
+ *   cpu 0 (it lives [50,150), its one call); T3 submit 60. */
 static void test_threads_devices(void) {
   struct tl t;
   base(&t);
@@ -308,7 +309,8 @@ static void test_threads_devices(void) {
   EQ(tl_thr(r, 1)->submit, 15);
   EQ(tl_thr(r, 1)->cpu, 55);
   EQ(tl_thr(r, 2)->submit, 100);
-  EQ(tl_thr(r, 2)->cpu, 70);
+  EQ(tl_thr(r, 2)->cpu, 0);
+  EQ(tl_thr(r, 2)->life, 100);
   EQ(tl_thr(r, 3)->submit, 60);
   gp_res_free(r);
   tl_free(&t);
@@ -668,6 +670,36 @@ static void test_findings(void) {
   tl_free(&t);
 }
 
+/* A thread's shares are of its own lifetime (first call to last), not of
+ * the process window. Window [0,1000): thread 1 launch [0,10), kernel
+ * [10,990), sync [10,1000): life 1000, submit 10, blocked 990, cpu 0.
+ * Thread 2 lives for one launch [400,402): life 2, submit 2, cpu 0 (it
+ * was 998 of 1000 "CPU work" when measured over the window). Thread 3
+ * launches [200,210) and [290,300): life 100, submit 20, cpu 80. */
+static void test_thread_lifetime(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 990, S_GEMM, 10, 128);
+  tl_api(&t, 1, SYNC, 10, 1000, 0, 0);
+  tl_api(&t, 2, LAUNCH, 400, 402, 0, 0);
+  tl_api(&t, 3, LAUNCH, 200, 210, 0, 0);
+  tl_api(&t, 3, LAUNCH, 290, 300, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_thread_res *a = tl_thr(r, 1), *b = tl_thr(r, 2),
+                             *c = tl_thr(r, 3);
+  EQ(a->life, 1000);
+  EQ(a->cpu, 0);
+  EQ(b->life, 2);
+  EQ(b->submit, 2);
+  EQ(b->cpu, 0);
+  EQ(c->life, 100);
+  EQ(c->submit, 20);
+  EQ(c->cpu, 80);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* The pageable-copy finding counts copies, not memsets: two pageable H2D
  * copies, one pinned D2H copy and three memsets are "2 of 3 copies". */
 static void test_finding_pageable(void) {
@@ -918,6 +950,7 @@ int main(void) {
   test_garbage();
   test_findings();
   test_finding_pageable();
+  test_thread_lifetime();
   test_window_cap();
   test_phase_devices();
   test_clock_end();
