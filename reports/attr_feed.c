@@ -397,12 +397,20 @@ static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
   return gp_sweep_push(a, end, HEV_ACALL, 0, ci, 0, 0);
 }
 
-/* The class of a call: blocking, non-blocking, or (an async copy whose
- * device record decides) undecided. */
+/* The class of a call (docs/attribution.md section 2): blocking
+ * (synchronising: explicitly, or implicitly as a free of memory does),
+ * non-blocking enqueue, undecided (an async copy whose device record
+ * decides), or other. */
 static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
                       uint64_t cls, uint64_t end) {
   if (cls & GPUPHASE_API_SYNC) return CALL_BLK;
-  if (!(cls & GPUPHASE_API_COPY)) return CALL_NB;
+  if ((cls & GPUPHASE_API_FREE) && !(cls & GPUPHASE_API_ASYNC))
+    return CALL_BLK;
+  if (!(cls & GPUPHASE_API_COPY))
+    return cls & (GPUPHASE_API_LAUNCH | GPUPHASE_API_MEMSET |
+                  GPUPHASE_API_WAIT | GPUPHASE_API_ASYNC)
+               ? CALL_NB
+               : CALL_OTHER;
   if (!(cls & GPUPHASE_API_ASYNC)) return CALL_BLK;
   if (!r->corr) return CALL_NB;
   uint64_t *v = gp_u64map_get(&a->corr, r->corr);

@@ -17,7 +17,10 @@
 #define GP_MAX_WINDOWS 65536
 #define GP_MAX_WINDOW_CELLS (1u << 18)
 
-enum { CALL_NB, CALL_BLK, CALL_UND }; /* non-blocking, blocking, undecided */
+/* non-blocking enqueue, blocking (synchronising), undecided (an async copy
+ * whose device record decides), other (neither enqueues nor waits:
+ * allocation, creation, queries) */
+enum { CALL_NB, CALL_BLK, CALL_UND, CALL_OTHER, CALL_N };
 
 struct dev {
   int64_t id;
@@ -26,7 +29,7 @@ struct dev {
   /* what runs now */
   uint32_t n_kern, n_comm, n_small, n_occ, n_xfer;
   uint32_t n_xk[GP_XFER_N];
-  uint32_t n_call[3];          /* host calls naming this device, by CALL_* */
+  uint32_t n_call[CALL_N];     /* host calls naming this device, by CALL_* */
   uint64_t cov_rate, occ_rate; /* sums over running kernels, FIX_ONE based */
   uint64_t seg_t;              /* accounted up to here */
   /* what was accounted */
@@ -49,7 +52,7 @@ struct dev {
 
 struct thr {
   uint64_t index, tid, name;
-  uint32_t n_call[3];
+  uint32_t n_call[CALL_N];
   uint64_t seg_t, cpu, submit, blocked, calls;
   /* its first call's start and its last call's end (when seen): the part
    * of the window the thread is known to have lived in */
@@ -192,7 +195,7 @@ struct gp_attr {
    * heap, which then holds only what is running. */
   struct hev *hold;
   size_t hhead, nhold, caphold;
-  uint32_t w_call[3]; /* calls with device -1, by CALL_* */
+  uint32_t w_call[CALL_N]; /* calls with device -1, by CALL_* */
   int started;
   uint64_t wstart, wend, T;
   /* wstart + GP_MAX_WINDOWS windows (saturated): when wend reaches it, the

@@ -247,8 +247,9 @@ static int build_host(struct gp_attr *a, struct gp_proc_res *r) {
     o->cpu = t->cpu;
     if (t->seen) {
       uint64_t from = t->first > a->wstart ? t->first : a->wstart;
-      uint64_t to = t->n_call[0] || t->n_call[1] || t->n_call[2] ? a->wend
-                                                                  : t->last;
+      int open = 0;
+      for (int k = 0; k < CALL_N; k++) open |= t->n_call[k] != 0;
+      uint64_t to = open ? a->wend : t->last;
       if (to > a->wend) to = a->wend;
       uint64_t life = to > from ? to - from : 0;
       uint64_t busy = t->submit + t->blocked;

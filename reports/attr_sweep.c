@@ -61,6 +61,7 @@ static struct seg seg_of(const struct gp_attr *a, const struct dev *d) {
   uint32_t blk = d->n_call[CALL_BLK] + a->w_call[CALL_BLK];
   uint32_t nb = d->n_call[CALL_NB] + a->w_call[CALL_NB];
   uint32_t und = d->n_call[CALL_UND] + a->w_call[CALL_UND];
+  uint32_t other = d->n_call[CALL_OTHER] + a->w_call[CALL_OTHER];
   s.sub = -1;
   if (d->n_kern) {
     s.cat = GP_CAT_KERNEL;
@@ -83,6 +84,8 @@ static struct seg seg_of(const struct gp_attr *a, const struct dev *d) {
     s.prov = und > 0; /* becomes sync_idle if that copy turns out blocking */
   } else {
     s.cat = GP_CAT_HOST_WAIT;
+    /* the host is inside a CUDA call that neither enqueues nor waits */
+    if (other) s.sub = GP_SUB_HOST_API;
   }
   s.idle = s.cat >= GP_CAT_LAUNCH;
   s.idle_deg = s.idle && s.cat != GP_CAT_SYNC_IDLE;
@@ -317,7 +320,8 @@ void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
   th->seg_t = t;
   if (th->n_call[CALL_BLK]) {
     th->blocked += len;
-  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND]) {
+  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND] ||
+             th->n_call[CALL_OTHER]) {
     th->submit += len;
     if (th->n_call[CALL_UND]) {
       struct acall *c = oldest_und(a, 1, (uint32_t)(th - a->thr));

@@ -132,6 +132,9 @@ static void cat_table(FILE *f, const struct gp_device_res *d) {
         fprintf(f, "; communication under compute %s",
                 gp_fmt_dur(t, sizeof t, b->comm_overlap));
     }
+    if (c == GP_CAT_HOST_WAIT && b->sub[GP_SUB_HOST_API])
+      fprintf(f, "in other CUDA calls (allocation, creation, queries) %s",
+              gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_HOST_API]));
     if (c == GP_CAT_TRANSFER)
       for (int x = 0; x < GP_XFER_N; x++)
         if (b->sub[GP_SUB_XFER + x])

@@ -29,6 +29,7 @@ static void breakdown(struct gp_json *j, const struct gp_breakdown *b,
   nspct(j, "communication", b->sub[GP_SUB_COMMUNICATION], span);
   for (int x = 0; x < GP_XFER_N; x++)
     nspct(j, gp_xfer_key[x], b->sub[GP_SUB_XFER + x], span);
+  nspct(j, "host_api", b->sub[GP_SUB_HOST_API], span);
   gp_json_end(j);
   gp_json_obj(j, "overlap");
   gp_json_u64(j, "kernel_transfer_ns", b->kernel_xfer_overlap);

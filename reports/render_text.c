@@ -115,6 +115,9 @@ static void cat_lines(struct out *o, const struct gp_device_res *d) {
                 gp_fmt_dur(t, sizeof t, b->kernel_xfer_overlap), o->off);
       }
     }
+    if (c == GP_CAT_HOST_WAIT && b->sub[GP_SUB_HOST_API])
+      fprintf(o->f, "%s    in other CUDA calls (allocation, creation, queries) %s%s\n",
+              o->dim, gp_fmt_dur(t, sizeof t, b->sub[GP_SUB_HOST_API]), o->off);
     if (c == GP_CAT_TRANSFER && b->cat[c]) {
       fprintf(o->f, "%s   ", o->dim);
       for (int x = 0; x < GP_XFER_N; x++)

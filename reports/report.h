@@ -48,12 +48,16 @@ enum gp_xfer {
 };
 
 /* Sub-categories: kernel time splits into compute and communication, transfer
- * time into the transfer kinds. */
+ * time into the transfer kinds; part of host_wait is spent in other CUDA
+ * calls. */
 enum gp_sub {
   GP_SUB_COMPUTE,
   GP_SUB_COMMUNICATION,
   GP_SUB_XFER, /* + enum gp_xfer */
-  GP_SUB_N = GP_SUB_XFER + GP_XFER_N
+  /* host_wait while the host is inside a CUDA call that neither enqueues
+   * nor synchronises (allocation, creation, queries) */
+  GP_SUB_HOST_API = GP_SUB_XFER + GP_XFER_N,
+  GP_SUB_N
 };
 
 extern const char *const gp_cat_key[GP_CAT_N];

@@ -6,7 +6,8 @@
 
 #include "tl.h"
 
-enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC, QUERY, MALLOC, FREE, HOSTALLOC };
+enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC, QUERY, MALLOC, FREE, HOSTALLOC,
+       FREEHOST };
 enum { S_GEMM = 10, S_NCCL, S_STEP, S_FWD, S_WHY, S_SMALL };
 
 static void base(struct tl *t) {
@@ -14,7 +15,8 @@ static void base(struct tl *t) {
   static const char *names[] = {
       "",           "cudaLaunchKernel", "cudaDeviceSynchronize",
       "cudaMemcpy", "cudaMemcpyAsync",  "cudaGetDevice",
-      "cudaMalloc", "cudaFree",         "cudaHostAlloc"};
+      "cudaMalloc", "cudaFree",         "cudaHostAlloc",
+      "cudaFreeHost"};
   static const uint64_t cls[] = {0,
                                  GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
                                  GPUPHASE_API_SYNC,
@@ -23,8 +25,9 @@ static void base(struct tl *t) {
                                  GPUPHASE_API_QUERY,
                                  GPUPHASE_API_ALLOC,
                                  GPUPHASE_API_FREE,
-                                 GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM};
-  for (uint64_t i = 1; i <= HOSTALLOC; i++) {
+                                 GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM,
+                                 GPUPHASE_API_FREE | GPUPHASE_API_HOSTMEM};
+  for (uint64_t i = 1; i <= FREEHOST; i++) {
     tl_str(t, i, names[i]);
     tl_api_def(t, i, i, cls[i]);
   }
@@ -280,12 +283,14 @@ static void test_pinned_async(void) {
  *   T1 sync dev0 [0,100); T2 launch dev0 [50,150); T3 launch dev1 [20,80);
  *   kernel dev1 [90,130); T1 query dev -1 [120,125) and [160,170);
  *   kernel dev2 [140,150).  Window [0,170).
- *   dev0: sync 100 (T2's launch inside is outranked), launch [100,150) 50 +
- *         [160,170) 10, host 10.
- *   dev1: host [0,20) 20 + [80,90) 10 + [130,160) 30; launch 60 + 10; kernel
- *         40 (the query at 120 falls inside it).
- *   dev2: host [0,120) 120 + [125,140) 15 + [150,160) 10; launch [120,125)
- *         5 + [160,170) 10; kernel 10.
+ *   The queries neither enqueue nor wait: idle time in them is host_wait
+ *   (its host_api part), not launch.
+ *   dev0: sync 100 (T2's launch inside is outranked), launch [100,150) 50,
+ *         host [150,170) 20 (host_api [160,170) 10).
+ *   dev1: host [0,20) 20 + [80,90) 10 + [130,170) 40; launch 60; kernel
+ *         40 (the query at 120 falls inside it); host_api [160,170) 10.
+ *   dev2: host [0,140) 140 + [150,170) 20; kernel 10; host_api [120,125)
+ *         5 + [160,170) 10.
  *   T1 blocked 100, submit 15, cpu 55 (it lives [0,170)); T2 submit 100,
  *   cpu 0 (it lives [50,150), its one call); T3 submit 60. */
 static void test_threads_devices(void) {
@@ -302,9 +307,12 @@ static void test_threads_devices(void) {
   tl_api(&t, 1, QUERY, 160, 170, -1, 0);
   struct gp_proc_res *r = tl_run(&t);
   EQ(r->ndev, 3);
-  CATS(tl_dev(r, 0)->bd, 0, 0, 60, 100, 10);
-  CATS(tl_dev(r, 1)->bd, 40, 0, 70, 0, 60);
-  CATS(tl_dev(r, 2)->bd, 10, 0, 15, 0, 145);
+  CATS(tl_dev(r, 0)->bd, 0, 0, 50, 100, 20);
+  CATS(tl_dev(r, 1)->bd, 40, 0, 60, 0, 70);
+  CATS(tl_dev(r, 2)->bd, 10, 0, 0, 0, 160);
+  EQ(tl_dev(r, 0)->bd.sub[GP_SUB_HOST_API], 10);
+  EQ(tl_dev(r, 1)->bd.sub[GP_SUB_HOST_API], 10);
+  EQ(tl_dev(r, 2)->bd.sub[GP_SUB_HOST_API], 15);
   EQ(tl_thr(r, 1)->blocked, 100);
   EQ(tl_thr(r, 1)->submit, 15);
   EQ(tl_thr(r, 1)->cpu, 55);
@@ -670,6 +678,35 @@ static void test_findings(void) {
   tl_free(&t);
 }
 
+/* GPU idle time inside a call is named by the call's class: enqueue ->
+ * launch, synchronising (explicit, or implicit as a free) -> sync_idle,
+ * other (allocation, creation, queries) -> host_wait, in its host_api part.
+ *   launch [0,10), kernel [10,100); cudaFreeHost [200,6600) (it waits for
+ *   the device); cudaMalloc [7000,7100); launch [8000,8010), kernel
+ *   [8010,8100). Window [0,8100): kernel 180, launch 20, sync_idle 6400,
+ *   host_wait [100,200) + [6600,8000) = 1500 of which host_api 100. */
+static void test_call_classes(void) {
+  struct tl t;
+  base(&t);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 100, S_GEMM, 10, 128);
+  tl_api(&t, 1, FREEHOST, 200, 6600, 0, 0)->ptr = 0x1000;
+  tl_api(&t, 1, MALLOC, 7000, 7100, 0, 0)->bytes = 4096;
+  tl_api(&t, 1, LAUNCH, 8000, 8010, 0, 0);
+  tl_kernel(&t, 0, 8010, 8100, S_GEMM, 10, 128);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  CATS(d->bd, 180, 0, 20, 6400, 1500);
+  EQ(d->bd.sub[GP_SUB_HOST_API], 100);
+  EQ(tl_apires(r, "cudaFreeHost")->blocked, 6400);
+  EQ(tl_apires(r, "cudaMalloc")->blocked, 0);
+  const struct gp_thread_res *th = tl_thr(r, 1);
+  EQ(th->blocked, 6400);
+  EQ(th->submit, 120);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* A thread's shares are of its own lifetime (first call to last), not of
  * the process window. Window [0,1000): thread 1 launch [0,10), kernel
  * [10,990), sync [10,1000): life 1000, submit 10, blocked 990, cpu 0.
@@ -951,6 +988,7 @@ int main(void) {
   test_findings();
   test_finding_pageable();
   test_thread_lifetime();
+  test_call_classes();
   test_window_cap();
   test_phase_devices();
   test_clock_end();
