@@ -189,6 +189,42 @@ static void *open_first(const char *const *paths, size_t n) {
   return NULL;
 }
 
+/* The first of names that the dynamic loader would find for the program
+ * itself: in the search path of the main executable (its RPATH, then
+ * LD_LIBRARY_PATH, then its RUNPATH, then the system directories, as
+ * RTLD_DI_SERINFO lists them: a dlopen from this library would not look in
+ * the program's RUNPATH), then by name alone (ld.so.cache). Writer thread,
+ * once: may allocate. */
+static void *load_as_program(const char *const *names, size_t nnames) {
+  void *prog = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+  Dl_serinfo size, *si = NULL;
+  if (prog && dlinfo(prog, RTLD_DI_SERINFOSIZE, &size) == 0 &&
+      size.dls_size >= sizeof size && (si = malloc(size.dls_size)) != NULL) {
+    *si = size;
+    if (dlinfo(prog, RTLD_DI_SERINFOSIZE, si) != 0 ||
+        dlinfo(prog, RTLD_DI_SERINFO, si) != 0) {
+      free(si);
+      si = NULL;
+    }
+  }
+  void *h = NULL;
+  for (size_t k = 0; k < nnames && !h; k++) {
+    for (unsigned i = 0; si && i < si->dls_cnt && !h; i++) {
+      const char *d = si->dls_serpath[i].dls_name;
+      if (!d || !*d) continue;
+      char path[PATH_MAX + 64];
+      if ((size_t)snprintf(path, sizeof path, "%s/%s", d, names[k]) >=
+          sizeof path)
+        continue;
+      h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!h) h = dlopen(names[k], RTLD_NOW | RTLD_LOCAL);
+  }
+  free(si);
+  if (prog) dlclose(prog);
+  return h;
+}
+
 static void *load_cupti(const void *cudart_addr, const char *override_path,
                         const char *cuda_home) {
   if (override_path && *override_path)
@@ -216,7 +252,7 @@ static void *load_cupti(const void *cudart_addr, const char *override_path,
       if (slash) *slash = 0;
     }
   }
-  char cand[10][PATH_MAX + 64];
+  char cand[6][PATH_MAX + 64];
   size_t n = 0;
   static const char *const names[] = {"libcupti.so.13", "libcupti.so.12",
                                       "libcupti.so"};
@@ -225,13 +261,20 @@ static void *load_cupti(const void *cudart_addr, const char *override_path,
   if (up3[0])
     snprintf(cand[n++], sizeof cand[0], "%s/cuda_cupti/lib/libcupti.so.12",
              up3);
+  const char *ptrs[6];
+  for (size_t i = 0; i < n; i++) ptrs[i] = cand[i];
+  void *h = open_first(ptrs, n);
+  if (h) return h;
+  /* Then the one the dynamic loader would load for the program. */
+  h = load_as_program(names, 3);
+  if (h) return h;
+  /* Then the toolkit gpuphase was built against. */
+  n = 0;
   if (cuda_home && *cuda_home) {
     snprintf(cand[n++], sizeof cand[0], "%s/extras/CUPTI/lib64/libcupti.so",
              cuda_home);
     snprintf(cand[n++], sizeof cand[0], "%s/lib64/libcupti.so", cuda_home);
   }
-  for (size_t i = 0; i < 3; i++) snprintf(cand[n++], sizeof cand[0], "%s", names[i]);
-  const char *ptrs[10];
   for (size_t i = 0; i < n; i++) ptrs[i] = cand[i];
   return open_first(ptrs, n);
 }

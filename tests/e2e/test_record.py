@@ -333,6 +333,35 @@ def t_cupti_loaded():
     check(len(ks) == 5 and all(k["name"] == "k_first" for k in ks), f"kernels {ks}")
 
 
+def t_driver_cupti():
+    """A program that uses only the driver API (no libcudart to say where
+    CUDA lives) gets the CUPTI the dynamic loader would load for it, not
+    the toolkit's (which, beside the simulated driver, cannot subscribe:
+    the trace would be degraded): from LD_LIBRARY_PATH, and from the
+    program's own RUNPATH ($ORIGIN/drvlib, in a copy of the program with
+    the simulated libraries there and no LD_LIBRARY_PATH at all). Four
+    1 MiB host-to-device copies are recorded through it."""
+    n = 4
+    for how in ("LD_LIBRARY_PATH", "RUNPATH"):
+        d = workdir()
+        exe, extra = prog("e2e-prog-driver"), {}
+        if how == "RUNPATH":
+            os.mkdir(os.path.join(d, "drvlib"))
+            for lib in ("libcuda.so.1", "libcupti.so.13"):
+                shutil.copy(os.path.join(SIMDIR, lib), os.path.join(d, "drvlib", lib))
+            exe = shutil.copy(exe, os.path.join(d, "e2e-prog-driver"))
+            extra = {"LD_LIBRARY_PATH": None}
+        p = run([exe, str(n)], d, extra)
+        check(p.returncode == 0 and p.stdout.strip() == f"copies={n}",
+              f"{how}: program failed {p.returncode}: {p.stdout!r} {p.stderr}")
+        check("CUPTI" not in p.stderr, f"{how}: {p.stderr.strip()}")
+        recs, _ = dump(traces(d)[0])
+        check(not by_kind(recs, "state"), f"{how}: trace degraded")
+        cps = by_kind(recs, "memcpy")
+        check(len(cps) == n and all(c["bytes"] == 1 << 20 for c in cps),
+              f"{how}: copies {cps}")
+
+
 def t_abi12():
     """CUDA 12.8's batch copies have a failIdx before the stream; CUDA 13's
     do not, under the same names. Against a CUDA 12 runtime (a stand-in
@@ -916,7 +945,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
          "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
-         "exit_thread": t_exit_thread, "launch_dims": t_launch_dims}
+         "exit_thread": t_exit_thread, "launch_dims": t_launch_dims,
+         "driver_cupti": t_driver_cupti}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
