@@ -517,6 +517,14 @@ typedef struct CUkern_st *cudaKernel_t;
 #endif
 cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t,
                                cudaStream_t);
+/* cuCtxCreate's older versions, which every driver still exports: CUDA 13's
+ * cuda.h declares only the newest (cuCtxCreate is cuCtxCreate_v4). */
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+                                CUdevice dev);
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx,
+                                CUexecAffinityParam *paramsArray,
+                                int numParams, unsigned int flags,
+                                CUdevice dev);
 
 GP_RUNTIME_API(RT_ROW)
 GP_DRIVER_API(DRV_ROW)

@@ -1,12 +1,20 @@
 /* A program that uses only the driver API (no libcudart in the process):
- * cuInit, the primary context, an allocation, N synchronous host-to-device
- * copies of 1 MiB and a context synchronisation. test_record.py runs it to
- * see which CUPTI the shim picks when no runtime says where CUDA lives:
- * the one the dynamic loader would load for the program (LD_LIBRARY_PATH,
- * the program's RUNPATH), before the toolkit's. Prints "copies=N". */
+ * cuInit, a context, an allocation, N synchronous host-to-device copies of
+ * 1 MiB and a context synchronisation. Prints "copies=N".
+ *
+ *   prog N          on the primary context of device 0, from main: which
+ *                   CUPTI the shim picks when no runtime says where CUDA
+ *                   lives (test_record.py driver_cupti)
+ *   prog N ctx D    on a thread whose context comes from cuCtxCreate on
+ *                   device D (ctx2: cuCtxCreate_v2, found with dlsym), then
+ *                   cuCtxDestroy: every call of that thread is on device D
+ *                   (test_record.py ctx_device) */
 #include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -17,21 +25,59 @@
     }                                                                          \
   } while (0)
 
-int main(int argc, char **argv) {
-  int n = argc > 1 ? atoi(argv[1]) : 4;
-  static char host[1 << 20];
-  CUdevice dev;
-  CUcontext ctx;
+static int n_copies = 4, ctx_dev, ctx_v2;
+static char host[1 << 20];
+
+static int copies(void) {
   CUdeviceptr p;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
   CK(cuMemAlloc(&p, sizeof host));
-  for (int i = 0; i < n; i++) CK(cuMemcpyHtoD(p, host, sizeof host));
+  for (int i = 0; i < n_copies; i++) CK(cuMemcpyHtoD(p, host, sizeof host));
   CK(cuCtxSynchronize());
   CK(cuMemFree(p));
-  CK(cuDevicePrimaryCtxRelease(dev));
-  printf("copies=%d\n", n);
+  return 0;
+}
+
+typedef CUresult (*create_v2_fn)(CUcontext *, unsigned int, CUdevice);
+
+static void *ctx_thread(void *arg) {
+  (void)arg;
+  CUdevice dev;
+  CUcontext ctx;
+  static int rc = 1;
+  if (cuDeviceGet(&dev, ctx_dev) != CUDA_SUCCESS) return &rc;
+  if (ctx_v2) {
+    create_v2_fn f = (create_v2_fn)dlsym(RTLD_DEFAULT, "cuCtxCreate_v2");
+    if (!f || f(&ctx, 0, dev) != CUDA_SUCCESS) return &rc;
+  } else if (cuCtxCreate(&ctx, NULL, 0, dev) != CUDA_SUCCESS) {
+    return &rc;
+  }
+  if (copies() != 0 || cuCtxDestroy(ctx) != CUDA_SUCCESS) return &rc;
+  static int ok = 0;
+  return &ok;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) n_copies = atoi(argv[1]);
+  CK(cuInit(0));
+  if (argc > 3 && (strcmp(argv[2], "ctx") == 0 || strcmp(argv[2], "ctx2") == 0)) {
+    ctx_dev = atoi(argv[3]);
+    ctx_v2 = strcmp(argv[2], "ctx2") == 0;
+    pthread_t t;
+    void *res = NULL;
+    if (pthread_create(&t, NULL, ctx_thread, NULL) != 0 ||
+        pthread_join(t, &res) != 0 || !res || *(int *)res != 0) {
+      fprintf(stderr, "context thread failed\n");
+      return 1;
+    }
+  } else {
+    CUdevice dev;
+    CUcontext ctx;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    if (copies() != 0) return 1;
+    CK(cuDevicePrimaryCtxRelease(dev));
+  }
+  printf("copies=%d\n", n_copies);
   return 0;
 }

@@ -362,6 +362,34 @@ def t_driver_cupti():
               f"{how}: copies {cps}")
 
 
+def t_ctx_device():
+    """A thread whose context comes from cuCtxCreate (and, the older way,
+    cuCtxCreate_v2) on device 1 of two: its allocation, its four copies,
+    its cuCtxSynchronize and the cuCtxDestroy are recorded on device 1, the
+    copies ran there, and device 0, which did nothing, has no sync_idle in
+    the report."""
+    n = 4
+    for how in ("ctx", "ctx2"):
+        d = workdir()
+        p = run([prog("e2e-prog-driver"), str(n), how, "1"], d, {"GPUSIM_DEVICES": "2"})
+        check(p.returncode == 0 and p.stdout.strip() == f"copies={n}",
+              f"{how}: program failed {p.returncode}: {p.stdout!r} {p.stderr}")
+        recs, _ = dump(traces(d)[0])
+        calls = [(a["fn"], a["device"]) for a in api_calls(recs)]
+        after = [c for c in calls if c[0].startswith(("cuMem", "cuCtxSynchronize", "cuCtxDestroy"))]
+        check(len(after) == n + 4 and all(dev == 1 for _, dev in after),
+              f"{how}: calls after cuCtxCreate {after}")
+        cps = by_kind(recs, "memcpy")
+        check(len(cps) == n and all(c["device"] == 1 for c in cps), f"{how}: copies {cps}")
+        j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                      capture_output=True, text=True, timeout=60,
+                                      env=env(preload=False)).stdout)
+        for dev in j["devices"]:
+            if dev["id"] == 0:
+                check(dev["breakdown"]["sync_idle"]["ns"] == 0,
+                      f"{how}: device 0 sync_idle {dev['breakdown']['sync_idle']}")
+
+
 def t_abi12():
     """CUDA 12.8's batch copies have a failIdx before the stream; CUDA 13's
     do not, under the same names. Against a CUDA 12 runtime (a stand-in
@@ -946,7 +974,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims,
-         "driver_cupti": t_driver_cupti}
+         "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))

@@ -312,6 +312,28 @@ GPUSIM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
   DRV_RETURN(r);
 }
 
+/* The older versions, which real drivers still export (CUDA 13's cuda.h
+ * does not declare them). */
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+                                CUdevice dev);
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
+                                int numParams, unsigned int flags,
+                                CUdevice dev);
+GPUSIM_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx,
+                                              unsigned int flags,
+                                              CUdevice dev) {
+  return cuCtxCreate_v4(pctx, NULL, flags, dev);
+}
+GPUSIM_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx,
+                                              CUexecAffinityParam *params,
+                                              int numParams,
+                                              unsigned int flags,
+                                              CUdevice dev) {
+  (void)params;
+  (void)numParams;
+  return cuCtxCreate_v4(pctx, NULL, flags, dev);
+}
+
 GPUSIM_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   DRV_ENTER(cuCtxDestroy_v2, ctx);
   if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
