@@ -101,7 +101,13 @@ struct gp_tbuf {
   int announced;           /* writer emitted the THREAD record */
   uint64_t lost_reported;  /* writer-side: lost count already recorded */
   struct gp_tbuf *next;    /* registry (push-only list) */
-  unsigned long pthread;   /* pthread_t for the thread name */
+  unsigned long pthread;   /* pthread_t, to find the ring of a renamed thread */
+  /* the thread's name (16 bytes, as the kernel keeps it), taken in the
+   * thread and on each rename, under a sequence count that is odd while it
+   * is written and 0 before it was ever taken (threadname.c) */
+  _Atomic uint64_t name_w[2];
+  _Atomic uint32_t name_seq;
+  uint32_t name_told; /* writer: the sequence count its THREAD record gave */
 };
 
 /* Ring header states. A header outlives its thread and is reused (with its

@@ -9,6 +9,7 @@
 #include "gp_describe.h"
 #include "gp_records.h"
 #include "gp_rings.h"
+#include "gp_threadname.h"
 
 #define STREAM_SLOTS 4096
 #define SPARE_SOURCES 4096
@@ -178,9 +179,15 @@ static uint32_t define_api(uint32_t id) {
   return R.api_info[id];
 }
 
+/* The name the thread had when its ring was made or when it last renamed
+ * itself (taken in the thread: it may be gone by now); else what /proc
+ * says. */
 static void announce_thread(struct gp_tbuf *b) {
   char name[64];
-  gp_describe_thread(b->tid, name, sizeof name);
+  uint32_t seq = 0;
+  if (gp_tbuf_name(b, name, &seq) != 0)
+    gp_describe_thread(b->tid, name, sizeof name);
+  b->name_told = seq;
   struct gpuphase_record r = {.kind = GPUPHASE_REC_THREAD};
   r.u.thread.thread = b->index;
   r.u.thread.tid = (uint64_t)b->tid;
@@ -305,7 +312,9 @@ static void ring_lost(struct gp_tbuf *b) {
 void gp_records_drain(struct gp_tbuf *b) {
   int st = atomic_load_explicit(&b->state, memory_order_acquire);
   if (st != GP_TB_ALIVE && st != GP_TB_DEAD) return;
-  if (!b->announced) announce_thread(b);
+  if (!b->announced ||
+      atomic_load_explicit(&b->name_seq, memory_order_relaxed) != b->name_told)
+    announce_thread(b); /* new, or renamed since */
   uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
   /* the thread's source, numbered when its first record comes */

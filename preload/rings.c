@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gp_rings.h"
+#include "gp_threadname.h"
 #include "gp_settings.h"
 
 GP_TLS struct gp_tstate gp_ts;
@@ -101,6 +102,7 @@ static struct gp_tbuf *tbuf_create(void) {
   b->announced = 0;
   b->tid = (pid_t)syscall(SYS_gettid);
   b->pthread = (unsigned long)pthread_self();
+  gp_tbuf_take_name(b);
   atomic_store_explicit(&b->state, GP_TB_ALIVE, memory_order_release);
   pthread_setspecific(tbuf_key, b);
   return b;

@@ -390,6 +390,27 @@ def t_ctx_device():
                       f"{how}: device 0 sync_idle {dev['breakdown']['sync_idle']}")
 
 
+def t_thread_names():
+    """Names are taken in the thread: 16 threads named cb-0..cb-15 that exit
+    right after one call keep their names (read later from /proc they were
+    gone); a thread renamed by prctl and then by pthread_setname_np from
+    another thread is announced again after each rename (it pauses 200 ms
+    between them, the writer drains every 10 ms): w-first, w-second,
+    w-third."""
+    d = workdir()
+    p = run([prog("e2e-prog-names")], d, {"GPUPHASE_FLUSH_MS": "10"})
+    check(p.returncode == 0 and p.stdout.strip() == "ok", f"program: {p.stdout} {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    names = {}
+    for r in by_kind(recs, "thread"):
+        names.setdefault(r["thread"], []).append(r["name"])
+    got = sorted(n[-1] for n in names.values() if n[-1].startswith("cb-"))
+    check(got == sorted(f"cb-{i}" for i in range(16)), f"short-lived threads named {got}")
+    w = [n for n in names.values() if any(x.startswith("w-") for x in n)]
+    check(len(w) == 1 and w[0] == ["w-first", "w-second", "w-third"],
+          f"renamed thread announced as {w}")
+
+
 def t_abi12():
     """CUDA 12.8's batch copies have a failIdx before the stream; CUDA 13's
     do not, under the same names. Against a CUDA 12 runtime (a stand-in
@@ -974,7 +995,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims,
-         "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device}
+         "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
+         "thread_names": t_thread_names}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
