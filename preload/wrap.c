@@ -31,6 +31,7 @@
 #define WAIT GPUPHASE_API_WAIT
 #define HOSTMEM GPUPHASE_API_HOSTMEM
 #define MANAGED GPUPHASE_API_MANAGED
+#define RESET GPUPHASE_API_RESET
 
 #include "api_driver.def"
 #include "api_runtime.def"
@@ -229,6 +230,8 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
 #define REC_CTXDEV()                                                           \
   GP_POST((r == CUDA_SUCCESS ? gp_track_ctx_device(ts) : (void)0,              \
            ev->device = ts->device))
+/* a call about another device than the current one */
+#define REC_DEV(d) GP_POST(ev->device = (int32_t)(d))
 #define REC_SETDEV(d)                                                          \
   GP_POST(((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),            \
            ev->device = (d)))

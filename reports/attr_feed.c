@@ -368,6 +368,26 @@ static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
   mem_change(a, slot, r->bytes, 1, t);
 }
 
+/* A device or primary-context reset (class RESET) frees every allocation
+ * of the device that is still live. Rare: the live table is scanned. */
+static void reset_mem(struct gp_attr *a, const struct gpuphase_api *r,
+                      uint64_t t) {
+  if (r->ret != 0) return;
+  struct dev *d = gp_attr_dev(a, r->device >= 0 ? r->device : 0);
+  if (!d) return;
+  uint32_t slot = (uint32_t)(d - a->dev);
+  size_t n = 0;
+  uint64_t *ptrs = NULL;
+  for (size_t i = 0; i < a->allocs.cap; i++) {
+    if (!a->allocs.used[i] || a->blks.v[a->allocs.vals[i]].dev != slot)
+      continue;
+    if (!ptrs && !(ptrs = malloc(a->allocs.n * sizeof *ptrs))) return;
+    ptrs[n++] = a->allocs.keys[i];
+  }
+  for (size_t i = 0; i < n; i++) free_blk(a, ptrs[i], t);
+  free(ptrs);
+}
+
 /* ---- host API calls ---- */
 
 enum { CORR_CALL = 1, CORR_WAIT = 2 };
@@ -444,6 +464,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   th->calls++;
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
+  if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
   int cl = call_class(a, r, def->cls, end);
   uint32_t sver = gp_steps_call(a, def, r, cl, end);
   if (end <= s) { /* nothing left to account after clipping */

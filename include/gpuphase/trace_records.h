@@ -186,7 +186,8 @@ enum {
   GPUPHASE_API_ASYNC = 1u << 7,   /* stream-ordered: returns before completion */
   GPUPHASE_API_WAIT = 1u << 8,    /* orders streams (stream wait event) */
   GPUPHASE_API_HOSTMEM = 1u << 9, /* allocation or free of pinned host memory */
-  GPUPHASE_API_MANAGED = 1u << 10 /* managed memory allocation */
+  GPUPHASE_API_MANAGED = 1u << 10, /* managed memory allocation */
+  GPUPHASE_API_RESET = 1u << 11    /* frees every allocation of the device */
 };
 
 /* API_DEF.layer */

@@ -20,6 +20,13 @@
  *                   SCHED_IDLE first, so that nothing drains the rings
  *                   while the launches run; prints "starved N" (threads)
  *   pageable [20]   cudaMemcpyAsync of 25e6 B from malloc'ed memory
+ *   reset [10]      cudaMalloc of 64 MiB, N 10-wave kernels (100 us each)
+ *                   on a stream, cudaDeviceReset (which waits for them and
+ *                   frees everything), cudaMalloc of 16 MiB, one 10-wave
+ *                   kernel on the default stream, cudaDeviceSynchronize;
+ *                   before the reset, cudaStreamAttachMemAsync and
+ *                   cudaGraphUpload (of no graph), whose errors the
+ *                   simulator returns and the program ignores
  *   fork [30]       30 compute kernels, then a child runs 20 and exits;
  *                   the parent waits for it and prints "child PID"
  *   items [5]       per step i (from 0), in a "step" range:
@@ -148,6 +155,20 @@ static int pageable(cudaStream_t s, int steps) {
   return ok(cudaFree(dev), "cudaFree");
 }
 
+static int reset(cudaStream_t s, int steps) {
+  void *a, *b;
+  if (!ok(cudaMalloc(&a, 64u << 20), "cudaMalloc")) return 0;
+  for (int i = 0; i < steps; i++)
+    if (!launch(k_wave10, WAVE10_BLOCKS, s)) return 0;
+  (void)cudaStreamAttachMemAsync(s, a, 0, cudaMemAttachSingle);
+  (void)cudaGraphUpload(NULL, s);
+  if (!ok(cudaDeviceReset(), "cudaDeviceReset") ||
+      !ok(cudaMalloc(&b, 16u << 20), "cudaMalloc") ||
+      !launch(k_wave10, WAVE10_BLOCKS, 0))
+    return 0;
+  return ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
 /* The child's own CUDA work goes to its own trace. */
 static int forked(cudaStream_t s, int steps) {
   if (!kernels_then_sync(s, k_wave10, WAVE10_BLOCKS, steps)) return 0;
@@ -223,6 +244,7 @@ static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
     return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
   }
   if (!strcmp(mode, "pageable")) return pageable(s, steps ? steps : 20);
+  if (!strcmp(mode, "reset")) return reset(s, steps ? steps : 10);
   if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
   if (!strcmp(mode, "items")) return items(s, steps ? steps : 5);
   fprintf(stderr, "prog_scenarios: unknown scenario '%s'\n", mode);
@@ -247,7 +269,9 @@ int main(int argc, char **argv) {
   unsigned long long start = now_ns();
   if (!ok(cudaStreamCreate(&s), "cudaStreamCreate")) return 1;
   if (!scenario(argv[1], s, steps, scale)) return 1;
-  if (!ok(cudaStreamDestroy(s), "cudaStreamDestroy")) return 1;
+  /* a reset destroyed the stream with everything else */
+  if (strcmp(argv[1], "reset") != 0 && !ok(cudaStreamDestroy(s), "cudaStreamDestroy"))
+    return 1;
   printf("host span=%llu slept=%llu active=%llu\n", now_ns() - start, slept_ns,
          active_ns);
   return 0;

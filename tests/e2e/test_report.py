@@ -341,6 +341,32 @@ def t_pageable():
     check("pageable_copies" in rules(j), f"findings {j['findings']}")
 
 
+def t_reset():
+    """cudaDeviceReset waits for the device and frees everything on it: it
+    is a blocking call (its blocked time is all its time, and it lasts at
+    least until the 10 queued 100 us kernels have run, less the launches'
+    own time), and the 64 MiB allocated before it are freed, so the 16 MiB
+    allocated after it make no higher peak: 64 MiB, not 80. The
+    stream-ordered calls before it are recorded, with the errors the
+    simulator gives them passed through."""
+    n, mib = 10, 1 << 20
+    _, files, host = scenario(["reset", n])
+    j = report_json(files)
+    consistent(j)
+    dev = one_device(j)
+    rs = api(j, "cudaDeviceReset")
+    check(rs["count"] == 1 and rs["blocked_ns"] == rs["total_ns"], f"cudaDeviceReset {rs}")
+    launches = api(j, "cudaLaunchKernel")["total_ns"]
+    check(rs["total_ns"] >= n * kernel_ns(1320) - launches,
+          f"reset returned after {rs['total_ns']} ns, before the queue of {n} x 100 us")
+    check(dev["kernels"] == n + 1, f"kernels {dev['kernels']}")
+    check(dev["utilization"]["mem_peak_bytes"] == 64 * mib,
+          f"device memory peak {dev['utilization']['mem_peak_bytes']} != 64 MiB")
+    for name in ("cudaStreamAttachMemAsync", "cudaGraphUpload"):
+        row = api(j, name)
+        check(row["count"] == 1 and row["errors"] == 1, f"{name}: {row}")
+
+
 def t_degraded():
     """CUPTI held by another tool: no device records, so the report takes
     the host's view (attribution.md section 3). With one thread that view is
@@ -473,7 +499,7 @@ def t_demo_text():
 
 
 TESTS = {"compute": t_compute, "demo_text": t_demo_text, "starved": t_starved, "starved_exact": t_starved_exact, "transfer": t_transfer,
-         "launch": t_launch, "pageable": t_pageable, "degraded": t_degraded,
+         "launch": t_launch, "pageable": t_pageable, "reset": t_reset, "degraded": t_degraded,
          "phases": t_phases, "multiprocess": t_multiprocess}
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 #include "tl.h"
 
 enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC, QUERY, MALLOC, FREE, HOSTALLOC,
-       FREEHOST };
+       FREEHOST, RESET };
 enum { S_GEMM = 10, S_NCCL, S_STEP, S_FWD, S_WHY, S_SMALL };
 
 static void base(struct tl *t) {
@@ -16,7 +16,7 @@ static void base(struct tl *t) {
       "",           "cudaLaunchKernel", "cudaDeviceSynchronize",
       "cudaMemcpy", "cudaMemcpyAsync",  "cudaGetDevice",
       "cudaMalloc", "cudaFree",         "cudaHostAlloc",
-      "cudaFreeHost"};
+      "cudaFreeHost", "cudaDeviceReset"};
   static const uint64_t cls[] = {0,
                                  GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC,
                                  GPUPHASE_API_SYNC,
@@ -26,8 +26,9 @@ static void base(struct tl *t) {
                                  GPUPHASE_API_ALLOC,
                                  GPUPHASE_API_FREE,
                                  GPUPHASE_API_ALLOC | GPUPHASE_API_HOSTMEM,
-                                 GPUPHASE_API_FREE | GPUPHASE_API_HOSTMEM};
-  for (uint64_t i = 1; i <= FREEHOST; i++) {
+                                 GPUPHASE_API_FREE | GPUPHASE_API_HOSTMEM,
+                                 GPUPHASE_API_SYNC | GPUPHASE_API_RESET};
+  for (uint64_t i = 1; i <= RESET; i++) {
     tl_str(t, i, names[i]);
     tl_api_def(t, i, i, cls[i]);
   }
@@ -758,6 +759,35 @@ static void test_finding_pageable(void) {
   tl_free(&t);
 }
 
+/* A device reset waits (sync_idle) and frees every allocation of its
+ * device: malloc 1000 on device 0 @0 and 3000 on device 1 @0, launch
+ * [10,20) on device 0, reset of device 0 [40,60), launch [90,100) on
+ * device 0. Device 0: levels [0,40) 1000, then 0: peak 1000, mean
+ * 40000/100 = 400; sync_idle 20. Device 1 keeps its 3000. */
+static void test_reset(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_device(&t, 1, 10);
+  struct gpuphase_api *a = tl_api(&t, 1, MALLOC, 0, 0, 0, 0);
+  a->ptr = 0x1000, a->bytes = 1000;
+  a = tl_api(&t, 2, MALLOC, 0, 0, 1, 0);
+  a->ptr = 0x2000, a->bytes = 3000;
+  tl_api(&t, 1, LAUNCH, 10, 20, 0, 0);
+  tl_api(&t, 1, RESET, 40, 60, 0, 0);
+  tl_api(&t, 1, LAUNCH, 90, 100, 0, 0);
+  tl_api(&t, 2, LAUNCH, 90, 100, 1, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d0 = tl_dev(r, 0), *d1 = tl_dev(r, 1);
+  EQ(d0->mem_peak, 1000);
+  NEAR(d0->mem_mean, 400, 1e-6);
+  EQ(d0->bd.cat[GP_CAT_SYNC_IDLE], 20);
+  EQ(d1->mem_peak, 3000);
+  NEAR(d1->mem_mean, 3000, 1e-6);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* Long runs get longer windows: at most GP_MAX_WINDOWS (65536) per device,
  * and 2^18 windows over all device slots (the engine's "any device" slot
  * counts).
@@ -989,6 +1019,7 @@ int main(void) {
   test_finding_pageable();
   test_thread_lifetime();
   test_call_classes();
+  test_reset();
   test_window_cap();
   test_phase_devices();
   test_clock_end();
