@@ -78,6 +78,14 @@ void gp_track_ctx_device(struct gp_tstate *ts) {
   if (get_device && get_device(&d) == CUDA_SUCCESS) ts->device = (int32_t)d;
 }
 
+int gp_runtime_abi12(void *fn) {
+  Dl_info info;
+  if (!dladdr(fn, &info) || !info.dli_fname) return 0;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  return strncmp(base, "libcudart.so.12", 15) == 0;
+}
+
 static const void *our_base(void) {
   static const void *base;
   Dl_info me;
@@ -107,7 +115,10 @@ static void *wrap_pointer(void *p) {
   if (!e) return p;
   void *real = __atomic_load_n(e->real, __ATOMIC_ACQUIRE);
   if (real == e->unresolved) {
-    /* first use: the function the lookup found is the real one */
+    /* first use: the function the lookup found is the real one (and, for
+     * a variant A wrapper, says which parameters it takes: before real is
+     * published, as first_NAME does) */
+    if (e->abi12) __atomic_store_n(e->abi12, gp_runtime_abi12(p), __ATOMIC_RELAXED);
     __atomic_store_n(e->real, p, __ATOMIC_RELEASE);
     real = p;
   }

@@ -350,14 +350,15 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   static __attribute__((noinline)) cudaError_t rec_##NAME GP_ANY_PARAMS {      \
     NAME##_fn gp_fn_ =                                                         \
         (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_ACQUIRE);            \
-    int abi12 = abi12_##NAME;                                                  \
+    int abi12 = __atomic_load_n(&abi12_##NAME, __ATOMIC_RELAXED);              \
     GP_RECORD_CALL(cudaError_t, GP_ANY_ARGS, ID, REC)                          \
   }                                                                            \
   static __attribute__((noinline)) cudaError_t first_##NAME GP_ANY_PARAMS {    \
     NAME##_fn gp_fn_ =                                                         \
         (NAME##_fn)gp_real_layer(GPUPHASE_LAYER_RUNTIME, #NAME);               \
     if (gp_fn_ == NULL) return cudaErrorSharedObjectSymbolNotFound;            \
-    abi12_##NAME = gp_runtime_abi12((void *)gp_fn_);                           \
+    __atomic_store_n(&abi12_##NAME, gp_runtime_abi12((void *)gp_fn_),          \
+                     __ATOMIC_RELAXED);                                        \
     /* published after abi12, which other threads then read with it */         \
     __atomic_store_n(&real_##NAME, (void *)gp_fn_, __ATOMIC_RELEASE);          \
     if (gp_nested()) return gp_fn_ GP_ANY_ARGS;                                \
@@ -372,14 +373,6 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     return rec_##NAME GP_ANY_ARGS;                                             \
   }
 
-/* Whether fn lives in a CUDA 12 runtime (libcudart.so.12*). */
-__attribute__((unused)) static int gp_runtime_abi12(void *fn) {
-  Dl_info info;
-  if (!dladdr(fn, &info) || !info.dli_fname) return 0;
-  const char *base = strrchr(info.dli_fname, '/');
-  base = base ? base + 1 : info.dli_fname;
-  return strncmp(base, "libcudart.so.12", 15) == 0;
-}
 
 #define RT_W(n, p, a, rec)                                                     \
   GP_WRAPPER(cudaError_t, cudaErrorSharedObjectSymbolNotFound,                 \
@@ -533,15 +526,17 @@ GP_RUNTIME_API(RT_ROW)
 GP_DRIVER_API(DRV_ROW)
 
 /* ---- index by exported name, for dlsym and the entry-point resolvers ---- */
-#define IDX_ONE(n, layer) {#n, (void *)n, &real_##n, (void *)pass_##n, layer},
+#define IDX_ONE(n, layer)                                                      \
+  {#n, (void *)n, &real_##n, (void *)pass_##n, layer, NULL},
 #define IDX_N(n, l) IDX_ONE(n, l)
 #define IDX_Z(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptsz, l)
 #define IDX_D(n, l) IDX_ONE(n, l) IDX_ONE(n##_ptds, l)
-#define IDX_ANY(n, layer) {#n, (void *)gp_any_##n, &real_##n, NULL, layer},
+#define IDX_ANY(n, layer)                                                      \
+  {#n, (void *)gp_any_##n, &real_##n, NULL, layer, &abi12_##n},
 #define IDX_A(n, l) IDX_ANY(n, l) IDX_ANY(n##_ptsz, l)
 #if GP_LAUNCH_WORDS
 #define IDX_LAUNCH(n, layer)                                                   \
-  {#n, (void *)gp_launch_##n, &real_##n, (void *)pass_##n, layer},
+  {#n, (void *)gp_launch_##n, &real_##n, (void *)pass_##n, layer, NULL},
 #define IDX_L(n, l) IDX_LAUNCH(n, l) IDX_LAUNCH(n##_ptsz, l)
 #else
 #define IDX_L(n, l) IDX_Z(n, l)

@@ -416,12 +416,15 @@ def t_abi12():
     do not, under the same names. Against a CUDA 12 runtime (a stand-in
     libcudart.so.12), the wrapper passes every argument on unchanged, the
     callee's failIdx comes back, and the record has the right stream and
-    bytes (1000 + 24)."""
+    bytes (1000 + 24). cudaMemPrefetchAsync changed the same way (a
+    location and flags before the stream): called the CUDA 12 way through
+    a pointer from dlsym, its record has stream 0x5353 and 4096 bytes."""
     d = workdir()
     p = run([os.path.join(PROGDIR, "abi12", "e2e-prog-abi12")], d,
             extra={"GPUPHASE_CUPTI": "0", "GPUPHASE_QUIET": "1"})
     check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
-    check(p.stdout.splitlines() == ["batch ok rc=0 fail=7", "batch3d ok rc=0 fail=3"],
+    check(p.stdout.splitlines() == ["batch ok rc=0 fail=7", "batch3d ok rc=0 fail=3",
+                                    "prefetch ok rc=0"],
           f"callee saw {p.stdout!r}")
     recs, _ = dump(traces(d)[0])
     calls = {c["fn"]: c for c in api_calls(recs)}
@@ -430,6 +433,9 @@ def t_abi12():
           f"batch record {b}")
     b3 = calls.get("cudaMemcpy3DBatchAsync")
     check(b3 and b3["stream"] == 0x5252 and b3["bytes"] == 0, f"3D batch record {b3}")
+    pf = calls.get("cudaMemPrefetchAsync")
+    check(pf and pf["stream"] == 0x5353 and pf["bytes"] == 4096 and pf["ret"] == 0,
+          f"prefetch record {pf}")
 
 
 def t_output():

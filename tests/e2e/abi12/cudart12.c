@@ -1,6 +1,7 @@
 /* A stand-in for CUDA 12.8+'s libcudart.so.12, with only its two batch
- * copies, whose parameters differ from CUDA 13's under the same names (a
- * failIdx before the stream). It keeps what it was called with, so a test
+ * copies and cudaMemPrefetchAsync, whose parameters differ from CUDA 13's
+ * under the same names (a failIdx, or a location and flags, before the
+ * stream). It keeps what it was called with, so a test
  * can check that gpuphase's wrapper passed every argument on unchanged.
  * Prototypes are written out here: the CUDA 13 headers declare the CUDA 13
  * forms. */
@@ -33,6 +34,17 @@ EXPORT int cudaMemcpy3DBatchAsync(size_t numOps, void *opList,
   for (int i = 0; i < 5; i++) seen[i] = a[i];
   nseen = 5;
   if (failIdx) *failIdx = 3;
+  return 0;
+}
+
+/* CUDA 12's cudaMemPrefetchAsync: CUDA 13's takes a location and flags
+ * before the stream. */
+EXPORT int cudaMemPrefetchAsync(const void *devPtr, size_t count,
+                                int dstDevice, void *stream) {
+  uintptr_t a[4] = {(uintptr_t)devPtr, count, (uintptr_t)dstDevice,
+                    (uintptr_t)stream};
+  for (int i = 0; i < 4; i++) seen[i] = a[i];
+  nseen = 4;
   return 0;
 }
 

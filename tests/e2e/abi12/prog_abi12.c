@@ -1,7 +1,10 @@
 /* Calls the CUDA 12.8+ batch copies with their CUDA 12 parameters, linked
  * against a stand-in libcudart.so.12 (cudart12.c), and prints what the
  * callee received and returned: "ok" lines when every argument arrived
- * unchanged and failIdx came back. */
+ * unchanged and failIdx came back. Then cudaMemPrefetchAsync, the CUDA 12
+ * way, through a pointer from dlsym (its first use: the wrapper learns
+ * there which runtime it forwards to). */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,5 +38,14 @@ int main(void) {
   same = n == 5;
   for (int i = 0; same && i < 5; i++) same = got[i] == want3[i];
   printf("batch3d %s rc=%d fail=%zu\n", same ? "ok" : "CHANGED", rc, fail);
+  typedef int (*prefetch_fn)(const void *, size_t, int, void *);
+  void *h = dlopen("libcudart.so.12", RTLD_LAZY | RTLD_NOLOAD);
+  prefetch_fn pf = h ? (prefetch_fn)dlsym(h, "cudaMemPrefetchAsync") : NULL;
+  rc = pf ? pf(a, 4096, 0, (void *)(uintptr_t)0x5353) : -1;
+  n = cudart12_seen(got);
+  uintptr_t wantp[4] = {(uintptr_t)a, 4096, 0, 0x5353};
+  same = n == 4;
+  for (int i = 0; same && i < 4; i++) same = got[i] == wantp[i];
+  printf("prefetch %s rc=%d\n", same ? "ok" : "CHANGED", rc);
   return 0;
 }
