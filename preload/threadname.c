@@ -76,9 +76,15 @@ typedef int (*setname_fn)(pthread_t, const char *);
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long,
                         unsigned long);
 
+/* The real functions, looked up on first use by whichever thread comes
+ * first (the same value each time: atomics only to say so). */
 GP_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
-  static setname_fn real;
-  if (!real) real = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
+  static setname_fn real_fn;
+  setname_fn real = __atomic_load_n(&real_fn, __ATOMIC_RELAXED);
+  if (!real) {
+    real = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
+    __atomic_store_n(&real_fn, real, __ATOMIC_RELAXED);
+  }
   if (!real) return ENOSYS;
   int rc = real(t, name);
   if (rc == 0) {
@@ -93,7 +99,7 @@ GP_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
 /* prctl takes up to four arguments after the option, all passed on as the
  * kernel reads them (unsigned long). */
 GP_EXPORT int prctl(int option, ...) {
-  static prctl_fn real;
+  static prctl_fn real_fn;
   va_list ap;
   va_start(ap, option);
   unsigned long a2 = va_arg(ap, unsigned long);
@@ -101,7 +107,11 @@ GP_EXPORT int prctl(int option, ...) {
   unsigned long a4 = va_arg(ap, unsigned long);
   unsigned long a5 = va_arg(ap, unsigned long);
   va_end(ap);
-  if (!real) real = (prctl_fn)dlsym(RTLD_NEXT, "prctl");
+  prctl_fn real = __atomic_load_n(&real_fn, __ATOMIC_RELAXED);
+  if (!real) {
+    real = (prctl_fn)dlsym(RTLD_NEXT, "prctl");
+    __atomic_store_n(&real_fn, real, __ATOMIC_RELAXED);
+  }
   if (!real) {
     errno = ENOSYS;
     return -1;
