@@ -4,6 +4,7 @@ Runs under any CPython 3.9+. argv: library, capture file.
 stdout does not depend on what the reader found (the captures go to the
 file), so a run whose reader turned itself off prints the same."""
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -56,6 +57,12 @@ def main():
     t.start()
     t.join()
     lib.gp_test_capture_cthread(out, b"cthread")
+    pid = os.fork()
+    if pid == 0:
+        lib.gp_test_after_fork()
+        lib.gp_test_capture(out, b"fork")  # LINE:fork
+        os._exit(0)
+    os.waitpid(pid, 0)
     try:
         evalf = ctypes.cast(ctypes.pythonapi._PyEval_EvalFrameDefault,
                             ctypes.c_void_p).value

@@ -76,6 +76,9 @@ EXPORT int gp_test_capture_cthread(const char *path, const char *label) {
   return a.n;
 }
 
+/* In a forked child, as the shim's fork handler does. */
+EXPORT void gp_test_after_fork(void) { gp_py_after_fork(); }
+
 /* 1 when gp_py_eval_ranges gives one non-empty range that starts at the
  * interpreter's _PyEval_EvalFrameDefault (found by the test with ctypes). */
 EXPORT int gp_test_eval_range(unsigned long long want_lo) {

@@ -143,11 +143,16 @@ def check_frames(py, caps, extra):
     last = t["frames"][-1]
     if not last[3] or not last[0].endswith("threading.py"):
         fail("thread: outermost %r should be threading.py's, an entry" % (last,))
+    # a forked child keeps reading (gp_py_after_fork)
+    fr = expect("fork", [("main", m["fork"], False),
+                         ("<module>", m["module"], True)])
+    if len(fr) != 2:
+        fail("fork: %d frames, want 2: %r" % (len(fr), fr))
     if caps.get("cthread", {}).get("n") != 0:
         fail("thread created in C: %r" % caps.get("cthread"))
     if extra.get("evalrange") != 1:
         fail("gp_py_eval_ranges: not the range of _PyEval_EvalFrameDefault")
-    print("ok: Python %d.%d (%s): frames, lines, entries, threads" % (major, minor, py))
+    print("ok: Python %d.%d (%s): frames, lines, entries, threads, fork" % (major, minor, py))
 
 
 def main():
