@@ -124,10 +124,10 @@ int64_t gp_pyline(uint32_t py_version, const uint8_t *tab, size_t len,
   uint32_t minor = (py_version >> 16) & 0xff;
   if ((py_version >> 24) != 3 || minor < 9)
     return -1; /* not a version this reader knows */
-  if (unit > (UINT64_MAX >> 2))
-    return first_line;
   int64_t line;
-  if (minor == 9)
+  if (!len || unit > (UINT64_MAX >> 2))
+    line = first_line; /* an empty table says nothing (and tab may be NULL) */
+  else if (minor == 9)
     line = lnotab39(tab, len, first_line, unit * 2);
   else if (minor == 10)
     line = linetable310(tab, len, first_line, unit * 2);
