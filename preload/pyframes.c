@@ -632,8 +632,10 @@ static int start(void) {
   if (pv) {
     L.version = (uint32_t)*pv;
   } else {
-    /* Before 3.11: Py_GetVersion formats constants into a static buffer
-     * (callable before Py_Initialize, so without the GIL too). */
+    /* Before 3.11: Py_GetVersion snprintf's compile-time constants into a
+     * static buffer on every call: no Python object, no GIL needed
+     * (documented callable before Py_Initialize). A concurrent caller
+     * rewrites the same bytes; done once, at start. */
     const char *(*getv)(void) = (const char *(*)(void))sym("Py_GetVersion");
     L.version = getv ? parse_version(getv()) : 0;
   }

@@ -61,6 +61,7 @@ def run(py, lib, d):
     env.pop("PYTHONHOME", None)
     if PRELOAD_PREFIX:
         env["LD_PRELOAD"] = PRELOAD_PREFIX
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"  # a finding fails
     p = subprocess.run([py, PROG, lib, out], env=env, capture_output=True,
                        text=True, timeout=60)
     caps = {}
@@ -168,7 +169,7 @@ def main():
         p, caps, extra = run(py, lib, d)
         if p.returncode != 3 or p.stdout != "computed True\n":
             fail("normal run: rc %d, stdout %r, stderr %r" % (p.returncode, p.stdout, p.stderr))
-        if "gpuphase" in p.stderr:
+        if "gpuphase" in p.stderr or "runtime error" in p.stderr or "Sanitizer" in p.stderr:
             fail("normal run: stderr %r" % p.stderr)
         if not skew:
             check_frames(py, caps, extra)
