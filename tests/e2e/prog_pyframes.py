@@ -48,11 +48,32 @@ def in_thread():
     lib.gp_test_capture(out, b"thread")  # LINE:thread
 
 
+# Names read from compact str objects of each width (Latin-1, UCS-2,
+# UCS-4), and one longer than the 255 bytes a description keeps.
+def 𠀀():
+    return lib.gp_test_capture(out, b"unicode")  # LINE:ucs4
+
+
+def 名():
+    return 𠀀()  # LINE:ucs2
+
+
+def ñ():
+    return 名()  # LINE:latin1
+
+
+exec("def " + "名" * 200 + "():\n"
+     "    return lib.gp_test_capture(out, b'long')\n"
+     "long_name = " + "名" * 200)
+
+
 def main():
     lib.gp_test_start()
     wait_ready()
     r = Outer().middle(1)  # LINE:main
     r += sum(map(via_map, [0]))  # LINE:main_map
+    ñ()  # LINE:main_unicode
+    long_name()
     t = threading.Thread(target=in_thread)
     t.start()
     t.join()

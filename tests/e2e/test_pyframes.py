@@ -46,7 +46,7 @@ def find_python(version):
 
 def marks():
     m = {}
-    with open(PROG) as f:
+    with open(PROG, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
             g = re.search(r"# LINE:(\w+)", line)
             if g:
@@ -68,7 +68,7 @@ def run(py, lib, d):
     cur = None
     extra = {}
     if os.path.exists(out):
-        with open(out) as f:
+        with open(out, encoding="utf-8") as f:
             for line in f:
                 line = line.rstrip("\n")
                 if line.startswith("capture "):
@@ -135,6 +135,14 @@ def check_frames(py, caps, extra):
                          ("via_map", m["via_map"], True)])
     if len(fr) != 2:
         fail("map2: %d frames, want 2: %r" % (len(fr), fr))
+    fr = expect("unicode", [("\U00020000", m["ucs4"], False),
+                            ("\u540d", m["ucs2"], False),
+                            ("\u00f1", m["latin1"], False),
+                            ("main", m["main_unicode"], False)])
+    # 200 three-byte characters cut to the 255 bytes kept: 85 whole ones
+    lf = caps.get("long", {}).get("frames", [])
+    if not lf or lf[0][2] != "\u540d" * 85 or lf[0][1] != 2:
+        fail("long name: %r" % (lf[:1],))
     t = caps.get("thread")
     if not t or not t["frames"]:
         fail("thread: no frames")
