@@ -320,9 +320,18 @@ static int describe(uintptr_t code, struct gp_pycode_desc *d) {
   int64_t n = *(const int64_t *)(b + L.bytes_size);
   if (n < 0)
     return -1;
-  if (n > (int64_t)sizeof d->linetable)
+  const uint8_t *t = (const uint8_t *)(b + L.bytes_sval);
+  if (n > (int64_t)sizeof d->linetable) {
+    /* cut between two entries, so that the units past the cut read as
+     * "not said" (the first line) rather than as a corrupt table: 3.11+
+     * entries start with a byte whose high bit is set; 3.9/3.10 tables are
+     * pairs (the size is even) */
     n = sizeof d->linetable;
-  memcpy(d->linetable, (const void *)(b + L.bytes_sval), (size_t)n);
+    if (L.minor >= 11)
+      while (n > 0 && !(t[n] & 0x80))
+        n--;
+  }
+  memcpy(d->linetable, t, (size_t)n);
   d->linetable_len = (uint32_t)n;
   return 0;
 }

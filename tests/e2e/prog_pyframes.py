@@ -67,6 +67,14 @@ exec("def " + "名" * 200 + "():\n"
      "long_name = " + "名" * 200)
 
 
+# A function whose line table is longer than the 16 KiB a description
+# keeps: its first lines known, its last past the cut.
+exec("def big():\n"
+     "    lib.gp_test_capture(out, b'big_first')\n"
+     + "    x = 1\n" * 12000 +
+     "    lib.gp_test_capture(out, b'big_last')\n")
+
+
 def main():
     lib.gp_test_start()
     wait_ready()
@@ -74,6 +82,7 @@ def main():
     r += sum(map(via_map, [0]))  # LINE:main_map
     ñ()  # LINE:main_unicode
     long_name()
+    big()
     t = threading.Thread(target=in_thread)
     t.start()
     t.join()

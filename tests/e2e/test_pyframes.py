@@ -143,6 +143,15 @@ def check_frames(py, caps, extra):
     lf = caps.get("long", {}).get("frames", [])
     if not lf or lf[0][2] != "\u540d" * 85 or lf[0][1] != 2:
         fail("long name: %r" % (lf[:1],))
+    # a line table cut to 16 KiB: lines before the cut known, after it the
+    # first line ("not said"), except in 3.9 whose co_lnotab cannot tell
+    # a cut from the last line going on
+    bf = caps.get("big_first", {}).get("frames", [])
+    bl = caps.get("big_last", {}).get("frames", [])
+    if not bf or bf[0][1:3] != (2, "big"):
+        fail("big function, first line: %r" % (bf[:1],))
+    if not bl or bl[0][2] != "big" or (minor >= 10 and bl[0][1] != 1):
+        fail("big function, line past the cut table: %r" % (bl[:1],))
     t = caps.get("thread")
     if not t or not t["frames"]:
         fail("thread: no frames")
