@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "job.h"
 #include "render.h"
 #include "util.h"
 
@@ -593,5 +594,6 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
   for (size_t i = 0; i < s->n; i++)
     section(&o, s->procs[i]);
   if (s->n > 1) section(&o, s->total);
+  if (s->job) gp_job_text(f, s->job, c, o.top);
   return ferror(f) ? -1 : 0;
 }

@@ -18,6 +18,7 @@
 #include "report_export.h"
 #include "report_info.h"
 #include "html_timeline.h"
+#include "job.h"
 #include "util.h"
 
 static const char usage[] =
@@ -33,7 +34,8 @@ static const char usage[] =
     "phase.\n"
     "Several files (a parent and its children, the ranks of a job) are "
     "reported\n"
-    "one by one and then added together.\n"
+    "one by one and then added together; when they carry ranks, the job view\n"
+    "sets the ranks side by side and names the stragglers (docs/jobs.md).\n"
     "\n"
     "Options:\n"
     "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
@@ -70,6 +72,13 @@ static const char usage[] =
     "                     whole run is always shown aggregated\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
+    "      --job          the job view even when the files carry no rank (the\n"
+    "                     order of the files numbers the ranks)\n"
+    "      --no-job       no job view, even when the files carry ranks\n"
+    "      --comm-kernels GLOB[,GLOB...]\n"
+    "                     the communication kernels of the job view (default\n"
+    "                     " GP_JOB_COMM_DEFAULT ", a mangled name's _Z prefix "
+    "skipped)\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -82,6 +91,8 @@ struct opts {
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
+  int job;                  /* -1 when ranks are carried, 0 never, 1 always */
+  struct gp_job_opts jo;
 };
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -107,7 +118,10 @@ enum {
   O_HBUDGET,
   O_FROM,
   O_TO,
-  O_STEPS
+  O_STEPS,
+  O_JOB,
+  O_NOJOB,
+  O_COMM
 };
 
 /* One option with a value; -1 to go on, else the exit status. */
@@ -173,6 +187,19 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->tl.budget = (uint64_t)v;
     o->html_opt = "--html-budget";
     break;
+  case O_JOB:
+  case O_NOJOB:
+    o->job = c == O_JOB;
+    break;
+  case O_COMM: {
+    const char *why = gp_job_comm_check(arg);
+    if (why)
+      return usage_error("invalid --comm-kernels '%s': expected globs "
+                         "separated by commas",
+                         arg);
+    o->jo.comm = arg;
+    break;
+  }
   case O_COLOR:
     if (!arg || !strcmp(arg, "always"))
       o->color = 1;
@@ -204,6 +231,9 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"to", required_argument, 0, O_TO},
       {"steps", required_argument, 0, O_STEPS},
       {"colour", optional_argument, 0, O_COLOR},
+      {"job", no_argument, 0, O_JOB},
+      {"no-job", no_argument, 0, O_NOJOB},
+      {"comm-kernels", required_argument, 0, O_COMM},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -301,7 +331,7 @@ static int refuse_output(const char *out, char **files, size_t n) {
 
 static int render(const struct opts *o, char **files,
                   struct gp_proc_res **procs, size_t n,
-                  const struct gp_proc_res *total) {
+                  const struct gp_proc_res *total, const struct gp_job *job) {
   const char *clash = NULL;
   FILE *f = o->out ? gp_out_open(o->out, "w", files, n, &clash) : stdout;
   if (!f && clash) return refused(o->out, clash);
@@ -313,7 +343,7 @@ static int render(const struct opts *o, char **files,
   const char *nc = getenv("NO_COLOR");
   ro.color =
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
-  struct gp_report_set set = {procs, n, total};
+  struct gp_report_set set = {procs, n, total, job};
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
   return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")
@@ -322,7 +352,7 @@ static int render(const struct opts *o, char **files,
 }
 
 static int report(int argc, char **argv) {
-  struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
+  struct opts o = {.fmt = gp_renderer_find("text"), .color = -1, .job = -1};
   o.ro.warmup = -1;
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
@@ -335,10 +365,20 @@ static int report(int argc, char **argv) {
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
   }
+  struct gp_job *job = NULL;
+  if (!rc && !o.ex.format &&
+      (o.job == 1 || (o.job < 0 && gp_job_wanted(procs, n)))) {
+    char err[512];
+    if (!(job = gp_job_build(argv + optind, procs, n, &o.jo, err, sizeof err))) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  }
   if (!rc && o.ex.format)
     rc = gp_export(argv + optind, n, procs, &o.ex);
   else if (!rc)
-    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
+    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0], job);
+  gp_job_free(job);
   for (size_t i = 0; i < n; i++)
     gp_res_free(procs[i]);
   gp_res_free(sum);
