@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpuphase/trace.h"
+#include "job_par.h"
 #include "reader_ext.h"
 #include "u64map.h"
 
@@ -570,6 +571,24 @@ static struct scope scope_of(struct gp_proc_res *const *procs, size_t n) {
   return sc;
 }
 
+struct collect_task {
+  char *const *files;
+  struct gp_proc_res *const *procs;
+  const struct scope *sc;
+  const char *globs;
+  struct gp_job *j;
+  struct rank_data *d;
+  int *rc;
+  char (*err)[512];
+};
+
+static void collect_one(void *ctx, size_t i) {
+  struct collect_task *t = ctx;
+  struct gp_job_rank *r = &t->j->r[i];
+  t->rc[i] = collect(t->files[r->proc], t->procs[r->proc], t->sc, t->globs, r,
+                     &t->d[i], t->err[i], sizeof t->err[i]);
+}
+
 struct gp_job *gp_job_build(char *const *files,
                             struct gp_proc_res *const *procs, size_t n,
                             const struct gp_job_opts *o, char *err,
@@ -619,14 +638,24 @@ struct gp_job *gp_job_build(char *const *files,
   if (rc < 0) return fail(j, d, n, err, errlen, -1);
   struct scope sc = scope_of(procs, n);
   j->by_step = sc.by_step;
-  /* rank_data follows j->r's (sorted) order */
-  for (size_t i = 0; i < n; i++) {
-    struct gp_job_rank *r = &j->r[i];
-    rc = collect(files[r->proc], procs[r->proc], &sc, globs, r, &d[i], err,
-                 errlen);
-    if (rc < 0) return fail(j, d, n, err, errlen, rc);
-    r->ncomm = d[i].nc;
+  /* rank_data follows j->r's (sorted) order; the files are read at once,
+   * and the first failure in rank order is the one reported */
+  int *rcs = calloc(n ? n : 1, sizeof *rcs);
+  char(*errs)[512] = calloc(n ? n : 1, sizeof *errs);
+  if (!rcs || !errs) {
+    free(rcs);
+    free(errs);
+    return fail(j, d, n, err, errlen, -1);
   }
+  struct collect_task task = {files, procs, &sc, globs, j, d, rcs, errs};
+  gp_par_for(n, o ? o->threads : 1, collect_one, &task);
+  for (size_t i = 0; i < n && !rc; i++) {
+    if ((rc = rcs[i]) < 0) snprintf(err, errlen, "%s", errs[i]);
+    j->r[i].ncomm = d[i].nc;
+  }
+  free(rcs);
+  free(errs);
+  if (rc < 0) return fail(j, d, n, err, errlen, rc);
   if (hosts_of(j) < 0) return fail(j, d, n, err, errlen, -1);
   size_t ncoll = SIZE_MAX, most = 0;
   for (size_t i = 0; i < n; i++) {

@@ -21,6 +21,7 @@ struct gp_json;
 
 struct gp_job_opts {
   const char *comm; /* --comm-kernels: comma-separated globs; NULL default */
+  int threads;      /* files read at once (-j); < 1: one */
 };
 
 /* 1 when name is a communication kernel under the globs (NULL: default). */

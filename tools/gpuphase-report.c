@@ -5,6 +5,7 @@
  * Exit status: 0 success, 1 bad input, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "report_info.h"
 #include "html_timeline.h"
 #include "job.h"
+#include "job_par.h"
 #include "util.h"
 
 static const char usage[] =
@@ -79,6 +81,8 @@ static const char usage[] =
     "                     the communication kernels of the job view (default\n"
     "                     " GP_JOB_COMM_DEFAULT ", a mangled name's _Z prefix "
     "skipped)\n"
+    "  -j, --jobs N       files read at once, one thread each (default: the\n"
+    "                     CPUs available); the output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -92,6 +96,7 @@ struct opts {
   const char *html_opt; /* an html-only option given, for the error */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
+  int threads;              /* -j; 0: the CPUs available */
   struct gp_job_opts jo;
 };
 
@@ -187,6 +192,13 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->tl.budget = (uint64_t)v;
     o->html_opt = "--html-budget";
     break;
+  case 'j':
+    if (parse_num(arg, 1, 4096, &v) < 0 || v != (int)v)
+      return usage_error("invalid --jobs '%s': expected a count from 1 to "
+                         "4096",
+                         arg);
+    o->threads = (int)v;
+    break;
   case O_JOB:
   case O_NOJOB:
     o->job = c == O_JOB;
@@ -231,6 +243,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"to", required_argument, 0, O_TO},
       {"steps", required_argument, 0, O_STEPS},
       {"colour", optional_argument, 0, O_COLOR},
+      {"jobs", required_argument, 0, 'j'},
       {"job", no_argument, 0, O_JOB},
       {"no-job", no_argument, 0, O_NOJOB},
       {"comm-kernels", required_argument, 0, O_COMM},
@@ -240,7 +253,7 @@ static int parse(int argc, char **argv, struct opts *o) {
   int c, rc;
   char opt[3] = "-?";
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":f:o:w:hV", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":f:o:w:j:hV", longs, NULL)) != -1) {
     /* the option as typed: "--name" from argv, "-x" from optopt (argv
      * may hold a cluster such as "-xy") */
     const char *last = argv[optind - 1];
@@ -266,11 +279,13 @@ static int parse(int argc, char **argv, struct opts *o) {
   return -1;
 }
 
-/* A progress line, only for a person watching and only after a second. */
+/* A progress line, only for a person watching and only after a second;
+ * files read at once share it. */
 struct progress {
   int on;
   double t0, last;
   int shown;
+  pthread_mutex_t mu;
 };
 
 static double now(void) {
@@ -283,35 +298,71 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
                         uint64_t size, uint64_t records) {
   struct progress *p = ctx;
   double t = now();
-  if (t - p->t0 < 1 || t - p->last < 0.25) return;
-  p->last = t;
-  p->shown = 1;
-  char name[48];
-  gp_text_clean(path, name, sizeof name, 40);
-  fprintf(stderr, "\r\033[Kgpuphase-report: %s %3.0f%% (%.1f M records)", name,
-          size ? 100.0 * (double)done / (double)size : 0, records / 1e6);
+  pthread_mutex_lock(&p->mu);
+  if (t - p->t0 >= 1 && t - p->last >= 0.25) {
+    p->last = t;
+    p->shown = 1;
+    char name[48];
+    gp_text_clean(path, name, sizeof name, 40);
+    fprintf(stderr, "\r\033[Kgpuphase-report: %s %3.0f%% (%.1f M records)",
+            name, size ? 100.0 * (double)done / (double)size : 0,
+            records / 1e6);
+  }
+  pthread_mutex_unlock(&p->mu);
 }
 
+struct read_task {
+  char **files;
+  const struct opts *o;
+  struct gp_proc_res **procs;
+  struct progress *pg;
+  char (*err)[512];
+  size_t failed; /* lowest failed index so far (n: none) */
+  pthread_mutex_t mu;
+};
+
+static void read_one(void *ctx, size_t i) {
+  struct read_task *t = ctx;
+  pthread_mutex_lock(&t->mu);
+  int skip = t->failed < i; /* a file before it failed: not needed */
+  pthread_mutex_unlock(&t->mu);
+  if (skip) return;
+  int st;
+  t->procs[i] = gp_report_file(t->files[i], &t->o->ro,
+                               t->pg->on ? on_progress : NULL, t->pg, &st,
+                               t->err[i], sizeof t->err[i]);
+  if (t->procs[i]) return;
+  pthread_mutex_lock(&t->mu);
+  if (i < t->failed) t->failed = i;
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The files, read at once by o->threads threads; what is said on stderr
+ * (the warnings in file order, then the first error) is what reading them
+ * one by one says. */
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {
-  struct progress pg = {isatty(2), now(), 0, 0};
-  for (int i = 0; i < n; i++) {
-    int st;
-    char err[512];
-    procs[i] = gp_report_file(files[i], &o->ro, pg.on ? on_progress : NULL, &pg,
-                              &st, err, sizeof err);
-    if (pg.shown) fputs("\r\033[K", stderr), pg.shown = 0;
+  struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
+  char(*err)[512] = calloc((size_t)n, sizeof *err);
+  if (!err) return fputs("gpuphase-report: out of memory\n", stderr), 1;
+  struct read_task t = {files, o, procs, &pg, err, (size_t)n,
+                        PTHREAD_MUTEX_INITIALIZER};
+  int threads = o->threads ? o->threads : gp_par_default();
+  gp_par_for((size_t)n, threads, read_one, &t);
+  if (pg.shown) fputs("\r\033[K", stderr);
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) {
     if (!procs[i]) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
-      return 1;
-    }
-    if (procs[i]->truncated)
+      fprintf(stderr, "gpuphase-report: %s\n", err[i]);
+      rc = 1;
+    } else if (procs[i]->truncated)
       fprintf(stderr,
               "gpuphase-report: warning: %s is truncated: reporting up "
               "to its last complete frame\n",
               files[i]);
   }
-  return 0;
+  free(err);
+  return rc;
 }
 
 /* The output, refused when it is one of the inputs (the same file, by
@@ -369,6 +420,7 @@ static int report(int argc, char **argv) {
   if (!rc && !o.ex.format &&
       (o.job == 1 || (o.job < 0 && gp_job_wanted(procs, n)))) {
     char err[512];
+    o.jo.threads = o.threads ? o.threads : gp_par_default();
     if (!(job = gp_job_build(argv + optind, procs, n, &o.jo, err, sizeof err))) {
       fprintf(stderr, "gpuphase-report: %s\n", err);
       rc = 1;

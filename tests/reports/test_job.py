@@ -181,7 +181,41 @@ def test_mismatch_and_options():
     check(report("--job", a[0])["job"]["ranks"] == 1, "--job: one rank")
 
 
+def test_parallel_same_bytes():
+    """-j N reads files at once: the output is byte for byte that of -j 1,
+    on a 64-rank job of small traces, and so are the errors."""
+    files = job("big", "--slow", "17", "--per-host", "8", "--steps", "6",
+                ranks=64)
+    for fmt in ("text", "json", "html"):
+        outs = set()
+        for jobs in ("1", "3", "64"):
+            rc, out, err = run("-f", fmt, "-j", jobs, *files)
+            check(rc == 0, f"-j {jobs} {fmt} exits 0: {err}")
+            outs.add(out)
+        rc, out, err = run("-f", fmt, *files)  # the default: the CPUs
+        outs.add(out)
+        check(len(outs) == 1, f"{fmt}: one output for every -j")
+    j = report("-j", "4", *files)["job"]
+    check(j["ranks"] == 64 and j["hosts"] == 8, "64 ranks on 8 hosts")
+    check(j["stragglers"][0]["rank"] == 17, "rank 17 the straggler")
+    bad = os.path.join(TMP, "bad.gph")
+    with open(files[5], "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:  # the header whole, a frame cut and spoiled
+        f.write(data[:200] + bytes(300))
+    args = files[:3] + [bad, "/nonexistent.gph"] + files[3:10]
+    got = {run("-j", jobs, *args)[0::2] for jobs in ("1", "2", "8")}
+    check(len(got) == 1, f"the same error for every -j: {got}")
+    rc, err = got.pop()
+    check(rc == 1 and len(err.strip().splitlines()) == 1 and "bad.gph" in err,
+          f"one line naming the first bad file: {rc} {err}")
+    for v in ("0", "x", "5000"):
+        rc, out, err = run("-j", v, files[0])
+        check(rc == 2 and "--jobs" in err, f"-j {v} refused: {rc} {err}")
+
+
 test_slow_kernel()
+test_parallel_same_bytes()
 test_host_late_no_steps()
 test_tie_across_hosts()
 test_mismatch_and_options()
