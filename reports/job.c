@@ -259,6 +259,20 @@ static int same(const char *a, const char *b) {
   return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* Clock arithmetic wraps (a hostile header may hold any pair): signed
+ * values are added and subtracted as unsigned ones. */
+static int64_t wadd(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t wsub(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static uint64_t mag(int64_t v) {
+  return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
 /* Hosts in rank order; the reference is the host of the lowest rank. The
  * header offset of a host is that of its lowest rank. */
 static int hosts_of(struct gp_job *j) {
@@ -275,7 +289,7 @@ static int hosts_of(struct gp_job *j) {
       if (!h) ref = off;
       j->hosts[h].name = r->host ? strdup(r->host) : NULL;
       if (r->host && !j->hosts[h].name) return -1;
-      j->hosts[h].header_ns = off - ref;
+      j->hosts[h].header_ns = wsub(off, ref);
       j->nhosts++;
     }
     r->host_idx = h;
@@ -304,21 +318,21 @@ static int align(struct gp_job *j, struct rank_data *d, size_t ncoll) {
       first++;
     int64_t hdr = j->hosts[h].header_ns;
     for (size_t k = 0; k < ncoll; k++)
-      diff[k] = (int64_t)(ref[k].end - d[first].c[k].end) - hdr;
+      diff[k] = wsub((int64_t)(ref[k].end - d[first].c[k].end), hdr);
     qsort(diff, ncoll, sizeof *diff, cmp_i64);
     j->hosts[h].correction_ns = diff[rank_of(ncoll, 50)];
     j->hosts[h].samples = ncoll;
   }
   for (size_t i = 0; i < j->nranks; i++)
-    j->r[i].clock_ns += j->hosts[j->r[i].host_idx].correction_ns;
+    j->r[i].clock_ns =
+        wadd(j->r[i].clock_ns, j->hosts[j->r[i].host_idx].correction_ns);
   for (size_t h = 0; h < j->nhosts; h++) {
     size_t m = 0;
     for (size_t i = 1; i < j->nranks; i++) {
       if (j->r[i].host_idx != h) continue;
-      int64_t c = j->r[i].clock_ns - j->r[0].clock_ns;
+      int64_t c = wsub(j->r[i].clock_ns, j->r[0].clock_ns);
       for (size_t k = 0; k < ncoll; k++) {
-        int64_t e = (int64_t)(d[i].c[k].end - ref[k].end) + c;
-        res[m++] = e < 0 ? (uint64_t)-e : (uint64_t)e;
+        res[m++] = mag(wadd((int64_t)(d[i].c[k].end - ref[k].end), c));
       }
     }
     if (!m) continue;
@@ -373,12 +387,11 @@ static int stragglers(struct gp_job *j, struct rank_data *d, size_t ncoll,
       j->r[i].wait_ns += du - min;
       sum += du - min;
       /* the same from the aligned clocks: arrival lag behind the last */
-      int64_t lag = (int64_t)(d[last].c[k].start - d[i].c[k].start) +
-                    (j->r[last].clock_ns - j->r[i].clock_ns);
+      int64_t lag = wadd((int64_t)(d[last].c[k].start - d[i].c[k].start),
+                         wsub(j->r[last].clock_ns, j->r[i].clock_ns));
       if (lag < 0) {
         j->clamped++;
-        if ((uint64_t)-lag > j->clamped_max_ns)
-          j->clamped_max_ns = (uint64_t)-lag;
+        if (mag(lag) > j->clamped_max_ns) j->clamped_max_ns = mag(lag);
       }
     }
     j->r[last].others_wait_ns += sum;

@@ -27,7 +27,7 @@ static const char *sdur(char *b, size_t n, double ns) {
 static const char *signed_dur(char *b, size_t n, int64_t ns) {
   if (n < 2) return "";
   b[0] = ns < 0 ? '-' : '+';
-  gp_fmt_dur(b + 1, n - 1, ns < 0 ? (uint64_t)-ns : (uint64_t)ns);
+  gp_fmt_dur(b + 1, n - 1, ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns);
   return b;
 }
 

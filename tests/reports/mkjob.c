@@ -8,6 +8,9 @@
  *   --how kernel|host  the slow rank's compute kernel runs NS longer, or its
  *                  host starts the step NS late (the GPU idle meanwhile)
  *   --slow2 R      a second rank as slow as the first (a tie)
+ *   --wild-clock   the headers of host 1's ranks hold a hostile clock
+ *                  pair: realtime = monotonic + 2^63, an offset of -2^63
+ *                  as a signed number (the records keep their times)
  * Time, on the job's clock G: step i starts at g = 1 ms + i x 10 ms. Each
  * rank launches its compute kernel "gemm_kernel" at g (+NS when its host is
  * late), which runs [launch + 10 us, + C) with C = 1 ms (+NS when its
@@ -99,13 +102,15 @@ static void device(int64_t dev) {
 
 int main(int argc, char **argv) {
   int ranks = 4, per_host = 2, steps = 20, nosteps = 0, slow = -1, slow2 = -1;
-  int host_late = 0;
+  int host_late = 0, wild = 0;
   uint64_t extra = 2 * MS;
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--no-steps"))
       nosteps = 1;
+    else if (!strcmp(a, "--wild-clock"))
+      wild = 1;
     else if (v && !strcmp(a, "--ranks"))
       ranks = atoi(v), i++;
     else if (v && !strcmp(a, "--per-host"))
@@ -143,6 +148,9 @@ int main(int argc, char **argv) {
     info.start_mono_ns = base - 100 * US + M;
     info.start_real_ns = 1700000000000000000ull + base - 100 * US + eps;
     info.clock = "clock_gettime";
+    if (wild && h == 1) {
+      info.start_real_ns = info.start_mono_ns + (1ull << 63);
+    }
     if (fd < 0 || !(w = gp_writer_open(fd, &info, 4096, &err)))
       return perror(path), 1;
     api_def(1, "cudaLaunchKernel", GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);

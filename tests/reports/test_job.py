@@ -214,7 +214,25 @@ def test_parallel_same_bytes():
         check(rc == 2 and "--jobs" in err, f"-j {v} refused: {rc} {err}")
 
 
+def test_wild_clock():
+    """A hostile clock pair in node-1's headers (realtime - monotonic =
+    2^63): the offsets wrap, the report neither fails nor overflows
+    (the sanitizer build checks), and the waits, from the durations, are
+    those of the plain job."""
+    X = 2 * MS
+    files = job("wild", "--slow", "3", "--extra", str(X), "--wild-clock")
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 3, f"rank 3 last: {s}")
+    want = 20 * sum(X + lat(r) - lat(3) for r in (0, 1, 2))
+    check(s[0]["others_wait_ns"] == want, "waits as without the wild clock")
+    for fmt in ("text", "html"):
+        rc, out, err = run("-f", fmt, "--warmup", "0", *files)
+        check(rc == 0 and not err, f"{fmt}: exits 0 quietly: {rc} {err}")
+
+
 test_slow_kernel()
+test_wild_clock()
 test_parallel_same_bytes()
 test_host_late_no_steps()
 test_tie_across_hosts()
