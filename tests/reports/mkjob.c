@@ -5,8 +5,11 @@
  *   --steps S      steps (20); --no-steps: no range and no synchronising
  *                  call (the collectives are the units)
  *   --slow R       the slow rank (-1: none), --extra NS how much slower (2 ms)
- *   --how kernel|host  the slow rank's compute kernel runs NS longer, or its
- *                  host starts the step NS late (the GPU idle meanwhile)
+ *   --how kernel|host|copy  the slow rank's compute kernel runs NS longer,
+ *                  or its host starts the step NS late (the GPU idle
+ *                  meanwhile), or a host-to-device copy of NS (async,
+ *                  pinned, called at g + 1 us) runs on its stream before
+ *                  the compute kernel
  *   --slow2 R      a second rank as slow as the first (a tie)
  *   --wild-clock   the headers of host 1's ranks hold a hostile clock
  *                  pair: realtime = monotonic + 2^63, an offset of -2^63
@@ -79,6 +82,22 @@ static void kernel(int64_t dev, uint64_t start, uint64_t end, uint64_t name,
   add(10, &r);
 }
 
+static void memcpy_rec(int64_t dev, uint64_t start, uint64_t end,
+                       uint64_t corr) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_MEMCPY};
+  r.u.memcpy = (struct gpuphase_memcpy){.device = (uint64_t)dev,
+                                        .corr = corr,
+                                        .start = start,
+                                        .end = end,
+                                        .bytes = 64u << 20,
+                                        .copy_kind = GPUPHASE_COPY_HTOD,
+                                        .src_mem = GPUPHASE_MEM_PINNED,
+                                        .dst_mem = GPUPHASE_MEM_DEVICE,
+                                        .peer_device = -1,
+                                        .flags = GPUPHASE_OP_ASYNC};
+  add(10, &r);
+}
+
 static void api_def(uint64_t id, const char *name, uint64_t cls) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
   r.u.api_def = (struct gpuphase_api_def){id, str(name), cls, 0};
@@ -102,7 +121,7 @@ static void device(int64_t dev) {
 
 int main(int argc, char **argv) {
   int ranks = 4, per_host = 2, steps = 20, nosteps = 0, slow = -1, slow2 = -1;
-  int host_late = 0, wild = 0;
+  int host_late = 0, copy = 0, wild = 0;
   uint64_t extra = 2 * MS;
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
@@ -124,7 +143,7 @@ int main(int argc, char **argv) {
     else if (v && !strcmp(a, "--extra"))
       extra = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--how"))
-      host_late = !strcmp(v, "host"), i++;
+      host_late = !strcmp(v, "host"), copy = !strcmp(v, "copy"), i++;
     else
       dir = a;
   }
@@ -155,6 +174,7 @@ int main(int argc, char **argv) {
       return perror(path), 1;
     api_def(1, "cudaLaunchKernel", GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC);
     api_def(2, "cudaDeviceSynchronize", GPUPHASE_API_SYNC);
+    api_def(3, "cudaMemcpyAsync", GPUPHASE_API_COPY | GPUPHASE_API_ASYNC);
     int64_t dev = cur_dev = r % per_host;
     device(dev);
     uint64_t sname = str("train_step"), gemm = str("gemm_kernel"),
@@ -170,14 +190,18 @@ int main(int argc, char **argv) {
       uint64_t launch = g + (s && host_late ? extra : 0);
       uint64_t cstart = launch + 10 * US;
       uint64_t a = cstart + C + (s && !host_late ? extra : 0);
+      uint64_t kstart = cstart + (s && copy ? extra : 0); /* after the copy */
       uint64_t end = amax + T + (uint64_t)(r % 3) * 200;
       uint64_t corr = 2 * (uint64_t)i + 1;
       if (!nosteps) range(GPUPHASE_RANGE_PUSH, g + M, sname);
       api(1, launch + M, launch + 5 * US + M, corr);
+      if (s && copy)
+        api(3, launch + 1 * US + M, launch + 2 * US + M, corr + 1000000);
       api(1, launch + 6 * US + M, launch + 8 * US + M, corr + 1);
       if (!nosteps) api(2, launch + 9 * US + M, end + 5 * US + M, 0);
       if (!nosteps) range(GPUPHASE_RANGE_POP, end + 10 * US + M, 0);
-      kernel(dev, cstart + M, a + M, gemm, corr);
+      if (s && copy) memcpy_rec(dev, cstart + M, kstart + M, corr + 1000000);
+      kernel(dev, kstart + M, a + M, gemm, corr);
       kernel(dev, a + M, end + M, nccl, corr + 1);
     }
     uint64_t last = base + (uint64_t)steps * period + M;

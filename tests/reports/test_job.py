@@ -139,6 +139,26 @@ def test_host_late_no_steps():
     check("rank 2" in f and "host wait" in f, f"finding says host wait: {f}")
 
 
+def test_copy():
+    """The slow rank's step waits for a 2 ms host-to-device copy on its
+    stream before its compute kernel: the finding says transfer."""
+    X = 2 * MS
+    files = job("copy", "--slow", "1", "--how", "copy", "--extra", str(X))
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 1 and s[0]["last_count"] == 20,
+          f"rank 1 last: {s}")
+    want = 20 * sum(X + lat(r) - lat(1) for r in (0, 2, 3))
+    check(s[0]["others_wait_ns"] == want,
+          f"others' wait {s[0]['others_wait_ns']} == {want}")
+    pr = by_rank({"job": j})
+    check(pr[1]["per_unit_ns"]["transfer"] == X, "its transfer: X per step")
+    check(pr[1]["per_unit_ns"]["compute"] == C, "its compute: C")
+    f = j["finding"] or ""
+    check("rank 1" in f and "transfer" in f and "2.00 ms" in f,
+          f"finding says transfer: {f}")
+
+
 def test_tie_across_hosts():
     """Ranks 1 (node-0) and 3 (node-1) arrive together: the shorter
     collective (rank 3: T + lat_3 = T) is last; rank 1 waits lat_1 - lat_3
@@ -235,6 +255,7 @@ test_slow_kernel()
 test_wild_clock()
 test_parallel_same_bytes()
 test_host_late_no_steps()
+test_copy()
 test_tie_across_hosts()
 test_mismatch_and_options()
 if failures:
