@@ -66,19 +66,14 @@ int gp_job_wanted(struct gp_proc_res *const *procs, size_t n) {
 
 /* ---- per-rank collection ---- */
 
-struct coll {
-  uint64_t start, end;
-};
-
 struct rank_data {
-  struct coll *c;
-  size_t nc, capc;
+  size_t capc;
   struct gp_u64map kind;  /* string id -> 1 communication, 2 other */
   struct gp_u64map kname; /* string id -> index + 1 into kn */
 };
 
 static int cmp_coll(const void *x, const void *y) {
-  const struct coll *a = x, *b = y;
+  const struct gp_job_coll *a = x, *b = y;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   return a->end < b->end ? -1 : a->end > b->end;
 }
@@ -104,31 +99,46 @@ struct scope {
   size_t from, to; /* measured steps common to all ranks */
 };
 
-static int add_kname(struct gp_job_rank *jr, struct rank_data *d,
-                     const gpuphase_reader *rd, uint64_t id, uint64_t ns) {
+static int add_kname(struct gp_job_input *in, struct rank_data *d,
+                     const gpuphase_reader *rd, uint64_t id, uint64_t ns,
+                     int insteps) {
   uint64_t *v = gp_u64map_get(&d->kname, id);
   if (v) {
-    jr->kn[*v - 1].ns += ns;
+    in->kn[*v - 1].ns_all += ns;
+    if (insteps) in->kn[*v - 1].ns_steps += ns;
     return 0;
   }
-  struct gp_job_kname *kn = realloc(jr->kn, (jr->nkn + 1) * sizeof *kn);
+  struct gp_job_kname *kn = realloc(in->kn, (in->nkn + 1) * sizeof *kn);
   if (!kn) return -1;
-  jr->kn = kn;
+  in->kn = kn;
   const char *s = gpuphase_reader_string(rd, id);
-  kn[jr->nkn].name = strdup(s ? s : "?");
-  kn[jr->nkn].ns = ns;
-  if (!kn[jr->nkn].name) return -1;
-  jr->nkn++;
-  return gp_u64map_put(&d->kname, id, jr->nkn);
+  kn[in->nkn].name = strdup(s ? s : "?");
+  kn[in->nkn].ns_all = ns;
+  kn[in->nkn].ns_steps = insteps ? ns : 0;
+  if (!kn[in->nkn].name) return -1;
+  in->nkn++;
+  return gp_u64map_put(&d->kname, id, in->nkn);
+}
+
+void gp_job_input_free(struct gp_job_input *in) {
+  if (!in) return;
+  for (size_t k = 0; k < in->nkn; k++)
+    free(in->kn[k].name);
+  free(in->kn);
+  free(in->c);
+  in->kn = NULL;
+  in->c = NULL;
+  in->nkn = in->nc = 0;
 }
 
 /* Reads the kernels of one trace: its communication kernels in start
- * order, and the compute-kernel time by name inside the scope. 0, -1 out
- * of memory, -2 unreadable (err set). */
+ * order, and the compute-kernel time by name, in all and inside its own
+ * measured steps. 0, -1 out of memory, -2 unreadable (err set). */
 static int collect(const char *path, const struct gp_proc_res *p,
-                   const struct scope *sc, const char *globs,
-                   struct gp_job_rank *jr, struct rank_data *d, char *err,
-                   size_t errlen) {
+                   const char *globs, struct gp_job_input *in,
+                   struct rank_data *d, char *err, size_t errlen) {
+  const struct gp_steps_res *ps = &p->steps;
+  int has_steps = ps->source != GP_STEPS_NONE && ps->measured;
   int code = 0;
   char msg[256] = "";
   gpuphase_reader *rd =
@@ -138,8 +148,8 @@ static int collect(const char *path, const struct gp_proc_res *p,
     return code == GPUPHASE_E_NOMEM ? -1 : -2;
   }
   const struct gpuphase_header *h = gpuphase_reader_header(rd);
-  jr->start_mono_ns = h->start_mono_ns;
-  jr->start_real_ns = h->start_real_ns;
+  in->start_mono_ns = h->start_mono_ns;
+  in->start_real_ns = h->start_real_ns;
   const struct gpuphase_record *rec;
   int rc, out = 0;
   while (!out && (rc = gp_reader_next_ref(rd, &rec)) == 1) {
@@ -154,20 +164,20 @@ static int collect(const char *path, const struct gp_proc_res *p,
     }
     uint64_t ns = k->end > k->start ? k->end - k->start : 0;
     if (kv == 1) {
-      if (d->nc == d->capc) {
+      if (in->nc == d->capc) {
         size_t cap = d->capc ? 2 * d->capc : 256;
-        struct coll *c = realloc(d->c, cap * sizeof *c);
+        struct gp_job_coll *c = realloc(in->c, cap * sizeof *c);
         if (!c) {
           out = -1;
           break;
         }
-        d->c = c;
+        in->c = c;
         d->capc = cap;
       }
-      d->c[d->nc++] = (struct coll){k->start, k->start + ns};
-    } else if (!sc->by_step ||
-               step_of(&p->steps, sc->from, sc->to, k->start) >= 0) {
-      if (add_kname(jr, d, rd, k->name, ns) < 0) out = -1;
+      in->c[in->nc++] = (struct gp_job_coll){k->start, k->start + ns};
+    } else {
+      int insteps = has_steps && step_of(ps, ps->warmup, ps->n, k->start) >= 0;
+      if (add_kname(in, d, rd, k->name, ns, insteps) < 0) out = -1;
     }
   }
   if (!out && rc < 0) {
@@ -177,7 +187,7 @@ static int collect(const char *path, const struct gp_proc_res *p,
     out = rc == GPUPHASE_E_NOMEM ? -1 : -2;
   }
   gpuphase_reader_close(rd);
-  if (!out && d->nc) qsort(d->c, d->nc, sizeof *d->c, cmp_coll);
+  if (!out && in->nc) qsort(in->c, in->nc, sizeof *in->c, cmp_coll);
   return out;
 }
 
@@ -230,11 +240,10 @@ static int note(struct gp_job *j, const char *fmt, ...) {
 
 void gp_job_free(struct gp_job *j) {
   if (!j) return;
-  for (size_t i = 0; i < j->nranks; i++) {
-    for (size_t k = 0; k < j->r[i].nkn; k++)
-      free(j->r[i].kn[k].name);
-    free(j->r[i].kn);
-  }
+  for (size_t i = 0; j->in && i < j->nranks; i++)
+    gp_job_input_free(&j->in[i]);
+  free(j->in);
+  free((char *)j->comm_rule);
   for (size_t i = 0; i < j->nhosts; i++)
     free(j->hosts[i].name);
   for (size_t i = 0; i < j->nnotes; i++)
@@ -285,7 +294,7 @@ static int hosts_of(struct gp_job *j) {
     while (h < j->nhosts && !same(j->hosts[h].name, r->host))
       h++;
     if (h == j->nhosts) {
-      int64_t off = (int64_t)(r->start_real_ns - r->start_mono_ns);
+      int64_t off = (int64_t)(r->in->start_real_ns - r->in->start_mono_ns);
       if (!h) ref = off;
       j->hosts[h].name = r->host ? strdup(r->host) : NULL;
       if (r->host && !j->hosts[h].name) return -1;
@@ -300,7 +309,9 @@ static int hosts_of(struct gp_job *j) {
 /* The correction of each host from the collective ends: the median of
  * (reference rank's end - this host's first rank's end on the header
  * clock) over the collectives both ran; then the residual of every rank. */
-static int align(struct gp_job *j, struct rank_data *d, size_t ncoll) {
+#define COLL(i) (j->r[i].in->c)
+
+static int align(struct gp_job *j, size_t ncoll) {
   for (size_t i = 0; i < j->nranks; i++)
     j->r[i].clock_ns = j->hosts[j->r[i].host_idx].header_ns;
   if (!ncoll) return 0;
@@ -311,14 +322,14 @@ static int align(struct gp_job *j, struct rank_data *d, size_t ncoll) {
     free(res);
     return -1;
   }
-  const struct coll *ref = d[0].c;
+  const struct gp_job_coll *ref = COLL(0);
   for (size_t h = 1; h < j->nhosts; h++) {
     size_t first = 0;
     while (j->r[first].host_idx != h)
       first++;
     int64_t hdr = j->hosts[h].header_ns;
     for (size_t k = 0; k < ncoll; k++)
-      diff[k] = wsub((int64_t)(ref[k].end - d[first].c[k].end), hdr);
+      diff[k] = wsub((int64_t)(ref[k].end - COLL(first)[k].end), hdr);
     qsort(diff, ncoll, sizeof *diff, cmp_i64);
     j->hosts[h].correction_ns = diff[rank_of(ncoll, 50)];
     j->hosts[h].samples = ncoll;
@@ -332,7 +343,7 @@ static int align(struct gp_job *j, struct rank_data *d, size_t ncoll) {
       if (j->r[i].host_idx != h) continue;
       int64_t c = wsub(j->r[i].clock_ns, j->r[0].clock_ns);
       for (size_t k = 0; k < ncoll; k++) {
-        res[m++] = mag(wadd((int64_t)(d[i].c[k].end - ref[k].end), c));
+        res[m++] = mag(wadd((int64_t)(COLL(i)[k].end - ref[k].end), c));
       }
     }
     if (!m) continue;
@@ -349,7 +360,7 @@ static int align(struct gp_job *j, struct rank_data *d, size_t ncoll) {
  * last; each rank's wait is its duration minus that shortest one. With
  * steps, a step's straggler is the rank the others waited for longest in
  * it. */
-static int stragglers(struct gp_job *j, struct rank_data *d, size_t ncoll,
+static int stragglers(struct gp_job *j, size_t ncoll,
                       struct gp_proc_res *const *procs,
                       const struct scope *sc) {
   size_t n = j->nranks;
@@ -360,7 +371,7 @@ static int stragglers(struct gp_job *j, struct rank_data *d, size_t ncoll,
   for (size_t k = 0; k <= ncoll; k++) {
     long st = -1;
     if (k < ncoll && sc->by_step) {
-      st = step_of(rs, sc->from, sc->to, d[0].c[k].start);
+      st = step_of(rs, sc->from, sc->to, COLL(0)[k].start);
       if (st < 0) continue; /* outside the measured steps */
     }
     if (sc->by_step && st != cur) { /* a step ends: its straggler */
@@ -377,17 +388,17 @@ static int stragglers(struct gp_job *j, struct rank_data *d, size_t ncoll,
     size_t last = 0;
     uint64_t min = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
-      uint64_t du = d[i].c[k].end - d[i].c[k].start;
+      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
       if (du < min) min = du, last = i;
     }
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
-      uint64_t du = d[i].c[k].end - d[i].c[k].start;
+      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
       j->r[i].comm_ns += du;
       j->r[i].wait_ns += du - min;
       sum += du - min;
       /* the same from the aligned clocks: arrival lag behind the last */
-      int64_t lag = wadd((int64_t)(d[last].c[k].start - d[i].c[k].start),
+      int64_t lag = wadd((int64_t)(COLL(last)[k].start - COLL(i)[k].start),
                          wsub(j->r[last].clock_ns, j->r[i].clock_ns));
       if (lag < 0) {
         j->clamped++;
@@ -445,10 +456,13 @@ static void per_unit(struct gp_job *j, struct gp_proc_res *const *procs) {
         t += p->dev[g].bd.cat[c];
       r->cat[c] = (double)t / units;
     }
+    /* per step: its kernels in its own measured steps, per such step */
+    r->ksteps = j->by_step;
+    r->kdiv = j->by_step ? (r->steps ? (double)r->steps : 1) : units;
     uint64_t t = 0;
-    for (size_t k = 0; k < r->nkn; k++)
-      t += r->kn[k].ns;
-    r->compute = (double)t / units;
+    for (size_t k = 0; k < r->in->nkn; k++)
+      t += r->ksteps ? r->in->kn[k].ns_steps : r->in->kn[k].ns_all;
+    r->compute = (double)t / r->kdiv;
   }
 }
 
@@ -469,9 +483,15 @@ static double get_compute(const struct gp_job_rank *r, const void *arg) {
   return r->compute;
 }
 
+static double kname_ns(const struct gp_job_rank *r, size_t k) {
+  const struct gp_job_kname *x = &r->in->kn[k];
+  return (double)(r->ksteps ? x->ns_steps : x->ns_all) / r->kdiv;
+}
+
+/* a kernel's time per unit on a rank */
 static double get_kname(const struct gp_job_rank *r, const void *arg) {
-  for (size_t k = 0; k < r->nkn; k++)
-    if (!strcmp(r->kn[k].name, arg)) return (double)r->kn[k].ns;
+  for (size_t k = 0; k < r->in->nkn; k++)
+    if (!strcmp(r->in->kn[k].name, arg)) return kname_ns(r, k);
   return 0;
 }
 
@@ -516,19 +536,18 @@ static int finding(struct gp_job *j) {
     /* the compute kernel it ran longest beyond the median rank */
     const char *kn = NULL;
     double kx = 0;
-    for (size_t k = 0; k < w->nkn; k++) {
+    for (size_t k = 0; k < w->in->nkn; k++) {
       double ex =
-          (double)w->kn[k].ns - median_of(j, tmp, get_kname, w->kn[k].name);
-      if (ex > kx) kx = ex, kn = w->kn[k].name;
+          kname_ns(w, k) - median_of(j, tmp, get_kname, w->in->kn[k].name);
+      if (ex > kx) kx = ex, kn = w->in->kn[k].name;
     }
-    double units = j->units ? (double)j->units : 1;
     int len = snprintf(detail, sizeof detail,
                        "; per %s it spent %s more than the median rank in "
                        "compute kernels",
                        unit, fmt_ms(a, sizeof a, best));
     if (kn && len > 0 && (size_t)len < sizeof detail)
       snprintf(detail + len, sizeof detail - (size_t)len,
-               ", most in %.160s (+%s)", kn, fmt_ms(b, sizeof b, kx / units));
+               ", most in %.160s (+%s)", kn, fmt_ms(b, sizeof b, kx));
   }
   free(tmp);
   size_t counted = j->by_step ? j->units : j->collectives;
@@ -558,15 +577,8 @@ static int cmp_outlier(const void *x, const void *y) {
   return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
-static struct gp_job *fail(struct gp_job *j, struct rank_data *d, size_t n,
-                           char *err, size_t errlen, int rc) {
-  if (rc == -1) snprintf(err, errlen, "job view: out of memory");
-  for (size_t i = 0; d && i < n; i++) {
-    free(d[i].c);
-    gp_u64map_free(&d[i].kind);
-    gp_u64map_free(&d[i].kname);
-  }
-  free(d);
+static struct gp_job *fail(struct gp_job *j, char *err, size_t errlen) {
+  snprintf(err, errlen, "job view: out of memory");
   gp_job_free(j);
   return NULL;
 }
@@ -587,41 +599,78 @@ static struct scope scope_of(struct gp_proc_res *const *procs, size_t n) {
 struct collect_task {
   char *const *files;
   struct gp_proc_res *const *procs;
-  const struct scope *sc;
   const char *globs;
-  struct gp_job *j;
-  struct rank_data *d;
+  struct gp_job_input *in;
   int *rc;
   char (*err)[512];
 };
 
 static void collect_one(void *ctx, size_t i) {
   struct collect_task *t = ctx;
-  struct gp_job_rank *r = &t->j->r[i];
-  t->rc[i] = collect(t->files[r->proc], t->procs[r->proc], t->sc, t->globs, r,
-                     &t->d[i], t->err[i], sizeof t->err[i]);
+  struct rank_data d = {0};
+  t->rc[i] = collect(t->files[i], t->procs[i], t->globs, &t->in[i], &d,
+                     t->err[i], sizeof t->err[i]);
+  gp_u64map_free(&d.kind);
+  gp_u64map_free(&d.kname);
 }
 
-struct gp_job *gp_job_build(char *const *files,
-                            struct gp_proc_res *const *procs, size_t n,
-                            const struct gp_job_opts *o, char *err,
-                            size_t errlen) {
+int gp_job_collect_all(char *const *files, struct gp_proc_res *const *procs,
+                       size_t n, const struct gp_job_opts *o,
+                       struct gp_job_input **out, char *err, size_t errlen) {
+  size_t m = n ? n : 1;
+  struct gp_job_input *in = calloc(m, sizeof *in);
+  int *rcs = calloc(m, sizeof *rcs), rc = 0;
+  char(*errs)[512] = calloc(m, sizeof *errs);
+  if (!in || !rcs || !errs) {
+    snprintf(err, errlen, "job view: out of memory");
+    rc = -1;
+  } else {
+    struct collect_task t = {files, procs, o ? o->comm : NULL, in, rcs, errs};
+    gp_par_for(n, o ? o->threads : 1, collect_one, &t);
+    /* the first failure in file order is the one reported */
+    for (size_t i = 0; i < n && !rc; i++)
+      if ((rc = rcs[i]) == -1)
+        snprintf(err, errlen, "job view: out of memory");
+      else if (rc < 0)
+        snprintf(err, errlen, "%s", errs[i]);
+  }
+  if (rc < 0 && in) {
+    for (size_t i = 0; i < n; i++)
+      gp_job_input_free(&in[i]);
+    free(in);
+    in = NULL;
+  }
+  free(rcs);
+  free(errs);
+  *out = in;
+  return rc < 0 ? -1 : 0;
+}
+
+struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
+                           struct gp_job_input *in, size_t n, const char *rule,
+                           char *err, size_t errlen) {
   struct gp_job *j = calloc(1, sizeof *j);
-  struct rank_data *d = calloc(n ? n : 1, sizeof *d);
-  if (!j || !d || !(j->r = calloc(n ? n : 1, sizeof *j->r)))
-    return fail(j, d, n, err, errlen, -1);
-  const char *globs = o ? o->comm : NULL;
-  j->comm_rule = globs ? globs : GP_JOB_COMM_DEFAULT;
+  if (!j) {
+    for (size_t i = 0; in && i < n; i++)
+      gp_job_input_free(&in[i]);
+    free(in);
+    return fail(NULL, err, errlen);
+  }
+  j->in = in;
   j->nranks = n;
+  if (!(j->r = calloc(n ? n : 1, sizeof *j->r)) ||
+      !(j->comm_rule = strdup(rule ? rule : GP_JOB_COMM_DEFAULT)))
+    return fail(j, err, errlen);
   int unranked = 0;
   for (size_t i = 0; i < n; i++) {
     const struct gp_proc_res *p = procs[i];
     struct gp_job_rank *r = &j->r[i];
     r->proc = i;
+    r->in = &in[i];
     r->rank = p->rank;
     unranked |= p->rank < 0;
     r->host = p->host;
-    r->file = files[i];
+    r->file = p->file;
     /* its GPU: the one that ran the most kernel time */
     for (size_t g = 0; g < p->ndev; g++)
       if (g == 0 || p->dev[g].bd.cat[GP_CAT_KERNEL] >
@@ -632,6 +681,7 @@ struct gp_job *gp_job_build(char *const *files,
     r->steps = p->steps.measured;
     r->step_p50 = p->steps.median_ns;
     r->step_p95 = p->steps.p95_ns;
+    r->ncomm = in[i].nc;
   }
   if (unranked) /* the order of the files stands in for the ranks */
     for (size_t i = 0; i < n; i++)
@@ -648,32 +698,13 @@ struct gp_job *gp_job_build(char *const *files,
     rc = note(j, "some traces carry no rank (RANK, SLURM_PROCID, "
                  "OMPI_COMM_WORLD_RANK unset): the ranks are numbered by "
                  "the order of the files");
-  if (rc < 0) return fail(j, d, n, err, errlen, -1);
+  if (rc < 0 || hosts_of(j) < 0) return fail(j, err, errlen);
   struct scope sc = scope_of(procs, n);
   j->by_step = sc.by_step;
-  /* rank_data follows j->r's (sorted) order; the files are read at once,
-   * and the first failure in rank order is the one reported */
-  int *rcs = calloc(n ? n : 1, sizeof *rcs);
-  char(*errs)[512] = calloc(n ? n : 1, sizeof *errs);
-  if (!rcs || !errs) {
-    free(rcs);
-    free(errs);
-    return fail(j, d, n, err, errlen, -1);
-  }
-  struct collect_task task = {files, procs, &sc, globs, j, d, rcs, errs};
-  gp_par_for(n, o ? o->threads : 1, collect_one, &task);
-  for (size_t i = 0; i < n && !rc; i++) {
-    if ((rc = rcs[i]) < 0) snprintf(err, errlen, "%s", errs[i]);
-    j->r[i].ncomm = d[i].nc;
-  }
-  free(rcs);
-  free(errs);
-  if (rc < 0) return fail(j, d, n, err, errlen, rc);
-  if (hosts_of(j) < 0) return fail(j, d, n, err, errlen, -1);
   size_t ncoll = SIZE_MAX, most = 0;
   for (size_t i = 0; i < n; i++) {
-    if (d[i].nc < ncoll) ncoll = d[i].nc;
-    if (d[i].nc > most) most = d[i].nc;
+    if (in[i].nc < ncoll) ncoll = in[i].nc;
+    if (in[i].nc > most) most = in[i].nc;
   }
   if (!n) ncoll = 0;
   if (ncoll != most &&
@@ -681,16 +712,16 @@ struct gp_job *gp_job_build(char *const *files,
            "the ranks ran different numbers of communication kernels "
            "(%zu to %zu): the first %zu of each are matched by position",
            ncoll, most, ncoll) < 0)
-    return fail(j, d, n, err, errlen, -1);
+    return fail(j, err, errlen);
   if (!most &&
       note(j,
            "no communication kernel (names matching %s) in the traces: "
            "no collective to find stragglers at",
            j->comm_rule) < 0)
-    return fail(j, d, n, err, errlen, -1);
-  if (align(j, d, ncoll) < 0 || stragglers(j, d, ncoll, procs, &sc) < 0 ||
+    return fail(j, err, errlen);
+  if (align(j, ncoll) < 0 || stragglers(j, ncoll, procs, &sc) < 0 ||
       job_steps(j, procs, &sc) < 0)
-    return fail(j, d, n, err, errlen, -1);
+    return fail(j, err, errlen);
   j->units = sc.by_step ? sc.to - sc.from : j->collectives;
   per_unit(j, procs);
   if (j->clamped &&
@@ -701,21 +732,24 @@ struct gp_job *gp_job_build(char *const *files,
            "are never negative",
            (unsigned long long)j->clamped,
            (unsigned long long)j->clamped_max_ns) < 0)
-    return fail(j, d, n, err, errlen, -1);
+    return fail(j, err, errlen);
   qsort(j->r, n, sizeof *j->r, cmp_outlier);
   for (size_t i = 0; i < n; i++)
     if (j->r[i].last_count) j->nstrag++;
   /* cmp_outlier orders by others' wait first, so they lead the ranks */
   if (j->nstrag && !(j->strag = malloc(j->nstrag * sizeof *j->strag)))
-    return fail(j, d, n, err, errlen, -1);
+    return fail(j, err, errlen);
   for (size_t i = 0, m = 0; i < n; i++)
     if (j->r[i].last_count) j->strag[m++] = i;
-  if (finding(j) < 0) return fail(j, d, n, err, errlen, -1);
-  for (size_t i = 0; i < n; i++) {
-    free(d[i].c);
-    gp_u64map_free(&d[i].kind);
-    gp_u64map_free(&d[i].kname);
-  }
-  free(d);
+  if (finding(j) < 0) return fail(j, err, errlen);
   return j;
+}
+
+struct gp_job *gp_job_build(char *const *files,
+                            struct gp_proc_res *const *procs, size_t n,
+                            const struct gp_job_opts *o, char *err,
+                            size_t errlen) {
+  struct gp_job_input *in;
+  if (gp_job_collect_all(files, procs, n, o, &in, err, errlen) < 0) return NULL;
+  return gp_job_make(procs, in, n, o ? o->comm : NULL, err, errlen);
 }

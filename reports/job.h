@@ -29,10 +29,29 @@ int gp_job_is_comm(const char *name, const char *globs);
 /* NULL, or why the globs are unusable (an empty pattern). */
 const char *gp_job_comm_check(const char *globs);
 
+/* What the job view needs of one trace beyond its result: the header's
+ * clock pair, its communication kernels in start order, and its compute
+ * kernels' time by name. Collected from the trace (gp_job_collect_all) or
+ * read from a summary (job_summary.c). */
+struct gp_job_coll {
+  uint64_t start, end;
+};
+
 struct gp_job_kname {
   char *name;
-  uint64_t ns; /* compute-kernel time in the counted units */
+  uint64_t ns_all;   /* compute-kernel time over the whole trace */
+  uint64_t ns_steps; /* ... inside the trace's own measured steps */
 };
+
+struct gp_job_input {
+  uint64_t start_mono_ns, start_real_ns;
+  struct gp_job_coll *c;
+  size_t nc;
+  struct gp_job_kname *kn;
+  size_t nkn;
+};
+
+void gp_job_input_free(struct gp_job_input *in); /* its arrays */
 
 struct gp_job_rank {
   size_t proc;  /* index into the processes given to gp_job_build */
@@ -50,11 +69,11 @@ struct gp_job_rank {
   uint64_t comm_ns, wait_ns; /* over the counted collectives */
   uint64_t last_count, others_wait_ns;
   uint64_t steps_slowest; /* steps in which it was the slowest rank */
-  uint64_t start_mono_ns, start_real_ns; /* the header's clock pair */
-  int64_t clock_ns; /* added to its times to put them on the job's
-                       clock (the reference host's monotonic clock) */
-  struct gp_job_kname *kn;
-  size_t nkn;
+  int64_t clock_ns;       /* added to its times to put them on the job's
+                             clock (the reference host's monotonic clock) */
+  const struct gp_job_input *in;
+  int ksteps;  /* its kernels' time: in its measured steps, else all */
+  double kdiv; /* ... divided by this for per unit */
 };
 
 struct gp_job_host {
@@ -72,10 +91,10 @@ struct gp_job {
   struct gp_job_rank *r; /* outliers first (docs/jobs.md, "Order") */
   size_t nhosts;
   struct gp_job_host *hosts; /* hosts[0]: the reference */
-  const char *comm_rule;
-  int by_step;        /* units are steps, else collectives */
-  size_t units;       /* measured steps common to all, or collectives */
-  size_t collectives; /* matched by position and counted */
+  const char *comm_rule;     /* owned */
+  int by_step;               /* units are steps, else collectives */
+  size_t units;              /* measured steps common to all, or collectives */
+  size_t collectives;        /* matched by position and counted */
   uint64_t step_p50, step_p95, step_max; /* the job's step: slowest rank */
   size_t nstrag;
   size_t *strag; /* indices into r: last at least once, worst first */
@@ -85,10 +104,24 @@ struct gp_job {
   char *finding; /* NULL: no straggler */
   char **notes;
   size_t nnotes;
+  struct gp_job_input *in; /* owned, by process index */
 };
 
-/* The job of procs[0..n) (read from files[0..n)), or NULL with a one-line
- * message in err (a file that cannot be read again, out of memory). */
+/* The inputs of procs[0..n), read from files[0..n) by o->threads threads
+ * into *out (n of them, gp_job_input_free each, then free): 0, or -1
+ * with a one-line message in err (the first file in order that cannot be
+ * read again; out of memory). */
+int gp_job_collect_all(char *const *files, struct gp_proc_res *const *procs,
+                       size_t n, const struct gp_job_opts *o,
+                       struct gp_job_input **out, char *err, size_t errlen);
+/* The job of procs[0..n) from their inputs in[0..n) (taken over: freed
+ * with the job, or on failure), the communication kernels having been
+ * found by `rule` (NULL: the default); NULL when out of memory. */
+struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
+                           struct gp_job_input *in, size_t n, const char *rule,
+                           char *err, size_t errlen);
+/* Both: the job of procs[0..n) read from files[0..n), or NULL with a
+ * one-line message in err. */
 struct gp_job *gp_job_build(char *const *files,
                             struct gp_proc_res *const *procs, size_t n,
                             const struct gp_job_opts *o, char *err,

@@ -17,7 +17,7 @@ static double pct(uint64_t part, uint64_t whole) {
 }
 
 static uint64_t u(double v) {
-  return v > 0 ? (uint64_t)(v + 0.5) : 0;
+  return !(v > 0) ? 0 : v < 1.8e19 ? (uint64_t)(v + 0.5) : UINT64_MAX;
 }
 
 static const char *sdur(char *b, size_t n, double ns) {

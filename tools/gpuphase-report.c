@@ -2,6 +2,7 @@
  *   gpuphase-report [options] FILE...   the report (text or JSON)
  *   gpuphase-report info FILE...        what a trace file holds
  *   gpuphase-report dump FILE           its records, one per line
+ *   gpuphase-report merge SUMMARY...    the report from summaries
  * Exit status: 0 success, 1 bad input, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
@@ -21,12 +22,16 @@
 #include "html_timeline.h"
 #include "job.h"
 #include "job_par.h"
+#include "job_summary.h"
 #include "util.h"
 
 static const char usage[] =
     "Usage: gpuphase-report [options] FILE...\n"
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
+    "       gpuphase-report --format summary -o SUMMARY [options] FILE...\n"
+    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--color]\n"
+    "                             [--job|--no-job] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budgets FILE [options] NEW...\n"
     "\n"
@@ -45,7 +50,10 @@ static const char usage[] =
     "                     and an interactive timeline; docs/report-html.md);\n"
     "                     perfetto or chrome: the timeline, for ui.perfetto.dev\n"
     "                     or chrome://tracing (docs/export.md); perfetto needs\n"
-    "                     -o FILE and a name ending in .gz gzips either\n"
+    "                     -o FILE and a name ending in .gz gzips either;\n"
+    "                     summary (-o FILE): the analysed traces in one\n"
+    "                     compact file that 'merge' turns into the same\n"
+    "                     report, with other summaries (docs/jobs.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
     "                     +DURATION from the start of the run (+1.5s, +0) or\n"
@@ -97,6 +105,8 @@ struct opts {
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
   int threads;              /* -j; 0: the CPUs available */
+  int summary, merge;       /* --format summary; the merge command */
+  const char *fixed;        /* an option merge cannot take, for the error */
   struct gp_job_opts jo;
 };
 
@@ -135,30 +145,39 @@ static int apply(struct opts *o, int c, const char *arg) {
   switch (c) {
   case 'f':
     o->ex.format = gp_export_format(arg) ? arg : NULL;
-    if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json, html, perfetto or "
-                         "chrome",
+    o->summary = !strcmp(arg, "summary");
+    if (o->summary)
+      o->fmt = gp_renderer_find("text");
+    else if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
+      return usage_error("unknown format '%s': text, json, html, summary, "
+                         "perfetto or chrome",
                          arg);
+    if (o->ex.format || o->summary) o->fixed = "--format perfetto, chrome or summary";
     break;
   case O_FROM:
+    o->fixed = "--from";
     o->ex.from = arg;
     break;
   case O_TO:
+    o->fixed = "--to";
     o->ex.to = arg;
     break;
   case O_STEPS:
+    o->fixed = "--steps";
     o->ex.steps = arg;
     break;
   case 'o':
     o->out = arg;
     break;
   case 'w':
+    o->fixed = "--window";
     if (gp_parse_duration(arg, &o->ro.window_ns) < 0)
       return usage_error("invalid --window '%s': expected a duration such "
                          "as 500us, 10ms or 1s",
                          arg);
     break;
   case O_LINK:
+    o->fixed = "--link-gbps";
     if (parse_num(arg, 0.001, 1e6, &o->ro.link_gbps) < 0)
       return usage_error("invalid --link-gbps '%s': expected GB/s > 0", arg);
     break;
@@ -168,15 +187,18 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->rend.top = (size_t)v;
     break;
   case O_STEP:
+    o->fixed = "--step";
     if (!*arg) return usage_error("%s", "--step needs a range name or glob");
     o->ro.step = arg;
     break;
   case O_WARMUP:
+    o->fixed = "--warmup";
     if (parse_num(arg, 0, 1e9, &v) < 0 || v != (long)v)
       return usage_error("invalid --warmup '%s': expected a count >= 0", arg);
     o->ro.warmup = (long)v;
     break;
   case O_HDETAIL:
+    o->fixed = "--html-detail";
     if (gp_parse_span(arg, &o->tl.from, &o->tl.to) < 0)
       return usage_error("invalid --html-detail '%s': expected FROM..TO, "
                          "offsets such as 0..500ms or 1.5s..2s, FROM < TO",
@@ -185,6 +207,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->html_opt = "--html-detail";
     break;
   case O_HBUDGET:
+    o->fixed = "--html-budget";
     if (parse_num(arg, 100, 1e7, &v) < 0 || v != (uint64_t)v)
       return usage_error("invalid --html-budget '%s': expected a count from "
                          "100 to 10000000",
@@ -204,6 +227,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->job = c == O_JOB;
     break;
   case O_COMM: {
+    o->fixed = "--comm-kernels";
     const char *why = gp_job_comm_check(arg);
     if (why)
       return usage_error("invalid --comm-kernels '%s': expected globs "
@@ -265,7 +289,14 @@ static int parse(int argc, char **argv, struct opts *o) {
     if (c == '?') return usage_error("unknown option '%s'", name);
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
-  if (optind >= argc) return usage_error("%s", "no trace file given");
+  if (o->merge && o->fixed)
+    return usage_error("merge takes what the summaries were made with: %s "
+                       "goes to --format summary",
+                       o->fixed);
+  if (optind >= argc)
+    return usage_error("%s", o->merge ? "no summary given" : "no trace file given");
+  if (o->summary && !o->out)
+    return usage_error("%s", "--format summary needs -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
@@ -402,16 +433,95 @@ static int render(const struct opts *o, char **files,
              : rc < 0;
 }
 
-static int report(int argc, char **argv) {
+/* --format summary: the results and the job inputs of the files. */
+static int write_summary(const struct opts *o, char **files,
+                         struct gp_proc_res **procs, size_t n) {
+  char err[512];
+  struct gp_job_opts jo = o->jo;
+  jo.threads = o->threads ? o->threads : gp_par_default();
+  struct gp_job_input *in = NULL;
+  if (gp_job_collect_all(files, procs, n, &jo, &in, err, sizeof err) < 0) {
+    fprintf(stderr, "gpuphase-report: %s\n", err);
+    return 1;
+  }
+  const char *clash = NULL;
+  FILE *f = gp_out_open(o->out, "wb", files, n, &clash);
+  int rc = 0;
+  if (!f && clash)
+    rc = refused(o->out, clash);
+  else if (!f) {
+    fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
+    rc = 1;
+  } else {
+    if (gp_summary_write(f, procs, in, n, jo.comm, &o->ro) < 0) {
+      fprintf(stderr, "gpuphase-report: out of memory\n");
+      rc = 1;
+    }
+    if (gp_out_done(f, "gpuphase-report", o->out)) rc = 1;
+  }
+  for (size_t i = 0; i < n; i++)
+    gp_job_input_free(&in[i]);
+  free(in);
+  return rc;
+}
+
+/* merge: the report of the processes of the summaries, in their order. */
+static int merge(const struct opts *o, char **files, size_t n) {
+  struct gp_summary_set set = {0};
+  int rc = 0, nomem;
+  char err[512];
+  for (size_t i = 0; i < n && !rc; i++)
+    if (gp_summary_read(files[i], &set, &nomem, err, sizeof err) < 0) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  struct gp_report_opts ro = o->ro;
+  ro.link_gbps = set.link_gbps;
+  struct gp_proc_res *sum = NULL;
+  struct gp_job *job = NULL;
+  if (!rc && !set.n) {
+    fprintf(stderr, "gpuphase-report: the summaries hold no process\n");
+    rc = 1;
+  }
+  if (!rc && set.n > 1 && !(sum = gp_report_sum(set.procs, set.n, &ro))) {
+    fprintf(stderr, "gpuphase-report: out of memory\n");
+    rc = 1;
+  }
+  if (!rc && (o->job == 1 || (o->job < 0 && gp_job_wanted(set.procs, set.n)))) {
+    job = gp_job_make(set.procs, set.in, set.n, set.rule, err, sizeof err);
+    set.in = NULL; /* the job's now, freed with it or on failure */
+    if (!job) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  }
+  if (!rc)
+    rc = render(o, files, set.procs, set.n, sum ? sum : set.procs[0], job);
+  gp_job_free(job);
+  gp_res_free(sum);
+  gp_summary_set_free(&set);
+  return rc;
+}
+
+static int report(int argc, char **argv, int merging) {
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1, .job = -1};
   o.ro.warmup = -1;
+  o.merge = merging;
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t n = (size_t)(argc - optind);
   if ((rc = refuse_output(o.out, argv + optind, n))) return rc;
+  if (merging) return merge(&o, argv + optind, n);
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
+  if (!rc && o.summary) {
+    rc = write_summary(&o, argv + optind, procs, n);
+    for (size_t i = 0; i < n; i++)
+      gp_res_free(procs[i]);
+    free(procs);
+    return rc;
+  }
   if (!rc && n > 1 && !o.ex.format && !(sum = gp_report_sum(procs, n, &o.ro))) {
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
@@ -448,8 +558,10 @@ int main(int argc, char **argv) {
     rc = gp_cmd_compare(argc - 1, argv + 1);
   else if (argc > 1 && !strcmp(argv[1], "check"))
     rc = gp_cmd_check(argc - 1, argv + 1);
+  else if (argc > 1 && !strcmp(argv[1], "merge"))
+    rc = report(argc - 1, argv + 1, 1);
   else
-    rc = report(argc, argv);
+    rc = report(argc, argv, 0);
   /* whatever a command wrote to standard output (help, version) must have
    * reached it; the commands say so themselves when they fail */
   if (!rc && gp_out_done(stdout, "gpuphase-report", "standard output") < 0)

@@ -13,6 +13,7 @@ schedule). Expected values come from that schedule, by hand:
 Usage: test_job.py GPUPHASE_REPORT MKJOB"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -251,7 +252,109 @@ def test_wild_clock():
         check(rc == 0 and not err, f"{fmt}: exits 0 quietly: {rc} {err}")
 
 
+def strip_timeline(html):
+    """The HTML report less its per-process timelines (summaries do not
+    carry them)."""
+    html = re.sub(r'<h3>Timeline</h3>\n.*?</script>\n', '', html, flags=re.S)
+    return re.sub(r'<script>\n.*?</script>\n', '', html, flags=re.S)
+
+
+def summary(path, *args):
+    rc, out, err = run("--format", "summary", "-o", path, *args)
+    check(rc == 0 and not out and not err, f"summary {path}: {rc} {err}")
+    return path
+
+
+def test_summaries():
+    """merge(summaries of parts) is the report of the whole: text and JSON
+    byte for byte, HTML but for the per-process timelines, whatever the
+    split; with steps and without, ranked or not."""
+    X = 2 * MS
+    cases = {
+        "steps": (job("sum-steps", "--slow", "3", "--extra", str(X)),
+                  ["--warmup", "0"]),
+        "nosteps": (job("sum-nost", "--slow", "2", "--how", "host",
+                        "--no-steps", "--extra", str(X)), []),
+        "comm": (job("sum-comm", "--slow", "1"), ["--comm-kernels", "gemm*"]),
+    }
+    for name, (files, opts) in cases.items():
+        for split in ([4], [1, 3], [2, 2], [1, 1, 1, 1]):
+            parts, at = [], 0
+            for k, size in enumerate(split):
+                parts.append(summary(os.path.join(TMP, f"{name}-{k}.gps"),
+                                     *opts, *files[at:at + size]))
+                at += size
+            for fmt in ("text", "json", "html"):
+                rc, whole, err = run("-f", fmt, *opts, *files)
+                rc2, merged, err2 = run("merge", "-f", fmt, *parts)
+                check(rc == rc2 == 0, f"{name} {split} {fmt}: {err} {err2}")
+                if fmt == "html":
+                    whole = strip_timeline(whole)
+                check(whole == merged,
+                      f"{name} {split} {fmt}: merge == the whole")
+    files = cases["steps"][0]
+    a = summary(os.path.join(TMP, "unranked.gps"), files[0])
+    rc, whole, _ = run("--job", "-f", "json", files[0], files[0])
+    rc, merged, _ = run("merge", "--job", "-f", "json", a, a)
+    check(whole == merged and '"job"' in merged, "--job on merge")
+    rc, merged, _ = run("merge", "--no-job", "-f", "json",
+                        *[summary(os.path.join(TMP, f"nj{r}.gps"), f)
+                          for r, f in enumerate(files)])
+    check('"job"' not in merged, "--no-job on merge")
+
+
+def test_summary_errors():
+    files = job("sum-err", "--slow", "3")
+    good = summary(os.path.join(TMP, "good.gps"), *files)
+    with open(good, "rb") as f:
+        data = f.read()
+
+    def bad(name, content, what, rc_want=1):
+        path = os.path.join(TMP, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        rc, out, err = run("merge", path)
+        lines = err.strip().splitlines()
+        check(rc == rc_want and len(lines) == 1 and what in err,
+              f"{name}: {rc} {err!r}")
+
+    bad("trace.gps", open(files[0], "rb").read(), "not a gpuphase summary")
+    bad("empty.gps", b"", "not a gpuphase summary")
+    bad("version.gps", data[:8] + b"\x07" + data[9:], "summary version 7")
+    bad("cut.gps", data[:len(data) // 2], "corrupt summary")
+    bad("size.gps", data[:16] + b"\xff" * 8 + data[24:], "corrupt summary")
+    # damaged bytes inside the compressed body: an error or a report,
+    # never a crash (the sanitizer build checks the rest)
+    for k, at in enumerate(range(24, len(data), max(1, len(data) // 97))):
+        b = bytearray(data)
+        b[at] ^= 0x5a
+        path = os.path.join(TMP, f"flip{k}.gps")
+        with open(path, "wb") as f:
+            f.write(bytes(b))
+        rc, out, err = run("merge", "-f", "json", path)
+        check(rc in (0, 1) and (rc == 0 or len(err.strip().splitlines()) == 1),
+              f"flip at {at}: {rc} {err!r}")
+    rc, out, err = run("merge", "/nonexistent.gps")
+    check(rc == 1 and "nonexistent.gps" in err, "a missing summary")
+    other = summary(os.path.join(TMP, "other.gps"), "--comm-kernels",
+                    "gemm*", *files)
+    rc, out, err = run("merge", good, other)
+    check(rc == 1 and "other options" in err, f"mixed options: {err}")
+    for args in (["--warmup", "1"], ["--comm-kernels", "x*"],
+                 ["-f", "summary"], ["--window", "1s"]):
+        rc, out, err = run("merge", *args, good)
+        check(rc == 2 and "summary" in err, f"merge {args} refused: {err}")
+    rc, out, err = run("-f", "summary", files[0])
+    check(rc == 2 and "-o FILE" in err, f"summary without -o: {err}")
+    rc, out, err = run("-f", "summary", "-o", files[0], files[0])
+    check(rc == 2 and "refusing" in err, f"summary onto its input: {err}")
+    rc, out, err = run("merge", "-o", good, good)
+    check(rc == 2 and "refusing" in err, f"merge onto its input: {err}")
+
+
 test_slow_kernel()
+test_summaries()
+test_summary_errors()
 test_wild_clock()
 test_parallel_same_bytes()
 test_host_late_no_steps()
