@@ -6,20 +6,24 @@
 #include "demangle.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 
+static cxa_demangle_fn fn;
+
+static void look_up(void) {
+  void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+  if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+}
+
+/* looked up once, whichever thread of the report asks first */
 static cxa_demangle_fn demangler(void) {
-  static int tried;
-  static cxa_demangle_fn fn;
-  if (!tried) {
-    tried = 1;
-    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-    if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-  }
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, look_up);
   return fn;
 }
 

@@ -7,6 +7,8 @@
 
 #include "report.h"
 
+struct gp_job;
+
 struct gp_render_opts {
   int color;  /* ANSI colour in text output */
   size_t top; /* rows of the kernel/API/phase tables; 0: 15 */
@@ -18,6 +20,7 @@ struct gp_report_set {
   struct gp_proc_res **procs;
   size_t n;
   const struct gp_proc_res *total;
+  const struct gp_job *job; /* the job view (job.h); NULL: none */
 };
 
 struct gp_renderer {

@@ -14,6 +14,7 @@
 
 #include "render.h"
 #include "html_timeline.h"
+#include "job.h"
 #include "timeline_js.h"
 #include "util.h"
 
@@ -547,6 +548,7 @@ int gp_render_html(FILE *f, const struct gp_report_set *s,
                "host-side times only there.</p>\n",
             degraded, s->n);
   fprintf(f, "<p>%zu process%s.</p>\n", s->n, s->n == 1 ? "" : "es");
+  if (s->job) gp_job_html(f, s->job);
   int scripted = 0;
   for (size_t i = 0; i < s->n; i++) {
     section(f, s->procs[i], top, i);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "gp_config.h"
+#include "job.h"
 #include "jsonw.h"
 #include "render.h"
 
@@ -388,6 +389,7 @@ int gp_render_json(FILE *f, const struct gp_report_set *s,
   gp_json_u64(&j, "processes_count", s->n);
   proc_body(&j, s->total);
   steps(&j, gp_steps_pick(s->procs, s->n));
+  if (s->job) gp_job_json(&j, s->job);
   gp_json_arr(&j, "processes");
   for (size_t i = 0; i < s->n; i++) {
     gp_json_obj(&j, NULL);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "job.h"
 #include "render.h"
 #include "util.h"
 
@@ -86,8 +87,8 @@ static void wrap(struct out *o, const char *lead, const char *s, int indent) {
 }
 
 static void bar(struct out *o, double p) {
+  if (!(p <= 100)) p = 100; /* (a damaged summary's figures) */
   int n = (int)(p * 40 / 100 + 0.5);
-  if (n > 40) n = 40;
   fputc('|', o->f);
   for (int i = 0; i < 40; i++)
     fputc(i < n ? '#' : '.', o->f);
@@ -176,8 +177,8 @@ static void spark(struct out *o, const struct gp_device_res *d) {
       uint64_t w = d->window_ns - i * d->win_ns;
       len += w < d->win_ns ? w : d->win_ns;
     }
-    int lvl = (int)(pct(k, len) / 10);
-    fputc(ramp[lvl > 9 ? 9 : lvl], o->f);
+    double q = pct(k, len) / 10;
+    fputc(ramp[q < 9 ? (int)q : 9], o->f);
   }
   fprintf(o->f, "|\n");
 }
@@ -596,5 +597,6 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
   for (size_t i = 0; i < s->n; i++)
     section(&o, s->procs[i]);
   if (s->n > 1) section(&o, s->total);
+  if (s->job) gp_job_text(f, s->job, c, o.top);
   return ferror(f) ? -1 : 0;
 }

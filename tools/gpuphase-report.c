@@ -2,9 +2,11 @@
  *   gpuphase-report [options] FILE...   the report (text or JSON)
  *   gpuphase-report info FILE...        what a trace file holds
  *   gpuphase-report dump FILE           its records, one per line
+ *   gpuphase-report merge SUMMARY...    the report from summaries
  * Exit status: 0 success, 1 bad input, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +20,18 @@
 #include "report_export.h"
 #include "report_info.h"
 #include "html_timeline.h"
+#include "job.h"
+#include "job_par.h"
+#include "job_summary.h"
 #include "util.h"
 
 static const char usage[] =
     "Usage: gpuphase-report [options] FILE...\n"
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
+    "       gpuphase-report --format summary -o SUMMARY [options] FILE...\n"
+    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--color]\n"
+    "                             [--job|--no-job] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budgets FILE [options] NEW...\n"
     "\n"
@@ -33,7 +41,8 @@ static const char usage[] =
     "phase.\n"
     "Several files (a parent and its children, the ranks of a job) are "
     "reported\n"
-    "one by one and then added together.\n"
+    "one by one and then added together; when they carry ranks, the job view\n"
+    "sets the ranks side by side and names the stragglers (docs/jobs.md).\n"
     "\n"
     "Options:\n"
     "  -f, --format FMT   text (default), json (schema: docs/report-json.md)\n"
@@ -41,7 +50,10 @@ static const char usage[] =
     "                     and an interactive timeline; docs/report-html.md);\n"
     "                     perfetto or chrome: the timeline, for ui.perfetto.dev\n"
     "                     or chrome://tracing (docs/export.md); perfetto needs\n"
-    "                     -o FILE and a name ending in .gz gzips either\n"
+    "                     -o FILE and a name ending in .gz gzips either;\n"
+    "                     summary (-o FILE): the analysed traces in one\n"
+    "                     compact file that 'merge' turns into the same\n"
+    "                     report, with other summaries (docs/jobs.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
     "                     +DURATION from the start of the run (+1.5s, +0) or\n"
@@ -70,6 +82,15 @@ static const char usage[] =
     "                     whole run is always shown aggregated\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
+    "      --job          the job view even when the files carry no rank (the\n"
+    "                     order of the files numbers the ranks)\n"
+    "      --no-job       no job view, even when the files carry ranks\n"
+    "      --comm-kernels GLOB[,GLOB...]\n"
+    "                     the communication kernels of the job view (default\n"
+    "                     " GP_JOB_COMM_DEFAULT ", a mangled name's _Z prefix "
+    "skipped)\n"
+    "  -j, --jobs N       files read at once, one thread each (default: the\n"
+    "                     CPUs available); the output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -82,6 +103,11 @@ struct opts {
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
+  int job;                  /* -1 when ranks are carried, 0 never, 1 always */
+  int threads;              /* -j; 0: the CPUs available */
+  int summary, merge;       /* --format summary; the merge command */
+  const char *fixed;        /* an option merge cannot take, for the error */
+  struct gp_job_opts jo;
 };
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -107,7 +133,10 @@ enum {
   O_HBUDGET,
   O_FROM,
   O_TO,
-  O_STEPS
+  O_STEPS,
+  O_JOB,
+  O_NOJOB,
+  O_COMM
 };
 
 /* One option with a value; -1 to go on, else the exit status. */
@@ -116,30 +145,39 @@ static int apply(struct opts *o, int c, const char *arg) {
   switch (c) {
   case 'f':
     o->ex.format = gp_export_format(arg) ? arg : NULL;
-    if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json, html, perfetto or "
-                         "chrome",
+    o->summary = !strcmp(arg, "summary");
+    if (o->summary)
+      o->fmt = gp_renderer_find("text");
+    else if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
+      return usage_error("unknown format '%s': text, json, html, summary, "
+                         "perfetto or chrome",
                          arg);
+    if (o->ex.format || o->summary) o->fixed = "--format perfetto, chrome or summary";
     break;
   case O_FROM:
+    o->fixed = "--from";
     o->ex.from = arg;
     break;
   case O_TO:
+    o->fixed = "--to";
     o->ex.to = arg;
     break;
   case O_STEPS:
+    o->fixed = "--steps";
     o->ex.steps = arg;
     break;
   case 'o':
     o->out = arg;
     break;
   case 'w':
+    o->fixed = "--window";
     if (gp_parse_duration(arg, &o->ro.window_ns) < 0)
       return usage_error("invalid --window '%s': expected a duration such "
                          "as 500us, 10ms or 1s",
                          arg);
     break;
   case O_LINK:
+    o->fixed = "--link-gbps";
     if (parse_num(arg, 0.001, 1e6, &o->ro.link_gbps) < 0)
       return usage_error("invalid --link-gbps '%s': expected GB/s > 0", arg);
     break;
@@ -149,15 +187,18 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->rend.top = (size_t)v;
     break;
   case O_STEP:
+    o->fixed = "--step";
     if (!*arg) return usage_error("%s", "--step needs a range name or glob");
     o->ro.step = arg;
     break;
   case O_WARMUP:
+    o->fixed = "--warmup";
     if (parse_num(arg, 0, 1e9, &v) < 0 || v != (long)v)
       return usage_error("invalid --warmup '%s': expected a count >= 0", arg);
     o->ro.warmup = (long)v;
     break;
   case O_HDETAIL:
+    o->fixed = "--html-detail";
     if (gp_parse_span(arg, &o->tl.from, &o->tl.to) < 0)
       return usage_error("invalid --html-detail '%s': expected FROM..TO, "
                          "offsets such as 0..500ms or 1.5s..2s, FROM < TO",
@@ -166,6 +207,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->html_opt = "--html-detail";
     break;
   case O_HBUDGET:
+    o->fixed = "--html-budget";
     if (parse_num(arg, 100, 1e7, &v) < 0 || v != (uint64_t)v)
       return usage_error("invalid --html-budget '%s': expected a count from "
                          "100 to 10000000",
@@ -173,6 +215,27 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->tl.budget = (uint64_t)v;
     o->html_opt = "--html-budget";
     break;
+  case 'j':
+    if (parse_num(arg, 1, 4096, &v) < 0 || v != (int)v)
+      return usage_error("invalid --jobs '%s': expected a count from 1 to "
+                         "4096",
+                         arg);
+    o->threads = (int)v;
+    break;
+  case O_JOB:
+  case O_NOJOB:
+    o->job = c == O_JOB;
+    break;
+  case O_COMM: {
+    o->fixed = "--comm-kernels";
+    const char *why = gp_job_comm_check(arg);
+    if (why)
+      return usage_error("invalid --comm-kernels '%s': expected globs "
+                         "separated by commas",
+                         arg);
+    o->jo.comm = arg;
+    break;
+  }
   case O_COLOR:
     if (!arg || !strcmp(arg, "always"))
       o->color = 1;
@@ -204,13 +267,17 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"to", required_argument, 0, O_TO},
       {"steps", required_argument, 0, O_STEPS},
       {"colour", optional_argument, 0, O_COLOR},
+      {"jobs", required_argument, 0, 'j'},
+      {"job", no_argument, 0, O_JOB},
+      {"no-job", no_argument, 0, O_NOJOB},
+      {"comm-kernels", required_argument, 0, O_COMM},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   int c, rc;
   char opt[3] = "-?";
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":f:o:w:hV", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":f:o:w:j:hV", longs, NULL)) != -1) {
     /* the option as typed: "--name" from argv, "-x" from optopt (argv
      * may hold a cluster such as "-xy") */
     const char *last = argv[optind - 1];
@@ -222,7 +289,14 @@ static int parse(int argc, char **argv, struct opts *o) {
     if (c == '?') return usage_error("unknown option '%s'", name);
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
-  if (optind >= argc) return usage_error("%s", "no trace file given");
+  if (o->merge && o->fixed)
+    return usage_error("merge takes what the summaries were made with: %s "
+                       "goes to --format summary",
+                       o->fixed);
+  if (optind >= argc)
+    return usage_error("%s", o->merge ? "no summary given" : "no trace file given");
+  if (o->summary && !o->out)
+    return usage_error("%s", "--format summary needs -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
@@ -236,11 +310,13 @@ static int parse(int argc, char **argv, struct opts *o) {
   return -1;
 }
 
-/* A progress line, only for a person watching and only after a second. */
+/* A progress line, only for a person watching and only after a second;
+ * files read at once share it. */
 struct progress {
   int on;
   double t0, last;
   int shown;
+  pthread_mutex_t mu;
 };
 
 static double now(void) {
@@ -253,35 +329,71 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
                         uint64_t size, uint64_t records) {
   struct progress *p = ctx;
   double t = now();
-  if (t - p->t0 < 1 || t - p->last < 0.25) return;
-  p->last = t;
-  p->shown = 1;
-  char name[48];
-  gp_text_clean(path, name, sizeof name, 40);
-  fprintf(stderr, "\r\033[Kgpuphase-report: %s %3.0f%% (%.1f M records)", name,
-          size ? 100.0 * (double)done / (double)size : 0, records / 1e6);
+  pthread_mutex_lock(&p->mu);
+  if (t - p->t0 >= 1 && t - p->last >= 0.25) {
+    p->last = t;
+    p->shown = 1;
+    char name[48];
+    gp_text_clean(path, name, sizeof name, 40);
+    fprintf(stderr, "\r\033[Kgpuphase-report: %s %3.0f%% (%.1f M records)",
+            name, size ? 100.0 * (double)done / (double)size : 0,
+            records / 1e6);
+  }
+  pthread_mutex_unlock(&p->mu);
 }
 
+struct read_task {
+  char **files;
+  const struct opts *o;
+  struct gp_proc_res **procs;
+  struct progress *pg;
+  char (*err)[512];
+  size_t failed; /* lowest failed index so far (n: none) */
+  pthread_mutex_t mu;
+};
+
+static void read_one(void *ctx, size_t i) {
+  struct read_task *t = ctx;
+  pthread_mutex_lock(&t->mu);
+  int skip = t->failed < i; /* a file before it failed: not needed */
+  pthread_mutex_unlock(&t->mu);
+  if (skip) return;
+  int st;
+  t->procs[i] = gp_report_file(t->files[i], &t->o->ro,
+                               t->pg->on ? on_progress : NULL, t->pg, &st,
+                               t->err[i], sizeof t->err[i]);
+  if (t->procs[i]) return;
+  pthread_mutex_lock(&t->mu);
+  if (i < t->failed) t->failed = i;
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The files, read at once by o->threads threads; what is said on stderr
+ * (the warnings in file order, then the first error) is what reading them
+ * one by one says. */
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {
-  struct progress pg = {isatty(2), now(), 0, 0};
-  for (int i = 0; i < n; i++) {
-    int st;
-    char err[512];
-    procs[i] = gp_report_file(files[i], &o->ro, pg.on ? on_progress : NULL, &pg,
-                              &st, err, sizeof err);
-    if (pg.shown) fputs("\r\033[K", stderr), pg.shown = 0;
+  struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
+  char(*err)[512] = calloc((size_t)n, sizeof *err);
+  if (!err) return fputs("gpuphase-report: out of memory\n", stderr), 1;
+  struct read_task t = {files, o, procs, &pg, err, (size_t)n,
+                        PTHREAD_MUTEX_INITIALIZER};
+  int threads = o->threads ? o->threads : gp_par_default();
+  gp_par_for((size_t)n, threads, read_one, &t);
+  if (pg.shown) fputs("\r\033[K", stderr);
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) {
     if (!procs[i]) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
-      return 1;
-    }
-    if (procs[i]->truncated)
+      fprintf(stderr, "gpuphase-report: %s\n", err[i]);
+      rc = 1;
+    } else if (procs[i]->truncated)
       fprintf(stderr,
               "gpuphase-report: warning: %s is truncated: reporting up "
               "to its last complete frame\n",
               files[i]);
   }
-  return 0;
+  free(err);
+  return rc;
 }
 
 /* The output, refused when it is one of the inputs (the same file, by
@@ -301,7 +413,7 @@ static int refuse_output(const char *out, char **files, size_t n) {
 
 static int render(const struct opts *o, char **files,
                   struct gp_proc_res **procs, size_t n,
-                  const struct gp_proc_res *total) {
+                  const struct gp_proc_res *total, const struct gp_job *job) {
   const char *clash = NULL;
   FILE *f = o->out ? gp_out_open(o->out, "w", files, n, &clash) : stdout;
   if (!f && clash) return refused(o->out, clash);
@@ -313,7 +425,7 @@ static int render(const struct opts *o, char **files,
   const char *nc = getenv("NO_COLOR");
   ro.color =
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
-  struct gp_report_set set = {procs, n, total};
+  struct gp_report_set set = {procs, n, total, job};
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
   return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")
@@ -321,24 +433,114 @@ static int render(const struct opts *o, char **files,
              : rc < 0;
 }
 
-static int report(int argc, char **argv) {
-  struct opts o = {.fmt = gp_renderer_find("text"), .color = -1};
+/* --format summary: the results and the job inputs of the files. */
+static int write_summary(const struct opts *o, char **files,
+                         struct gp_proc_res **procs, size_t n) {
+  char err[512];
+  struct gp_job_opts jo = o->jo;
+  jo.threads = o->threads ? o->threads : gp_par_default();
+  struct gp_job_input *in = NULL;
+  if (gp_job_collect_all(files, procs, n, &jo, &in, err, sizeof err) < 0) {
+    fprintf(stderr, "gpuphase-report: %s\n", err);
+    return 1;
+  }
+  const char *clash = NULL;
+  FILE *f = gp_out_open(o->out, "wb", files, n, &clash);
+  int rc = 0;
+  if (!f && clash)
+    rc = refused(o->out, clash);
+  else if (!f) {
+    fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
+    rc = 1;
+  } else {
+    if (gp_summary_write(f, procs, in, n, jo.comm, &o->ro) < 0) {
+      fprintf(stderr, "gpuphase-report: out of memory\n");
+      rc = 1;
+    }
+    if (gp_out_done(f, "gpuphase-report", o->out)) rc = 1;
+  }
+  for (size_t i = 0; i < n; i++)
+    gp_job_input_free(&in[i]);
+  free(in);
+  return rc;
+}
+
+/* merge: the report of the processes of the summaries, in their order. */
+static int merge(const struct opts *o, char **files, size_t n) {
+  struct gp_summary_set set = {0};
+  int rc = 0, nomem;
+  char err[512];
+  for (size_t i = 0; i < n && !rc; i++)
+    if (gp_summary_read(files[i], &set, &nomem, err, sizeof err) < 0) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  struct gp_report_opts ro = o->ro;
+  ro.link_gbps = set.link_gbps;
+  struct gp_proc_res *sum = NULL;
+  struct gp_job *job = NULL;
+  if (!rc && !set.n) {
+    fprintf(stderr, "gpuphase-report: the summaries hold no process\n");
+    rc = 1;
+  }
+  if (!rc && set.n > 1 && !(sum = gp_report_sum(set.procs, set.n, &ro))) {
+    fprintf(stderr, "gpuphase-report: out of memory\n");
+    rc = 1;
+  }
+  if (!rc && (o->job == 1 || (o->job < 0 && gp_job_wanted(set.procs, set.n)))) {
+    job = gp_job_make(set.procs, set.in, set.n, set.rule, err, sizeof err);
+    set.in = NULL; /* the job's now, freed with it or on failure */
+    if (!job) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  }
+  if (!rc)
+    rc = render(o, files, set.procs, set.n, sum ? sum : set.procs[0], job);
+  gp_job_free(job);
+  gp_res_free(sum);
+  gp_summary_set_free(&set);
+  return rc;
+}
+
+static int report(int argc, char **argv, int merging) {
+  struct opts o = {.fmt = gp_renderer_find("text"), .color = -1, .job = -1};
   o.ro.warmup = -1;
+  o.merge = merging;
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t n = (size_t)(argc - optind);
   if ((rc = refuse_output(o.out, argv + optind, n))) return rc;
+  if (merging) return merge(&o, argv + optind, n);
   struct gp_proc_res **procs = calloc(n, sizeof *procs), *sum = NULL;
   if (!procs) return 1;
   rc = read_all((int)n, argv + optind, &o, procs);
+  if (!rc && o.summary) {
+    rc = write_summary(&o, argv + optind, procs, n);
+    for (size_t i = 0; i < n; i++)
+      gp_res_free(procs[i]);
+    free(procs);
+    return rc;
+  }
   if (!rc && n > 1 && !o.ex.format && !(sum = gp_report_sum(procs, n, &o.ro))) {
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
   }
+  struct gp_job *job = NULL;
+  if (!rc && !o.ex.format &&
+      (o.job == 1 || (o.job < 0 && gp_job_wanted(procs, n)))) {
+    char err[512];
+    o.jo.threads = o.threads ? o.threads : gp_par_default();
+    if (!(job = gp_job_build(argv + optind, procs, n, &o.jo, err, sizeof err))) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      rc = 1;
+    }
+  }
   if (!rc && o.ex.format)
     rc = gp_export(argv + optind, n, procs, &o.ex);
   else if (!rc)
-    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0]);
+    rc = render(&o, argv + optind, procs, n, sum ? sum : procs[0], job);
+  gp_job_free(job);
   for (size_t i = 0; i < n; i++)
     gp_res_free(procs[i]);
   gp_res_free(sum);
@@ -356,8 +558,10 @@ int main(int argc, char **argv) {
     rc = gp_cmd_compare(argc - 1, argv + 1);
   else if (argc > 1 && !strcmp(argv[1], "check"))
     rc = gp_cmd_check(argc - 1, argv + 1);
+  else if (argc > 1 && !strcmp(argv[1], "merge"))
+    rc = report(argc - 1, argv + 1, 1);
   else
-    rc = report(argc, argv);
+    rc = report(argc, argv, 0);
   /* whatever a command wrote to standard output (help, version) must have
    * reached it; the commands say so themselves when they fail */
   if (!rc && gp_out_done(stdout, "gpuphase-report", "standard output") < 0)

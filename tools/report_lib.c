@@ -224,7 +224,8 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
   FILE *f = open_memstream(&buf, &size);
   if (!f) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
   struct gp_render_opts ro = {.color = 0, .top = r->o.top};
-  struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0]};
+  struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0],
+                              NULL};
   int rc = fmt->render(f, &set, &ro);
   if (fclose(f) != 0 || rc < 0) {
     free(buf);

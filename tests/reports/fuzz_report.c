@@ -43,7 +43,7 @@ static void check_and_render(struct gp_proc_res *r, unsigned pick) {
     if (sum != r->dev[i].window_ns) abort();
   }
   struct gp_proc_res *procs[1] = {r};
-  struct gp_report_set set = {procs, 1, r};
+  struct gp_report_set set = {procs, 1, r, NULL};
   struct gp_render_opts ro = {0, 5};
   FILE *f = fopen("/dev/null", "w");
   if (f) {

@@ -333,12 +333,12 @@ int main(void) {
           gp_res_merge(sum, res[1]) < 0 || gp_res_derive(sum, &o) < 0)
         abort();
       check_partition(sum, t);
-      struct gp_report_set set = {res, 2, sum};
+      struct gp_report_set set = {res, 2, sum, NULL};
       render_all(&set, t);
       gp_res_free(sum);
     } else if (res[0] || res[1]) {
       struct gp_proc_res **one = res[0] ? &res[0] : &res[1];
-      struct gp_report_set set = {one, 1, *one};
+      struct gp_report_set set = {one, 1, *one, NULL};
       render_all(&set, t);
     }
     gp_res_free(res[0]);

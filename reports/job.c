@@ -1,0 +1,755 @@
+/* The job view (job.h): ranks side by side, clocks aligned, stragglers.
+ * Rules: docs/jobs.md. */
+#include "job.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuphase/trace.h"
+#include "job_par.h"
+#include "reader_ext.h"
+#include "u64map.h"
+
+/* ---- communication kernels ---- */
+
+/* A mangled name's "_Z<digits>" (and "N" of a nested name) skipped. */
+static const char *unmangled(const char *s) {
+  if (s[0] != '_' || s[1] != 'Z') return s;
+  const char *p = s + 2;
+  if (*p == 'N') p++;
+  if (*p < '0' || *p > '9') return s;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  return p;
+}
+
+static int match_one(const char *pat, size_t len, const char *name) {
+  char buf[256];
+  if (!len || len >= sizeof buf) return 0;
+  memcpy(buf, pat, len);
+  buf[len] = 0;
+  return fnmatch(buf, name, 0) == 0;
+}
+
+int gp_job_is_comm(const char *name, const char *globs) {
+  if (!name) return 0;
+  const char *n = unmangled(name);
+  if (!globs) return strncmp(n, "nccl", 4) == 0 && strstr(n + 4, "Kernel");
+  for (const char *p = globs;;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (match_one(p, len, n) || match_one(p, len, name)) return 1;
+    if (!c) return 0;
+    p = c + 1;
+  }
+}
+
+const char *gp_job_comm_check(const char *globs) {
+  for (const char *p = globs;;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (!len) return "an empty pattern";
+    if (len >= 256) return "a pattern longer than 255 characters";
+    if (!c) return NULL;
+    p = c + 1;
+  }
+}
+
+int gp_job_wanted(struct gp_proc_res *const *procs, size_t n) {
+  if (n < 2) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (procs[i]->rank >= 0) return 1;
+  return 0;
+}
+
+/* ---- per-rank collection ---- */
+
+struct rank_data {
+  size_t capc;
+  struct gp_u64map kind;  /* string id -> 1 communication, 2 other */
+  struct gp_u64map kname; /* string id -> index + 1 into kn */
+};
+
+static int cmp_coll(const void *x, const void *y) {
+  const struct gp_job_coll *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* Index of the step of s holding t in [from, to), else -1. */
+static long step_of(const struct gp_steps_res *s, size_t from, size_t to,
+                    uint64_t t) {
+  size_t lo = from, hi = to;
+  while (lo < hi) { /* first step starting after t */
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->v[mid].start <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == from) return -1;
+  const struct gp_step *st = &s->v[lo - 1];
+  return t < st->end ? (long)(lo - 1) : -1;
+}
+
+struct scope {
+  int by_step;
+  size_t from, to; /* measured steps common to all ranks */
+};
+
+static int add_kname(struct gp_job_input *in, struct rank_data *d,
+                     const gpuphase_reader *rd, uint64_t id, uint64_t ns,
+                     int insteps) {
+  uint64_t *v = gp_u64map_get(&d->kname, id);
+  if (v) {
+    in->kn[*v - 1].ns_all += ns;
+    if (insteps) in->kn[*v - 1].ns_steps += ns;
+    return 0;
+  }
+  struct gp_job_kname *kn = realloc(in->kn, (in->nkn + 1) * sizeof *kn);
+  if (!kn) return -1;
+  in->kn = kn;
+  const char *s = gpuphase_reader_string(rd, id);
+  kn[in->nkn].name = strdup(s ? s : "?");
+  kn[in->nkn].ns_all = ns;
+  kn[in->nkn].ns_steps = insteps ? ns : 0;
+  if (!kn[in->nkn].name) return -1;
+  in->nkn++;
+  return gp_u64map_put(&d->kname, id, in->nkn);
+}
+
+void gp_job_input_free(struct gp_job_input *in) {
+  if (!in) return;
+  for (size_t k = 0; k < in->nkn; k++)
+    free(in->kn[k].name);
+  free(in->kn);
+  free(in->c);
+  in->kn = NULL;
+  in->c = NULL;
+  in->nkn = in->nc = 0;
+}
+
+/* Reads the kernels of one trace: its communication kernels in start
+ * order, and the compute-kernel time by name, in all and inside its own
+ * measured steps. 0, -1 out of memory, -2 unreadable (err set). */
+static int collect(const char *path, const struct gp_proc_res *p,
+                   const char *globs, struct gp_job_input *in,
+                   struct rank_data *d, char *err, size_t errlen) {
+  const struct gp_steps_res *ps = &p->steps;
+  int has_steps = ps->source != GP_STEPS_NONE && ps->measured;
+  int code = 0;
+  char msg[256] = "";
+  gpuphase_reader *rd =
+      gp_reader_open_ex(path, GP_OPEN_FILE_ORDER, &code, msg, sizeof msg);
+  if (!rd) {
+    snprintf(err, errlen, "%s: %s", path, *msg ? msg : gpuphase_strerror(code));
+    return code == GPUPHASE_E_NOMEM ? -1 : -2;
+  }
+  const struct gpuphase_header *h = gpuphase_reader_header(rd);
+  in->start_mono_ns = h->start_mono_ns;
+  in->start_real_ns = h->start_real_ns;
+  const struct gpuphase_record *rec;
+  int rc, out = 0;
+  while (!out && (rc = gp_reader_next_ref(rd, &rec)) == 1) {
+    if (rec->kind != GPUPHASE_REC_KERNEL) continue;
+    const struct gpuphase_kernel *k = &rec->u.kernel;
+    uint64_t *kind = gp_u64map_get(&d->kind, k->name), kv;
+    if (kind)
+      kv = *kind;
+    else {
+      kv = gp_job_is_comm(gpuphase_reader_string(rd, k->name), globs) ? 1 : 2;
+      if (gp_u64map_put(&d->kind, k->name, kv) < 0) out = -1;
+    }
+    uint64_t ns = k->end > k->start ? k->end - k->start : 0;
+    if (kv == 1) {
+      if (in->nc == d->capc) {
+        size_t cap = d->capc ? 2 * d->capc : 256;
+        struct gp_job_coll *c = realloc(in->c, cap * sizeof *c);
+        if (!c) {
+          out = -1;
+          break;
+        }
+        in->c = c;
+        d->capc = cap;
+      }
+      in->c[in->nc++] = (struct gp_job_coll){k->start, k->start + ns};
+    } else {
+      int insteps = has_steps && step_of(ps, ps->warmup, ps->n, k->start) >= 0;
+      if (add_kname(in, d, rd, k->name, ns, insteps) < 0) out = -1;
+    }
+  }
+  if (!out && rc < 0) {
+    const char *m = gpuphase_reader_errmsg(rd);
+    snprintf(err, errlen, "%s: corrupt trace: %s", path,
+             m && *m ? m : gpuphase_strerror(rc));
+    out = rc == GPUPHASE_E_NOMEM ? -1 : -2;
+  }
+  gpuphase_reader_close(rd);
+  if (!out && in->nc) qsort(in->c, in->nc, sizeof *in->c, cmp_coll);
+  return out;
+}
+
+/* ---- small statistics ---- */
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int cmp_dbl(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* nearest rank: the ceil(p/100 * n)-th smallest of sorted v */
+static size_t rank_of(size_t n, double p) {
+  size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+  return k ? k - 1 : 0;
+}
+
+static double median_dbl(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_dbl);
+  return v[rank_of(n, 50)];
+}
+
+static int note(struct gp_job *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int note(struct gp_job *j, const char *fmt, ...) {
+  char *s = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) return -1;
+  char **v = realloc(j->notes, (j->nnotes + 1) * sizeof *v);
+  if (!v) {
+    free(s);
+    return -1;
+  }
+  j->notes = v;
+  j->notes[j->nnotes++] = s;
+  return 0;
+}
+
+void gp_job_free(struct gp_job *j) {
+  if (!j) return;
+  for (size_t i = 0; j->in && i < j->nranks; i++)
+    gp_job_input_free(&j->in[i]);
+  free(j->in);
+  free((char *)j->comm_rule);
+  for (size_t i = 0; i < j->nhosts; i++)
+    free(j->hosts[i].name);
+  for (size_t i = 0; i < j->nnotes; i++)
+    free(j->notes[i]);
+  free(j->notes);
+  free(j->hosts);
+  free(j->r);
+  free(j->strag);
+  free(j->finding);
+  free(j);
+}
+
+/* ---- the analysis ---- */
+
+static int cmp_rank_no(const void *x, const void *y) {
+  const struct gp_job_rank *a = x, *b = y;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  return a->proc < b->proc ? -1 : a->proc > b->proc;
+}
+
+static int same(const char *a, const char *b) {
+  return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Clock arithmetic wraps (a hostile header may hold any pair): signed
+ * values are added and subtracted as unsigned ones. */
+static int64_t wadd(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t wsub(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static uint64_t mag(int64_t v) {
+  return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* Hosts in rank order; the reference is the host of the lowest rank. The
+ * header offset of a host is that of its lowest rank. */
+static int hosts_of(struct gp_job *j) {
+  j->hosts = calloc(j->nranks, sizeof *j->hosts);
+  if (!j->hosts) return -1;
+  int64_t ref = 0;
+  for (size_t i = 0; i < j->nranks; i++) {
+    struct gp_job_rank *r = &j->r[i];
+    size_t h = 0;
+    while (h < j->nhosts && !same(j->hosts[h].name, r->host))
+      h++;
+    if (h == j->nhosts) {
+      int64_t off = (int64_t)(r->in->start_real_ns - r->in->start_mono_ns);
+      if (!h) ref = off;
+      j->hosts[h].name = r->host ? strdup(r->host) : NULL;
+      if (r->host && !j->hosts[h].name) return -1;
+      j->hosts[h].header_ns = wsub(off, ref);
+      j->nhosts++;
+    }
+    r->host_idx = h;
+  }
+  return 0;
+}
+
+/* The correction of each host from the collective ends: the median of
+ * (reference rank's end - this host's first rank's end on the header
+ * clock) over the collectives both ran; then the residual of every rank. */
+#define COLL(i) (j->r[i].in->c)
+
+static int align(struct gp_job *j, size_t ncoll) {
+  for (size_t i = 0; i < j->nranks; i++)
+    j->r[i].clock_ns = j->hosts[j->r[i].host_idx].header_ns;
+  if (!ncoll) return 0;
+  int64_t *diff = malloc(ncoll * sizeof *diff);
+  uint64_t *res = malloc(ncoll * j->nranks * sizeof *res);
+  if (!diff || !res) {
+    free(diff);
+    free(res);
+    return -1;
+  }
+  const struct gp_job_coll *ref = COLL(0);
+  for (size_t h = 1; h < j->nhosts; h++) {
+    size_t first = 0;
+    while (j->r[first].host_idx != h)
+      first++;
+    int64_t hdr = j->hosts[h].header_ns;
+    for (size_t k = 0; k < ncoll; k++)
+      diff[k] = wsub((int64_t)(ref[k].end - COLL(first)[k].end), hdr);
+    qsort(diff, ncoll, sizeof *diff, cmp_i64);
+    j->hosts[h].correction_ns = diff[rank_of(ncoll, 50)];
+    j->hosts[h].samples = ncoll;
+  }
+  for (size_t i = 0; i < j->nranks; i++)
+    j->r[i].clock_ns =
+        wadd(j->r[i].clock_ns, j->hosts[j->r[i].host_idx].correction_ns);
+  for (size_t h = 0; h < j->nhosts; h++) {
+    size_t m = 0;
+    for (size_t i = 1; i < j->nranks; i++) {
+      if (j->r[i].host_idx != h) continue;
+      int64_t c = wsub(j->r[i].clock_ns, j->r[0].clock_ns);
+      for (size_t k = 0; k < ncoll; k++) {
+        res[m++] = mag(wadd((int64_t)(COLL(i)[k].end - ref[k].end), c));
+      }
+    }
+    if (!m) continue;
+    qsort(res, m, sizeof *res, cmp_u64);
+    j->hosts[h].residual_p50_ns = res[rank_of(m, 50)];
+    j->hosts[h].residual_max_ns = res[m - 1];
+  }
+  free(diff);
+  free(res);
+  return 0;
+}
+
+/* Stragglers: per collective, the rank whose kernel ran shortest arrived
+ * last; each rank's wait is its duration minus that shortest one. With
+ * steps, a step's straggler is the rank the others waited for longest in
+ * it. */
+static int stragglers(struct gp_job *j, size_t ncoll,
+                      struct gp_proc_res *const *procs,
+                      const struct scope *sc) {
+  size_t n = j->nranks;
+  uint64_t *acc = calloc(n, sizeof *acc);
+  if (!acc) return -1;
+  const struct gp_steps_res *rs = &procs[j->r[0].proc]->steps;
+  long cur = -1;
+  for (size_t k = 0; k <= ncoll; k++) {
+    long st = -1;
+    if (k < ncoll && sc->by_step) {
+      st = step_of(rs, sc->from, sc->to, COLL(0)[k].start);
+      if (st < 0) continue; /* outside the measured steps */
+    }
+    if (sc->by_step && st != cur) { /* a step ends: its straggler */
+      if (cur >= 0) {
+        size_t w = 0;
+        for (size_t i = 1; i < n; i++)
+          if (acc[i] > acc[w]) w = i;
+        if (acc[w]) j->r[w].last_count++;
+        memset(acc, 0, n * sizeof *acc);
+      }
+      cur = st;
+    }
+    if (k == ncoll) break;
+    size_t last = 0;
+    uint64_t min = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
+      if (du < min) min = du, last = i;
+    }
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
+      j->r[i].comm_ns += du;
+      j->r[i].wait_ns += du - min;
+      sum += du - min;
+      /* the same from the aligned clocks: arrival lag behind the last */
+      int64_t lag = wadd((int64_t)(COLL(last)[k].start - COLL(i)[k].start),
+                         wsub(j->r[last].clock_ns, j->r[i].clock_ns));
+      if (lag < 0) {
+        j->clamped++;
+        if (mag(lag) > j->clamped_max_ns) j->clamped_max_ns = mag(lag);
+      }
+    }
+    j->r[last].others_wait_ns += sum;
+    j->wait_total += sum;
+    if (!sc->by_step && sum) j->r[last].last_count++;
+    acc[last] += sum;
+    j->collectives++;
+  }
+  free(acc);
+  return 0;
+}
+
+/* The job's step: per measured step, the slowest rank's duration. */
+static int job_steps(struct gp_job *j, struct gp_proc_res *const *procs,
+                     const struct scope *sc) {
+  if (!sc->by_step) return 0;
+  size_t m = sc->to - sc->from;
+  uint64_t *v = malloc(m * sizeof *v);
+  if (!v) return -1;
+  for (size_t s = sc->from; s < sc->to; s++) {
+    size_t w = 0;
+    uint64_t best = 0;
+    for (size_t i = 0; i < j->nranks; i++) {
+      const struct gp_step *st = &procs[j->r[i].proc]->steps.v[s];
+      uint64_t du = st->end - st->start;
+      if (i == 0 || du > best) best = du, w = i;
+    }
+    j->r[w].steps_slowest++;
+    v[s - sc->from] = best;
+  }
+  qsort(v, m, sizeof *v, cmp_u64);
+  j->step_p50 = v[rank_of(m, 50)];
+  j->step_p95 = v[rank_of(m, 95)];
+  j->step_max = v[m - 1];
+  free(v);
+  return 0;
+}
+
+static void per_unit(struct gp_job *j, struct gp_proc_res *const *procs) {
+  double units = j->units ? (double)j->units : 1;
+  for (size_t i = 0; i < j->nranks; i++) {
+    struct gp_job_rank *r = &j->r[i];
+    const struct gp_proc_res *p = procs[r->proc];
+    for (int c = 0; c < GP_CAT_N; c++) {
+      if (j->by_step) {
+        r->cat[c] = p->steps.cat_mean[c];
+        continue;
+      }
+      uint64_t t = 0;
+      for (size_t g = 0; g < p->ndev; g++)
+        t += p->dev[g].bd.cat[c];
+      r->cat[c] = (double)t / units;
+    }
+    /* per step: its kernels in its own measured steps, per such step */
+    r->ksteps = j->by_step;
+    r->kdiv = j->by_step ? (r->steps ? (double)r->steps : 1) : units;
+    uint64_t t = 0;
+    for (size_t k = 0; k < r->in->nkn; k++)
+      t += r->ksteps ? r->in->kn[k].ns_steps : r->in->kn[k].ns_all;
+    r->compute = (double)t / r->kdiv;
+  }
+}
+
+static double median_of(const struct gp_job *j, double *tmp,
+                        double (*get)(const struct gp_job_rank *, const void *),
+                        const void *arg) {
+  for (size_t i = 0; i < j->nranks; i++)
+    tmp[i] = get(&j->r[i], arg);
+  return median_dbl(tmp, j->nranks);
+}
+
+static double get_cat(const struct gp_job_rank *r, const void *arg) {
+  return r->cat[*(const int *)arg];
+}
+
+static double get_compute(const struct gp_job_rank *r, const void *arg) {
+  (void)arg;
+  return r->compute;
+}
+
+static double kname_ns(const struct gp_job_rank *r, size_t k) {
+  const struct gp_job_kname *x = &r->in->kn[k];
+  return (double)(r->ksteps ? x->ns_steps : x->ns_all) / r->kdiv;
+}
+
+/* a kernel's time per unit on a rank */
+static double get_kname(const struct gp_job_rank *r, const void *arg) {
+  for (size_t k = 0; k < r->in->nkn; k++)
+    if (!strcmp(r->in->kn[k].name, arg)) return kname_ns(r, k);
+  return 0;
+}
+
+static const char *fmt_ms(char *b, size_t n, double ns) {
+  snprintf(b, n, "%.2f ms", ns / 1e6);
+  return b;
+}
+
+/* The finding: the worst straggler and what it did differently from the
+ * median rank, per unit. */
+static int finding(struct gp_job *j) {
+  if (!j->nstrag) return 0;
+  const struct gp_job_rank *w = &j->r[j->strag[0]];
+  double *tmp = malloc(j->nranks * sizeof *tmp);
+  if (!tmp) return -1;
+  const char *unit = j->by_step ? "step" : "collective";
+  /* candidates: compute kernels, and the categories other than kernel */
+  double best = median_of(j, tmp, get_compute, NULL);
+  best = w->compute - best;
+  int what = -1; /* -1: compute kernels, else a category */
+  for (int c = 0; c < GP_CAT_N; c++) {
+    if (c == GP_CAT_KERNEL) continue;
+    double ex = w->cat[c] - median_of(j, tmp, get_cat, &c);
+    if (ex > best) best = ex, what = c;
+  }
+  char a[32], b[32], c[32], detail[512] = "";
+  if (best <= 0)
+    snprintf(detail, sizeof detail,
+             "; per %s it spent no more than the median rank in compute "
+             "kernels or any category: it may start its collectives late "
+             "for another reason (another stream, the CPU)",
+             unit);
+  else if (what >= 0)
+    snprintf(detail, sizeof detail,
+             "; per %s it spent %s more than the median rank in %s%s", unit,
+             fmt_ms(a, sizeof a, best), gp_cat_label[what],
+             what == GP_CAT_HOST_WAIT
+                 ? " (the GPU idle while its host did other work: data "
+                   "loading, Python, the CPU)"
+                 : "");
+  else {
+    /* the compute kernel it ran longest beyond the median rank */
+    const char *kn = NULL;
+    double kx = 0;
+    for (size_t k = 0; k < w->in->nkn; k++) {
+      double ex =
+          kname_ns(w, k) - median_of(j, tmp, get_kname, w->in->kn[k].name);
+      if (ex > kx) kx = ex, kn = w->in->kn[k].name;
+    }
+    int len = snprintf(detail, sizeof detail,
+                       "; per %s it spent %s more than the median rank in "
+                       "compute kernels",
+                       unit, fmt_ms(a, sizeof a, best));
+    if (kn && len > 0 && (size_t)len < sizeof detail)
+      snprintf(detail + len, sizeof detail - (size_t)len,
+               ", most in %.160s (+%s)", kn, fmt_ms(b, sizeof b, kx));
+  }
+  free(tmp);
+  size_t counted = j->by_step ? j->units : j->collectives;
+  char rk[32];
+  snprintf(rk, sizeof rk, "%lld", (long long)w->rank);
+  double units = j->units ? (double)j->units : 1;
+  if (asprintf(&j->finding,
+               "rank %s (%s) was the last to reach the collective in %llu of "
+               "%zu %ss; the other ranks' communication kernels waited %s for "
+               "it in all (%s per %s)%s",
+               rk, w->host ? w->host : "?", (unsigned long long)w->last_count,
+               counted, unit, fmt_ms(c, sizeof c, (double)w->others_wait_ns),
+               fmt_ms(b, sizeof b, (double)w->others_wait_ns / units), unit,
+               detail) < 0) {
+    j->finding = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+static int cmp_outlier(const void *x, const void *y) {
+  const struct gp_job_rank *a = x, *b = y;
+  if (a->others_wait_ns != b->others_wait_ns)
+    return a->others_wait_ns < b->others_wait_ns ? 1 : -1;
+  if (a->step_p50 != b->step_p50) return a->step_p50 < b->step_p50 ? 1 : -1;
+  if (a->compute != b->compute) return a->compute < b->compute ? 1 : -1;
+  return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+static struct gp_job *fail(struct gp_job *j, char *err, size_t errlen) {
+  snprintf(err, errlen, "job view: out of memory");
+  gp_job_free(j);
+  return NULL;
+}
+
+/* The measured steps every rank has: by step when every rank has some. */
+static struct scope scope_of(struct gp_proc_res *const *procs, size_t n) {
+  struct scope sc = {1, 0, SIZE_MAX};
+  for (size_t i = 0; i < n; i++) {
+    const struct gp_steps_res *s = &procs[i]->steps;
+    if (s->source == GP_STEPS_NONE || !s->measured) return (struct scope){0};
+    if (s->warmup > sc.from) sc.from = s->warmup;
+    if (s->n < sc.to) sc.to = s->n;
+  }
+  if (!n || sc.from >= sc.to) return (struct scope){0};
+  return sc;
+}
+
+struct collect_task {
+  char *const *files;
+  struct gp_proc_res *const *procs;
+  const char *globs;
+  struct gp_job_input *in;
+  int *rc;
+  char (*err)[512];
+};
+
+static void collect_one(void *ctx, size_t i) {
+  struct collect_task *t = ctx;
+  struct rank_data d = {0};
+  t->rc[i] = collect(t->files[i], t->procs[i], t->globs, &t->in[i], &d,
+                     t->err[i], sizeof t->err[i]);
+  gp_u64map_free(&d.kind);
+  gp_u64map_free(&d.kname);
+}
+
+int gp_job_collect_all(char *const *files, struct gp_proc_res *const *procs,
+                       size_t n, const struct gp_job_opts *o,
+                       struct gp_job_input **out, char *err, size_t errlen) {
+  size_t m = n ? n : 1;
+  struct gp_job_input *in = calloc(m, sizeof *in);
+  int *rcs = calloc(m, sizeof *rcs), rc = 0;
+  char(*errs)[512] = calloc(m, sizeof *errs);
+  if (!in || !rcs || !errs) {
+    snprintf(err, errlen, "job view: out of memory");
+    rc = -1;
+  } else {
+    struct collect_task t = {files, procs, o ? o->comm : NULL, in, rcs, errs};
+    gp_par_for(n, o ? o->threads : 1, collect_one, &t);
+    /* the first failure in file order is the one reported */
+    for (size_t i = 0; i < n && !rc; i++)
+      if ((rc = rcs[i]) == -1)
+        snprintf(err, errlen, "job view: out of memory");
+      else if (rc < 0)
+        snprintf(err, errlen, "%s", errs[i]);
+  }
+  if (rc < 0 && in) {
+    for (size_t i = 0; i < n; i++)
+      gp_job_input_free(&in[i]);
+    free(in);
+    in = NULL;
+  }
+  free(rcs);
+  free(errs);
+  *out = in;
+  return rc < 0 ? -1 : 0;
+}
+
+struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
+                           struct gp_job_input *in, size_t n, const char *rule,
+                           char *err, size_t errlen) {
+  struct gp_job *j = calloc(1, sizeof *j);
+  if (!j) {
+    for (size_t i = 0; in && i < n; i++)
+      gp_job_input_free(&in[i]);
+    free(in);
+    return fail(NULL, err, errlen);
+  }
+  j->in = in;
+  j->nranks = n;
+  if (!(j->r = calloc(n ? n : 1, sizeof *j->r)) ||
+      !(j->comm_rule = strdup(rule ? rule : GP_JOB_COMM_DEFAULT)))
+    return fail(j, err, errlen);
+  int unranked = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct gp_proc_res *p = procs[i];
+    struct gp_job_rank *r = &j->r[i];
+    r->proc = i;
+    r->in = &in[i];
+    r->rank = p->rank;
+    unranked |= p->rank < 0;
+    r->host = p->host;
+    r->file = p->file;
+    /* its GPU: the one that ran the most kernel time */
+    for (size_t g = 0; g < p->ndev; g++)
+      if (g == 0 || p->dev[g].bd.cat[GP_CAT_KERNEL] >
+                        p->dev[r->gpu_idx].bd.cat[GP_CAT_KERNEL])
+        r->gpu_idx = g;
+    r->gpu = p->ndev ? p->dev[r->gpu_idx].id : -1;
+    r->gpu_name = p->ndev ? p->dev[r->gpu_idx].name : NULL;
+    r->steps = p->steps.measured;
+    r->step_p50 = p->steps.median_ns;
+    r->step_p95 = p->steps.p95_ns;
+    r->ncomm = in[i].nc;
+  }
+  if (unranked) /* the order of the files stands in for the ranks */
+    for (size_t i = 0; i < n; i++)
+      j->r[i].rank = (int64_t)i;
+  qsort(j->r, n, sizeof *j->r, cmp_rank_no);
+  int rc = 0;
+  for (size_t i = 1; i < n; i++)
+    if (j->r[i].rank == j->r[i - 1].rank && !rc)
+      rc = note(j,
+                "rank %lld appears in several files (%s and %s): are they "
+                "of one job?",
+                (long long)j->r[i].rank, j->r[i - 1].file, j->r[i].file);
+  if (unranked && !rc)
+    rc = note(j, "some traces carry no rank (RANK, SLURM_PROCID, "
+                 "OMPI_COMM_WORLD_RANK unset): the ranks are numbered by "
+                 "the order of the files");
+  if (rc < 0 || hosts_of(j) < 0) return fail(j, err, errlen);
+  struct scope sc = scope_of(procs, n);
+  j->by_step = sc.by_step;
+  size_t ncoll = SIZE_MAX, most = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (in[i].nc < ncoll) ncoll = in[i].nc;
+    if (in[i].nc > most) most = in[i].nc;
+  }
+  if (!n) ncoll = 0;
+  if (ncoll != most &&
+      note(j,
+           "the ranks ran different numbers of communication kernels "
+           "(%zu to %zu): the first %zu of each are matched by position",
+           ncoll, most, ncoll) < 0)
+    return fail(j, err, errlen);
+  if (!most &&
+      note(j,
+           "no communication kernel (names matching %s) in the traces: "
+           "no collective to find stragglers at",
+           j->comm_rule) < 0)
+    return fail(j, err, errlen);
+  if (align(j, ncoll) < 0 || stragglers(j, ncoll, procs, &sc) < 0 ||
+      job_steps(j, procs, &sc) < 0)
+    return fail(j, err, errlen);
+  j->units = sc.by_step ? sc.to - sc.from : j->collectives;
+  per_unit(j, procs);
+  if (j->clamped &&
+      note(j,
+           "the aligned clocks put %llu arrivals after the last rank's "
+           "(by up to %llu ns, within the residual skew): those lags "
+           "count as 0; the waits come from the kernels' durations and "
+           "are never negative",
+           (unsigned long long)j->clamped,
+           (unsigned long long)j->clamped_max_ns) < 0)
+    return fail(j, err, errlen);
+  qsort(j->r, n, sizeof *j->r, cmp_outlier);
+  for (size_t i = 0; i < n; i++)
+    if (j->r[i].last_count) j->nstrag++;
+  /* cmp_outlier orders by others' wait first, so they lead the ranks */
+  if (j->nstrag && !(j->strag = malloc(j->nstrag * sizeof *j->strag)))
+    return fail(j, err, errlen);
+  for (size_t i = 0, m = 0; i < n; i++)
+    if (j->r[i].last_count) j->strag[m++] = i;
+  if (finding(j) < 0) return fail(j, err, errlen);
+  return j;
+}
+
+struct gp_job *gp_job_build(char *const *files,
+                            struct gp_proc_res *const *procs, size_t n,
+                            const struct gp_job_opts *o, char *err,
+                            size_t errlen) {
+  struct gp_job_input *in;
+  if (gp_job_collect_all(files, procs, n, o, &in, err, errlen) < 0) return NULL;
+  return gp_job_make(procs, in, n, o ? o->comm : NULL, err, errlen);
+}

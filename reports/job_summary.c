@@ -1,0 +1,634 @@
+/* Summaries (job_summary.h). A summary holds, for each process, every
+ * field of its result that derivation does not compute again (the derived
+ * ones are recomputed when it is read, by the same code), and its job
+ * inputs. One visitor per structure lists each field once, for writing
+ * and reading alike. Layout: docs/jobs.md ("Summaries"). */
+#include "job_summary.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+static const char magic[8] = {'G', 'P', 'S', 'U', 'M', 'M', 'R', 'Y'};
+#define HEAD 24                /* magic, version, flags, body size */
+#define BODY_MAX (16ull << 30) /* a larger body is not ours */
+#define NO_STR UINT64_MAX      /* the length of a NULL string */
+#define STEP_MAX (1ull << 62)  /* ns: longer steps are damage */
+
+struct io {
+  int rd;
+  FILE *w;
+  const uint8_t *p, *end, *base;
+  const char *bad; /* the first thing wrong, reading */
+  size_t bad_at;
+  int oom;
+};
+
+static void fail_at(struct io *io, const char *why) {
+  if (io->bad) return;
+  io->bad = why;
+  io->bad_at = (size_t)(io->p - io->base);
+}
+
+static void io_u64(struct io *io, uint64_t *v) {
+  uint8_t b[8];
+  if (!io->rd) {
+    for (int i = 0; i < 8; i++)
+      b[i] = (uint8_t)(*v >> (8 * i));
+    fwrite(b, 1, 8, io->w);
+    return;
+  }
+  *v = 0;
+  if (io->bad) return;
+  if (io->end - io->p < 8) return fail_at(io, "cut short");
+  for (int i = 0; i < 8; i++)
+    *v |= (uint64_t)io->p[i] << (8 * i);
+  io->p += 8;
+}
+
+static void io_i64(struct io *io, int64_t *v) {
+  uint64_t u = (uint64_t)*v;
+  io_u64(io, &u);
+  *v = (int64_t)u;
+}
+
+/* Every double of a result is a sum of non-negative products: anything
+ * else (NaN, infinities, negatives) is damage. */
+static void io_f64(struct io *io, double *v) {
+  uint64_t u;
+  memcpy(&u, v, sizeof u);
+  io_u64(io, &u);
+  memcpy(v, &u, sizeof u);
+  if (io->rd && !(*v >= 0 && *v <= 1e300)) {
+    *v = 0;
+    fail_at(io, "a damaged number");
+  }
+}
+
+static void io_int(struct io *io, int *v) {
+  int64_t x = *v;
+  io_i64(io, &x);
+  if (io->rd && (x < INT_MIN || x > INT_MAX))
+    fail_at(io, "a flag out of range");
+  *v = io->bad ? 0 : (int)x;
+}
+
+static void io_size(struct io *io, size_t *v) {
+  uint64_t x = *v;
+  io_u64(io, &x);
+  if (io->rd && x > SIZE_MAX) fail_at(io, "a count out of range");
+  *v = io->bad ? 0 : (size_t)x;
+}
+
+static void io_str(struct io *io, char **s) {
+  uint64_t len = !io->rd ? (*s ? strlen(*s) : NO_STR) : 0;
+  io_u64(io, &len);
+  if (!io->rd) {
+    if (*s) fwrite(*s, 1, (size_t)len, io->w);
+    return;
+  }
+  *s = NULL;
+  if (io->bad || len == NO_STR) return;
+  if ((uint64_t)(io->end - io->p) < len) return fail_at(io, "cut short");
+  if (!(*s = malloc((size_t)len + 1))) {
+    io->oom = 1;
+    return fail_at(io, "out of memory");
+  }
+  memcpy(*s, io->p, (size_t)len);
+  (*s)[len] = 0;
+  io->p += len;
+}
+
+/* a name that must be there */
+static void io_name(struct io *io, char **s) {
+  io_str(io, s);
+  if (io->rd && !io->bad && !*s) fail_at(io, "a missing name");
+}
+
+/* An array's length, and on reading the array itself (n elements of
+ * `size` bytes, zeroed), refused when the rest of the input could not
+ * hold min_bytes per element. */
+static int io_array(struct io *io, size_t *n, void **v, size_t size,
+                    size_t min_bytes) {
+  io_size(io, n);
+  if (!io->rd) return 0;
+  *v = NULL;
+  if (!io->bad && *n > (size_t)(io->end - io->p) / min_bytes)
+    fail_at(io, "a count larger than the rest of the summary");
+  if (!io->bad && !(*v = calloc(*n ? *n : 1, size))) {
+    io->oom = 1;
+    fail_at(io, "out of memory");
+  }
+  if (io->bad) *n = 0; /* what is freed must agree with what is there */
+  return io->bad ? -1 : 0;
+}
+
+/* ---- visitors ---- */
+
+static void v_bd(struct io *io, struct gp_breakdown *b) {
+  for (int i = 0; i < GP_CAT_N; i++)
+    io_u64(io, &b->cat[i]);
+  for (int i = 0; i < GP_SUB_N; i++)
+    io_u64(io, &b->sub[i]);
+  io_u64(io, &b->kernel_xfer_overlap);
+  io_u64(io, &b->comm_overlap);
+  io_u64(io, &b->kernel_nsum);
+  io_u64(io, &b->small_nsum);
+  io_u64(io, &b->occ_nsum);
+  io_f64(io, &b->occ_wsum);
+  io_f64(io, &b->cov_ns);
+}
+
+static void v_hist(struct io *io, struct gp_hist *h) {
+  io_u64(io, &h->n);
+  io_u64(io, &h->sum);
+  io_u64(io, &h->min);
+  io_u64(io, &h->max);
+  for (int i = 0; i < GP_HIST_EXACT; i++)
+    io_u64(io, &h->exact[i]);
+  io_int(io, &h->bucketed);
+  io_int(io, &h->oom);
+  uint64_t nocts = 0;
+  for (int o = 0; !io->rd && o < GP_HIST_OCTAVES; o++)
+    nocts += h->oct[o] != NULL;
+  io_u64(io, &nocts);
+  if (io->rd &&
+      (nocts > GP_HIST_OCTAVES || (!h->bucketed && h->n > GP_HIST_EXACT)))
+    return fail_at(io, "a damaged histogram");
+  for (int o = 0, k = 0; (uint64_t)k < nocts && o < GP_HIST_OCTAVES; o++) {
+    if (!io->rd && !h->oct[o]) continue;
+    uint64_t at = (uint64_t)o;
+    io_u64(io, &at);
+    if (io->rd) {
+      if (io->bad) return;
+      if (at >= GP_HIST_OCTAVES || h->oct[at])
+        return fail_at(io, "a damaged histogram");
+      if (!(h->oct[at] = calloc(16, sizeof(uint64_t)))) {
+        io->oom = 1;
+        return fail_at(io, "out of memory");
+      }
+      o = (int)at;
+    }
+    for (int s = 0; s < 16; s++)
+      io_u64(io, &h->oct[o][s]);
+    k++;
+  }
+}
+
+static void v_dev(struct io *io, struct gp_device_res *d) {
+  io_i64(io, &d->id);
+  io_str(io, &d->host);
+  io_str(io, &d->name);
+  io_int(io, &d->has_props);
+  uint64_t *props[] = {
+      &d->sms,         &d->mem_total,          &d->cc_major,
+      &d->cc_minor,    &d->max_threads_per_sm, &d->max_blocks_per_sm,
+      &d->regs_per_sm, &d->smem_per_sm,        &d->warp_size,
+      &d->clock_khz,   &d->mem_clock_khz,      &d->mem_bus_width,
+      &d->window_ns};
+  for (size_t i = 0; i < sizeof props / sizeof *props; i++)
+    io_u64(io, props[i]);
+  v_bd(io, &d->bd);
+  io_u64(io, &d->mem_peak);
+  io_f64(io, &d->mem_area);
+  for (int k = 0; k < GP_XFER_N; k++) {
+    struct gp_copy_row *c = &d->copies[k];
+    io_u64(io, &c->count);
+    io_u64(io, &c->bytes);
+    io_u64(io, &c->ns);
+    io_u64(io, &c->pageable);
+    io_u64(io, &c->pinned);
+  }
+  io_u64(io, &d->kernels);
+  io_u64(io, &d->win_ns);
+  if (io_array(io, &d->nwin, (void **)&d->win, sizeof *d->win,
+               8 * (GP_CAT_N + 2)) < 0)
+    return;
+  for (size_t i = 0; i < d->nwin; i++) {
+    for (int c = 0; c < GP_CAT_N; c++)
+      io_u64(io, &d->win[i].cat[c]);
+    io_f64(io, &d->win[i].cov_ns);
+    io_u64(io, &d->win[i].mem_peak);
+  }
+  io_u64(io, &d->idle_longest);
+  io_u64(io, &d->idle_longest_at);
+}
+
+static void v_thread(struct io *io, struct gp_thread_res *t) {
+  io_u64(io, &t->index);
+  io_u64(io, &t->tid);
+  io_str(io, &t->name);
+  io_u64(io, &t->cpu);
+  io_u64(io, &t->submit);
+  io_u64(io, &t->blocked);
+  io_u64(io, &t->calls);
+}
+
+static void v_phase(struct io *io, struct gp_phase_res *p, size_t ndev) {
+  io_name(io, &p->name);
+  io_u64(io, &p->count);
+  io_u64(io, &p->inst_ns);
+  io_u64(io, &p->union_ns);
+  v_hist(io, &p->dur);
+  if (io->rd && !io->bad &&
+      !(p->dev = calloc(ndev ? ndev : 1, sizeof *p->dev))) {
+    io->oom = 1;
+    return fail_at(io, "out of memory");
+  }
+  for (size_t d = 0; d < ndev && !io->bad; d++) {
+    v_bd(io, &p->dev[d].bd);
+    io_u64(io, &p->dev[d].mem_peak);
+  }
+}
+
+static void v_kernel(struct io *io, struct gp_kernel_res *k) {
+  io_name(io, &k->name);
+  io_u64(io, &k->count);
+  io_u64(io, &k->total);
+  v_hist(io, &k->dur);
+  io_u64(io, &k->grid);
+  io_u64(io, &k->block);
+  io_int(io, &k->grid_varies);
+  io_int(io, &k->block_varies);
+  io_u64(io, &k->regs);
+  io_u64(io, &k->smem);
+  io_f64(io, &k->cov_wsum);
+  io_u64(io, &k->cov_ns);
+  io_f64(io, &k->occ_wsum);
+  io_u64(io, &k->occ_ns);
+  io_int(io, &k->communication);
+  io_u64(io, &k->step_count);
+  io_u64(io, &k->step_ns);
+}
+
+static void v_api(struct io *io, struct gp_api_res *a) {
+  io_name(io, &a->name);
+  io_u64(io, &a->count);
+  io_u64(io, &a->total);
+  io_u64(io, &a->blocked);
+  io_u64(io, &a->errors);
+  io_u64(io, &a->step_count);
+  io_u64(io, &a->step_total);
+  io_u64(io, &a->step_blocked);
+}
+
+static void v_steps(struct io *io, struct gp_steps_res *s) {
+  int src = (int)s->source;
+  io_int(io, &src);
+  if (io->rd && (src < 0 || src >= GP_STEPS_SOURCE_N))
+    return fail_at(io, "an unknown step source");
+  s->source = (enum gp_step_source)src;
+  io_str(io, &s->name);
+  io_str(io, &s->how);
+  if (io_array(io, &s->n, (void **)&s->v, sizeof *s->v,
+               8 * (3 + GP_CAT_N + GP_SC_N)) < 0)
+    return;
+  for (size_t i = 0; i < s->n; i++) {
+    struct gp_step *st = &s->v[i];
+    io_u64(io, &st->start);
+    io_u64(io, &st->end);
+    for (int c = 0; c < GP_CAT_N; c++)
+      io_u64(io, &st->cat[c]);
+    for (int c = 0; c < GP_SC_N; c++)
+      io_u64(io, &st->c[c]);
+    io_u64(io, &st->thread);
+    /* a step of 146 years at most: its statistics stay within 64 bits */
+    int odd = st->end < st->start || st->end - st->start > STEP_MAX;
+    for (int c = 0; c < GP_CAT_N; c++)
+      odd |= st->cat[c] > STEP_MAX;
+    if (io->rd && !io->bad && odd) return fail_at(io, "an implausible step");
+  }
+  io_size(io, &s->warmup);
+  io_size(io, &s->ndev);
+  io_int(io, &s->items_known);
+  io_u64(io, &s->items_fixed);
+  io_int(io, &s->detail);
+  io_int(io, &s->incomplete);
+  if (io->rd && !io->bad && (!s->ndev || s->ndev > 65536))
+    fail_at(io, "steps over no GPU or too many");
+}
+
+static void v_diag(struct io *io, struct gp_diag *g) {
+  uint64_t *f[] = {&g->records,       &g->timed,
+                   &g->late,          &g->late_dropped,
+                   &g->unmatched_end, &g->open_at_end,
+                   &g->unknown_free,  &g->unresolved_copies,
+                   &g->bad_interval};
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    io_u64(io, f[i]);
+}
+
+static void v_proc(struct io *io, struct gp_proc_res *r) {
+  io_str(io, &r->file);
+  io_i64(io, &r->pid);
+  io_i64(io, &r->ppid);
+  io_i64(io, &r->rank);
+  io_str(io, &r->host);
+  io_str(io, &r->cmdline);
+  io_str(io, &r->run_id);
+  io_i64(io, &r->driver_version);
+  io_i64(io, &r->runtime_version);
+  io_u64(io, &r->wstart);
+  io_u64(io, &r->window_ns);
+  io_u64(io, &r->win_ns);
+  io_int(io, &r->started);
+  io_int(io, &r->degraded);
+  io_int(io, &r->truncated);
+  io_int(io, &r->has_summary);
+  io_u64(io, &r->lost);
+  io_u64(io, &r->nprocs);
+  io_u64(io, &r->ndegraded);
+  io_u64(io, &r->host_pinned_peak);
+  if (io_array(io, &r->ndev, (void **)&r->dev, sizeof *r->dev, 8 * 40) < 0)
+    return;
+  for (size_t i = 0; i < r->ndev && !io->bad; i++)
+    v_dev(io, &r->dev[i]);
+  if (io_array(io, &r->nthreads, (void **)&r->threads, sizeof *r->threads,
+               8 * 7) < 0)
+    return;
+  for (size_t i = 0; i < r->nthreads && !io->bad; i++)
+    v_thread(io, &r->threads[i]);
+  if (io_array(io, &r->nphases, (void **)&r->phases, sizeof *r->phases, 8 * 4) <
+      0)
+    return;
+  for (size_t i = 0; i < r->nphases && !io->bad; i++)
+    v_phase(io, &r->phases[i], r->ndev);
+  if (io_array(io, &r->nkernels, (void **)&r->kernels, sizeof *r->kernels,
+               8 * 16) < 0)
+    return;
+  for (size_t i = 0; i < r->nkernels && !io->bad; i++)
+    v_kernel(io, &r->kernels[i]);
+  if (io_array(io, &r->napis, (void **)&r->apis, sizeof *r->apis, 8 * 8) < 0)
+    return;
+  for (size_t i = 0; i < r->napis && !io->bad; i++)
+    v_api(io, &r->apis[i]);
+  if (io_array(io, &r->nnotes, (void **)&r->notes, sizeof *r->notes, 8) < 0)
+    return;
+  for (size_t i = 0; i < r->nnotes && !io->bad; i++)
+    io_name(io, &r->notes[i]);
+  v_diag(io, &r->diag);
+  v_steps(io, &r->steps);
+}
+
+static void v_input(struct io *io, struct gp_job_input *in) {
+  io_u64(io, &in->start_mono_ns);
+  io_u64(io, &in->start_real_ns);
+  if (io_array(io, &in->nc, (void **)&in->c, sizeof *in->c, 16) < 0) return;
+  for (size_t i = 0; i < in->nc; i++) {
+    io_u64(io, &in->c[i].start);
+    io_u64(io, &in->c[i].end);
+    if (io->rd && in->c[i].end < in->c[i].start)
+      return fail_at(io, "a collective that ends before it starts");
+  }
+  if (io_array(io, &in->nkn, (void **)&in->kn, sizeof *in->kn, 24) < 0) return;
+  for (size_t i = 0; i < in->nkn && !io->bad; i++) {
+    io_name(io, &in->kn[i].name);
+    io_u64(io, &in->kn[i].ns_all);
+    io_u64(io, &in->kn[i].ns_steps);
+  }
+}
+
+/* The sizes of the tables a summary's layout depends on. */
+static void v_layout(struct io *io) {
+  const uint64_t want[] = {GP_CAT_N, GP_SUB_N,      GP_XFER_N,
+                           GP_SC_N,  GP_HIST_EXACT, GP_HIST_OCTAVES};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    uint64_t v = want[i];
+    io_u64(io, &v);
+    if (io->rd && !io->bad && v != want[i])
+      return fail_at(io, "written by a build with other tables (categories, "
+                         "counters or histogram sizes)");
+  }
+}
+
+/* ---- writing ---- */
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
+                     const struct gp_job_input *in, size_t n, const char *rule,
+                     const struct gp_report_opts *o) {
+  char *body = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&body, &len);
+  if (!m) return -1;
+  struct io io = {.rd = 0, .w = m};
+  v_layout(&io);
+  char *r = (char *)rule;
+  io_str(&io, &r);
+  double link = o ? o->link_gbps : 0;
+  io_f64(&io, &link);
+  uint64_t np = n;
+  io_u64(&io, &np);
+  for (size_t i = 0; i < n; i++) {
+    v_proc(&io, procs[i]);
+    struct gp_job_input x = in[i];
+    v_input(&io, &x);
+  }
+  if (fclose(m) != 0) {
+    free(body);
+    return -1;
+  }
+  size_t cap = ZSTD_compressBound(len);
+  uint8_t *z = malloc(HEAD + cap);
+  if (!z) {
+    free(body);
+    return -1;
+  }
+  size_t zn = ZSTD_compress(z + HEAD, cap, body, len, 3);
+  free(body);
+  if (ZSTD_isError(zn)) {
+    free(z);
+    return -1;
+  }
+  memcpy(z, magic, 8);
+  put_le(z + 8, GP_SUMMARY_VERSION, 4);
+  put_le(z + 12, 0, 4);
+  put_le(z + 16, len, 8);
+  fwrite(z, 1, HEAD + zn, f); /* a write error: the caller's gp_out_done */
+  free(z);
+  return 0;
+}
+
+/* ---- reading ---- */
+
+static uint64_t get_le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* The whole file, or NULL with err set. */
+static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
+                      size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: %s", path,
+             !f ? strerror(errno) : "not a regular file");
+    if (f) fclose(f);
+    return NULL;
+  }
+  size_t n = (size_t)st.st_size;
+  uint8_t *b = malloc(n ? n : 1);
+  if (!b) {
+    *nomem = 1;
+    snprintf(err, errlen, "%s: out of memory", path);
+  } else if (fread(b, 1, n, f) != n) {
+    snprintf(err, errlen, "%s: %s", path,
+             ferror(f) ? strerror(errno) : "changed while being read");
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  *len = n;
+  return b;
+}
+
+static int same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+void gp_summary_set_free(struct gp_summary_set *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    gp_res_free(s->procs[i]);
+    if (s->in) gp_job_input_free(&s->in[i]);
+  }
+  free(s->procs);
+  free(s->in);
+  free(s->rule);
+  memset(s, 0, sizeof *s);
+}
+
+/* Parses a body into set; returns 0 or -1 (io->bad says why). */
+static int parse(struct io *io, struct gp_summary_set *set, const char *path,
+                 char *err, size_t errlen) {
+  v_layout(io);
+  char *rule = NULL;
+  double link = 0;
+  uint64_t np = 0;
+  io_str(io, &rule);
+  io_f64(io, &link);
+  io_u64(io, &np);
+  if (!io->bad && set->any &&
+      (!same_str(rule, set->rule) || link != set->link_gbps)) {
+    snprintf(err, errlen,
+             "%s: made with other options (--comm-kernels %s, --link-gbps "
+             "%g) than the summaries before it (%s, %g)",
+             path, rule ? rule : "default", link,
+             set->rule ? set->rule : "default", set->link_gbps);
+    free(rule);
+    return -1;
+  }
+  if (!io->bad && np > (uint64_t)(io->end - io->p) / 8)
+    fail_at(io, "a count larger than the rest of the summary");
+  size_t n0 = set->n, want = n0 + (size_t)np;
+  if (!io->bad) {
+    struct gp_proc_res **p = realloc(set->procs, (want ? want : 1) * sizeof *p);
+    if (p) set->procs = p;
+    struct gp_job_input *in =
+        p ? realloc(set->in, (want ? want : 1) * sizeof *in) : NULL;
+    if (in) set->in = in;
+    if (!p || !in) {
+      io->oom = 1;
+      fail_at(io, "out of memory");
+    }
+  }
+  struct gp_report_opts o = {.link_gbps = link, .warmup = -1};
+  for (size_t i = n0; i < want && !io->bad; i++) {
+    struct gp_proc_res *r = calloc(1, sizeof *r);
+    if (!r) {
+      io->oom = 1;
+      fail_at(io, "out of memory");
+      break;
+    }
+    set->procs[set->n] = r;
+    memset(&set->in[set->n], 0, sizeof set->in[set->n]);
+    set->n++; /* from here on, set owns what was read, freed with it */
+    v_proc(io, r);
+    v_input(io, &set->in[set->n - 1]);
+    if (!io->bad &&
+        (gp_steps_derive(&r->steps) < 0 || gp_res_derive(r, &o) < 0)) {
+      io->oom = 1;
+      fail_at(io, "out of memory");
+    }
+  }
+  if (!io->bad && io->p != io->end) fail_at(io, "bytes after its end");
+  if (io->bad) {
+    free(rule);
+    return -1;
+  }
+  if (!set->any) {
+    set->rule = rule;
+    set->link_gbps = link;
+    set->any = 1;
+  } else
+    free(rule);
+  return 0;
+}
+
+int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
+                    char *err, size_t errlen) {
+  size_t len = 0;
+  *nomem = 0;
+  uint8_t *f = slurp(path, &len, nomem, err, errlen);
+  if (!f) return -1;
+  if (len < HEAD || memcmp(f, magic, 8)) {
+    snprintf(err, errlen,
+             "%s: not a gpuphase summary (gpuphase-report --format summary "
+             "writes them)",
+             path);
+    free(f);
+    return -1;
+  }
+  uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
+  unsigned long long fsz = ZSTD_getFrameContentSize(f + HEAD, len - HEAD);
+  if (ver != GP_SUMMARY_VERSION) {
+    snprintf(err, errlen,
+             "%s: summary version %llu: this gpuphase-report reads "
+             "version %u",
+             path, (unsigned long long)ver, GP_SUMMARY_VERSION);
+    free(f);
+    return -1;
+  }
+  if (body > BODY_MAX || fsz != body) {
+    snprintf(err, errlen, "%s: corrupt summary (its size)", path);
+    free(f);
+    return -1;
+  }
+  uint8_t *b = malloc(body ? (size_t)body : 1);
+  if (!b) {
+    *nomem = 1;
+    snprintf(err, errlen, "%s: out of memory", path);
+    free(f);
+    return -1;
+  }
+  size_t got = ZSTD_decompress(b, (size_t)body, f + HEAD, len - HEAD);
+  free(f);
+  if (ZSTD_isError(got) || got != body) {
+    snprintf(err, errlen, "%s: corrupt summary (zstd: %s)", path,
+             ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+    free(b);
+    return -1;
+  }
+  struct io io = {.rd = 1, .p = b, .end = b + body, .base = b};
+  err[0] = 0;
+  int rc = parse(&io, set, path, err, errlen);
+  if (rc < 0 && io.bad)
+    snprintf(err, errlen, "%s: corrupt summary at byte %zu of its body: %s",
+             path, io.bad_at, io.bad);
+  if (io.oom) {
+    *nomem = 1;
+    snprintf(err, errlen, "%s: out of memory", path);
+  }
+  free(b);
+  return rc;
+}

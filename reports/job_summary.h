@@ -1,0 +1,43 @@
+/* Summaries: the analysed results of a set of traces and what the job view
+ * needs of them, in one compact file, so that the traces of a large job
+ * can be analysed node by node and the job reported from the summaries
+ * (`gpuphase-report --format summary -o FILE`, `gpuphase-report merge`).
+ * Format and accuracy: docs/jobs.md ("Summaries"). */
+#ifndef GP_JOB_SUMMARY_H
+#define GP_JOB_SUMMARY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "job.h"
+#include "report.h"
+
+#define GP_SUMMARY_VERSION 1u
+
+/* Writes procs[0..n) with their job inputs in[0..n) to f; rule: the
+ * communication-kernel globs the inputs were collected with (NULL: the
+ * default); o: the analysis options (those the merge must apply again).
+ * 0, or -1 out of memory (the caller names write errors). */
+int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
+                     const struct gp_job_input *in, size_t n, const char *rule,
+                     const struct gp_report_opts *o);
+
+/* What the summaries read so far hold, in the order read. */
+struct gp_summary_set {
+  struct gp_proc_res **procs;
+  struct gp_job_input *in;
+  size_t n;
+  char *rule;       /* NULL: the default */
+  double link_gbps; /* --link-gbps of the summaries; 0: the default */
+  int any;          /* a summary was read */
+};
+
+/* Appends the summary at path to set: 0, or -1 with a one-line message
+ * naming the file in err (not a summary, another version, corrupt,
+ * made with other options than the summaries before it, out of memory:
+ * *nomem set). */
+int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
+                    char *err, size_t errlen);
+void gp_summary_set_free(struct gp_summary_set *set); /* the procs too */
+
+#endif

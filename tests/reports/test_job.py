@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""The job view end to end on jobs written by mkjob (see mkjob.c for the
+schedule). Expected values come from that schedule, by hand:
+  X = the slow rank's extra time, T = 100 us transfer, C = 1 ms compute,
+  lat_r = (r % 3) x 200 ns. At a collective the last rank L arrives X after
+  the others, every rank's collective ends at E + lat_r, so rank r's
+  collective lasts (a_L - a_r) + T + lat_r and its wait (its duration less
+  the shortest one, L's: T + lat_L) is X + lat_r - lat_L (0 for L).
+  Host h's monotonic clock reads G + h x 5 s, its realtime G + 1.7e18 +
+  h x 50 us: the header says host 1 is 50 us - 5 s off host 0; the ends
+  correct that by lat_0 - lat_f - 50 us (f: host 1's first rank), and the
+  residual of rank r on host h is |lat_r - lat_f(h)| (f(0) = rank 0).
+Usage: test_job.py GPUPHASE_REPORT MKJOB"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+REPORT, MKJOB = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="gp-job-test-")
+failures = 0
+US, MS = 1000, 1000000
+T, C = 100 * US, 1 * MS
+
+
+def lat(r):
+    return (r % 3) * 200
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def job(name, *flags, ranks=4):
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    subprocess.run([MKJOB, *flags, "--ranks", str(ranks), d], check=True)
+    return [os.path.join(d, f"rank-{r}.gph") for r in range(ranks)]
+
+
+def run(*args):
+    p = subprocess.run([REPORT, *args], capture_output=True)
+    return p.returncode, p.stdout.decode("utf-8"), p.stderr.decode()
+
+
+def report(*args):
+    rc, out, err = run("--format", "json", "--warmup", "0", *args)
+    check(rc == 0, f"report of {args} exits 0 (got {rc}: {err})")
+    return json.loads(out)
+
+
+def by_rank(j):
+    return {r["rank"]: r for r in j["job"]["per_rank"]}
+
+
+def test_slow_kernel():
+    X = 2 * MS
+    files = job("kernel", "--slow", "3", "--extra", str(X))
+    j = report(*files)["job"]
+    check(j["ranks"] == 4 and j["hosts"] == 2, "4 ranks on 2 hosts")
+    check(j["unit"] == "step" and j["units"] == 20, "20 steps")
+    check(j["collectives"] == 20, "20 collectives")
+    check(j["per_rank"][0]["rank"] == 3, "the straggler leads the table")
+    s = j["stragglers"]
+    check(len(s) == 1 and s[0]["rank"] == 3, f"rank 3 the straggler: {s}")
+    check(s[0]["last_count"] == 20, "last at every step")
+    want = 20 * sum(X + lat(r) - lat(3) for r in (0, 1, 2))
+    check(s[0]["others_wait_ns"] == want,
+          f"others' wait {s[0]['others_wait_ns']} == {want}")
+    check(j["wait_ns"] == want, "all waiting is for rank 3")
+    pr = by_rank({"job": j})
+    for r in (0, 1, 2):
+        check(pr[r]["communication_wait_ns"] == 20 * (X + lat(r)),
+              f"rank {r} waits X + lat_r per step")
+        check(pr[r]["communication_ns"] == 20 * (X + T + lat(r)),
+              f"rank {r} collective time")
+        check(pr[r]["per_unit_ns"]["compute"] == C, f"rank {r} compute C")
+        check(pr[r]["last_count"] == 0, f"rank {r} never last")
+    check(pr[3]["communication_wait_ns"] == 0, "the straggler waits 0")
+    check(pr[3]["communication_ns"] == 20 * T, "its collectives: T")
+    check(pr[3]["per_unit_ns"]["compute"] == C + X, "its compute: C + X")
+    # a step: g .. E + lat_r + 10 us, E - g = 10 us + C + X + T; slowest:
+    # rank 2 (lat 400)
+    step = 10 * US + C + X + T + 10 * US
+    check(pr[0]["step_p50_ns"] == step, "rank 0's step")
+    check(j["step_ns"]["p50"] == step + 400 == j["step_ns"]["max"],
+          f"the job's step is rank 2's: {j['step_ns']}")
+    check(pr[2]["slowest_steps"] == 20, "rank 2 slowest every step")
+    f = j["finding"] or ""
+    check("rank 3" in f and "compute kernels" in f and "gemm_kernel" in f and
+          "+2.00 ms" in f, f"finding names rank 3 and its kernel: {f}")
+    c = j["clock"]
+    h = {x["host"]: x for x in c["hosts"]}
+    check(c["reference_host"] == "node-0", "reference host of rank 0")
+    check(h["node-1"]["header_offset_ns"] == 50 * US - 5000 * MS,
+          "header offset of node-1")
+    check(h["node-1"]["correction_ns"] == lat(0) - lat(2) - 50 * US,
+          f"correction from the ends: {h['node-1']}")
+    check(h["node-1"]["samples"] == 20, "20 ends")
+    check(h["node-0"]["residual_p50_ns"] == 200 == h["node-0"]["residual_max_ns"],
+          "node-0 residual |lat_1 - lat_0|")
+    check(h["node-1"]["residual_p50_ns"] == 0 and
+          h["node-1"]["residual_max_ns"] == 400, "node-1 residual")
+    check(pr[2]["clock_offset_ns"] == -5000 * MS + lat(0) - lat(2),
+          "rank 2 on rank 0's clock")
+    check(c["clamped"] == 0, "no negative lag")
+    # text and HTML
+    rc, out, err = run("--warmup", "0", *files)
+    check(rc == 0, "text exits 0")
+    check("=== Job: 4 ranks on 2 hosts ===" in out, "text job section")
+    check("Stragglers" in out and "Clocks" in out, "text sections")
+    long = [l for l in out.splitlines() if len(l) > 100]
+    check(not long, f"text within 100 columns: {long}")
+    rc, out, err = run("--format", "html", "--warmup", "0", *files)
+    check(rc == 0 and '<section id="job">' in out, "html job section")
+    # the job view can be turned off
+    j2 = report("--no-job", *files)
+    check("job" not in j2, "--no-job")
+
+
+def test_host_late_no_steps():
+    X = 2 * MS
+    files = job("host", "--slow", "2", "--how", "host", "--no-steps",
+                "--extra", str(X))
+    j = report(*files)["job"]
+    check(j["unit"] == "collective" and j["units"] == 20, "per collective")
+    check(j["step_ns"] is None, "no job step")
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 2 and s[0]["last_count"] == 20,
+          f"rank 2 last: {s}")
+    want = 20 * sum(X + lat(r) - lat(2) for r in (0, 1, 3))
+    check(s[0]["others_wait_ns"] == want,
+          f"others' wait {s[0]['others_wait_ns']} == {want}")
+    f = j["finding"] or ""
+    check("rank 2" in f and "host wait" in f, f"finding says host wait: {f}")
+
+
+def test_copy():
+    """The slow rank's step waits for a 2 ms host-to-device copy on its
+    stream before its compute kernel: the finding says transfer."""
+    X = 2 * MS
+    files = job("copy", "--slow", "1", "--how", "copy", "--extra", str(X))
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 1 and s[0]["last_count"] == 20,
+          f"rank 1 last: {s}")
+    want = 20 * sum(X + lat(r) - lat(1) for r in (0, 2, 3))
+    check(s[0]["others_wait_ns"] == want,
+          f"others' wait {s[0]['others_wait_ns']} == {want}")
+    pr = by_rank({"job": j})
+    check(pr[1]["per_unit_ns"]["transfer"] == X, "its transfer: X per step")
+    check(pr[1]["per_unit_ns"]["compute"] == C, "its compute: C")
+    f = j["finding"] or ""
+    check("rank 1" in f and "transfer" in f and "2.00 ms" in f,
+          f"finding says transfer: {f}")
+
+
+def test_tie_across_hosts():
+    """Ranks 1 (node-0) and 3 (node-1) arrive together: the shorter
+    collective (rank 3: T + lat_3 = T) is last; rank 1 waits lat_1 - lat_3
+    = 200 ns by the durations, while the aligned clocks (rank 3 is read
+    lat_0 - lat_2 = -400 ns off) put rank 1 400 ns after rank 3: a
+    negative lag, clamped and counted, never a negative wait."""
+    X = 1 * MS
+    files = job("tie", "--slow", "1", "--slow2", "3", "--extra", str(X))
+    j = report(*files)["job"]
+    pr = by_rank({"job": j})
+    check(j["stragglers"][0]["rank"] == 3, "rank 3 last")
+    check(pr[1]["communication_wait_ns"] == 20 * 200, "rank 1 waits 200/step")
+    check(all(r["communication_wait_ns"] >= 0 for r in j["per_rank"]),
+          "no negative wait")
+    check(j["clock"]["clamped"] == 20 and
+          j["clock"]["clamped_max_ns"] == 400,
+          f"20 lags clamped, by 400 ns: {j['clock']}")
+    check(any("clamp" in n or "count as 0" in n for n in j["notes"]),
+          f"a note says so: {j['notes']}")
+
+
+def test_mismatch_and_options():
+    a = job("m20", "--slow", "0", "--steps", "20")
+    b = job("m10", "--slow", "0", "--steps", "10")
+    j = report(a[0], a[1], b[2], b[3])["job"]
+    check(j["collectives"] == 10, "the first 10 matched")
+    check(any("different numbers" in n for n in j["notes"]), "noted")
+    rc, out, err = run("--comm-kernels", "", a[0])
+    check(rc == 2 and len(err.strip().splitlines()) == 1 and
+          "--comm-kernels" in err, f"empty glob refused: {rc} {err}")
+    j = report("--comm-kernels", "gemm*", *a)["job"]
+    check(j["communication_kernels"] == "gemm*", "rule reported")
+    check(j["collectives"] == 20, "gemm kernels as collectives")
+    j = report("--comm-kernels", "none*", *a)["job"]
+    check(j["collectives"] == 0 and j["stragglers"] == [] and
+          j["finding"] is None, "no collective: no straggler")
+    check(any("no communication kernel" in n for n in j["notes"]), "noted")
+    # a single ranked file: no job view unless asked for
+    check("job" not in report(a[0]), "one file: no job view")
+    check(report("--job", a[0])["job"]["ranks"] == 1, "--job: one rank")
+
+
+def test_parallel_same_bytes():
+    """-j N reads files at once: the output is byte for byte that of -j 1,
+    on a 64-rank job of small traces, and so are the errors."""
+    files = job("big", "--slow", "17", "--per-host", "8", "--steps", "6",
+                ranks=64)
+    for fmt in ("text", "json", "html"):
+        outs = set()
+        for jobs in ("1", "3", "64"):
+            rc, out, err = run("-f", fmt, "-j", jobs, *files)
+            check(rc == 0, f"-j {jobs} {fmt} exits 0: {err}")
+            outs.add(out)
+        rc, out, err = run("-f", fmt, *files)  # the default: the CPUs
+        outs.add(out)
+        check(len(outs) == 1, f"{fmt}: one output for every -j")
+    j = report("-j", "4", *files)["job"]
+    check(j["ranks"] == 64 and j["hosts"] == 8, "64 ranks on 8 hosts")
+    check(j["stragglers"][0]["rank"] == 17, "rank 17 the straggler")
+    bad = os.path.join(TMP, "bad.gph")
+    with open(files[5], "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:  # the header whole, a frame cut and spoiled
+        f.write(data[:200] + bytes(300))
+    args = files[:3] + [bad, "/nonexistent.gph"] + files[3:10]
+    got = {run("-j", jobs, *args)[0::2] for jobs in ("1", "2", "8")}
+    check(len(got) == 1, f"the same error for every -j: {got}")
+    rc, err = got.pop()
+    check(rc == 1 and len(err.strip().splitlines()) == 1 and "bad.gph" in err,
+          f"one line naming the first bad file: {rc} {err}")
+    for v in ("0", "x", "5000"):
+        rc, out, err = run("-j", v, files[0])
+        check(rc == 2 and "--jobs" in err, f"-j {v} refused: {rc} {err}")
+
+
+def test_wild_clock():
+    """A hostile clock pair in node-1's headers (realtime - monotonic =
+    2^63): the offsets wrap, the report neither fails nor overflows
+    (the sanitizer build checks), and the waits, from the durations, are
+    those of the plain job."""
+    X = 2 * MS
+    files = job("wild", "--slow", "3", "--extra", str(X), "--wild-clock")
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 3, f"rank 3 last: {s}")
+    want = 20 * sum(X + lat(r) - lat(3) for r in (0, 1, 2))
+    check(s[0]["others_wait_ns"] == want, "waits as without the wild clock")
+    for fmt in ("text", "html"):
+        rc, out, err = run("-f", fmt, "--warmup", "0", *files)
+        check(rc == 0 and not err, f"{fmt}: exits 0 quietly: {rc} {err}")
+
+
+def strip_timeline(html):
+    """The HTML report less its per-process timelines (summaries do not
+    carry them)."""
+    html = re.sub(r'<h3>Timeline</h3>\n.*?</script>\n', '', html, flags=re.S)
+    return re.sub(r'<script>\n.*?</script>\n', '', html, flags=re.S)
+
+
+def summary(path, *args):
+    rc, out, err = run("--format", "summary", "-o", path, *args)
+    check(rc == 0 and not out and not err, f"summary {path}: {rc} {err}")
+    return path
+
+
+def test_summaries():
+    """merge(summaries of parts) is the report of the whole: text and JSON
+    byte for byte, HTML but for the per-process timelines, whatever the
+    split; with steps and without, ranked or not."""
+    X = 2 * MS
+    cases = {
+        "steps": (job("sum-steps", "--slow", "3", "--extra", str(X)),
+                  ["--warmup", "0"]),
+        "nosteps": (job("sum-nost", "--slow", "2", "--how", "host",
+                        "--no-steps", "--extra", str(X)), []),
+        "comm": (job("sum-comm", "--slow", "1"), ["--comm-kernels", "gemm*"]),
+    }
+    for name, (files, opts) in cases.items():
+        for split in ([4], [1, 3], [2, 2], [1, 1, 1, 1]):
+            parts, at = [], 0
+            for k, size in enumerate(split):
+                parts.append(summary(os.path.join(TMP, f"{name}-{k}.gps"),
+                                     *opts, *files[at:at + size]))
+                at += size
+            for fmt in ("text", "json", "html"):
+                rc, whole, err = run("-f", fmt, *opts, *files)
+                rc2, merged, err2 = run("merge", "-f", fmt, *parts)
+                check(rc == rc2 == 0, f"{name} {split} {fmt}: {err} {err2}")
+                if fmt == "html":
+                    whole = strip_timeline(whole)
+                check(whole == merged,
+                      f"{name} {split} {fmt}: merge == the whole")
+    files = cases["steps"][0]
+    a = summary(os.path.join(TMP, "unranked.gps"), files[0])
+    rc, whole, _ = run("--job", "-f", "json", files[0], files[0])
+    rc, merged, _ = run("merge", "--job", "-f", "json", a, a)
+    check(whole == merged and '"job"' in merged, "--job on merge")
+    rc, merged, _ = run("merge", "--no-job", "-f", "json",
+                        *[summary(os.path.join(TMP, f"nj{r}.gps"), f)
+                          for r, f in enumerate(files)])
+    check('"job"' not in merged, "--no-job on merge")
+
+
+def test_summary_errors():
+    files = job("sum-err", "--slow", "3")
+    good = summary(os.path.join(TMP, "good.gps"), *files)
+    with open(good, "rb") as f:
+        data = f.read()
+
+    def bad(name, content, what, rc_want=1):
+        path = os.path.join(TMP, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        rc, out, err = run("merge", path)
+        lines = err.strip().splitlines()
+        check(rc == rc_want and len(lines) == 1 and what in err,
+              f"{name}: {rc} {err!r}")
+
+    bad("trace.gps", open(files[0], "rb").read(), "not a gpuphase summary")
+    bad("empty.gps", b"", "not a gpuphase summary")
+    bad("version.gps", data[:8] + b"\x07" + data[9:], "summary version 7")
+    bad("cut.gps", data[:len(data) // 2], "corrupt summary")
+    bad("size.gps", data[:16] + b"\xff" * 8 + data[24:], "corrupt summary")
+    # damaged bytes inside the compressed body: an error or a report,
+    # never a crash (the sanitizer build checks the rest)
+    for k, at in enumerate(range(24, len(data), max(1, len(data) // 97))):
+        b = bytearray(data)
+        b[at] ^= 0x5a
+        path = os.path.join(TMP, f"flip{k}.gps")
+        with open(path, "wb") as f:
+            f.write(bytes(b))
+        rc, out, err = run("merge", "-f", "json", path)
+        check(rc in (0, 1) and (rc == 0 or len(err.strip().splitlines()) == 1),
+              f"flip at {at}: {rc} {err!r}")
+    rc, out, err = run("merge", "/nonexistent.gps")
+    check(rc == 1 and "nonexistent.gps" in err, "a missing summary")
+    other = summary(os.path.join(TMP, "other.gps"), "--comm-kernels",
+                    "gemm*", *files)
+    rc, out, err = run("merge", good, other)
+    check(rc == 1 and "other options" in err, f"mixed options: {err}")
+    for args in (["--warmup", "1"], ["--comm-kernels", "x*"],
+                 ["-f", "summary"], ["--window", "1s"]):
+        rc, out, err = run("merge", *args, good)
+        check(rc == 2 and "summary" in err, f"merge {args} refused: {err}")
+    rc, out, err = run("-f", "summary", files[0])
+    check(rc == 2 and "-o FILE" in err, f"summary without -o: {err}")
+    rc, out, err = run("-f", "summary", "-o", files[0], files[0])
+    check(rc == 2 and "refusing" in err, f"summary onto its input: {err}")
+    rc, out, err = run("merge", "-o", good, good)
+    check(rc == 2 and "refusing" in err, f"merge onto its input: {err}")
+
+
+test_slow_kernel()
+test_summaries()
+test_summary_errors()
+test_wild_clock()
+test_parallel_same_bytes()
+test_host_late_no_steps()
+test_copy()
+test_tie_across_hosts()
+test_mismatch_and_options()
+if failures:
+    print(f"{failures} failure(s)", file=sys.stderr)
+    sys.exit(1)
+print("ok")
