@@ -226,6 +226,7 @@ static void v_thread(struct io *io, struct gp_thread_res *t) {
   io_u64(io, &t->submit);
   io_u64(io, &t->blocked);
   io_u64(io, &t->calls);
+  io_u64(io, &t->life);
 }
 
 static void v_phase(struct io *io, struct gp_phase_res *p, size_t ndev) {
