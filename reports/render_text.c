@@ -5,6 +5,7 @@
 
 #include "demangle.h"
 #include "render.h"
+#include "render_callsites.h"
 #include "util.h"
 
 #define WIDTH 100
@@ -562,6 +563,7 @@ static void section(struct out *o, const struct gp_proc_res *r) {
   kernels(o, r);
   copies(o, r);
   apis(o, r);
+  gp_cs_text(o->f, r, o->bold, o->off, o->top);
   notes(o, r);
 }
 
@@ -593,5 +595,9 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
   for (size_t i = 0; i < s->n; i++)
     section(&o, s->procs[i]);
   if (s->n > 1) section(&o, s->total);
+  size_t stacks = 0;
+  for (size_t i = 0; i < s->n; i++)
+    stacks += gp_cs_present(s->procs[i]);
+  if (!stacks) gp_cs_text_hint(f);
   return ferror(f) ? -1 : 0;
 }

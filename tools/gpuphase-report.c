@@ -18,6 +18,7 @@
 #include "report_export.h"
 #include "report_info.h"
 #include "html_timeline.h"
+#include "render_callsites.h"
 #include "util.h"
 
 static const char usage[] =
@@ -41,7 +42,9 @@ static const char usage[] =
     "                     and an interactive timeline; docs/report-html.md);\n"
     "                     perfetto or chrome: the timeline, for ui.perfetto.dev\n"
     "                     or chrome://tracing (docs/export.md); perfetto needs\n"
-    "                     -o FILE and a name ending in .gz gzips either\n"
+    "                     -o FILE and a name ending in .gz gzips either;\n"
+    "                     folded: the call sites as collapsed stacks for\n"
+    "                     flamegraph.pl or speedscope (docs/callsites.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
     "                     +DURATION from the start of the run (+1.5s, +0) or\n"
@@ -68,6 +71,10 @@ static const char usage[] =
     "                     whole run when it fits the budget\n"
     "      --html-budget N  html: events in full detail at most (20000); the\n"
     "                     whole run is always shown aggregated\n"
+    "      --frames WHICH user (default): each call site collapsed to its\n"
+    "                     innermost frame of user code; all: every frame\n"
+    "      --weight W     folded: weigh stacks by GPU idle time (idle, the\n"
+    "                     default) or by time blocked in the call (blocked)\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
     "  -h, --help         show this help\n"
@@ -81,6 +88,7 @@ struct opts {
   int color; /* -1 auto, 0 never, 1 always */
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
+  int weight_opt;       /* --weight given (folded only) */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
 };
 
@@ -107,7 +115,9 @@ enum {
   O_HBUDGET,
   O_FROM,
   O_TO,
-  O_STEPS
+  O_STEPS,
+  O_FRAMES,
+  O_WEIGHT
 };
 
 /* One option with a value; -1 to go on, else the exit status. */
@@ -117,9 +127,20 @@ static int apply(struct opts *o, int c, const char *arg) {
   case 'f':
     o->ex.format = gp_export_format(arg) ? arg : NULL;
     if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json, html, perfetto or "
-                         "chrome",
+      return usage_error("unknown format '%s': text, json, html, folded, "
+                         "perfetto or chrome",
                          arg);
+    break;
+  case O_FRAMES:
+    if (strcmp(arg, "user") && strcmp(arg, "all"))
+      return usage_error("invalid --frames '%s': user or all", arg);
+    o->ro.frames_all = !strcmp(arg, "all");
+    break;
+  case O_WEIGHT:
+    if (strcmp(arg, "idle") && strcmp(arg, "blocked"))
+      return usage_error("invalid --weight '%s': idle or blocked", arg);
+    o->rend.weight_blocked = !strcmp(arg, "blocked");
+    o->weight_opt = 1;
     break;
   case O_FROM:
     o->ex.from = arg;
@@ -203,6 +224,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"from", required_argument, 0, O_FROM},
       {"to", required_argument, 0, O_TO},
       {"steps", required_argument, 0, O_STEPS},
+      {"frames", required_argument, 0, O_FRAMES},
+      {"weight", required_argument, 0, O_WEIGHT},
       {"colour", optional_argument, 0, O_COLOR},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
@@ -225,6 +248,8 @@ static int parse(int argc, char **argv, struct opts *o) {
   if (optind >= argc) return usage_error("%s", "no trace file given");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
+  if (o->weight_opt && (o->ex.format || strcmp(o->fmt->name, "folded")))
+    return usage_error("%s", "--weight is for --format folded");
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
     return usage_error("%s", "--from, --to and --steps cut the window of an "
                              "export: use them with --format perfetto or chrome");
@@ -314,6 +339,10 @@ static int render(const struct opts *o, char **files,
   ro.color =
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
   struct gp_report_set set = {procs, n, total};
+  if (!strcmp(o->fmt->name, "folded") && !gp_cs_present(total))
+    fprintf(stderr, "gpuphase-report: no call-site records in %s: record "
+                    "with GPUPHASE_STACKS set (docs/callsites.md)\n",
+            n > 1 ? "the traces" : files[0]);
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
   return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")
