@@ -618,6 +618,70 @@ static void test_file_outputs(const char *dir) {
   if (!getenv("GP_CS_KEEP")) unlink(path); /* kept: to look at by hand */
 }
 
+/* An async copy decided blocking late (attribution.md, worked example 3):
+ * call [100,200) ST_B whose pageable copy runs [300,350), then a launch
+ * [400,410) ST_L. Sync idle 100 (booked as launch until the copy record
+ * shows pageable memory) goes to ST_B; host wait [200,300) ends with the
+ * copy itself (no call: not captured), [350,400) with the launch (50 to
+ * ST_L); both gaps come after the copy call (150). */
+static void test_late_blocking(void) {
+  struct tl t;
+  tl_init(&t);
+  meta(&t);
+  tl_str(&t, S_AMP + 1, "cudaMemcpyAsync");
+  tl_api_def(&t, 4, S_AMP + 1, GPUPHASE_API_COPY | GPUPHASE_API_ASYNC);
+  struct gpuphase_api *c = call(&t, 1, 4, 100, 200, ST_B);
+  c->corr = 5;
+  tl_copy(&t, 0, 300, 350, 1000, GPUPHASE_COPY_HTOD, TL_PAGEABLE, TL_DEVMEM, 5);
+  call(&t, 1, A_LAUNCH, 400, 410, ST_L);
+  struct gp_proc_res *r = tl_run(&t);
+  tl_free(&t);
+  CATS(tl_dev(r, 0)->bd, 0, 50, 10, 100, 150);
+  const struct gp_cs_res *cs = r->callsites;
+  const struct gp_cs_site *s = site(cs, "cudaMemcpyAsync", "site_b");
+  if (s) {
+    EQ(s->count, 1);
+    EQ(s->blocked_ns, 100);
+    EQ(s->idle_ns, 100);
+    EQ(s->after_ns, 150);
+  }
+  if ((s = site(cs, "cudaLaunchKernel", "site_a"))) EQ(s->gap_ns, 50);
+  EQ(cs->sync_uncaptured_ns, 0);
+  EQ(cs->host_wait_uncaptured_ns, 100);
+  gp_res_free(r);
+}
+
+/* A device first named mid-run starts as a copy of the "any device"
+ * timeline (attribution.md §1), call sites included: a sync with device
+ * -1 [100,200) ST_B blocks device 0 and the device 1 that a kernel names
+ * at [300,400): 100 ns of sync idle on each, 200 to ST_B. The gaps after
+ * it, [200,400) on device 0 (the window ends) and [200,300) on device 1
+ * (its kernel starts), are ended by no call: not captured, but after
+ * ST_B (300). */
+static void test_device_added(void) {
+  struct tl t;
+  tl_init(&t);
+  meta(&t);
+  struct gpuphase_api *a = call(&t, 1, A_SYNC, 100, 200, ST_B);
+  a->device = -1;
+  tl_kernel(&t, 1, 300, 400, 0, 1, 1);
+  struct gp_proc_res *r = tl_run(&t);
+  tl_free(&t);
+  CATS(tl_dev(r, 0)->bd, 0, 0, 0, 100, 200);
+  CATS(tl_dev(r, 1)->bd, 100, 0, 0, 100, 100);
+  const struct gp_cs_res *cs = r->callsites;
+  const struct gp_cs_site *s = site(cs, "cudaStreamSynchronize", "site_b");
+  if (s) {
+    EQ(s->idle_ns, 200);
+    EQ(s->after_ns, 300);
+    EQ(s->gap_ns, 0);
+  }
+  EQ(cs->sync_idle_ns, 200);
+  EQ(cs->sync_uncaptured_ns, 0);
+  EQ(cs->host_wait_uncaptured_ns, 300);
+  gp_res_free(r);
+}
+
 static void test_no_records(void) {
   struct tl t;
   tl_init(&t);
@@ -672,6 +736,8 @@ int main(int argc, char **argv) {
   }
   test_collapsed();
   test_all_frames();
+  test_late_blocking();
+  test_device_added();
   test_file_outputs(dir);
   if (tl_failures) fprintf(stderr, "%d failures\n", tl_failures);
   return tl_failures ? 1 : 0;
