@@ -210,6 +210,16 @@ static size_t resolve(Dwfl_Module *mod, uint64_t pc, struct gp_sym_frame *out,
   size_t n = 0;
   Dwarf_Addr cbias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &cbias);
+  if (!cu) { /* no .debug_aranges (clang): the CU that holds the pc */
+    while ((cu = dwfl_module_nextcu(mod, cu, &cbias)) &&
+           dwarf_haspc(cu, addr - cbias) != 1)
+      ;
+    Dwarf_Line *dl = cu && !l ? dwarf_getsrc_die(cu, addr - cbias) : NULL;
+    if (dl) {
+      file = dwarf_linesrc(dl, NULL, NULL);
+      dwarf_lineno(dl, &line);
+    }
+  }
   Dwarf_Die chain[MAX_INLINE];
   int nc = cu ? find_chain(cu, addr - cbias, chain, 0) : 0;
   Dwarf_Files *files = NULL;

@@ -367,6 +367,22 @@ static void test_collapsed(void) {
                           "thread is blocked in cudaStreamSynchronize from "
                           "site_b (test_callsites.c:"),
      1);
+  /* two processes added together: the same sites, twice the figures */
+  struct gp_proc_res *sum = gp_res_new_sum();
+  EQ(gp_res_merge(sum, r), 0);
+  EQ(gp_res_merge(sum, r), 0);
+  const struct gp_cs_site *t2 =
+      site(sum->callsites, "cudaStreamSynchronize", "inl_leaf");
+  if (t2) {
+    EQ(t2->count, 4);
+    EQ(t2->idle_ns, 300);
+    EQ(t2->gap_ns, 200);
+    EQ(gp_hist_pct(&t2->dur, 95), 380);
+  }
+  EQ(sum->callsites->n, cs->n);
+  EQ(sum->callsites->sync_idle_ns, 1000);
+  EQ(sum->callsites->host_wait_uncaptured_ns, 200);
+  gp_res_free(sum);
   /* sites by GPU idle explained (sync idle, then host wait ended) */
   EQ(cs->v[0].idle_ns + cs->v[0].gap_ns, 250);
   gp_res_free(r);
