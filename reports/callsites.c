@@ -409,9 +409,10 @@ static int native_owner(const char *path) {
   return OWN_USER;
 }
 
-struct rawf { /* a resolved frame before collapse */
-  struct gp_cs_frame f;
+struct rawf {           /* a frame of a stack before collapse */
+  struct gp_cs_frame f; /* Python frames; native ones are named if shown */
   int owner;
+  const struct node *nd; /* native: to symbolise; NULL: f is the frame */
 };
 
 static char *dup0(const char *s) {
@@ -439,29 +440,48 @@ struct fin {
   gp_sym *sym;
   gp_cs_str_fn str;
   void *ctx;
-  struct rawf *v;
+  struct rawf *v; /* the stack */
   size_t n, cap;
+  struct gp_cs_frame *o; /* the frames shown */
+  size_t no, capo;
 };
 
-static int add_frame(struct fin *F, struct gp_cs_frame f, int owner) {
+static int add_frame(struct fin *F, struct gp_cs_frame f, int owner,
+                     const struct node *nd) {
   if (grow(F->c, (void **)&F->v, &F->cap, F->n + 1, sizeof *F->v) < 0) {
     frame_free(&f);
     return -1;
   }
-  F->v[F->n++] = (struct rawf){f, owner};
+  F->v[F->n++] = (struct rawf){f, owner, nd};
   return 0;
 }
 
-static int native_frames(struct fin *F, const struct node *nd) {
+static int out_frame(struct fin *F, struct gp_cs_frame f) {
+  if (grow(F->c, (void **)&F->o, &F->capo, F->no + 1, sizeof *F->o) < 0) {
+    frame_free(&f);
+    return -1;
+  }
+  F->o[F->no++] = f;
+  return 0;
+}
+
+static const char *mod_path(struct fin *F, const struct node *nd,
+                            const struct mod **m) {
   uint64_t *mi = gp_u64map_get(&F->c->mod_ix, nd->module);
-  const struct mod *m = mi ? &F->c->mods[*mi] : NULL;
-  const char *path = m ? F->str(F->ctx, m->path) : NULL;
-  int owner = native_owner(path);
+  *m = mi ? &F->c->mods[*mi] : NULL;
+  return *m ? F->str(F->ctx, (*m)->path) : NULL;
+}
+
+/* A native frame, only now that it is shown: its frames (the inlined ones
+ * first; only the innermost when `one`) go to F->o. */
+static int native_frames(struct fin *F, const struct node *nd, int one) {
+  const struct mod *m;
+  const char *path = mod_path(F, nd, &m);
   struct gp_sym_frame sf[16];
   size_t n = 0;
   if (m && F->sym)
     n = gp_sym_lookup(F->sym, nd->module, path, m->bid, m->nbid, nd->pc, sf,
-                      16);
+                      one ? 1 : 16);
   for (size_t i = 0; i < n; i++) {
     struct gp_cs_frame f = {fn_name(sf[i].function),
                             dup0(sf[i].file),
@@ -476,7 +496,7 @@ static int native_frames(struct fin *F, const struct node *nd) {
       if ((f.function = malloc(len)))
         snprintf(f.function, len, "%s%s", base_name(path), b);
     }
-    if (add_frame(F, f, owner) < 0) return -1;
+    if (out_frame(F, f) < 0) return -1;
   }
   if (n) return 0;
   char b[64];
@@ -485,7 +505,7 @@ static int native_frames(struct fin *F, const struct node *nd) {
   size_t len = strlen(*bn ? bn : "?") + strlen(b) + 1;
   struct gp_cs_frame f = {malloc(len), NULL, 0, dup0(path), 0, 0};
   if (f.function) snprintf(f.function, len, "%s%s", *bn ? bn : "?", b);
-  return add_frame(F, f, owner);
+  return out_frame(F, f);
 }
 
 static int python_frame(struct fin *F, const struct node *nd) {
@@ -499,7 +519,13 @@ static int python_frame(struct fin *F, const struct node *nd) {
                           dup0(file),
                           1,
                           0};
-  return add_frame(F, f, python_owner(file));
+  return add_frame(F, f, python_owner(file), NULL);
+}
+
+static int native_node(struct fin *F, const struct node *nd) {
+  const struct mod *m;
+  struct gp_cs_frame f = {0};
+  return add_frame(F, f, native_owner(mod_path(F, nd, &m)), nd);
 }
 
 /* Resolves the stack of node id into F->v, innermost first. Returns 1 when
@@ -515,7 +541,7 @@ static int walk(struct fin *F, uint64_t id, int *known) {
     if (depth >= MAX_DEPTH) return 1;
     const struct node *nd = &F->c->nodes[*p];
     if (nd->kind == GPUPHASE_FRAME_TRUNCATED) return 1;
-    int rc = nd->kind == GPUPHASE_FRAME_NATIVE   ? native_frames(F, nd)
+    int rc = nd->kind == GPUPHASE_FRAME_NATIVE   ? native_node(F, nd)
              : nd->kind == GPUPHASE_FRAME_PYTHON ? python_frame(F, nd)
                                                  : 0;
     if (rc < 0) return -1;
@@ -686,11 +712,13 @@ static int by_weight(const void *pa, const void *pb) {
   return 0;
 }
 
-static uint64_t less(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static uint64_t less(uint64_t a, uint64_t b) {
+  return a > b ? a - b : 0;
+}
 
 struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real,
-                               const struct gp_cs_totals *tot,
-                               gp_cs_str_fn str, gp_cs_str_fn api, void *ctx) {
+                               const struct gp_cs_totals *tot, gp_cs_str_fn str,
+                               gp_cs_str_fn api, void *ctx) {
   struct gp_cs_res *r = calloc(1, sizeof *r);
   if (!r || c->oom) {
     free(r);
@@ -701,7 +729,7 @@ struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real,
   r->has_stacks = c->seen;
   for (size_t i = 0; i < c->nslots; i++) /* gaps open at the end */
     if (c->slots[i].open) gap_close(c, (uint32_t)i, &c->slots[i], NOROW);
-  struct fin F = {c, gp_sym_new(), str, ctx, NULL, 0, 0};
+  struct fin F = {c, gp_sym_new(), str, ctx, NULL, 0, 0, NULL, 0, 0};
   struct sites S = {r, 0, {0}, NULL, 0};
   int bad = 0;
   uint64_t sync_named = 0, host_named = 0, blk_named = 0, calls_named = 0,
@@ -720,17 +748,30 @@ struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real,
         frame_free(&F.v[j].f);
       continue;
     }
-    size_t first, count, title;
-    shown(&F, frames_all, &first, &count, &title);
-    struct gp_cs_frame *fv = count ? calloc(count, sizeof *fv) : NULL;
-    if (count && !fv) bad = 1;
+    size_t first, count, title_raw, title = 0;
+    shown(&F, frames_all, &first, &count, &title_raw);
+    F.no = 0;
     for (size_t j = 0; j < F.n; j++) {
-      if (fv && j >= first && j < first + count)
-        fv[j - first] = F.v[j].f;
-      else
+      if (j < first || j >= first + count || bad) {
         frame_free(&F.v[j].f);
+        continue;
+      }
+      if (j == first + title_raw) title = F.no;
+      if (F.v[j].nd)
+        bad = native_frames(&F, F.v[j].nd, !frames_all) < 0;
+      else
+        bad = out_frame(&F, F.v[j].f) < 0;
     }
-    if (bad) break;
+    struct gp_cs_frame *fv = F.no ? malloc(F.no * sizeof *fv) : NULL;
+    if (F.no && !fv) bad = 1;
+    if (bad) {
+      for (size_t j = 0; j < F.no; j++)
+        frame_free(&F.o[j]);
+      free(fv);
+      break;
+    }
+    if (F.no) memcpy(fv, F.o, F.no * sizeof *fv);
+    count = F.no;
     struct gp_cs_site *s =
         site_get(&S, api(ctx, w->api), fv, count, 1, trunc == 1);
     if (!s) {
@@ -763,6 +804,8 @@ struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real,
   r->calls_uncaptured = less(tot->calls, calls_named);
   r->launches_uncaptured = less(tot->launches, launch_named);
   free(F.v);
+  free(F.o);
+  r->modules_read = F.sym ? gp_sym_modules(F.sym) : 0;
   gp_sym_free(F.sym);
   gp_u64map_free(&S.ix);
   free(S.next);

@@ -52,6 +52,7 @@ struct gp_cs_res {
   uint64_t host_wait_ns, host_wait_uncaptured_ns;
   uint64_t blocked_ns, blocked_uncaptured_ns, calls_uncaptured;
   uint64_t launches, launches_uncaptured;
+  size_t modules_read; /* modules whose ELF was looked for: of shown frames */
 };
 
 void gp_cs_res_free(struct gp_cs_res *r); /* accepts NULL; frees r too */
@@ -107,7 +108,7 @@ struct gp_cs_totals {
  * api: the name of an API index. NULL: no memory. */
 typedef const char *(*gp_cs_str_fn)(void *ctx, uint64_t id);
 struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real_devices,
-                               const struct gp_cs_totals *tot,
-                               gp_cs_str_fn str, gp_cs_str_fn api, void *ctx);
+                               const struct gp_cs_totals *tot, gp_cs_str_fn str,
+                               gp_cs_str_fn api, void *ctx);
 
 #endif

@@ -272,6 +272,10 @@ static struct smod *module(gp_sym *s, uint64_t key, const char *path,
   return m;
 }
 
+size_t gp_sym_modules(const gp_sym *s) {
+  return s->nm;
+}
+
 int gp_sym_module_state(gp_sym *s, uint64_t key) {
   uint64_t *v = gp_u64map_get(&s->by_key, key);
   return v ? s->m[*v].state : GP_SYM_MISSING;

@@ -35,6 +35,8 @@ int gp_sym_available(void);
 size_t gp_sym_lookup(gp_sym *s, uint64_t key, const char *path,
                      const uint8_t *build_id, size_t nbid, uint64_t pc,
                      struct gp_sym_frame *out, size_t cap);
+/* Modules looked up so far (their ELF searched for, read or not). */
+size_t gp_sym_modules(const gp_sym *s);
 /* GP_SYM_* of module key after a lookup. */
 int gp_sym_module_state(gp_sym *s, uint64_t key);
 

@@ -367,6 +367,10 @@ static void test_collapsed(void) {
                           "thread is blocked in cudaStreamSynchronize from "
                           "site_b (test_callsites.c:"),
      1);
+  /* only the modules of shown frames are looked up: the test binary's,
+   * the mismatched one's and the gone one's; not libcudart, libtorch_cuda
+   * or python3.11, whose frames the collapse hides */
+  EQ(cs->modules_read, 3);
   /* two processes added together: the same sites, twice the figures */
   struct gp_proc_res *sum = gp_res_new_sum();
   EQ(gp_res_merge(sum, r), 0);
@@ -407,6 +411,7 @@ static void test_all_frames(void) {
   } else {
     EQ(s ? s->nframes : 0, 3);
   }
+  EQ(cs->modules_read, 5); /* all but python3.11's, dropped */
   /* Python: the interpreter's two frames give way to the Python frames */
   s = site(cs, "cudaStreamSynchronize", "libcudart.so.12+0x20");
   if (s && s->nframes == 4) {
