@@ -5,6 +5,9 @@
  *   gpuphase-report-bench [--events N] [--runs R] [--keep FILE]
  *   gpuphase-report-bench --input FILE [--runs R]   (time an existing trace)
  *   gpuphase-report-bench --compare [--events N] [--runs R] [--keep PREFIX]
+ * --stacks: every call carries a call site (API.stack), one of 64 stacks of
+ * 12 frames over 4 modules, as GPUPHASE_STACKS records them (the trace is
+ * otherwise the same: same seed, same timings).
  * The last: two such traces, the second's kernels 5% longer, compared as
  * `gpuphase-report compare` does (each read with per-step attribution,
  * reduced, freed; the verdict; the text), in a child process whose time
@@ -26,12 +29,17 @@
 
 enum { SRC_MAIN = 1, SRC_LOADER = 2, SRC_COMPUTE = 10, SRC_COPY = 11 };
 enum { API_LAUNCH = 1, API_COPY_ASYNC, API_SYNC, API_MALLOC };
+/* Call sites: a trunk of 11 frames (nodes 1..11, main outermost) shared by
+ * 64 innermost frames (nodes 12..75), in 4 modules. */
+enum { STACK_TRUNK = 11, STACK_LEAF0 = 12, STACK_LEAVES = 64 };
 
 struct gen {
   gp_writer *w;
   uint64_t host, dev, corr, rng;
   uint64_t slow_pct; /* kernels this much longer (the compare mode) */
   uint64_t s_kern[8], s_nccl, s_step, s_fwd, s_bwd;
+  int stacks; /* API records carry call sites */
+  uint64_t calls;
 };
 
 static uint64_t rnd(struct gen *g, uint64_t n) {
@@ -59,7 +67,34 @@ static void api(struct gen *g, uint32_t src, uint64_t thread, uint64_t id,
                                   .end = end,
                                   .corr = corr,
                                   .stream = 7};
+  /* one of the 64 leaves of the frame tree (below), in turn */
+  if (g->stacks) r.u.api.stack = STACK_LEAF0 + g->calls++ % STACK_LEAVES;
   add(g, src, &r);
+}
+
+static void stacks(struct gen *g) {
+  static const char *mods[] = {"/opt/app/bin/train", "/opt/app/lib/libmodel.so",
+                               "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                               "/usr/local/cuda/lib64/libcudart.so.12"};
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_MODULE};
+  for (uint64_t m = 0; m < 4; m++) {
+    r.u.module = (struct gpuphase_module){.module = m + 1,
+                                          .path = intern(g, mods[m]),
+                                          .base = 0x7f0000000000ull + (m << 32),
+                                          .size = 1ull << 28,
+                                          .start = 1};
+    add(g, 0, &r);
+  }
+  r.kind = GPUPHASE_REC_FRAME;
+  for (uint64_t n = 1; n < STACK_LEAF0 + STACK_LEAVES; n++) {
+    r.u.frame = (struct gpuphase_frame){
+        .node = n,
+        .parent = n < STACK_LEAF0 ? n - 1 : STACK_TRUNK,
+        .kind = GPUPHASE_FRAME_NATIVE,
+        .module = n < 4 ? 1 : n < STACK_LEAF0 ? 2 : 4,
+        .pc = 0x1000 + 16 * n};
+    add(g, 0, &r);
+  }
 }
 
 static void range(struct gen *g, uint64_t op, uint64_t at, uint64_t name) {
@@ -185,7 +220,7 @@ static uint64_t step(struct gen *g) {
 }
 
 static int generate(const char *path, uint64_t target, uint64_t seed,
-                    uint64_t slow_pct) {
+                    uint64_t slow_pct, int with_stacks) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
   struct gp_process_info info = {.host = "bench-host",
                                  .pid = 4242,
@@ -196,12 +231,16 @@ static int generate(const char *path, uint64_t target, uint64_t seed,
                                  .start_mono_ns = 1000000000ull,
                                  .start_real_ns = 1700000000000000000ull,
                                  .clock = "clock_gettime"};
-  struct gen g = {.host = 1000000000ull, .rng = seed, .slow_pct = slow_pct};
+  struct gen g = {.host = 1000000000ull,
+                  .rng = seed,
+                  .slow_pct = slow_pct,
+                  .stacks = with_stacks};
   if (fd < 0 || !(g.w = gp_writer_open(fd, &info, 0, &err))) {
     perror(path);
     return -1;
   }
   metadata(&g);
+  if (with_stacks) stacks(&g);
   api(&g, SRC_MAIN, 1, API_MALLOC, g.host, g.host + 50000, 0);
   g.host += 60000;
   g.dev = g.host;
@@ -335,7 +374,7 @@ static int compare_bench(uint64_t events, int runs, const char *keep) {
   snprintf(pb, sizeof pb, "%s-new.gph",
            keep ? keep : "/tmp/gpuphase-bench-cmp");
   double t0 = now();
-  if (generate(pa, events, 42, 0) < 0 || generate(pb, events, 43, 5) < 0)
+  if (generate(pa, events, 42, 0, 0) < 0 || generate(pb, events, 43, 5, 0) < 0)
     return 1;
   printf("generated %s and %s: %.1f s\n", pa, pb, now() - t0);
   static const struct {
@@ -371,7 +410,7 @@ int main(int argc, char **argv) {
   uint64_t events = 50000000;
   int runs = 3;
   const char *keep = NULL, *input = NULL;
-  int cmp = 0;
+  int cmp = 0, with_stacks = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = strtoull(argv[++i], NULL, 10);
@@ -383,10 +422,12 @@ int main(int argc, char **argv) {
       input = argv[++i];
     else if (!strcmp(argv[i], "--compare"))
       cmp = 1;
+    else if (!strcmp(argv[i], "--stacks"))
+      with_stacks = 1;
     else {
       fprintf(stderr,
-              "usage: %s [--events N] [--runs R] [--keep FILE | --input "
-              "FILE]\n       %s --compare [--events N] [--runs R] [--keep "
+              "usage: %s [--events N] [--runs R] [--stacks] [--keep FILE | "
+              "--input FILE]\n       %s --compare [--events N] [--runs R] [--keep "
               "PREFIX]\n",
               argv[0], argv[0]);
       return 2;
@@ -406,7 +447,7 @@ int main(int argc, char **argv) {
     path = tmp;
   }
   double t0 = now();
-  if (generate(path, events, 42, 0) < 0) return 1;
+  if (generate(path, events, 42, 0, with_stacks) < 0) return 1;
   printf("generated %s: %.1f s\n", path, now() - t0);
   int rc = measure(path, runs);
   if (!keep) unlink(path);

@@ -82,6 +82,7 @@ struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id) {
   }
   if (put_idx(a, &a->dev_map, (uint64_t)id, a->ndev) < 0) return NULL;
   a->ndev++;
+  gp_cs_dev_added(a->cs, slot);
   /* the windows' budget is shared by one more device */
   if (a->started) gp_win_fit(a);
   return d;
@@ -149,7 +150,8 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   memset(a->dev, 0, sizeof *a->dev);
   a->dev[WSLOT].id = -1;
   a->ndev = 1;
-  if (gp_steps_init(a) < 0) {
+  if (gp_steps_init(a) < 0 || !(a->cs = gp_cs_new())) {
+    gp_steps_free(a);
     free(a->dev);
     free(a);
     return NULL;
@@ -195,6 +197,7 @@ void gp_attr_free(gp_attr *a) {
   free(a->heap);
   free(a->hold);
   gp_steps_free(a);
+  gp_cs_free(a->cs);
   free(a);
 }
 
@@ -407,6 +410,7 @@ static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
   c->api = api;
   c->sver = sver;
   c->smeas = (uint8_t)gp_steps_last_measured(a);
+  c->stack = r->stack;
   c->state = CALL_UND;
   c->open = c->live = 1;
   if (put_index(a, &a->corr, r->corr, ((uint64_t)CORR_CALL << 32) | ci) < 0 ||
@@ -467,18 +471,27 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
   int cl = call_class(a, r, def->cls, end);
   uint32_t sver = gp_steps_call(a, def, r, cl, end);
+  int launch = (def->cls & GPUPHASE_API_LAUNCH) != 0;
   if (end <= s) { /* nothing left to account after clipping */
     if (r->start < s) a->diag.late_dropped++;
-    if (cl == CALL_BLK) def->blocked += end - r->start;
+    if (cl == CALL_BLK) def->blocked += end - r->start, def->nblocked++;
+    if (r->stack || a->cs_on)
+      gp_cs_call(a->cs, r->stack, api, dev, r->start, end, cl == CALL_BLK,
+                 launch, 0, s);
     return;
   }
   if (cl == CALL_UND) {
     new_async(a, r, ti, dev, api, end, sver);
+    if (r->stack || a->cs_on)
+      gp_cs_call(a->cs, r->stack, api, dev, r->start, end, 0, launch, 1, s);
     return;
   }
-  if (cl == CALL_BLK) def->blocked += end - r->start;
+  if (cl == CALL_BLK) def->blocked += end - r->start, def->nblocked++;
   gp_call_count(a, ti, dev, cl, 1);
   gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+  if (r->stack || a->cs_on)
+    gp_cs_call(a->cs, r->stack, api, dev, r->start, end, cl == CALL_BLK,
+               launch, 1, s);
 }
 
 /* ---- device activity ---- */
@@ -825,6 +838,12 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
     break;
   case GPUPHASE_REC_STATE:
     on_state(a, &rec->u.state);
+    break;
+  case GPUPHASE_REC_MODULE:
+  case GPUPHASE_REC_PYCODE:
+  case GPUPHASE_REC_FRAME:
+    if (gp_cs_meta(a->cs, rec) < 0) a->oom = 1;
+    a->cs_on |= rec->kind == GPUPHASE_REC_FRAME;
     break;
   case GPUPHASE_REC_SUMMARY:
     a->has_summary = 1;

@@ -5,6 +5,7 @@
 #define GP_ATTR_INT_H
 
 #include "attribute.h"
+#include "callsites.h"
 #include "u64map.h"
 
 #define FIX_ONE (1u << 20) /* fixed point 1.0 for coverage and occupancy */
@@ -68,6 +69,7 @@ struct thr {
 struct apidef {
   uint64_t id, name, cls, layer;
   uint64_t count, total, blocked, errors;
+  uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
   uint32_t sync_cand; /* its step candidate + 1 (synchronising calls) */
 };
@@ -109,6 +111,7 @@ struct lent {
 struct acall {
   uint64_t start, end, corr, thread_ns;
   uint32_t thread, dev, api, gen, next_free;
+  uint64_t stack; /* API.stack: its call site */
   uint32_t sver;  /* the open steps when it was called (step set version) */
   uint8_t smeas;  /* called in a measured step of the fixed steps */
   uint8_t state, open, live;
@@ -207,6 +210,8 @@ struct gp_attr {
   uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
   struct gp_diag diag;
   struct gp_stepper *st; /* step candidates (attr_steps.c); NULL: none */
+  gp_cs *cs;             /* call sites (callsites.c) */
+  int cs_on;             /* a call-site record was seen: time is told */
 };
 
 /* growth of a dynamic array: 0, or -1 (and a->oom) when out of memory */

@@ -301,6 +301,39 @@ static void add_notes(struct gp_attr *a, struct gp_proc_res *r) {
     gp_res_note(r, "no CUDA call or device activity in this trace");
 }
 
+static const char *cs_str(void *ctx, uint64_t id) {
+  return gp_attr_str(ctx, id);
+}
+
+static const char *cs_api(void *ctx, uint64_t i) {
+  const struct gp_attr *a = ctx;
+  return i < a->napi ? gp_attr_str(a, a->api[i].name) : NULL;
+}
+
+static int build_callsites(struct gp_attr *a, struct gp_proc_res *r) {
+  struct gp_cs_totals t = {0};
+  for (size_t i = 0; i < r->ndev && !r->degraded; i++) {
+    t.sync_idle += r->dev[i].bd.cat[GP_CAT_SYNC_IDLE];
+    t.host_wait += r->dev[i].bd.cat[GP_CAT_HOST_WAIT];
+  }
+  for (size_t i = 0; i < a->napi; i++) {
+    const struct apidef *d = &a->api[i];
+    t.blocked += d->blocked;
+    t.calls += d->nblocked;
+    if ((d->cls & GPUPHASE_API_LAUNCH) && d->layer != GPUPHASE_LAYER_NVTX)
+      t.launches += d->count;
+  }
+  r->callsites = gp_cs_finish(a->cs, a->o.frames_all, a->ndev > 1, &t, cs_str,
+                              cs_api, a);
+  if (!r->callsites) return -1;
+  /* degraded: the device's idle time is not known, nor what explains it */
+  for (size_t i = 0; i < r->callsites->n && r->degraded; i++) {
+    struct gp_cs_site *s = &r->callsites->v[i];
+    s->idle_ns = s->gap_ns = s->after_ns = s->gaps = 0;
+  }
+  return 0;
+}
+
 struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   if (a->oom) return NULL;
   struct gp_proc_res *r = calloc(1, sizeof *r);
@@ -328,7 +361,8 @@ struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   }
   int bad = a->oom || build_devs(a, r, &slots) < 0 ||
             build_phases(a, r, slots) < 0 || build_kernels(a, r) < 0 ||
-            build_host(a, r) < 0 || gp_steps_finish(a, r) < 0;
+            build_host(a, r) < 0 || gp_steps_finish(a, r) < 0 ||
+            build_callsites(a, r) < 0;
   free(slots);
   add_notes(a, r);
   if (bad || a->oom || gp_res_derive(r, &a->o) < 0) {

@@ -264,6 +264,7 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
   }
   run_add(&d->idle[0], s.idle, from);
   run_add(&d->idle[1], s.idle_deg, from);
+  if (a->cs_on) gp_cs_seg(a->cs, slot, s.cat, from, to, a->T);
 }
 
 static void bd_delta(struct gp_breakdown *d, const struct gp_breakdown *now,
@@ -424,8 +425,14 @@ void gp_decide(struct gp_attr *a, uint32_t ci, int blocking) {
   }
   c->state = blocking ? CALL_BLK : CALL_NB;
   if (blocking) {
+    uint64_t idle[2] = {0, 0}; /* the sync idle it explained meanwhile */
+    for (size_t i = 0; i < c->nled; i++)
+      if (c->led[i].phase == NOPHASE) idle[c->led[i].dev != WSLOT] += c->led[i].ns;
+    gp_cs_late_block(a->cs, c->stack, c->api, c->dev, c->start, c->end, a->T,
+                     c->open, idle[0], idle[1]);
     ledger_move(a, c);
     a->api[c->api].blocked += c->end - c->start;
+    a->api[c->api].nblocked++;
     gp_steps_blocked(a, c);
   }
   free(c->led);

@@ -4,6 +4,8 @@
  * Thresholds are documented in docs/attribution.md ("Findings"). */
 #include "report.h"
 
+#include "callsites.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,39 @@ static int say(char *buf, size_t n, const char *fmt, ...) {
   vsnprintf(buf, n, fmt, ap);
   va_end(ap);
   return 1;
+}
+
+/* The call site that explains the most GPU idle time of kind k (blocking:
+ * sync idle, idle_end: host wait it ended), in words appended to buf:
+ * "; 68% of GPU idle time is spent while a host thread is blocked in
+ * cudaStreamSynchronize from train.py:142 (step)". Nothing without one. */
+static void cite(const struct ctx *c, int k, char *buf, size_t n) {
+  const struct gp_cs_res *cs = c->r->callsites;
+  if (!cs || !cs->has_stacks) return;
+  const struct gp_cs_site *best = NULL;
+  for (size_t i = 0; i < cs->n; i++) {
+    uint64_t w = gp_cs_weight(&cs->v[i], k, 0);
+    if (w && (!best || w > gp_cs_weight(best, k, 0))) best = &cs->v[i];
+  }
+  uint64_t idle = 0;
+  for (size_t i = 0; i < c->r->ndev; i++)
+    idle += c->r->dev[i].bd.cat[GP_CAT_LAUNCH] +
+            c->r->dev[i].bd.cat[GP_CAT_SYNC_IDLE] +
+            c->r->dev[i].bd.cat[GP_CAT_HOST_WAIT];
+  if (!best || !idle) return;
+  char fr[256] = "(no frame)";
+  if (gp_cs_title(best)) gp_cs_frame_str(gp_cs_title(best), fr, sizeof fr);
+  size_t len = strlen(buf);
+  double p = 100.0 * (double)gp_cs_weight(best, k, 0) / (double)idle;
+  if (k == GP_CS_BLOCKING)
+    snprintf(buf + len, n - len,
+             "; %.0f%% of GPU idle time is spent while a host thread is "
+             "blocked in %s from %s",
+             p, best->api, fr);
+  else
+    snprintf(buf + len, n - len,
+             "; %.0f%% of GPU idle time is host wait that ends at %s from %s",
+             p, best->api, fr);
 }
 
 static double gib(double bytes) {
@@ -73,10 +108,12 @@ static int idle_memory(const struct ctx *c, char *buf, size_t n) {
 
 static int host_bound(const struct ctx *c, char *buf, size_t n) {
   if (c->d->util.busy_pct >= 50 || c->top != GP_CAT_HOST_WAIT) return 0;
-  return say(buf, n,
-             "the GPU waits for the host %.0f%% of the time: data loading or "
-             "CPU work",
-             c->pct[GP_CAT_HOST_WAIT]);
+  say(buf, n,
+      "the GPU waits for the host %.0f%% of the time: data loading or CPU "
+      "work",
+      c->pct[GP_CAT_HOST_WAIT]);
+  cite(c, GP_CS_IDLE_END, buf, n);
+  return 1;
 }
 
 static int launch_bound(const struct ctx *c, char *buf, size_t n) {
@@ -101,11 +138,12 @@ static int transfer_bound(const struct ctx *c, char *buf, size_t n) {
 
 static int sync_bound(const struct ctx *c, char *buf, size_t n) {
   if (c->top != GP_CAT_SYNC_IDLE) return 0;
-  return say(buf, n,
-             "the GPU is idle while a host thread waits in a synchronising "
-             "call %.0f%% of the time: waiting on another stream, device or "
-             "process",
-             c->pct[GP_CAT_SYNC_IDLE]);
+  say(buf, n,
+      "the GPU is idle while a host thread waits in a synchronising call "
+      "%.0f%% of the time: waiting on another stream, device or process",
+      c->pct[GP_CAT_SYNC_IDLE]);
+  cite(c, GP_CS_BLOCKING, buf, n);
+  return 1;
 }
 
 static int pageable(const struct ctx *c, char *buf, size_t n) {

@@ -6,6 +6,7 @@ const struct gp_renderer gp_renderers[] = {
     {"text", gp_render_text},
     {"json", gp_render_json},
     {"html", gp_render_html},
+    {"folded", gp_render_folded},
     {NULL, NULL},
 };
 

@@ -12,6 +12,7 @@ struct gp_job;
 struct gp_render_opts {
   int color;  /* ANSI colour in text output */
   size_t top; /* rows of the kernel/API/phase tables; 0: 15 */
+  int weight_blocked; /* folded: weigh by blocked time, not GPU idle */
 };
 
 /* What is rendered: each process, and everything together (the process
@@ -36,6 +37,9 @@ int gp_render_json(FILE *f, const struct gp_report_set *s,
                    const struct gp_render_opts *o);
 int gp_render_html(FILE *f, const struct gp_report_set *s,
                    const struct gp_render_opts *o);
+/* call sites as folded stacks (render_callsites.c) */
+int gp_render_folded(FILE *f, const struct gp_report_set *s,
+                     const struct gp_render_opts *o);
 
 extern const struct gp_renderer gp_renderers[]; /* ends with {NULL, NULL} */
 const struct gp_renderer *gp_renderer_find(const char *name);

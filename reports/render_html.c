@@ -15,6 +15,7 @@
 #include "render.h"
 #include "html_timeline.h"
 #include "job.h"
+#include "render_callsites.h"
 #include "timeline_js.h"
 #include "util.h"
 
@@ -521,6 +522,7 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top,
   kernels(f, r, top);
   copies(f, r);
   apis(f, r, top);
+  gp_cs_html(f, r, top, esc);
   if (r->nnotes) {
     fputs("<h3>Notes</h3>\n<ul>\n", f);
     for (size_t i = 0; i < r->nnotes; i++) {

@@ -5,6 +5,7 @@
 #include "gp_config.h"
 #include "job.h"
 #include "jsonw.h"
+#include "render_callsites.h"
 #include "render.h"
 
 static double pct(uint64_t part, uint64_t whole) {
@@ -362,6 +363,7 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
     kernel(j, &r->kernels[i]);
   gp_json_end(j);
   host(j, r);
+  gp_cs_json(j, r);
   diag(j, &r->diag);
 }
 

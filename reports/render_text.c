@@ -6,6 +6,7 @@
 #include "demangle.h"
 #include "job.h"
 #include "render.h"
+#include "render_callsites.h"
 #include "util.h"
 
 #define WIDTH 100
@@ -566,6 +567,7 @@ static void section(struct out *o, const struct gp_proc_res *r) {
   kernels(o, r);
   copies(o, r);
   apis(o, r);
+  gp_cs_text(o->f, r, o->bold, o->off, o->top);
   notes(o, r);
 }
 
@@ -598,5 +600,9 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
     section(&o, s->procs[i]);
   if (s->n > 1) section(&o, s->total);
   if (s->job) gp_job_text(f, s->job, c, o.top);
+  size_t stacks = 0;
+  for (size_t i = 0; i < s->n; i++)
+    stacks += gp_cs_present(s->procs[i]);
+  if (!stacks) gp_cs_text_hint(f);
   return ferror(f) ? -1 : 0;
 }

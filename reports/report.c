@@ -1,6 +1,7 @@
 /* Result helpers: derived figures, freeing, and adding processes together. */
 #include "report.h"
 
+#include "callsites.h"
 #include "demangle.h"
 #include "html_timeline.h"
 
@@ -73,6 +74,7 @@ int gp_res_note(struct gp_proc_res *r, const char *fmt, ...) {
 
 void gp_res_free(struct gp_proc_res *r) {
   if (!r) return;
+  gp_cs_res_free(r->callsites);
   for (size_t i = 0; i < r->ndev; i++) {
     free(r->dev[i].host);
     free(r->dev[i].name);
@@ -386,6 +388,11 @@ int gp_res_merge(struct gp_proc_res *d, const struct gp_proc_res *s) {
   for (size_t i = 0; i < s->napis; i++)
     if (merge_api(d, &s->apis[i]) < 0) return -1;
   merge_diag(&d->diag, &s->diag);
+  if (s->callsites) {
+    if (!d->callsites && !(d->callsites = calloc(1, sizeof *d->callsites)))
+      return -1;
+    if (gp_cs_res_merge(d->callsites, s->callsites) < 0) return -1;
+  }
   d->started |= s->started;
   /* a sum is degraded only if every process in it is */
   d->degraded = d->nprocs ? d->degraded && s->degraded : s->degraded;

@@ -13,6 +13,7 @@
 #include "hist.h"
 
 struct gp_timeline;
+struct gp_cs_res;
 struct gp_htl_opts;
 
 /* X(UPPER, key, label): first match wins, in this order. */
@@ -314,6 +315,7 @@ struct gp_proc_res {
   struct gp_steps_res steps; /* per process only (source NONE in sums) */
   struct gp_timeline *timeline; /* the HTML timeline (timeline.h); NULL
                                    unless asked for, and in sums */
+  struct gp_cs_res *callsites;  /* call sites (callsites.h); NULL: none */
 };
 
 /* Options shared by the engine and derivation. */
@@ -333,6 +335,7 @@ struct gp_report_opts {
   int step_source;      /* enum gp_step_source to report */
   const char *step_api; /* heuristic: the synchronising call's name */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
+  int frames_all; /* --frames all: call sites keep every frame */
   /* the HTML timeline: collected after the analysis when set */
   const struct gp_htl_opts *timeline;
 };

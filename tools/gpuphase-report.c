@@ -23,6 +23,7 @@
 #include "job.h"
 #include "job_par.h"
 #include "job_summary.h"
+#include "render_callsites.h"
 #include "util.h"
 
 static const char usage[] =
@@ -54,6 +55,8 @@ static const char usage[] =
     "                     summary (-o FILE): the analysed traces in one\n"
     "                     compact file that 'merge' turns into the same\n"
     "                     report, with other summaries (docs/jobs.md)\n"
+    "                     folded: the call sites as collapsed stacks for\n"
+    "                     flamegraph.pl or speedscope (docs/callsites.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
     "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
     "                     +DURATION from the start of the run (+1.5s, +0) or\n"
@@ -80,6 +83,10 @@ static const char usage[] =
     "                     whole run when it fits the budget\n"
     "      --html-budget N  html: events in full detail at most (20000); the\n"
     "                     whole run is always shown aggregated\n"
+    "      --frames WHICH user (default): each call site collapsed to its\n"
+    "                     innermost frame of user code; all: every frame\n"
+    "      --weight W     folded: weigh stacks by GPU idle time (idle, the\n"
+    "                     default) or by time blocked in the call (blocked)\n"
     "      --color[=WHEN] colour the text: auto (default: when writing to a\n"
     "                     terminal and NO_COLOR is unset), always or never\n"
     "      --job          the job view even when the files carry no rank (the\n"
@@ -102,6 +109,7 @@ struct opts {
   int color; /* -1 auto, 0 never, 1 always */
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
+  int weight_opt;       /* --weight given (folded only) */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
   int threads;              /* -j; 0: the CPUs available */
@@ -136,7 +144,9 @@ enum {
   O_STEPS,
   O_JOB,
   O_NOJOB,
-  O_COMM
+  O_COMM,
+  O_FRAMES,
+  O_WEIGHT
 };
 
 /* One option with a value; -1 to go on, else the exit status. */
@@ -149,10 +159,22 @@ static int apply(struct opts *o, int c, const char *arg) {
     if (o->summary)
       o->fmt = gp_renderer_find("text");
     else if (!o->ex.format && !(o->fmt = gp_renderer_find(arg)))
-      return usage_error("unknown format '%s': text, json, html, summary, "
+      return usage_error("unknown format '%s': text, json, html, folded, "
+                         "summary, "
                          "perfetto or chrome",
                          arg);
     if (o->ex.format || o->summary) o->fixed = "--format perfetto, chrome or summary";
+    break;
+  case O_FRAMES:
+    if (strcmp(arg, "user") && strcmp(arg, "all"))
+      return usage_error("invalid --frames '%s': user or all", arg);
+    o->ro.frames_all = !strcmp(arg, "all");
+    break;
+  case O_WEIGHT:
+    if (strcmp(arg, "idle") && strcmp(arg, "blocked"))
+      return usage_error("invalid --weight '%s': idle or blocked", arg);
+    o->rend.weight_blocked = !strcmp(arg, "blocked");
+    o->weight_opt = 1;
     break;
   case O_FROM:
     o->fixed = "--from";
@@ -266,6 +288,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"from", required_argument, 0, O_FROM},
       {"to", required_argument, 0, O_TO},
       {"steps", required_argument, 0, O_STEPS},
+      {"frames", required_argument, 0, O_FRAMES},
+      {"weight", required_argument, 0, O_WEIGHT},
       {"colour", optional_argument, 0, O_COLOR},
       {"jobs", required_argument, 0, 'j'},
       {"job", no_argument, 0, O_JOB},
@@ -299,6 +323,8 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("%s", "--format summary needs -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
+  if (o->weight_opt && (o->ex.format || strcmp(o->fmt->name, "folded")))
+    return usage_error("%s", "--weight is for --format folded");
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
     return usage_error("%s", "--from, --to and --steps cut the window of an "
                              "export: use them with --format perfetto or chrome");
@@ -426,6 +452,10 @@ static int render(const struct opts *o, char **files,
   ro.color =
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
   struct gp_report_set set = {procs, n, total, job};
+  if (!strcmp(o->fmt->name, "folded") && !gp_cs_present(total))
+    fprintf(stderr, "gpuphase-report: no call-site records in %s: record "
+                    "with GPUPHASE_STACKS set (docs/callsites.md)\n",
+            n > 1 ? "the traces" : files[0]);
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
   return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")

@@ -367,6 +367,13 @@ static void finished(struct gp_sorted *s, struct source *src) {
   gp_cursor_free(&src->c);
 }
 
+/* Kinds the merge orders by start. MODULE has a start (when the module was
+ * seen mapped) but is metadata like FRAME and PYCODE: written before the
+ * records that refer to it, possibly with a later start (seen while the
+ * call that refers to it was being made), it is handed out where it
+ * stands, never after them. */
+#define SORTED_KINDS (GP_TIMED_KINDS & ~(1ull << GPUPHASE_REC_MODULE))
+
 /* Phase 1: the untimed records of source 0 in file order. */
 static int next_meta(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct source *m = source0(r->sorted);
@@ -375,7 +382,7 @@ static int next_meta(gpuphase_reader *r, const struct gpuphase_record **out) {
     uint64_t t;
     int rc = gp_cursor_next(r, &m->c, out, &t);
     if (rc == 1) {
-      if (gp_kind_in(GP_TIMED_KINDS, (*out)->kind)) continue;
+      if (gp_kind_in(SORTED_KINDS, (*out)->kind)) continue;
       r->off = m->c.off;
       return 1;
     }
@@ -404,10 +411,12 @@ static int string_head(gpuphase_reader *r, struct source *src) {
  * exhausted, or an error. */
 static int fetch_head(gpuphase_reader *r, struct source *src) {
   for (;;) {
+    uint64_t key = src->key;
     int rc = gp_cursor_next(r, &src->c, &src->head, &src->key);
     if (__builtin_expect(rc == 1, 1)) {
       uint32_t kind = src->head->kind;
-      if (__builtin_expect(gp_kind_in(GP_TIMED_KINDS, kind), 1)) return 1;
+      if (__builtin_expect(gp_kind_in(SORTED_KINDS, kind), 1)) return 1;
+      src->key = key; /* a MODULE's start does not place it */
       if (src->id == 0) continue; /* returned in the metadata phase */
       if (kind == GPUPHASE_REC_STRING && string_head(r, src)) return r->err;
       return 1; /* untimed elsewhere: emitted where it stands */

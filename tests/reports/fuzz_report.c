@@ -8,7 +8,8 @@
  * as the last byte's top bit picks: the walk must succeed or fail with a
  * one-line message, and the sink must never be handed a track it was not
  * told about (the encoders fail then).
- * The result is rendered as text, JSON or HTML, as the input's last byte
+ * The result is rendered as text, JSON, HTML or folded call-site stacks,
+ * as the input's last byte
  * picks (one format per run: rendering thousands of over-time windows
  * three times over was most of the time of a run). The sanitizers and these
  * invariants do the checking: each device's categories add up to its
@@ -44,12 +45,13 @@ static void check_and_render(struct gp_proc_res *r, unsigned pick) {
   }
   struct gp_proc_res *procs[1] = {r};
   struct gp_report_set set = {procs, 1, r, NULL};
-  struct gp_render_opts ro = {0, 5};
+  struct gp_render_opts ro = {0, 5, 0};
   FILE *f = fopen("/dev/null", "w");
   if (f) {
-    int rc = pick % 3 == 0   ? gp_render_text(f, &set, &ro)
-             : pick % 3 == 1 ? gp_render_json(f, &set, &ro)
-                             : gp_render_html(f, &set, &ro);
+    int rc = pick % 4 == 0   ? gp_render_text(f, &set, &ro)
+             : pick % 4 == 1 ? gp_render_json(f, &set, &ro)
+             : pick % 4 == 2 ? gp_render_html(f, &set, &ro)
+                             : gp_render_folded(f, &set, &ro);
     if (rc < 0) abort();
     fclose(f);
   }

@@ -176,7 +176,9 @@ def test_errors():
     for args in (["--bogus", good], ["--window", "abc", good],
                  ["--window", "0ms", good], ["--window", "10", good],
                  ["--format", "xml", good], ["--color=sometimes", good],
-                 ["--top", "0", good], ["--window"], []):
+                 ["--top", "0", good], ["--window"], [],
+                 ["--frames", "some", good], ["--weight", "idle", good],
+                 ["--format", "folded", "--weight", "cpu", good]):
         rc, out, err = run(*args)
         check(rc == 2 and one_line(err) and out == b"",
               f"usage error {args}: {rc} {err!r}")
@@ -186,6 +188,10 @@ def test_errors():
     check(rc == 0 and b"Usage" in out, "--help")
     rc, out, _ = run("--window", "2.5ms", good)
     check(rc == 0, "2.5ms is a window")
+    # no call-site records: folded output is empty and says why, once
+    rc, out, err = run("--format", "folded", "--frames", "all", good)
+    check(rc == 0 and out == b"" and one_line(err)
+          and "GPUPHASE_STACKS" in err, f"folded without stacks: {err!r}")
     junk = os.path.join(TMP, "junk.gph")
     with open(junk, "w") as f:
         f.write("not a trace at all, just text\n" * 10)

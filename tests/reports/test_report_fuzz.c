@@ -229,7 +229,8 @@ static void check_html(const char *s, size_t n, int t) {
       "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "h1",
       "h2",       "h3",   "p",    "div",  "span",  "table", "thead", "tbody",
       "tr",       "th",   "td",   "ul",   "li",    "section", "svg", "g",
-      "rect",     "text", "br",   "strong"};
+      "rect",     "text", "br",   "strong", "code", "details", "summary",
+      "ol",       "small"};
   int ok = n > 16 && !strncmp(s, "<!DOCTYPE html>", 15) &&
            !strcmp(s + n - 8, "</html>\n");
   for (size_t i = 0; i < n && ok; i++) {
@@ -251,7 +252,7 @@ static void check_html(const char *s, size_t n, int t) {
 }
 
 static void render_all(const struct gp_report_set *set, int t) {
-  struct gp_render_opts ro = {0, 1 + (size_t)below(20)};
+  struct gp_render_opts ro = {0, 1 + (size_t)below(20), 0};
   for (int fmt = 0; fmt < 3; fmt++) {
     char *buf = NULL;
     size_t len = 0;
