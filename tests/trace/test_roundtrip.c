@@ -155,7 +155,7 @@ static void write_trace(const char *path, struct expect *e) {
 static void check_header(gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   struct gp_process_info in = tt_info();
-  CHECK_EQ_U(h->version, 2);
+  CHECK_EQ_U(h->version, 3);
   CHECK_EQ_U(h->min_reader, 1);
   CHECK_EQ_U(h->pid, in.pid);
   CHECK_EQ_U(h->ppid, in.ppid);
