@@ -32,7 +32,9 @@ enum {
   GP_EV_RANGE = 2,
   GP_EV_NAME = 3,
   GP_EV_ITEMS = 4,
-  GP_EV_LAUNCH = 5
+  GP_EV_LAUNCH = 5,
+  GP_EV_STACK = 6,  /* a new call-site stack of the thread (stacks.c) */
+  GP_EV_PYCODE = 7  /* a Python code object met first (stacks.c) */
 };
 
 /* One slot of a per-thread ring: 64 bytes, one cache line. Raw facts only;
@@ -52,7 +54,7 @@ struct gp_event {
   uint8_t copy_kind;
   uint8_t type;
   uint16_t block;
-  uint16_t pad;
+  uint16_t stack; /* API events: the thread's stack id (stacks.c), 0 none */
 };
 _Static_assert(sizeof(struct gp_event) == 64, "ring slot is one cache line");
 
@@ -102,6 +104,8 @@ struct gp_tbuf {
   uint64_t lost_reported;  /* writer-side: lost count already recorded */
   struct gp_tbuf *next;    /* registry (push-only list) */
   unsigned long pthread;   /* pthread_t for the thread name */
+  void *stk;               /* the thread's stack table (stacks.c) */
+  uint32_t *stk_nodes;     /* writer-side: stack id -> FRAME node */
 };
 
 /* Ring header states. A header outlives its thread and is reused (with its
