@@ -59,6 +59,10 @@ static struct {
   uint64_t ticks_per_token;
   _Atomic int full_warned;
   uint32_t napi;
+  /* one per trace: a thread's table from an earlier trace of this process
+   * (recording restarted after a failed exec) is emptied at its next
+   * capture, so that its stacks are sent again to the new trace */
+  _Atomic uint32_t generation;
 } S;
 
 /* ---- the per-thread table ---- */
@@ -69,6 +73,7 @@ struct stk_table {
   uint16_t id[TSLOTS];
   uint32_t next_id;
   uint32_t ncodes;
+  uint32_t generation;
   uint64_t code[CSLOTS]; /* (code ^ tag * k) | 1 */
   uint32_t nodes[GP_STK_IDS]; /* writer side: id -> FRAME node */
   struct gp_pycode_desc desc; /* scratch for gp_py_describe */
@@ -83,6 +88,7 @@ int gp_stacks_ring_init(struct gp_tbuf *b) {
   if (m == MAP_FAILED) return -1; /* no stacks for this thread */
   struct stk_table *t = m;
   t->next_id = 1;
+  t->generation = atomic_load(&S.generation);
   b->stk = t;
   b->stk_nodes = t->nodes;
   return 0;
@@ -246,10 +252,22 @@ static void warn_full(void) {
             GP_STK_IDS - 1);
 }
 
+/* The table of an earlier trace, emptied (cold: once per restart). */
+static void renew(struct stk_table *t, uint32_t gen) {
+  memset(t->key, 0, sizeof t->key);
+  memset(t->code, 0, sizeof t->code);
+  memset(t->nodes, 0, sizeof t->nodes);
+  t->next_id = 1;
+  t->ncodes = 0;
+  t->generation = gen;
+}
+
 static uint16_t capture(struct gp_tbuf *b, uint64_t now) {
 #if GP_HAVE_LIBUNWIND
   struct stk_table *t = b->stk;
   if (!t) return 0;
+  uint32_t gen = atomic_load_explicit(&S.generation, memory_order_relaxed);
+  if (GP_UNLIKELY(t->generation != gen)) renew(t, gen);
   enum { OWN_MAX = 16 };
   void *pcs[GP_STK_DEPTH + OWN_MAX + 1];
   int n = unw_backtrace(pcs, (int)(sizeof pcs / sizeof pcs[0]));
@@ -562,6 +580,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg);
 
 int gp_stacks_writer_begin(void) {
   gp_stacks_writer_end();
+  atomic_fetch_add(&S.generation, 1);
   W.mods = calloc(MAX_MODULES, sizeof *W.mods);
   W.node_cap = 1u << 14;
   W.nodes = calloc(W.node_cap, sizeof *W.nodes);

@@ -4,7 +4,8 @@
  * and fork and exec children. Each function that makes a call is noinline
  * and in the symbol table (export_dynamic), so that the test can tell from
  * `nm` which function a frame lies in.
- *   prog_stacks MODE   MODE: main (default), fork, exec, child, py (under
+ *   prog_stacks MODE   MODE: main (default), fork, exec, execfail, child,
+ *   py (under
  *   the library with fake Python frames: a sync from inside the stand-in
  *   evaluation loop, then one from a thread without Python) */
 #include <cuda_runtime_api.h>
@@ -102,6 +103,13 @@ int main(int argc, char **argv) {
     pthread_t t;
     if (pthread_create(&t, NULL, thread_main, NULL) != 0) return 6;
     pthread_join(t, NULL);
+    return 0;
+  }
+  if (!strcmp(mode, "execfail")) { /* recording starts again after it */
+    for (volatile int i = 0; i < 2; i++) { /* one call site: not unrolled */
+      stacks_sync_stream();
+      if (i == 0) execl("/nonexistent/gpuphase-test", "x", (char *)NULL);
+    }
     return 0;
   }
   if (!strcmp(mode, "child")) { /* the exec'd child */
