@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,36 +508,6 @@ GP_EXPORT int dlclose(void *handle) {
   return rc;
 }
 
-/* ---- dlopen: a floor for the start of the objects it maps ---- */
-/* MODULE.start must be no later than any capture that refers to the
- * module, whichever thread's ring the writer drains first. Objects mapped
- * when recording starts get the start of recording; an object mapped
- * later was mapped by a dlopen, so the start of the earliest dlopen call
- * that ended since the writer's previous scan bounds it. */
-static _Atomic uint64_t dlopen_floor; /* raw clock; 0: none since the scan */
-
-typedef void *(*dlopen_fn)(const char *, int);
-
-GP_EXPORT void *dlopen(const char *file, int mode) {
-  static dlopen_fn real_dlopen;
-  dlopen_fn f = __atomic_load_n(&real_dlopen, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-    __atomic_store_n(&real_dlopen, f, __ATOMIC_RELEASE);
-  }
-  if (!f) return NULL;
-  if (S.mode == GP_STK_OFF ||
-      atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_RUNNING)
-    return f(file, mode);
-  uint64_t t = gp_now();
-  void *h = f(file, mode);
-  uint64_t old = atomic_load(&dlopen_floor);
-  while ((old == 0 || t < old) &&
-         !atomic_compare_exchange_weak(&dlopen_floor, &old, t))
-    ;
-  return h;
-}
-
 /* ---- writer side ---- */
 struct module {
   uintptr_t base, lo, hi;
@@ -574,7 +545,29 @@ static struct {
   uint32_t ncodes;
   uintptr_t eval_lo[8], eval_hi[8];
   int neval, eval_asked;
+  /* MODULE.start of objects found later than the trace's start: the
+   * loader's count of objects ever added (dlpi_adds) at the last scan,
+   * and the latest time it was seen unchanged since; an object found now
+   * was mapped after that time. (Not a dlopen wrapper: glibc's dlopen
+   * searches the calling object's run path, which a wrapper would
+   * change.) */
+  unsigned long long adds_scanned;
+  uint64_t stable_ns;
 } W;
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  if (size < offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+    return -1;
+  *(unsigned long long *)arg = info->dlpi_adds;
+  return 1;
+}
+
+/* The loader's count of added objects (0: not told). */
+static unsigned long long loader_adds(void) {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(adds_cb, &adds);
+  return adds;
+}
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg);
 
@@ -592,8 +585,9 @@ int gp_stacks_writer_begin(void) {
   W.neval = W.eval_asked = 0; /* asked at the first stack (after start) */
   /* the objects mapped now, from the start of recording (this runs before
    * the writer thread starts) */
-  atomic_store(&dlopen_floor, 0);
   uint64_t now_ns = gp_clock_to_ns(gp_now());
+  W.adds_scanned = loader_adds();
+  W.stable_ns = now_ns;
   dl_iterate_phdr(scan_cb, &now_ns);
   /* the parent's unloads belong to the parent's trace */
   struct gone *g = atomic_exchange(&gone_list, NULL);
@@ -666,9 +660,11 @@ static void take_gone(void) {
         m = &W.mods[i];
         break;
       }
-    if (!m)
+    if (!m) { /* mapped after the last scan, so after stable_ns */
+      uint64_t seen = gp_clock_to_ns(g->seen);
       m = add_module(g->base, g->lo, g->hi, g->path, g->build_id,
-                     g->build_id_len, gp_clock_to_ns(g->seen));
+                     g->build_id_len, W.stable_ns < seen ? W.stable_ns : seen);
+    }
     if (m) {
       m->unloaded_ns = gp_clock_to_ns(g->unloaded);
       if (m->unloaded_ns < m->start_ns) m->unloaded_ns = m->start_ns;
@@ -728,10 +724,12 @@ static struct module *module_of(uintptr_t pc, uint64_t t_ns) {
   take_gone();
   m = find_module(pc, t_ns);
   if (m) return m;
-  uint64_t floor = atomic_exchange(&dlopen_floor, 0);
-  uint64_t start_ns = floor ? gp_clock_to_ns(floor) : t_ns;
-  if (start_ns > t_ns) start_ns = t_ns;
+  uint64_t start_ns = W.stable_ns < t_ns ? W.stable_ns : t_ns;
+  uint64_t now_ns = gp_clock_to_ns(gp_now());
+  unsigned long long adds = loader_adds();
   dl_iterate_phdr(scan_cb, &start_ns);
+  W.adds_scanned = adds;
+  W.stable_ns = now_ns; /* adds read after now: nothing new before now */
   return find_module(pc, t_ns);
 }
 
@@ -931,5 +929,9 @@ uint64_t gp_stacks_drain_event(struct gp_tbuf *b, const struct gp_event *e,
 }
 
 void gp_stacks_writer_poll(void) {
-  if (W.mods) take_gone();
+  if (!W.mods || S.mode == GP_STK_OFF) return;
+  /* time first, then the count: an object added in between shows */
+  uint64_t now_ns = gp_clock_to_ns(gp_now());
+  if (loader_adds() == W.adds_scanned) W.stable_ns = now_ns;
+  take_gone();
 }

@@ -78,12 +78,11 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-static void plugin(const char *self) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", self);
-  char *slash = strrchr(path, '/');
-  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-           "libstacks_plugin.so");
+/* By its bare name: the program's run path ($ORIGIN) finds it, which a
+ * dlopen wrapper in the preloaded library would not (glibc searches the
+ * run path of dlopen's caller). */
+static void plugin(void) {
+  const char *path = "libstacks_plugin.so";
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
@@ -137,7 +136,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N_STREAM_SYNC; i++) stacks_sync_stream();
   for (int i = 0; i < N_DEVICE_SYNC; i++) stacks_sync_device();
   stacks_recurse(200);
-  plugin(argv[0]);
+  plugin();
   if (stacks_nounwind_sync() != 0) return 5;
   pthread_t t;
   if (pthread_create(&t, NULL, thread_main, NULL) != 0) return 6;
