@@ -25,8 +25,13 @@ static volatile int sink;
 static struct gp_tbuf *ring;
 static long captured;
 
-__attribute__((noinline, noclone)) static double capture_at(int depth,
-                                                            long calls) {
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noclone))
+#endif
+
+NOINLINE static double capture_at(int depth, long calls) {
   if (depth > 0) {
     double r = capture_at(depth - 1, calls);
     sink++;
