@@ -56,6 +56,7 @@ uint64_t gp_stk_idle_ticks = UINT64_MAX;
 static struct {
   int mode;
   int python;          /* gp_py_start said yes */
+  int py_asked;        /* gp_py_start was called in this process */
   uintptr_t own_lo, own_hi; /* our library's mapped range */
   uint64_t ticks_per_token;
   _Atomic int full_warned;
@@ -156,13 +157,18 @@ void gp_stacks_start(void) {
   gp_stk_idle_ticks = (uint64_t)(GP_STK_IDLE_US * 1000.0 / ns_per_tick);
   S.ticks_per_token = (uint64_t)(1e9 / GP_STK_RATE_PER_S / ns_per_tick);
   if (!S.ticks_per_token) S.ticks_per_token = 1;
-  S.python = 0;
-  if (S.mode != GP_STK_OFF && gp_py_start && gp_py_capture && gp_py_start())
-    S.python = 1;
+  /* asked once per process (again in a forked child): a recording that
+   * starts again after a failed exec keeps the answer */
+  if (S.py_asked == 0 && S.mode != GP_STK_OFF && gp_py_start && gp_py_capture) {
+    S.py_asked = 1;
+    S.python = gp_py_start() ? 1 : 0;
+  }
 }
 
 void gp_stacks_after_fork(void) {
   memset(&gp_stk, 0, sizeof gp_stk);
+  S.py_asked = 0;
+  S.python = 0;
   atomic_store(&S.full_warned, 0);
   if (gp_py_after_fork) gp_py_after_fork();
 }
@@ -464,8 +470,9 @@ GP_EXPORT int dlclose(void *handle) {
     __atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
   }
   if (!f) return -1;
-  if (S.mode == GP_STK_OFF ||
-      atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_RUNNING)
+  /* acquire: S, written before recording started, is read below */
+  if (atomic_load_explicit(&gp_state, memory_order_acquire) != GP_RUNNING ||
+      S.mode == GP_STK_OFF)
     return f(handle);
   int saved = errno;
   struct link_map *lm = NULL;
