@@ -382,7 +382,13 @@ uint16_t gp_stack_on_call(struct gp_tbuf *b, uint32_t p) {
     break;
   default: due = 0;
   }
-  return due ? capture(b, now) : 0;
+  if (!due) return 0;
+  /* libunwind may set errno (its first walks through a library validate
+   * addresses with system calls): the program's errno stays as it was */
+  int saved = errno;
+  uint16_t id = capture(b, now);
+  errno = saved;
+  return id;
 }
 
 /* ---- dlclose: the object described before it goes ---- */
