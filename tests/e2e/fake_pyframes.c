@@ -7,12 +7,15 @@
  * first run ends), code 0x3000 unit 30 (ENTRY). The evaluation loop is
  * the program's stacks_fake_eval (found by name), so the first run is
  * placed inside its frame and the second, with no evaluation frame left,
- * outside the outermost native frame. Other threads have no Python. */
+ * outside the outermost native frame. Other threads have no Python.
+ * With GP_FAKEPY_VARY=1 the innermost frame's unit grows by one at each
+ * capture: every capture is a new stack (the table-full test). */
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gp_pyframes.h"
@@ -20,11 +23,14 @@
 
 static pthread_t python_thread;
 static int started;
-static int describes; /* calls of gp_py_describe, for the fork check */
+static int vary;
+static uint32_t next_unit = 10;
 
 int gp_py_start(void) {
   python_thread = pthread_self();
   started = 1;
+  const char *v = getenv("GP_FAKEPY_VARY");
+  vary = v && !strcmp(v, "1");
   return 1;
 }
 
@@ -36,13 +42,13 @@ int gp_py_capture(struct gp_pyframe *out, int max) {
       {0x2000, 7, 20, GPUPHASE_FRAME_ENTRY},
       {0x3000, 7, 30, GPUPHASE_FRAME_ENTRY}};
   memcpy(out, f, sizeof f);
+  if (vary) out[0].unit = next_unit++;
   return 3;
 }
 
 int gp_py_describe(uint64_t code, struct gp_pycode_desc *d) {
   if (code != 0x1000 && code != 0x2000 && code != 0x3000) return -1;
   int k = (int)(code >> 12); /* 1, 2, 3 */
-  describes++;
   snprintf(d->file, sizeof d->file, "/fake/train_%d.py", k);
   snprintf(d->name, sizeof d->name, "Model.step_%d", k);
   d->first_line = 100 * k;

@@ -5,7 +5,8 @@
  * and in the symbol table (export_dynamic), so that the test can tell from
  * `nm` which function a frame lies in.
  *   prog_stacks MODE   MODE: main (default), fork, exec, execfail, child,
- *   py (under
+ *   many (5000 syncs from one site, under the fake with GP_FAKEPY_VARY=1:
+ *   5000 stacks), py (under
  *   the library with fake Python frames: a sync from inside the stand-in
  *   evaluation loop, then one from a thread without Python) */
 #include <cuda_runtime_api.h>
@@ -113,6 +114,10 @@ int main(int argc, char **argv) {
       stacks_sync_stream();
       if (i == 0) execl("/nonexistent/gpuphase-test", "x", (char *)NULL);
     }
+    return 0;
+  }
+  if (!strcmp(mode, "many")) { /* with GP_FAKEPY_VARY=1: a new stack each */
+    for (int i = 0; i < 5000; i++) stacks_fake_eval();
     return 0;
   }
   if (!strcmp(mode, "child")) { /* the exec'd child */

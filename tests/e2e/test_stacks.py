@@ -344,6 +344,32 @@ def t_python():
           f"thread stack {other[0]}")
 
 
+def t_table_full():
+    """5000 new stacks on one thread (the fake frames differ at each
+    capture): the first 4095 (GP_STK_IDS - 1) get one, the rest none, and
+    one stderr line says so."""
+    d = workdir()
+    fake = os.path.join(os.path.dirname(EXE), "libgpuphase-pyfake.so")
+    pre = os.environ.get("GP_PRELOAD_PREFIX", "")
+    p = run([EXE, "many"], d, {"GPUPHASE_OUTPUT": os.path.join(d, "t.gph"),
+                                "GPUPHASE_STACKS": "sync", "GP_FAKEPY_VARY": "1",
+                                "LD_PRELOAD": (pre + ":" if pre else "") + fake},
+            timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("gpuphase:")]
+    check(len(lines) == 1 and "full" in lines[0], f"stderr: {p.stderr!r}")
+    recs = dump(os.path.join(d, "t.gph"))
+    Tree(recs)
+    syncs = [r for r in api_calls(recs) if r["fn"] == "cudaDeviceSynchronize"]
+    check(len(syncs) == 5000, f"{len(syncs)} syncs")
+    with_stack = [r for r in syncs if r["stack"]]
+    check(len(with_stack) == 4095, f"{len(with_stack)} with a stack")
+    check(len({r["stack"] for r in with_stack}) == 4095, "distinct stacks")
+    first = sorted(syncs, key=lambda r: r["start"])
+    check(all(r["stack"] for r in first[:4095]) and not any(r["stack"] for r in first[4095:]),
+          "the first 4095 have stacks")
+
+
 def t_bad_setting():
     d = workdir()
     p = run([EXE, "main"], d, {"GPUPHASE_OUTPUT": os.path.join(d, "t.gph"),
@@ -355,4 +381,5 @@ def t_bad_setting():
 
 if __name__ == "__main__":
     sys.exit(main({"counts": t_counts, "sites": t_sites, "fork": t_fork,
-                   "bad_setting": t_bad_setting, "python": t_python}))
+                   "bad_setting": t_bad_setting, "python": t_python,
+                   "table_full": t_table_full}))
