@@ -37,9 +37,8 @@ static const char dump_usage[] =
     "usage: gpuphase-report dump [--sorted] FILE\n"
     "\n"
     "Prints every record of FILE, one per line: `kind field=value ...`.\n"
-    "Fields holding string ids (name, reason, domain, and the call sites'\n"
-    "path and file) are printed resolved as name=\"...\"; non-printable bytes\n"
-    "are escaped as \\xHH; a MODULE's build_id is printed as hex digits.\n"
+    "Fields holding string ids (name, reason, domain) are printed resolved\n"
+    "as name=\"...\"; non-printable bytes are escaped as \\xHH.\n"
     "\n"
     "options:\n"
     "  --sorted    records in time order (metadata first) instead of file\n"
@@ -190,8 +189,7 @@ static void put_escaped(FILE *out, const char *s, uint64_t len) {
 
 static int is_string_field(const char *name) {
   return !strcmp(name, "name") || !strcmp(name, "reason") ||
-         !strcmp(name, "domain") || !strcmp(name, "path") ||
-         !strcmp(name, "file");
+         !strcmp(name, "domain");
 }
 
 struct dump_ctx {
@@ -204,12 +202,7 @@ static void dump_field(void *ctx, const char *name, char coding, uint64_t v,
   struct dump_ctx *d = ctx;
   fprintf(d->out, " %s=", name);
   gpuphase_blob s;
-  if (coding == 'B' && !strcmp(name, "build_id") && b->len == 0)
-    fputs("\"\"", d->out);
-  else if (coding == 'B' && !strcmp(name, "build_id"))
-    for (size_t i = 0; i < b->len; i++)
-      fprintf(d->out, "%02x", (unsigned char)b->data[i]);
-  else if (coding == 'B')
+  if (coding == 'B')
     put_escaped(d->out, b->data, b->len);
   else if (coding == 'S')
     fprintf(d->out, "%" PRId64, (int64_t)v);
