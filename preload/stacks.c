@@ -37,6 +37,9 @@
 #if GP_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#define MAYBE_UNUSED
+#else /* the capture's helpers go unused: no stacks without libunwind */
+#define MAYBE_UNUSED __attribute__((unused))
 #endif
 
 /* pyframes.c, when it is linked into the library (tests link a fake one
@@ -191,7 +194,7 @@ static struct gp_event *reserve(struct gp_tbuf *b, uint64_t slots,
 }
 
 /* Copies len bytes into the slots after the event at h (wrapping). */
-static void put_payload(struct gp_tbuf *b, uint64_t h, const void *src,
+MAYBE_UNUSED static void put_payload(struct gp_tbuf *b, uint64_t h, const void *src,
                         size_t len) {
   const char *p = src;
   for (size_t off = 0; off < len; off += 64) {
@@ -209,7 +212,7 @@ struct pycode_head {
 };
 
 /* A code object the thread meets first: described and sent (cold). */
-static void send_code(struct gp_tbuf *b, struct stk_table *t,
+MAYBE_UNUSED static void send_code(struct gp_tbuf *b, struct stk_table *t,
                       const struct gp_pyframe *f, uint64_t now) {
   uint64_t key = (f->code ^ (f->tag * 0x9e3779b97f4a7c15ull)) | 1;
   uint64_t i = (key * 0xff51afd7ed558ccdull) >> 53; /* 11 bits */
@@ -251,7 +254,7 @@ static void send_code(struct gp_tbuf *b, struct stk_table *t,
   t->ncodes++;
 }
 
-static void warn_full(void) {
+MAYBE_UNUSED static void warn_full(void) {
   int expect = 0;
   if (atomic_compare_exchange_strong(&S.full_warned, &expect, 1))
     gp_warn("a thread's table of %d call-site stacks is full: its calls from "
@@ -260,7 +263,7 @@ static void warn_full(void) {
 }
 
 /* The table of an earlier trace, emptied (cold: once per restart). */
-static void renew(struct stk_table *t, uint32_t gen) {
+MAYBE_UNUSED static void renew(struct stk_table *t, uint32_t gen) {
   memset(t->key, 0, sizeof t->key);
   memset(t->code, 0, sizeof t->code);
   memset(t->nodes, 0, sizeof t->nodes);
