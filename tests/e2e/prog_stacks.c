@@ -4,7 +4,8 @@
  * and fork and exec children. Each function that makes a call is noinline
  * and in the symbol table (export_dynamic), so that the test can tell from
  * `nm` which function a frame lies in.
- *   prog_stacks MODE   MODE: main (default), fork, exec, execfail, child,
+ *   prog_stacks MODE   MODE: main (default), fork, exec, execfail, gaps,
+ *   child,
  *   many (5000 syncs from one site, under the fake with GP_FAKEPY_VARY=1:
  *   5000 stacks), py (under
  *   the library with fake Python frames: a sync from inside the stand-in
@@ -114,6 +115,15 @@ int main(int argc, char **argv) {
       stacks_sync_stream();
       if (i == 0) execl("/nonexistent/gpuphase-test", "x", (char *)NULL);
     }
+    return 0;
+  }
+  if (!strcmp(mode, "gaps")) { /* the sampled rule's two occasions */
+    stacks_launch(10);
+    stacks_sync_device();
+    stacks_launch(1); /* the first submission after a blocking call */
+    usleep(5000);
+    stacks_launch(1); /* the first after 5 ms away from CUDA */
+    stacks_launch(1);
     return 0;
   }
   if (!strcmp(mode, "many")) { /* with GP_FAKEPY_VARY=1: a new stack each */

@@ -209,6 +209,18 @@ def t_counts():
         if mode == "off":
             check(not by_kind(recs, "frame") and not by_kind(recs, "module"),
                   "off: FRAME or MODULE records")
+    # the sampled rule's occasions, one by one
+    recs = record("gaps", "sampled")[0]
+    lo, hi = expected(recs, "sampled")
+    got = sum(1 for r in by_kind(recs, "api") if r["stack"])
+    check(lo <= got <= hi, f"gaps: {got} calls with a stack, expected {lo}..{hi}")
+    launches = sorted((r for r in api_calls(recs) if r["fn"] == "cudaLaunchKernel"),
+                      key=lambda r: r["start"])
+    check(len(launches) == 13, f"gaps: {len(launches)} launches")
+    check(launches[10]["stack"] != 0, "the launch after a blocking call has no stack")
+    check(launches[11]["stack"] != 0, "the launch after 5 ms away has no stack")
+    if launches[12]["start"] - launches[11]["end"] < IDLE_NS * 0.8:
+        check(launches[12]["stack"] == 0, "the launch right after another has a stack")
     # the launches alone: 640 with no blocking call among them
     recs = record("main", "sampled")[0]
     calls = api_calls(recs)
