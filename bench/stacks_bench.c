@@ -56,8 +56,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   gp_cfg.stacks = GP_STK_SYNC;
-  gp_clock_start();
   gp_stacks_start();
+  gp_clock_start();
+  if (gp_stacks_writer_begin() != 0) return 1; /* the clock's rates */
   if (gp_rings_start() != 0 || !(ring = gp_ring_create()) || !ring->stk) {
     fprintf(stderr, "gpuphase-bench-stacks: no ring (built without libunwind?)\n");
     return 1;

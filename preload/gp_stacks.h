@@ -50,9 +50,11 @@ extern GP_TLS GP_HIDDEN struct gp_stk_tls gp_stk;
 extern GP_HIDDEN uint8_t gp_stk_policy[65536];
 extern GP_HIDDEN uint64_t gp_stk_idle_ticks;
 
-/* At the start of recording, after the clock is chosen: reads the mode,
- * builds the policy table, sets libunwind's caching policy, finds our own
- * code's range and asks pyframes.c whether Python frames can be had. */
+/* At the start of recording, before the writer thread starts: reads the
+ * mode, builds the policy table, sets libunwind's caching policy, finds
+ * our own code's range and asks pyframes.c whether Python frames can be
+ * had (once per process image; the rates in clock ticks are set by
+ * gp_stacks_writer_begin, once the clock is chosen). */
 void gp_stacks_start(void);
 /* In a forked child (atfork): the inherited per-thread state. */
 void gp_stacks_after_fork(void);

@@ -53,8 +53,8 @@ static int complete_for_signal(int sig, int fault);
 
 static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
+  gp_stacks_start(); /* before the writer thread, which reads its settings */
   if (gp_writer_start() != 0) return -1;
-  gp_stacks_start(); /* after the clock is chosen; before any capture */
   /* CUPTI before anything else is enabled; it needs our thread marked
    * internal so its own CUDA calls are not recorded. */
   if (gp_cfg.cupti) gp_dev_start();

@@ -60,6 +60,8 @@ static struct {
   int mode;
   int python;          /* gp_py_start said yes */
   int py_asked;        /* gp_py_start was called in this process */
+  int started;         /* set_up ran in this process image */
+  int rates_set;       /* set_rates ran in this process image */
   uintptr_t own_lo, own_hi; /* our library's mapped range */
   uint64_t ticks_per_token;
   _Atomic int full_warned;
@@ -136,7 +138,32 @@ static uint8_t policy_of(uint32_t cls) {
   return GP_STKP_NONE;
 }
 
+/* ns per raw clock tick (gp_clock_start ran) */
+static double clock_rate(void) {
+  return gp_clock_line.from == UINT64_MAX || gp_clock_line.slope <= 0
+             ? 1.0
+             : gp_clock_line.slope;
+}
+
+static void set_up(void);
+
 void gp_stacks_start(void) {
+  /* Settings, policy table and rates once per process image: a recording
+   * that starts again (after a failed exec) finds them as they were, and
+   * other threads may be reading them then. A forked child keeps them. */
+  if (!S.started) {
+    S.started = 1;
+    set_up();
+  }
+  /* asked once per process (again in a forked child): a recording that
+   * starts again after a failed exec keeps the answer */
+  if (S.py_asked == 0 && S.mode != GP_STK_OFF && gp_py_start && gp_py_capture) {
+    S.py_asked = 1;
+    S.python = gp_py_start() ? 1 : 0;
+  }
+}
+
+static void set_up(void) {
   S.mode = gp_cfg.stacks; /* settings.c */
 #if !GP_HAVE_LIBUNWIND
   if (S.mode != GP_STK_OFF && gp_cfg.stacks_set)
@@ -146,26 +173,23 @@ void gp_stacks_start(void) {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 #endif
   dl_iterate_phdr(find_own, (void *)(uintptr_t)gp_stacks_start);
-  /* a static table: a restart (after a failed exec) rewrites it in place
-   * while other threads may read it, with the same values */
   S.napi = gp_api_count();
   for (uint32_t id = 0; id < S.napi && id < 65536; id++)
     gp_stk_policy[id] = gp_api_layer(id) == GPUPHASE_LAYER_NVTX
                             ? GP_STKP_NONE
                             : policy_of(gp_api_cls(id));
-  /* the raw clock's ticks per microsecond (gp_clock_start ran) */
-  double ns_per_tick = gp_clock_line.from == UINT64_MAX || gp_clock_line.slope <= 0
-                           ? 1.0
-                           : gp_clock_line.slope;
+}
+
+/* The decision's rates in raw clock ticks, once per process image, from
+ * gp_stacks_writer_begin: the clock is chosen then and the writer thread,
+ * which recalibrates it, not started. */
+static void set_rates(void) {
+  if (S.rates_set) return;
+  S.rates_set = 1;
+  double ns_per_tick = clock_rate();
   gp_stk_idle_ticks = (uint64_t)(GP_STK_IDLE_US * 1000.0 / ns_per_tick);
   S.ticks_per_token = (uint64_t)(1e9 / GP_STK_RATE_PER_S / ns_per_tick);
   if (!S.ticks_per_token) S.ticks_per_token = 1;
-  /* asked once per process (again in a forked child): a recording that
-   * starts again after a failed exec keeps the answer */
-  if (S.py_asked == 0 && S.mode != GP_STK_OFF && gp_py_start && gp_py_capture) {
-    S.py_asked = 1;
-    S.python = gp_py_start() ? 1 : 0;
-  }
 }
 
 void gp_stacks_after_fork(void) {
@@ -589,6 +613,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg);
 
 int gp_stacks_writer_begin(void) {
   gp_stacks_writer_end();
+  set_rates();
   atomic_fetch_add(&S.generation, 1);
   W.mods = calloc(MAX_MODULES, sizeof *W.mods);
   W.node_cap = 1u << 14;
