@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")"
 
 missing=""
-for pkg in meson ninja-build libzstd-dev zlib1g-dev libdw-dev pkg-config python3 gcc; do
+for pkg in meson ninja-build libzstd-dev zlib1g-dev libdw-dev libunwind-dev pkg-config python3 gcc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then

@@ -7,7 +7,11 @@
  * usage: gpuphase-bench-overhead [CALLS_PER_ROUND [ROUNDS [PATHS]]]
  * PATHS "both" (default), or "interposed" alone: what callgrind counts per
  * launch then is the wrapper and the nested driver call under it, without
- * the direct path's driver calls (which gpuphase records on their own). */
+ * the direct path's driver calls (which gpuphase records on their own).
+ * PATHS "stacks": instead, ns per step of a sync-heavy loop (one 1-block
+ * launch, then cudaStreamSynchronize; CALLS_PER_ROUND / 10 steps a round),
+ * to be compared between runs with GPUPHASE_STACKS=sync and off
+ * (overhead.py --stacks). */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -38,6 +42,17 @@ static double round_ns(launch_fn f, long calls, cudaStream_t s) {
   return (double)(now_ns() - t0) / (double)calls;
 }
 
+static double sync_loop(long steps, cudaStream_t s) {
+  dim3 g = {1, 1, 1}, b = {32, 1, 1};
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < steps; i++)
+    if (cudaLaunchKernel((const void *)bench_kernel, g, b, NULL, 0, s) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess)
+      exit(1);
+  return (double)(now_ns() - t0) / (double)steps;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -53,11 +68,23 @@ int main(int argc, char **argv) {
   int rounds = argc > 2 ? atoi(argv[2]) : 11;
   const char *paths = argc > 3 ? argv[3] : "both";
   int both = strcmp(paths, "both") == 0;
+  int stacks = strcmp(paths, "stacks") == 0;
   if (calls <= 0 || rounds <= 0 || rounds > 1000 ||
-      (!both && strcmp(paths, "interposed") != 0)) {
-    fprintf(stderr, "usage: %s [CALLS_PER_ROUND [ROUNDS [both|interposed]]]\n",
+      (!both && !stacks && strcmp(paths, "interposed") != 0)) {
+    fprintf(stderr,
+            "usage: %s [CALLS_PER_ROUND [ROUNDS [both|interposed|stacks]]]\n",
             argv[0]);
     return 2;
+  }
+  if (stacks) {
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+      return 1;
+    sync_loop(calls / 100 + 1, s); /* warm up */
+    double loop[1000];
+    for (int r = 0; r < rounds; r++) loop[r] = sync_loop(calls / 10 + 1, s);
+    printf("loop_ns %.1f\n", median(loop, rounds));
+    return 0;
   }
   void *rt = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
   /* Not dlsym: with the library preloaded, dlsym on the runtime's handle

@@ -14,6 +14,16 @@ off (GPUPHASE_CUPTI=0), and reports medians:
     records and the writer thread that compresses them;
   - bytes per event on disk of the trace of the last run.
 
+With --stacks, instead: what the call-site capture costs (docs/callsites.md),
+medians of --runs runs:
+  - warm capture (gpuphase-bench-stacks: the capture alone, no GPU): ns
+    per capture of a stack the thread has seen, 0, 32 and 96 frames below
+    main, and the slope per frame;
+  - cold capture: ns per new stack (120 stacks, the thread's first);
+  - a sync-heavy loop on the simulated GPU (a 1-block launch and
+    cudaStreamSynchronize per step), runs with GPUPHASE_STACKS=sync and
+    off alternating (CUPTI off): median time per step, sync over off.
+
 With --callgrind, instead: instruction counts under valgrind's callgrind
 (--separate-threads=yes, CUPTI off), which machine noise does not move:
 gpuphase's own instructions per launch in the launching thread (the
@@ -93,11 +103,46 @@ def count_instructions(exe, lib, sim, report):
     return 0
 
 
+def stacks(exe, lib, base, work, a):
+    bench = os.path.join(os.path.dirname(exe), "gpuphase-bench-stacks")
+    cap = []
+    for _ in range(a.runs):
+        r = subprocess.run([bench, str(a.calls // 5), "11"], env=base,
+                           capture_output=True, text=True, check=True)
+        cap.append(parse(r.stdout))
+    loop = {"off": [], "sync": []}
+    for i in range(a.runs):
+        for mode in ("off", "sync"):
+            env = dict(base, LD_PRELOAD=lib, GPUPHASE_CUPTI="0", GPUPHASE_QUIET="1",
+                       GPUPHASE_STACKS=mode,
+                       GPUPHASE_OUTPUT=os.path.join(work, f"{mode}{i}.gph"))
+            r = subprocess.run([exe, str(a.calls // 10), "11", "stacks"], env=env,
+                               capture_output=True, text=True, check=True)
+            loop[mode].append(parse(r.stdout)["loop_ns"])
+
+    def med(key):
+        return statistics.median(v[key] for v in cap)
+
+    print(f"runs: {a.runs} (capture: {a.calls // 5} calls per depth and round, "
+          f"11 rounds; loop: {a.calls // 100} steps a round, 11 rounds)")
+    print(f"warm capture: {med('warm_d0_ns'):.0f} ns at main+0 frames (5 native "
+          f"frames kept), {med('warm_d32_ns'):.0f} at +32, {med('warm_d96_ns'):.0f} at +96; "
+          f"{med('per_frame_ns'):.1f} ns per frame")
+    print(f"cold capture (a new stack of 5-124 frames, the thread's first): "
+          f"{med('cold_ns'):.0f} ns; the same stacks warm: {med('warm_sweep_ns'):.0f} ns")
+    lo, ls = statistics.median(loop["off"]), statistics.median(loop["sync"])
+    print(f"sync-heavy loop (launch + cudaStreamSynchronize, simulated GPU): "
+          f"off {lo:.0f} ns/step, sync {ls:.0f} ns/step, ratio {ls / lo:.3f}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--calls", type=int, default=100000, help="calls per round (11 rounds per path)")
+    ap.add_argument("--stacks", action="store_true",
+                    help="the call-site capture's cost (sync against off)")
     ap.add_argument("--callgrind", action="store_true",
                     help="count instructions under callgrind instead of timing")
     a = ap.parse_args()
@@ -114,6 +159,8 @@ def main():
     base = dict(os.environ, LD_LIBRARY_PATH=sim)
     base.pop("LD_PRELOAD", None)
     work = tempfile.mkdtemp(prefix="gp-bench-")
+    if a.stacks:
+        return stacks(exe, lib, base, work, a)
     without, with_, added, hot, hot_call = [], [], [], [], []
     trace = None
     for i in range(a.runs):

@@ -23,6 +23,9 @@ void gp_records_reset(void);
 void gp_records_add(uint32_t source, const struct gpuphase_record *r);
 /* Records handed to the writer so far, whether it took them or not. */
 uint64_t gp_records_added(void);
+/* The trace writer records go to (NULL once the file failed), for
+ * interning strings (stacks.c). */
+gp_writer *gp_records_writer(void);
 /* Records go to w from now on (NULL: refused, once the file failed). */
 void gp_records_retarget(gp_writer *w);
 

@@ -17,6 +17,8 @@ struct gp_config {
   int quiet;
   char run_id[128];    /* GPUPHASE_RUN_ID, made up when unset */
   uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 unset */
+  int stacks;          /* GPUPHASE_STACKS: GP_STK_* of gp_stacks.h */
+  int stacks_set;      /* GPUPHASE_STACKS was given */
 };
 extern struct gp_config gp_cfg;
 

@@ -32,7 +32,9 @@ enum {
   GP_EV_RANGE = 2,
   GP_EV_NAME = 3,
   GP_EV_ITEMS = 4,
-  GP_EV_LAUNCH = 5
+  GP_EV_LAUNCH = 5,
+  GP_EV_STACK = 6,  /* a new call-site stack of the thread (stacks.c) */
+  GP_EV_PYCODE = 7  /* a Python code object met first (stacks.c) */
 };
 
 /* One slot of a per-thread ring: 64 bytes, one cache line. Raw facts only;
@@ -52,7 +54,7 @@ struct gp_event {
   uint8_t copy_kind;
   uint8_t type;
   uint16_t block;
-  uint16_t pad;
+  uint16_t stack; /* API events: the thread's stack id (stacks.c), 0 none */
 };
 _Static_assert(sizeof(struct gp_event) == 64, "ring slot is one cache line");
 
@@ -108,6 +110,8 @@ struct gp_tbuf {
   _Atomic uint64_t name_w[2];
   _Atomic uint32_t name_seq;
   uint32_t name_told; /* writer: the sequence count its THREAD record gave */
+  void *stk;               /* the thread's stack table (stacks.c) */
+  uint32_t *stk_nodes;     /* writer-side: stack id -> FRAME node */
 };
 
 /* Ring header states. A header outlives its thread and is reused (with its

@@ -10,6 +10,7 @@
 #include "gp_records.h"
 #include "gp_rings.h"
 #include "gp_threadname.h"
+#include "gp_stacks.h"
 
 #define STREAM_SLOTS 4096
 #define SPARE_SOURCES 4096
@@ -57,12 +58,14 @@ int gp_records_begin(gp_writer *w) {
   R.next_source = 1;
   R.added = 0;
   R.spare_head = R.spare_tail = 0;
-  if (R.api_info && R.thread_source) return 0;
+  if (R.api_info && R.thread_source && gp_stacks_writer_begin() == 0)
+    return 0;
   gp_records_end();
   return -1;
 }
 
 void gp_records_end(void) {
+  gp_stacks_writer_end();
   free(R.api_info);
   free(R.thread_source);
   R.api_info = NULL;
@@ -96,6 +99,10 @@ void gp_records_add(uint32_t source, const struct gpuphase_record *r) {
 
 uint64_t gp_records_added(void) {
   return R.added;
+}
+
+gp_writer *gp_records_writer(void) {
+  return R.w;
 }
 
 void gp_records_retarget(gp_writer *w) {
@@ -218,7 +225,8 @@ static inline void describe_device(uint32_t dev) {
  * goes to the writer in one call per BATCH records. */
 static inline __attribute__((always_inline)) void
 emit_api(const struct gp_event *e, uint32_t thread,
-         const struct gp_clock_line *clock, uint32_t grid, uint16_t block) {
+         const struct gp_clock_line *clock, uint32_t grid, uint16_t block,
+         const uint32_t *stacks) {
   uint32_t id = e->api;
   uint32_t info = id < R.napi ? R.api_info[id] : 0;
   if (__builtin_expect(!info, 0)) info = define_api(id);
@@ -244,6 +252,7 @@ emit_api(const struct gp_event *e, uint32_t thread,
   a->flags = 0;
   a->func = info & GPUPHASE_API_LAUNCH ? e->aux : 0;
   a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
+  a->stack = e->stack && stacks ? stacks[e->stack] : 0;
   if (++R.nbatch == BATCH) batch_flush();
 }
 
@@ -257,11 +266,11 @@ static inline uint32_t dim_words_total(uint64_t xy, uint64_t z) {
 
 static inline __attribute__((always_inline)) void
 emit_launch(const struct gp_event *e, uint32_t thread,
-            const struct gp_clock_line *clock) {
+            const struct gp_clock_line *clock, const uint32_t *stacks) {
   const struct gp_launch_dims *d = (const struct gp_launch_dims *)(e + 1);
   uint32_t block = dim_words_total(d->block_xy, d->block_z);
   emit_api(e, thread, clock, dim_words_total(d->grid_xy, d->grid_z),
-           (uint16_t)(block > UINT16_MAX ? UINT16_MAX : block));
+           (uint16_t)(block > UINT16_MAX ? UINT16_MAX : block), stacks);
 }
 
 static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
@@ -325,20 +334,27 @@ void gp_records_drain(struct gp_tbuf *b) {
   const struct gp_event *ev = b->ev;
   const uint64_t mask = b->mask;
   const uint32_t thread = b->index;
+  const uint32_t *stacks = b->stk_nodes;
   while (t < h) {
     const struct gp_event *e = &ev[t & mask];
     uint64_t used = 1;
     if (__builtin_expect(e->type == GP_EV_API, 1))
-      emit_api(e, thread, &clock, e->grid, e->block);
+      emit_api(e, thread, &clock, e->grid, e->block, stacks);
     else if (e->type == GP_EV_LAUNCH) {
       /* its second slot follows in memory (the spare one past the end) */
-      emit_launch(e, thread, &clock);
+      emit_launch(e, thread, &clock, stacks);
       used = 2;
     } else if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;
     } else if (e->type == GP_EV_ITEMS)
       emit_items(b, e);
+    else if (e->type == GP_EV_STACK || e->type == GP_EV_PYCODE) {
+      /* FRAME, MODULE and PYCODE records in source 0, before the API
+       * record that names the stack */
+      batch_flush();
+      used = gp_stacks_drain_event(b, e, t);
+    }
     t += used;
   }
   batch_flush();

@@ -10,6 +10,7 @@
 #include "gp_rings.h"
 #include "gp_threadname.h"
 #include "gp_settings.h"
+#include "gp_stacks.h"
 
 GP_TLS struct gp_tstate gp_ts;
 
@@ -46,6 +47,7 @@ struct gp_tbuf *gp_tbuf_list(void) {
 
 void gp_tbuf_free(struct gp_tbuf *b) {
   atomic_fetch_sub(&dead_pending, 1);
+  gp_stacks_ring_free(b);
   if (b->ev) munmap(b->ev, b->map_bytes);
   b->ev = NULL;
   atomic_store_explicit(&b->state, GP_TB_FREE, memory_order_release);
@@ -90,6 +92,7 @@ static struct gp_tbuf *tbuf_create(void) {
     return NULL;
   }
   b->ev = ring;
+  gp_stacks_ring_init(b); /* a failure leaves the thread without stacks */
   b->mask = slots - 1;
   b->nudge = (b->mask >> 3) & ~(uint64_t)1;
   b->map_bytes = bytes;
@@ -137,6 +140,7 @@ void gp_rings_after_fork(void) {
   struct gp_tbuf *b = atomic_load(&tbuf_head);
   while (b) {
     struct gp_tbuf *next = b->next;
+    gp_stacks_ring_free(b);
     if (b->ev) munmap(b->ev, b->map_bytes);
     munmap(b, sizeof *b);
     b = next;

@@ -109,6 +109,21 @@ static uint64_t env_u64(const char *name, uint64_t def) {
   return (uint64_t)x;
 }
 
+/* GPUPHASE_STACKS: off, sync, sampled (the default) or all, as the
+ * GP_STK_* values of gp_stacks.h (0..3). */
+static int env_stacks(int *set) {
+  static const char *const names[] = {"off", "sync", "sampled", "all"};
+  const char *v = getenv("GPUPHASE_STACKS");
+  *set = v && *v;
+  if (!*set) return 2;
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(v, names[i])) return i;
+  gp_warn("ignoring GPUPHASE_STACKS=%s (expected off, sync, sampled or all)",
+          v);
+  *set = 0;
+  return 2;
+}
+
 /* 64 random bits for a run id: getrandom, else whatever differs between
  * two starts (clocks, pid, where the stack landed), mixed by splitmix64. */
 static uint64_t random_u64(void) {
@@ -155,4 +170,5 @@ void gp_settings_read(void) {
   /* a longer id is cut the same way in every process of the run */
   copy_env(gp_cfg.run_id, sizeof gp_cfg.run_id, "GPUPHASE_RUN_ID", "");
   gp_cfg.step_items = env_u64("GPUPHASE_STEP_ITEMS", 0);
+  gp_cfg.stacks = env_stacks(&gp_cfg.stacks_set);
 }

@@ -17,6 +17,7 @@
 #include "gp_settings.h"
 #include "gp_shim.h"
 #include "gp_signals.h"
+#include "gp_stacks.h"
 #include "gp_writer_thread.h"
 
 _Atomic int gp_state = GP_IDLE;
@@ -52,6 +53,7 @@ static int complete_for_signal(int sig, int fault);
 
 static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
+  gp_stacks_start(); /* before the writer thread, which reads its settings */
   if (gp_writer_start() != 0) return -1;
   /* CUPTI before anything else is enabled; it needs our thread marked
    * internal so its own CUDA calls are not recorded. */
@@ -210,6 +212,7 @@ static int complete_for_signal(int sig, int fault) {
 static void atfork_child(void) {
   int saved = errno;
   gp_rings_after_fork();
+  gp_stacks_after_fork();
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);

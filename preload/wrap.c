@@ -17,6 +17,7 @@
 #include "gp_config.h"
 #include "gp_shim.h"
 #include "gp_apitab.h"
+#include "gp_stacks.h"
 #include "gpuphase/trace_records.h"
 
 /* Short class names used by the table. */
@@ -247,6 +248,10 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   struct gp_tstate *ts = gp_enter_outer();                                     \
   if (ts == NULL) return gp_fn_ ARGS;                                          \
   struct gp_tbuf *gp_b_ = ts->buf;                                             \
+  /* the call site, before the slot (a new stack's event goes first) */        \
+  uint16_t gp_stk_ = gp_stk_policy[ID]                                         \
+                         ? gp_stack_on_call(gp_b_, gp_stk_policy[ID])          \
+                         : 0;                                                  \
   struct gp_event *ev = gp_slot(gp_b_);                                        \
   RET r = (RET)0;                                                              \
   if (GP_UNLIKELY(ev == NULL)) {                                               \
@@ -262,6 +267,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
   ev->block = 0;                                                               \
   ev->copy_kind = 0;                                                           \
   ev->type = GP_EV_API;                                                        \
+  ev->stack = gp_stk_;                                                         \
   {                                                                            \
     enum { gp_post_ = 0 };                                                     \
     REC;                                                                       \
@@ -276,6 +282,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     ev->t1 = gp_mono_ns();                                                     \
   }                                                                            \
   ev->ret = (int32_t)r;                                                        \
+  gp_stk.last_end = ev->t1;                                                    \
   gp_event_corr_device(ev, ts);                                                \
   {                                                                            \
     enum { gp_post_ = 1 };                                                     \
@@ -448,12 +455,26 @@ launch_mono(struct gp_event *ev, void *fn) {
     gp_leave(&gp_ts);                                                          \
     return r;                                                                  \
   }                                                                            \
+  /* A launch whose call site is due: captured here, then recorded by the     \
+   * fast path, which finds it in gp_stk.pending. */                          \
+  static cudaError_t rec_##NAME GP_LAUNCH_PARAMS;                              \
+  static __attribute__((noinline, cold))                                       \
+  cudaError_t stk_##NAME GP_LAUNCH_PARAMS {                                    \
+    /* bit 15: decided (the fast path does not ask again) */                   \
+    gp_stk.pending =                                                           \
+        (uint16_t)(0x8000u | gp_stack_on_call(gp_ts.buf, gp_stk_policy[ID]));  \
+    cudaError_t r = rec_##NAME GP_LAUNCH_ARGS;                                 \
+    gp_stk.pending = 0;                                                        \
+    return r;                                                                  \
+  }                                                                            \
   static __attribute__((noinline)) cudaError_t rec_##NAME GP_LAUNCH_PARAMS {   \
     struct gp_tbuf *b = gp_ts.buf;                                             \
     if (GP_UNLIKELY(b == NULL ||                                               \
                     atomic_load_explicit(&gp_state, memory_order_relaxed) !=   \
                         GP_RUNNING))                                           \
       return slow_##NAME GP_LAUNCH_ARGS;                                       \
+    if (GP_UNLIKELY(!gp_stk.pending && gp_stk_launch_due(ID)))                 \
+      return stk_##NAME GP_LAUNCH_ARGS;                                        \
     uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);         \
     if (GP_UNLIKELY(h >=                                                       \
                     atomic_load_explicit(&b->limit, memory_order_acquire)))    \
@@ -471,6 +492,7 @@ launch_mono(struct gp_event *ev, void *fn) {
     ev->bytes = (uint64_t)smem;                                                \
     ev->stream = (uintptr_t)stream;                                            \
     gp_event_kind(ev, ID, GP_EV_LAUNCH);                                       \
+    ev->stack = gp_stk.pending & 0x7fff;                                       \
     /* the arguments are read back from the slot from here on */               \
     __asm__ volatile("" ::: "memory");                                         \
     cudaError_t r;                                                             \
@@ -482,6 +504,7 @@ launch_mono(struct gp_event *ev, void *fn) {
     } else {                                                                   \
       r = launch_mono(ev, __atomic_load_n(&real_##NAME, __ATOMIC_RELAXED));    \
     }                                                                          \
+    gp_stk.last_end = ev->t1;                                                  \
     ev->ret = (int32_t)r;                                                      \
     gp_event_corr_device(ev, &gp_ts);                                          \
     gp_publish(gp_ts.buf, 2);                                                  \

@@ -13,6 +13,7 @@
 #include "gp_cupti.h"
 #include "gp_output.h"
 #include "gp_records.h"
+#include "gp_stacks.h"
 #include "gp_rings.h"
 #include "gp_settings.h"
 #include "gp_signals.h"
@@ -82,6 +83,7 @@ static void pass(int flush) {
   gp_clock_calibrate();
   write_notes();
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_drain(b);
+  gp_stacks_writer_poll();
   if (W.cupti_on || gp_cupti_wanted()) {
     if (flush) gp_cupti_flush_buffers(0);
     gp_cupti_consume(gp_records_activity, NULL);
@@ -103,6 +105,7 @@ static void final_pass(void) {
     gp_records_cupti_dropped(gp_cupti_dropped());
   }
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
+  gp_stacks_writer_poll();
   write_notes();
   flush_file();
 }

@@ -116,7 +116,12 @@
  * MODULE: an ELF object mapped into the process. path is a string id; base
  * the load bias (run-time address of the object's virtual address 0); size
  * the extent of its mapped segments from base; build_id the bytes of its
- * NT_GNU_BUILD_ID note (empty: none); start the time it was seen mapped;
+ * NT_GNU_BUILD_ID note (empty: none); start a time no later than its
+ * mapping, hence than any capture that refers to it (the start of
+ * recording for an object mapped then, else the last time the writer saw
+ * no object added since it last looked: the time-ordered reader then hands
+ * the MODULE out before every API record whose stack refers to it,
+ * whichever thread's the writer met first);
  * unloaded the time it was seen unmapped (0: still mapped). A module seen
  * unmapped is written again, same id, with unloaded set. */
 #define GPUPHASE_FIELDS_MODULE(F)                                             \

@@ -35,8 +35,10 @@ static void add(gp_writer *w, uint32_t src, struct gpuphase_record r) {
 }
 
 /* Ten steps of a training loop: ranges, launches and their kernels, a
- * copy, a memset, a synchronisation, items; 300-byte frames. v1: nothing
- * that version 1 lacks (ITEMS, DEVICE versions, run id, step items). */
+ * copy, a memset, a synchronisation, items; 300-byte frames; the
+ * synchronisations' call site (MODULE, PYCODE, FRAME nodes: native,
+ * Python and TRUNCATED; API.stack). v1: nothing that version 1 lacks
+ * (ITEMS, DEVICE versions, run id, step items, call sites). */
 static void write_trace(const char *path, int v1) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   struct gp_process_info in = tt_info();
@@ -76,6 +78,34 @@ static void write_trace(const char *path, int v1) {
       .driver_version = v1 ? 0 : 13000, .runtime_version = v1 ? 0 : 13000};
   add(w, 0, r);
   uint64_t t = in.start_mono_ns + 1000, corr = 0;
+  uint64_t site = 0; /* the synchronisations' stack */
+  if (!v1) {
+    r.kind = GPUPHASE_REC_MODULE;
+    r.u.module = (struct gpuphase_module){
+        .module = 1, .path = gp_writer_intern(w, "/usr/bin/python3.12", 19),
+        .build_id = {"\x3a\x91\x0c\x7e\x55\x18\xd2\x04", 8},
+        .base = 0x55d0c0000000ull, .size = 0x7a3000, .start = t};
+    add(w, 0, r);
+    r.kind = GPUPHASE_REC_PYCODE;
+    r.u.pycode = (struct gpuphase_pycode){
+        .code = 1, .file = gp_writer_intern(w, "train.py", 8),
+        .name = gp_writer_intern(w, "Trainer.step", 12), .first_line = 40,
+        .linetable = {"\x80\x00\xd8\x08\x0c", 5}, .py_version = 0x030c04f0};
+    add(w, 0, r);
+    /* outermost first: TRUNCATED, two native frames, a Python run */
+    static const struct gpuphase_frame nodes[] = {
+        {1, 0, GPUPHASE_FRAME_TRUNCATED, 0, 0, 0},
+        {2, 1, GPUPHASE_FRAME_NATIVE, 1, 0x1d2f40, 0},
+        {3, 2, GPUPHASE_FRAME_PYTHON, 1, 17, GPUPHASE_FRAME_ENTRY},
+        {4, 3, GPUPHASE_FRAME_PYTHON, 1, 52, 0},
+        {5, 4, GPUPHASE_FRAME_NATIVE, 1, 0x8a11b, 0}};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+      r.kind = GPUPHASE_REC_FRAME;
+      r.u.frame = nodes[i];
+      add(w, 0, r);
+    }
+    site = 5;
+  }
   uint64_t kname = gp_writer_intern(w, "_Z6gemm_kPfS_S_i", 16);
   for (uint64_t step = 0; step < 10; step++) {
     char name[32];
@@ -94,7 +124,8 @@ static void write_trace(const char *path, int v1) {
                                       .corr = ++corr, .stream = 7,
                                       .bytes = api == 2 ? 1 << 20 : 0,
                                       .copy_kind = api == 2 ? 1 : 0,
-                                      .grid = 264, .block = 256};
+                                      .grid = 264, .block = 256,
+                                      .stack = api == 4 ? site : 0};
       add(w, 1, r);
       if (api == 1) {
         r.kind = GPUPHASE_REC_KERNEL;

@@ -3,7 +3,10 @@
  * source) plus the zstd compression of every frame, written to /dev/null
  * so that the disk stays out of the figure. The mix is a launch loop: API
  * records of one host thread (source 1) interleaved one to one with the
- * KERNEL records of one stream (source 2). A second part measures
+ * KERNEL records of one stream (source 2), every 64th API record naming
+ * one of 16 call-site stacks of 20 frames (a MODULE and 320 FRAME records
+ * in source 0, written first, as the sampled default records launches).
+ * A second part measures
  * gp_writer_intern on kernel names that are already known, once with the
  * pointer that interned them (as CUPTI hands the profiler the same name
  * pointer for every launch of a kernel) and once with a copy of the bytes
@@ -21,6 +24,8 @@
 #define NAME_MAX_LEN 200
 #define LOOKUPS (1u << 16) /* length of the replayed lookup sequence */
 #define MAX_RUNS 9
+#define SITES 16      /* call-site stacks */
+#define SITE_DEPTH 20 /* frames each */
 
 /* CPU time of this thread: the figure is per core, and the build machines
  * are shared, so wall time would count other processes' slices. */
@@ -52,7 +57,10 @@ static void fill(struct gen *g, struct gpuphase_record *r, size_t n) {
                               .stream = 0x7f00deadbeef,
                               .func = 0x55d0c0ffee40,
                               .grid = 4096,
-                              .block = 256};
+                              .block = 256,
+                              .stack = g->corr % 64 == 0
+                                           ? SITE_DEPTH * (1 + g->corr / 64 % SITES)
+                                           : 0};
     g->dev += 10000;
     memset(&r[i + 1], 0, sizeof r[i + 1]);
     r[i + 1].kind = GPUPHASE_REC_KERNEL;
@@ -86,6 +94,23 @@ static double run_add(struct gpuphase_record *r, uint64_t n, uint64_t *bytes) {
   gp_writer *w = open_null();
   CHECK(gp_writer_intern(w, "_Z6vecAddPKfS0_Pfi", 18) == 1);
   double spent = 0;
+  /* the call sites: a module and SITES chains of SITE_DEPTH nodes (node
+   * SITE_DEPTH * (k + 1) the innermost of chain k) */
+  struct gpuphase_record m = {.kind = GPUPHASE_REC_MODULE};
+  m.u.module = (struct gpuphase_module){.module = 1, .base = 0x55d0c0000000ull,
+                                        .size = 1 << 24, .start = 1000000000ull};
+  double t0 = now();
+  gp_writer_add(w, 0, &m);
+  for (uint64_t k = 0; k < SITES; k++)
+    for (uint64_t d = 0; d < SITE_DEPTH; d++) {
+      struct gpuphase_record f = {.kind = GPUPHASE_REC_FRAME};
+      uint64_t node = k * SITE_DEPTH + d + 1;
+      f.u.frame = (struct gpuphase_frame){node, d ? node - 1 : 0,
+                                          GPUPHASE_FRAME_NATIVE, 1,
+                                          0x1000 + 0x40 * d + k, 0};
+      gp_writer_add(w, 0, &f);
+    }
+  spent += now() - t0;
   for (uint64_t done = 0; done < n; done += CHUNK) {
     fill(&g, r, CHUNK);
     double t0 = now();
@@ -93,10 +118,11 @@ static double run_add(struct gpuphase_record *r, uint64_t n, uint64_t *bytes) {
       gp_writer_add(w, r[i].kind == GPUPHASE_REC_API ? 1 : 2, &r[i]);
     spent += now() - t0;
   }
-  double t0 = now();
+  t0 = now();
   CHECK(gp_writer_flush(w) == GPUPHASE_OK);
   spent += now() - t0;
-  CHECK_EQ_U(gp_writer_events(w), (n + CHUNK - 1) / CHUNK * CHUNK);
+  CHECK_EQ_U(gp_writer_events(w),
+             (n + CHUNK - 1) / CHUNK * CHUNK + 1 + SITES * SITE_DEPTH);
   *bytes = gp_writer_bytes(w);
   CHECK(gp_writer_close(w, NULL) == GPUPHASE_OK);
   return (double)((n + CHUNK - 1) / CHUNK * CHUNK) / spent;

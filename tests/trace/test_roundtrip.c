@@ -23,6 +23,9 @@ static int group_of(uint32_t kind) {
   case GPUPHASE_REC_DEVICE:
   case GPUPHASE_REC_LOST:
   case GPUPHASE_REC_STATE:
+  case GPUPHASE_REC_MODULE:
+  case GPUPHASE_REC_PYCODE:
+  case GPUPHASE_REC_FRAME:
     return 0;
   case GPUPHASE_REC_API:
   case GPUPHASE_REC_RANGE:
@@ -40,7 +43,8 @@ static const uint32_t kinds[] = {
     GPUPHASE_REC_THREAD, GPUPHASE_REC_API_DEF, GPUPHASE_REC_DEVICE,
     GPUPHASE_REC_LOST,   GPUPHASE_REC_STATE,   GPUPHASE_REC_API,
     GPUPHASE_REC_RANGE,  GPUPHASE_REC_KERNEL,  GPUPHASE_REC_MEMCPY,
-    GPUPHASE_REC_MEMSET, GPUPHASE_REC_SYNC,    GPUPHASE_REC_ITEMS};
+    GPUPHASE_REC_MEMSET, GPUPHASE_REC_SYNC,    GPUPHASE_REC_ITEMS,
+    GPUPHASE_REC_MODULE, GPUPHASE_REC_PYCODE,  GPUPHASE_REC_FRAME};
 
 static uint64_t edge_value(uint64_t *rng) {
   static const uint64_t edges[] = {0,
@@ -155,7 +159,7 @@ static void write_trace(const char *path, struct expect *e) {
 static void check_header(gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   struct gp_process_info in = tt_info();
-  CHECK_EQ_U(h->version, 2);
+  CHECK_EQ_U(h->version, 3);
   CHECK_EQ_U(h->min_reader, 1);
   CHECK_EQ_U(h->pid, in.pid);
   CHECK_EQ_U(h->ppid, in.ppid);
@@ -175,7 +179,9 @@ static void check_header(gpuphase_reader *r) {
 /* Sorted reading returns source 0's untimed records first: they form
  * their own group there. */
 static int check_group(uint32_t kind) {
-  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE) return 4;
+  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE ||
+      kind == GPUPHASE_REC_MODULE) /* timed, in source 0 */
+    return 4;
   return group_of(kind);
 }
 
