@@ -404,6 +404,9 @@ static int native_owner(const char *path) {
     if (starts(b, cuda[i])) return OWN_CUDA;
   if (starts(b, "python") || starts(b, "libpython")) return OWN_INTERP;
   if (!path || !*path) return OWN_SYSTEM;
+  /* the interpreter's own extension modules (_ctypes: a ctypes call's
+   * frames) */
+  if (strstr(path, "/lib-dynload/")) return OWN_INTERP;
   if (strstr(path, "/site-packages/") || strstr(path, "/dist-packages/"))
     return OWN_FRAMEWORK;
   for (size_t i = 0; i < sizeof sys / sizeof *sys; i++)

@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gptest import (FIELD, REPORT, Fail, check, env, main, parse_value,  # noqa: E402
-                    prog, run, traces, workdir)
+from gptest import (FIELD, REPORT, SIMDIR, Fail, check, env, main,  # noqa: E402
+                    parse_value, prog, run, traces, workdir)
 
 SYNC, COPY, MEMSET, LAUNCH, ASYNC = 1 << 3, 1 << 1, 1 << 2, 1 << 0, 1 << 7
 IDLE_NS = 1_000_000   # GP_STK_IDLE_US
@@ -405,7 +405,49 @@ def t_bad_setting():
     check(len(lines) == 1 and "GPUPHASE_STACKS=sometimes" in lines[0], f"stderr: {p.stderr}")
 
 
+def t_python_real():
+    """The real Python frame reader, end to end (prog_pysites.py under this
+    interpreter): the report's blocking call sites name the Python
+    function and line of each blocking call (lines marked in the source),
+    merged in place of the interpreter's frames, with one call per step:
+    copy_here -> cudaMemcpy and wait_here -> cudaDeviceSynchronize, N each.
+    The native frames below them are libffi's and the interpreter's."""
+    n = 6
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prog_pysites.py")
+    lines = {}
+    with open(src) as f:
+        for i, text in enumerate(f, 1):
+            for mark in ("LINE-COPY", "LINE-WAIT"):
+                if text.rstrip().endswith("# " + mark):
+                    lines[mark] = i
+    d = workdir()
+    p = run([sys.executable, src, os.path.join(SIMDIR, "libcudart.so.13"), str(n)], d)
+    check(p.returncode == 0 and p.stdout.strip() == "ok", f"program: {p.stdout} {p.stderr}")
+    check("Python" not in p.stderr, f"stderr: {p.stderr}")
+    r = subprocess.run([REPORT, "--format", "json", traces(d)[0]], capture_output=True,
+                       text=True, timeout=120, env=env(preload=False))
+    check(r.returncode == 0, f"report: {r.stderr}")
+    import json
+    sites = [c for c in json.loads(r.stdout)["callsites"] if c["kind"] == "blocking"]
+
+    def site(func, line):
+        for c in sites:
+            py = [f for f in c["frames"] if f.get("python")]
+            if py and py[0]["function"] == func and py[0]["line"] == line and \
+                    os.path.samefile(py[0]["file"], src):
+                return c
+        return None
+
+    for func, mark, api in (("copy_here", "LINE-COPY", "cudaMemcpy"),
+                            ("wait_here", "LINE-WAIT", "cudaDeviceSynchronize")):
+        c = site(func, lines[mark])
+        check(c is not None, f"no blocking site at {func} line {lines[mark]}: "
+              f"{[(c['count'], c['frames'][:3]) for c in sites]}")
+        if c:
+            check(c["count"] == n and c.get("api", api) == api, f"{func}: {c}")
+
+
 if __name__ == "__main__":
     sys.exit(main({"counts": t_counts, "sites": t_sites, "fork": t_fork,
                    "bad_setting": t_bad_setting, "python": t_python,
-                   "table_full": t_table_full}))
+                   "table_full": t_table_full, "python_real": t_python_real}))
