@@ -177,10 +177,10 @@ static void check_header(gpuphase_reader *r) {
 }
 
 /* Sorted reading returns source 0's untimed records first: they form
- * their own group there. */
+ * their own group there; MODULE, which has a start but is metadata, is
+ * among them (handed out where it stands, docs/format.md section 5). */
 static int check_group(uint32_t kind) {
-  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE ||
-      kind == GPUPHASE_REC_MODULE) /* timed, in source 0 */
+  if (kind == GPUPHASE_REC_LOST || kind == GPUPHASE_REC_STATE) /* timed */
     return 4;
   return group_of(kind);
 }
