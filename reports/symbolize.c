@@ -4,6 +4,7 @@
 #include "symbolize.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +82,18 @@ static const Dwfl_Callbacks callbacks = {
     .debuginfo_path = &debuginfo_path,
 };
 
+/* libelf's version handshake, once per process: files are read by several
+ * threads at once (gpuphase-report -j). */
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static int elf_ok;
+static void elf_init(void) {
+  elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
+
 /* 1 when the ELF file at path has exactly this build-id (nbid 0: any). */
 static int same_build_id(const char *path, const uint8_t *bid, size_t nbid) {
-  static int ready;
-  if (!ready && elf_version(EV_CURRENT) == EV_NONE) return -1;
-  ready = 1;
+  pthread_once(&elf_once, elf_init);
+  if (!elf_ok) return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   int ok = 0;
