@@ -11,6 +11,7 @@
 #include "job_par.h"
 #include "reader_ext.h"
 #include "u64map.h"
+#include "util.h"
 
 /* ---- communication kernels ---- */
 
@@ -222,20 +223,11 @@ static double median_dbl(double *v, size_t n) {
 static int note(struct gp_job *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int note(struct gp_job *j, const char *fmt, ...) {
-  char *s = NULL;
   va_list ap;
   va_start(ap, fmt);
-  int n = vasprintf(&s, fmt, ap);
+  int rc = gp_strlist_vadd(&j->notes, &j->nnotes, fmt, ap);
   va_end(ap);
-  if (n < 0) return -1;
-  char **v = realloc(j->notes, (j->nnotes + 1) * sizeof *v);
-  if (!v) {
-    free(s);
-    return -1;
-  }
-  j->notes = v;
-  j->notes[j->nnotes++] = s;
-  return 0;
+  return rc;
 }
 
 void gp_job_free(struct gp_job *j) {

@@ -253,39 +253,6 @@ void gp_job_json(struct gp_json *js, const struct gp_job *j) {
 
 /* ---- HTML ---- */
 
-static void esc(FILE *f, const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  size_t len = strlen((const char *)p);
-  for (size_t i = 0; i < len;) {
-    uint32_t cp;
-    size_t k = gp_utf8_seq(p + i, len - i, &cp);
-    if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      fputs("&#xfffd;", f);
-      i += k ? k : 1;
-      continue;
-    }
-    switch (cp) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&#39;", f);
-      break;
-    default:
-      fwrite(p + i, 1, k, f);
-    }
-    i += k;
-  }
-}
 
 static void td(FILE *f, double ns) {
   char b[32];
@@ -300,7 +267,7 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
           "<p>per %s: %zu counted; communication kernels: <span "
           "class=\"name\">",
           j->nranks, j->nhosts, un, j->units);
-  esc(f, j->comm_rule);
+  gp_html_esc(f, j->comm_rule);
   fprintf(f, "</span> (%zu collectives matched)", j->collectives);
   if (j->by_step)
     fprintf(f,
@@ -312,7 +279,7 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
   fputs("</p>\n", f);
   if (j->finding) {
     fputs("<p class=\"warn\">", f);
-    esc(f, j->finding);
+    gp_html_esc(f, j->finding);
     fputs("</p>\n", f);
   }
   fprintf(f, "<table><thead><tr><th>rank</th><th>host</th><th>GPU</th>"
@@ -327,10 +294,10 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
   for (size_t i = 0; i < j->nranks; i++) {
     const struct gp_job_rank *r = &j->r[i];
     fprintf(f, "<tr><td>%lld</td><td>", (long long)r->rank);
-    esc(f, r->host);
+    gp_html_esc(f, r->host);
     fputs("</td><td>", f);
     if (r->gpu >= 0) fprintf(f, "%lld ", (long long)r->gpu);
-    esc(f, r->gpu_name);
+    gp_html_esc(f, r->gpu_name);
     fputs("</td>", f);
     td(f, (double)r->step_p50);
     td(f, (double)r->step_p95);
@@ -347,7 +314,7 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
   for (size_t h = 0; h < j->nhosts; h++) {
     const struct gp_job_host *o = &j->hosts[h];
     fputs("<li>", f);
-    esc(f, o->name);
+    gp_html_esc(f, o->name);
     if (!h)
       fputs(": reference", f);
     else
@@ -363,7 +330,7 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
     fputs("<ul>\n", f);
     for (size_t i = 0; i < j->nnotes; i++) {
       fputs("<li>", f);
-      esc(f, j->notes[i]);
+      gp_html_esc(f, j->notes[i]);
       fputs("</li>\n", f);
     }
     fputs("</ul>\n", f);

@@ -5,7 +5,7 @@
  * <script type="application/json"> element (no '<', '>' or '&' in it),
  * drawn by the inline script of timeline.js, which inserts trace strings
  * as text only. Every string from the trace in the markup goes through
- * esc(): markup characters become entities, control characters and
+ * gp_html_esc(): markup characters become entities, control characters and
  * invalid UTF-8 become U+FFFD. Without scripts the rest of the page stays
  * whole. */
 #include <inttypes.h>
@@ -23,29 +23,6 @@
 #define CHART_H 120
 #define CHART_COLS 400
 
-/* Escaped text of s (NULL: nothing). */
-static void esc(FILE *f, const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  size_t len = strlen((const char *)p);
-  for (size_t i = 0; i < len;) {
-    uint32_t cp;
-    size_t k = gp_utf8_seq(p + i, len - i, &cp);
-    if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      fputs("&#xfffd;", f);
-      i += k ? k : 1;
-      continue;
-    }
-    switch (cp) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&#39;", f); break;
-    default: fwrite(p + i, 1, k, f);
-    }
-    i += k;
-  }
-}
 
 static double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0;
@@ -225,8 +202,8 @@ static void device(FILE *f, const struct gp_device_res *d) {
     fputs("<h3>GPU (unknown ordinal)", f);
   else
     fprintf(f, "<h3>GPU %" PRId64, d->id);
-  if (d->host) fputs(" on ", f), esc(f, d->host);
-  if (d->name) fputs(" &mdash; ", f), esc(f, d->name);
+  if (d->host) fputs(" on ", f), gp_html_esc(f, d->host);
+  if (d->name) fputs(" &mdash; ", f), gp_html_esc(f, d->name);
   fputs("</h3>\n<p>", f);
   if (d->has_props)
     fprintf(f, "%" PRIu64 " SMs, %s, compute capability %" PRIu64 ".%" PRIu64
@@ -245,7 +222,7 @@ static void findings(FILE *f, const struct gp_proc_res *r) {
   fputs("<h3>Findings</h3>\n<ul>\n", f);
   for (size_t i = 0; i < r->nfindings; i++) {
     fprintf(f, "<li>GPU %" PRId64 ": ", r->findings[i].device);
-    esc(f, r->findings[i].text);
+    gp_html_esc(f, r->findings[i].text);
     fputs("</li>\n", f);
   }
   fputs("</ul>\n", f);
@@ -263,7 +240,7 @@ static void threads(FILE *f, const struct gp_proc_res *r, size_t top) {
     const struct gp_thread_res *t = &r->threads[i];
     fprintf(f, "<tr><td>#%" PRIu64 " tid %" PRIu64 " <span class=\"name\">",
             t->index, t->tid);
-    esc(f, t->name);
+    gp_html_esc(f, t->name);
     fputs("</span></td>", f);
     td_dur(f, t->cpu);
     td_pct(f, pct(t->cpu, t->life));
@@ -292,7 +269,7 @@ static void phases(FILE *f, const struct gp_proc_res *r, size_t top) {
     const struct gp_phase_res *p = &r->phases[i];
     uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
     fputs("<tr><td class=\"name\">", f);
-    esc(f, p->name);
+    gp_html_esc(f, p->name);
     fputs("</td>", f);
     td_u64(f, p->count);
     td_dur(f, p->union_ns);
@@ -320,12 +297,12 @@ static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
     const struct gp_kernel_res *k = &r->kernels[i];
     if (k->demangled) { /* the declaration, the symbol on hover */
       fputs("<tr><td class=\"name\" title=\"", f);
-      esc(f, k->name);
+      gp_html_esc(f, k->name);
       fputs("\">", f);
-      esc(f, k->demangled);
+      gp_html_esc(f, k->demangled);
     } else {
       fputs("<tr><td class=\"name\">", f);
-      esc(f, k->name);
+      gp_html_esc(f, k->name);
     }
     fputs("</td>", f);
     td_u64(f, k->count);
@@ -394,7 +371,7 @@ static void apis(FILE *f, const struct gp_proc_res *r, size_t top) {
   for (size_t i = 0; i < r->napis && i < top; i++) {
     const struct gp_api_res *a = &r->apis[i];
     fputs("<tr><td class=\"name\">", f);
-    esc(f, a->name);
+    gp_html_esc(f, a->name);
     fputs("</td>", f);
     td_u64(f, a->count);
     td_dur(f, a->total);
@@ -434,7 +411,7 @@ static void step_table(FILE *f, const struct gp_steps_res *st) {
   for (int k = 0; k < GP_SC_N; k++) {
     if (!st->c_med[k] && st->c_mean[k] == 0) continue;
     fputs("<tr><td>", f);
-    esc(f, gp_step_counter_doc[k]);
+    gp_html_esc(f, gp_step_counter_doc[k]);
     fputs("</td>", f);
     td_u64(f, st->c_med[k]);
     fprintf(f, "<td class=\"n\">%.2f</td></tr>\n", st->c_mean[k]);
@@ -447,10 +424,10 @@ static void steps(FILE *f, const struct gp_proc_res *r) {
   fputs("<h3>Steps</h3>\n<p>", f);
   if (st->name) {
     fprintf(f, "%zu <span class=\"name\">", st->n);
-    esc(f, st->name);
+    gp_html_esc(f, st->name);
     fprintf(f, "</span> (%s): ", gp_step_source_key[st->source]);
   }
-  esc(f, st->how ? st->how : "no steps found");
+  gp_html_esc(f, st->how ? st->how : "no steps found");
   fputs("</p>\n", f);
   if (!st->measured) return;
   step_summary(f, st);
@@ -462,7 +439,7 @@ static void steps(FILE *f, const struct gp_proc_res *r) {
     const struct gp_step *x = &st->v[st->slow[i]];
     fprintf(f, "<li>#%zu %s (", st->slow[i],
             gp_fmt_sdur(d, sizeof d, x->end - x->start));
-    esc(f, gp_step_why(st, st->slow[i], why, sizeof why));
+    gp_html_esc(f, gp_step_why(st, st->slow[i], why, sizeof why));
     fputs(")</li>\n", f);
   }
   fputs("</ul>\n", f);
@@ -479,7 +456,7 @@ static void timeline(FILE *f, const struct gp_timeline *t, size_t n) {
           "JavaScript; the rest of the page does not.</p></noscript>"
           "<p class=\"sub\">",
           n);
-  esc(f, sum);
+  gp_html_esc(f, sum);
   fputs(" Wheel or W/S: zoom; drag or A/D, arrow keys: pan; 0: whole run; "
         "hover: details; click a GPU record: its launch.</p></div>\n",
         f);
@@ -501,11 +478,11 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top,
     if (r->ppid >= 0) fprintf(f, " (parent %" PRId64 ")", r->ppid);
     if (r->rank >= 0) fprintf(f, " rank %" PRId64, r->rank);
     fputs(" on ", f);
-    esc(f, r->host ? r->host : "?");
+    gp_html_esc(f, r->host ? r->host : "?");
     fputs("</h2>\n<p>command <span class=\"name\">", f);
-    esc(f, r->cmdline);
+    gp_html_esc(f, r->cmdline);
     fputs("</span><br>file <span class=\"name\">", f);
-    esc(f, r->file);
+    gp_html_esc(f, r->file);
     fputs("</span><br>", f);
   }
   if (!r->file) fputs("<p>", f);
@@ -522,12 +499,12 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top,
   kernels(f, r, top);
   copies(f, r);
   apis(f, r, top);
-  gp_cs_html(f, r, top, esc);
+  gp_cs_html(f, r, top, gp_html_esc);
   if (r->nnotes) {
     fputs("<h3>Notes</h3>\n<ul>\n", f);
     for (size_t i = 0; i < r->nnotes; i++) {
       fputs("<li>", f);
-      esc(f, r->notes[i]);
+      gp_html_esc(f, r->notes[i]);
       fputs("</li>\n", f);
     }
     fputs("</ul>\n", f);

@@ -4,6 +4,7 @@
 #include "callsites.h"
 #include "demangle.h"
 #include "html_timeline.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -56,20 +57,11 @@ struct gp_util gp_util_of(const struct gp_breakdown *b, uint64_t span,
 }
 
 int gp_res_note(struct gp_proc_res *r, const char *fmt, ...) {
-  char *s = NULL;
   va_list ap;
   va_start(ap, fmt);
-  int n = vasprintf(&s, fmt, ap);
+  int rc = gp_strlist_vadd(&r->notes, &r->nnotes, fmt, ap);
   va_end(ap);
-  if (n < 0) return -1;
-  char **v = realloc(r->notes, (r->nnotes + 1) * sizeof *v);
-  if (!v) {
-    free(s);
-    return -1;
-  }
-  r->notes = v;
-  r->notes[r->nnotes++] = s;
-  return 0;
+  return rc;
 }
 
 void gp_res_free(struct gp_proc_res *r) {

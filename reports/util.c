@@ -186,3 +186,39 @@ struct gpuphase_reader *gp_open_sorted(const char *path, int *code, char *err,
                                     : gpuphase_strerror(*code));
   return rd;
 }
+
+void gp_html_esc(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t len = strlen((const char *)p);
+  for (size_t i = 0; i < len;) {
+    uint32_t cp;
+    size_t k = gp_utf8_seq(p + i, len - i, &cp);
+    if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+      fputs("&#xfffd;", f);
+      i += k ? k : 1;
+      continue;
+    }
+    switch (cp) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default: fwrite(p + i, 1, k, f);
+    }
+    i += k;
+  }
+}
+
+int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap) {
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) return -1;
+  char **w = realloc(*v, (*n + 1) * sizeof *w);
+  if (!w) {
+    free(s);
+    return -1;
+  }
+  *v = w;
+  w[(*n)++] = s;
+  return 0;
+}

@@ -2,8 +2,10 @@
 #ifndef GP_REPORT_UTIL_H
 #define GP_REPORT_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* "10ms", "1s", "500us", "2.5s", "250000ns", "1m" (minute): > 0, with a
  * unit. Returns 0, or -1 when s is not such a duration. */
@@ -29,6 +31,15 @@ const char *gp_fmt_pct(char *buf, size_t n, double pct);
 /* Length of the valid UTF-8 sequence at s (s has len bytes left), 0 if the
  * bytes there are not valid UTF-8; *cp gets the code point. */
 size_t gp_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp);
+
+/* s (NULL: nothing) as HTML text and attribute values: &<>"' escaped,
+ * control characters and invalid UTF-8 replaced by U+FFFD. */
+void gp_html_esc(FILE *f, const char *s);
+
+/* Appends one printf-formatted string (malloc'd) to the list *v of *n:
+ * 0, or -1 when out of memory (the list unchanged). */
+int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Copies s into out (size n) for a terminal: control characters become
  * '?', invalid UTF-8 becomes U+FFFD, and at most cols characters are kept
