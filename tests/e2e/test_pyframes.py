@@ -9,13 +9,14 @@ library (pyframes_lib.c), under each CPython found on this machine.
                                   line; output and exit code unchanged
 Exit 77 (skipped) when that interpreter is not installed.
 Environment: GP_PYFRAMES_LIB, GP_PYFRAMES_SKEW_LIB (the two builds)."""
-import glob
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from findpython import find_python  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "prog_pyframes.py")
@@ -25,23 +26,6 @@ PRELOAD_PREFIX = os.environ.get("GP_PRELOAD_PREFIX", "")
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
-
-
-def find_python(version):
-    if version == "system":
-        return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None
-    name = "python" + version
-    cands = []
-    w = shutil.which(name)
-    if w and "/shims/" not in w:
-        cands.append(w)
-    cands.append("/usr/bin/" + name)
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    cands += sorted(glob.glob(os.path.join(root, "versions", version + ".*", "bin", name)))
-    for c in cands:
-        if os.path.exists(c) and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 def marks():

@@ -4,31 +4,15 @@ co_lines()/dis says, and test_pyline checks each (and each table cut short).
   test_pyline.py VERSION TEST_PYLINE
 VERSION: 3.9 ... 3.14, or "system" (/usr/bin/python3). Exit 77 (skipped)
 when that interpreter is not installed."""
-import glob
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from findpython import find_python  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def find_python(version):
-    if version == "system":
-        return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None
-    name = "python" + version
-    cands = []
-    w = shutil.which(name)
-    if w and "/shims/" not in w:  # pyenv's shims may point nowhere
-        cands.append(w)
-    cands.append("/usr/bin/" + name)
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    cands += sorted(glob.glob(os.path.join(root, "versions", version + ".*", "bin", name)))
-    for c in cands:
-        if os.path.exists(c) and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 def main():
