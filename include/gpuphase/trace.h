@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define GPUPHASE_FORMAT_VERSION 3u
+#define GPUPHASE_FORMAT_VERSION 4u
 #define GPUPHASE_FORMAT_MIN_READER 1u
 
 /* Error codes: pinned values, never renumbered. */

@@ -159,6 +159,42 @@
   F(V, uint64_t, node) F(V, uint64_t, parent) F(V, uint64_t, kind)           \
   F(V, uint64_t, module) F(V, uint64_t, pc) F(V, uint64_t, flags)
 
+/* Measured counters (format version 4): what NVML, NVML's GPU performance
+ * monitoring (GPM) and CUPTI's PM sampling report for a device, beside the
+ * attribution. The counters are device-wide: they include other processes'
+ * work on the device.
+ *
+ * METRIC: metadata (source 0), written once before the first SAMPLE that
+ * refers to it. metric is the id SAMPLE records use (>= 1, one per device
+ * and quantity); device the CUDA device ordinal, as in DEVICE; source a
+ * GPUPHASE_MSRC_* value; name a string id of one of the names listed in
+ * docs/format.md (section "Measured counters"), e.g. "gpu_util"; unit a
+ * GPUPHASE_UNIT_* value; a sample's value in that unit is value / scale
+ * (scale >= 1; e.g. percentages in thousandths: unit PERCENT, scale 1000).
+ *
+ * SAMPLE: one reading of a metric. start < end: the average over
+ * [start, end) (GPU-Util over NVML's sample period, a GPM interval, a PM
+ * sampling interval); start == end: the value at that instant (memory
+ * used, a clock, the energy counter). Times are on the trace's clock
+ * (NVML's and CUPTI's own timestamps are converted by the recorder).
+ *
+ * SAMPLER: the state of one source of counters for a device from start on:
+ * status a GPUPHASE_MSTAT_* value (OK when sampling began; otherwise why
+ * the source gives nothing from then on), reason a string id saying why in
+ * words (0: none). SAMPLE and SAMPLER records are timed and go in the
+ * sampler's own source, in non-decreasing start order. */
+#define GPUPHASE_FIELDS_METRIC(F)                                             \
+  F(V, uint64_t, metric) F(V, int64_t, device) F(V, uint64_t, source)        \
+  F(V, uint64_t, name) F(V, uint64_t, unit) F(V, uint64_t, scale)
+
+#define GPUPHASE_FIELDS_SAMPLE(F)                                             \
+  F(V, uint64_t, metric) F(V, uint64_t, start) F(E, uint64_t, end)           \
+  F(V, int64_t, value)
+
+#define GPUPHASE_FIELDS_SAMPLER(F)                                            \
+  F(V, uint64_t, start) F(V, int64_t, device) F(V, uint64_t, source)         \
+  F(V, uint64_t, status) F(V, uint64_t, reason)
+
 /* X(number, UPPER, lower, FIELDS) */
 #define GPUPHASE_RECORD_KINDS(X)                                              \
   X(1, STRING, string, GPUPHASE_FIELDS_STRING)                               \
@@ -177,7 +213,10 @@
   X(14, ITEMS, items, GPUPHASE_FIELDS_ITEMS)                                 \
   X(15, MODULE, module, GPUPHASE_FIELDS_MODULE)                              \
   X(16, PYCODE, pycode, GPUPHASE_FIELDS_PYCODE)                              \
-  X(17, FRAME, frame, GPUPHASE_FIELDS_FRAME)
+  X(17, FRAME, frame, GPUPHASE_FIELDS_FRAME)                                 \
+  X(18, METRIC, metric, GPUPHASE_FIELDS_METRIC)                              \
+  X(19, SAMPLE, sample, GPUPHASE_FIELDS_SAMPLE)                              \
+  X(20, SAMPLER, sampler, GPUPHASE_FIELDS_SAMPLER)
 
 /* API class bits (API_DEF.cls). */
 enum {
@@ -249,6 +288,38 @@ enum {
   GPUPHASE_FRAME_TRUNCATED = 3
 };
 enum { GPUPHASE_FRAME_ENTRY = 1u << 0 };
+
+/* METRIC.source and SAMPLER.source */
+enum {
+  GPUPHASE_MSRC_NVML = 1, /* NVML device queries (nvidia-smi's numbers) */
+  GPUPHASE_MSRC_GPM = 2,  /* NVML GPU performance monitoring (Hopper+) */
+  GPUPHASE_MSRC_PM = 3    /* CUPTI PM sampling (GPUPHASE_PM=1) */
+};
+
+/* METRIC.unit */
+enum {
+  GPUPHASE_UNIT_PERCENT = 1,
+  GPUPHASE_UNIT_BYTES = 2,
+  GPUPHASE_UNIT_BYTES_PER_S = 3,
+  GPUPHASE_UNIT_MHZ = 4,
+  GPUPHASE_UNIT_JOULES = 5,
+  GPUPHASE_UNIT_WATTS = 6,
+  GPUPHASE_UNIT_CELSIUS = 7,
+  GPUPHASE_UNIT_MASK = 8, /* a bit mask (NVML clock event reasons) */
+  GPUPHASE_UNIT_COUNT = 9
+};
+
+/* SAMPLER.status */
+enum {
+  GPUPHASE_MSTAT_OK = 0,          /* sampling (again) */
+  GPUPHASE_MSTAT_MISSING = 1,     /* library or entry points not found */
+  GPUPHASE_MSTAT_DENIED = 2,      /* not permitted (insufficient privileges) */
+  GPUPHASE_MSTAT_BUSY = 3,        /* the counters are taken by another user */
+  GPUPHASE_MSTAT_UNSUPPORTED = 4, /* not on this device (arch, MIG, version) */
+  GPUPHASE_MSTAT_FAILED = 5,      /* an error while sampling; stopped */
+  GPUPHASE_MSTAT_OVERFLOW = 6,    /* samples were lost (buffer overflow) */
+  GPUPHASE_MSTAT_OFF = 7          /* not enabled (e.g. PM without GPUPHASE_PM=1) */
+};
 
 /* MEMCPY.flags / MEMSET.flags / API.flags */
 enum { GPUPHASE_OP_ASYNC = 1u << 0 };

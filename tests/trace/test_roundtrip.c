@@ -26,6 +26,7 @@ static int group_of(uint32_t kind) {
   case GPUPHASE_REC_MODULE:
   case GPUPHASE_REC_PYCODE:
   case GPUPHASE_REC_FRAME:
+  case GPUPHASE_REC_METRIC:
     return 0;
   case GPUPHASE_REC_API:
   case GPUPHASE_REC_RANGE:
@@ -44,7 +45,8 @@ static const uint32_t kinds[] = {
     GPUPHASE_REC_LOST,   GPUPHASE_REC_STATE,   GPUPHASE_REC_API,
     GPUPHASE_REC_RANGE,  GPUPHASE_REC_KERNEL,  GPUPHASE_REC_MEMCPY,
     GPUPHASE_REC_MEMSET, GPUPHASE_REC_SYNC,    GPUPHASE_REC_ITEMS,
-    GPUPHASE_REC_MODULE, GPUPHASE_REC_PYCODE,  GPUPHASE_REC_FRAME};
+    GPUPHASE_REC_MODULE, GPUPHASE_REC_PYCODE,  GPUPHASE_REC_FRAME,
+    GPUPHASE_REC_METRIC, GPUPHASE_REC_SAMPLE,  GPUPHASE_REC_SAMPLER};
 
 static uint64_t edge_value(uint64_t *rng) {
   static const uint64_t edges[] = {0,
@@ -159,7 +161,7 @@ static void write_trace(const char *path, struct expect *e) {
 static void check_header(gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   struct gp_process_info in = tt_info();
-  CHECK_EQ_U(h->version, 3);
+  CHECK_EQ_U(h->version, 4);
   CHECK_EQ_U(h->min_reader, 1);
   CHECK_EQ_U(h->pid, in.pid);
   CHECK_EQ_U(h->ppid, in.ppid);

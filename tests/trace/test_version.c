@@ -82,10 +82,13 @@ static int read_mem(const struct bytes *b, int sorted,
 static void test_versions(const char *path) {
   struct bytes b = header_only(path);
   char msg[256];
-  uint16_t four = 4, zero = 0;
-  memcpy(b.p + 10, &four, 2); /* min_reader 4: after this reader (3) */
+  uint16_t next = GPUPHASE_FORMAT_VERSION + 1, zero = 0;
+  memcpy(b.p + 10, &next, 2); /* min_reader: after this reader */
   CHECK(open_err(&b, 0, msg) == GPUPHASE_E_VERSION);
-  CHECK(strstr(msg, "needs a reader of version >= 4") != NULL);
+  char want[64];
+  snprintf(want, sizeof want, "needs a reader of version >= %u",
+           GPUPHASE_FORMAT_VERSION + 1);
+  CHECK(strstr(msg, want) != NULL);
   CHECK(open_err(&b, 1, msg) == GPUPHASE_E_VERSION);
   tt_write_file(path, b.p, b.len);
   int err;
@@ -522,7 +525,7 @@ static void test_v2_roundtrip(const char *path) {
     CHECK(rd != NULL);
     if (!rd) continue;
     const struct gpuphase_header *h = gpuphase_reader_header(rd);
-    CHECK_EQ_U(h->version, 3);
+    CHECK_EQ_U(h->version, GPUPHASE_FORMAT_VERSION);
     CHECK_EQ_U(h->min_reader, 1);
     CHECK(!strcmp(h->run_id, "9f86d081884c7d65"));
     CHECK_EQ_U(h->step_items, 32);
