@@ -1,7 +1,7 @@
 /* Writes a small trace with fixed contents through the trace writer of the
  * tree it is compiled against (used once, with an old commit's writer, to
- * make tests/trace/golden-v1.gph and -v2.gph; test_golden.c lists the
- * contents by hand). Built by hand, not by meson: gcc [-DV2] -Iinclude
+ * make tests/trace/golden-v1.gph, -v2.gph and -v3.gph; test_golden.c lists
+ * the contents by hand). Built by hand, not by meson: gcc [-DV2 [-DV3]] -Iinclude
  * -Itrace -Ibuild mkgolden.c trace/codec.c trace/writer.c trace/strtab.c
  * (trace/reader.c trace/sorted.c from format 2 on) -lzstd. */
 #include <fcntl.h>
@@ -48,9 +48,30 @@ int main(int argc, char **argv) {
   r.u.kernel.name = gp_writer_intern(w, "gemm", 4);
   r.u.kernel.grid_x = 64, r.u.kernel.block_x = 256;
   gp_writer_add(w, 2, &r);
+#ifdef V3
+  /* one module and a two-frame stack (node 2 inside node 1) */
+  memset(&r, 0, sizeof r);
+  r.kind = GPUPHASE_REC_MODULE;
+  r.u.module.module = 1, r.u.module.base = 0x400000, r.u.module.size = 0x5000;
+  r.u.module.path = gp_writer_intern(w, "/opt/train", 10);
+  r.u.module.build_id = (gpuphase_blob){(const uint8_t *)"\xab\xcd", 2};
+  r.u.module.start = 5000;
+  gp_writer_add(w, 0, &r);
+  for (int i = 1; i <= 2; i++) {
+    memset(&r, 0, sizeof r);
+    r.kind = GPUPHASE_REC_FRAME;
+    r.u.frame.node = (uint64_t)i, r.u.frame.parent = (uint64_t)i - 1;
+    r.u.frame.kind = GPUPHASE_FRAME_NATIVE, r.u.frame.module = 1;
+    r.u.frame.pc = 0x1000 * (uint64_t)i;
+    gp_writer_add(w, 0, &r);
+  }
+#endif
   for (int i = 0; i < 2; i++) {
     memset(&r, 0, sizeof r);
     r.kind = GPUPHASE_REC_API;
+#ifdef V3
+    r.u.api.stack = i == 0 ? 2 : 0;
+#endif
     r.u.api.thread = 0, r.u.api.api = 3, r.u.api.device = 0;
     r.u.api.start = 9000 + 4000 * (uint64_t)i;
     r.u.api.end = r.u.api.start + 3500, r.u.api.corr = 5 + (uint64_t)i;

@@ -1,6 +1,7 @@
 /* Old traces stay readable: golden-v1.gph was written by the format-1
- * writer (commit 7deb90b^) and golden-v2.gph by the format-2 writer, both
- * from mkgolden.c; the expected contents below are what mkgolden.c put in,
+ * writer (commit 7deb90b^), golden-v2.gph by the format-2 writer and
+ * golden-v3.gph by the format-3 writer (commit e9c1c91), all from
+ * mkgolden.c; the expected contents below are what mkgolden.c put in,
  * listed by hand, with the defaults docs/format.md section 7 gives for
  * fields a file predates (run_id "", step_items 0, DEVICE versions 0, no
  * ITEMS, API.stack 0). Read in file order and in time order. */
@@ -13,6 +14,7 @@ struct want {
   const char *run_id;
   uint64_t step_items, driver, runtime;
   int items;
+  int stacks; /* format 3: a MODULE, two FRAMEs, the first API's stack */
 };
 
 static void check_file(const char *dir, const char *name,
@@ -39,8 +41,9 @@ static void check_file(const char *dir, const char *name,
   size_t n = 0;
   CHECK(tt_read_all(r, rec, 32, &n) == 0);
   gpuphase_reader_close(r);
-  /* 4 strings, thread, api_def, device, kernel, 2 api, (items), summary */
-  CHECK_EQ_U(n, 11 + (size_t)w->items);
+  /* 4 strings, thread, api_def, device, kernel, 2 api, (items), summary;
+   * (a fifth string, module, 2 frames) */
+  CHECK_EQ_U(n, 11 + (size_t)w->items + 4 * (size_t)w->stacks);
   size_t counts[GPUPHASE_REC_MAX] = {0};
   uint64_t api_start[2] = {0, 0};
   for (size_t i = 0; i < n; i++) {
@@ -68,26 +71,43 @@ static void check_file(const char *dir, const char *name,
       if (k < 2) api_start[k] = x->u.api.start;
       CHECK_EQ_U(x->u.api.end - x->u.api.start, 3500);
       CHECK_EQ_U(x->u.api.corr, 5 + k);
-      CHECK_EQ_U(x->u.api.stack, 0); /* predates format 3 */
+      /* 0 in files that predate format 3 */
+      CHECK_EQ_U(x->u.api.stack, k == 0 && w->stacks ? 2 : 0);
       break;
     }
+    case GPUPHASE_REC_MODULE:
+      CHECK(x->u.module.module == 1 && x->u.module.base == 0x400000);
+      CHECK(x->u.module.size == 0x5000 && x->u.module.start == 5000);
+      CHECK(x->u.module.build_id.len == 2 &&
+            !memcmp(x->u.module.build_id.data, "\xab\xcd", 2));
+      CHECK_EQ_U(x->u.module.unloaded, 0);
+      break;
+    case GPUPHASE_REC_FRAME:
+      CHECK(x->u.frame.kind == GPUPHASE_FRAME_NATIVE && x->u.frame.module == 1);
+      CHECK(x->u.frame.pc == 0x1000 * x->u.frame.node);
+      CHECK_EQ_U(x->u.frame.parent, x->u.frame.node - 1);
+      /* metadata comes before the records that refer to it */
+      CHECK_EQ_U(counts[GPUPHASE_REC_API], 0);
+      break;
     case GPUPHASE_REC_ITEMS:
       CHECK(x->u.items.start == 17000 && x->u.items.count == 32);
       break;
     case GPUPHASE_REC_SUMMARY:
       CHECK_EQ_U(x->u.summary.end, 20000);
-      CHECK_EQ_U(x->u.summary.events, 6 + (uint64_t)w->items);
+      CHECK_EQ_U(x->u.summary.events,
+                 6 + (uint64_t)w->items + 3 * (uint64_t)w->stacks);
       CHECK(i == n - 1);
       break;
     case GPUPHASE_REC_STRING: break;
     default: CHECK(!"unexpected kind");
     }
   }
-  CHECK_EQ_U(counts[GPUPHASE_REC_STRING], 4);
+  CHECK_EQ_U(counts[GPUPHASE_REC_STRING], 4 + (size_t)w->stacks);
   CHECK_EQ_U(counts[GPUPHASE_REC_API], 2);
   CHECK_EQ_U(counts[GPUPHASE_REC_ITEMS], w->items);
-  CHECK_EQ_U(counts[GPUPHASE_REC_MODULE] + counts[GPUPHASE_REC_FRAME] +
-                 counts[GPUPHASE_REC_PYCODE], 0);
+  CHECK_EQ_U(counts[GPUPHASE_REC_MODULE], (size_t)w->stacks);
+  CHECK_EQ_U(counts[GPUPHASE_REC_FRAME], 2 * (size_t)w->stacks);
+  CHECK_EQ_U(counts[GPUPHASE_REC_PYCODE], 0);
   CHECK_EQ_U(api_start[0], 9000);
   CHECK_EQ_U(api_start[1], 13000);
   for (size_t i = 0; i < n; i++) tt_rec_free(&rec[i]);
@@ -95,14 +115,16 @@ static void check_file(const char *dir, const char *name,
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: test_golden DIR (holding golden-v1.gph, golden-v2.gph)\n");
+    fprintf(stderr, "usage: test_golden DIR (holding golden-v1.gph .. golden-v3.gph)\n");
     return 2;
   }
-  const struct want v1 = {1, "", 0, 0, 0, 0};
-  const struct want v2 = {2, "run42", 8, 13000, 12080, 1};
+  const struct want v1 = {1, "", 0, 0, 0, 0, 0};
+  const struct want v2 = {2, "run42", 8, 13000, 12080, 1, 0};
+  const struct want v3 = {3, "run42", 8, 13000, 12080, 1, 1};
   for (int sorted = 0; sorted < 2; sorted++) {
     check_file(argv[1], "golden-v1.gph", &v1, sorted);
     check_file(argv[1], "golden-v2.gph", &v2, sorted);
+    check_file(argv[1], "golden-v3.gph", &v3, sorted);
   }
   return tt_done("trace-golden");
 }
