@@ -14,8 +14,21 @@
  * dropped (evicted) and decoded again when their source is next read, from
  * the payload offset where it stood (its decoding state stays). Reloading
  * is bounded too: past twice the file's decoded bytes plus RELOAD_SLACK the
- * reader gives up with GPUPHASE_E_NOMEM instead of thrashing. */
+ * reader gives up with GPUPHASE_E_NOMEM instead of thrashing.
+ *
+ * Decompression ahead (gp_reader_set_threads): worker threads decompress
+ * the frames of sources other than 0, of up to HOLD_SMALL bytes, in the
+ * order the merge will ask for them (a frame is needed once the one before
+ * it in its source is used up: frames are taken by the file offset of
+ * their predecessor, a source's first frame first), into at most
+ * 2 * workers + 2 buffers of HOLD_SMALL bytes waiting to be taken, with as
+ * many spare ones. The merge takes a frame from them when its source needs
+ * it and decompresses it itself when no worker has started it; everything
+ * else (decoding, the budgets, eviction, reload) is as without them, so the
+ * records, their order and any error are the same. A worker's error is
+ * kept with its frame and reported when the merge reaches that frame. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +41,9 @@ enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
 #define BIG_BUDGET (128ull << 20)
 #define ALL_BUDGET (512ull << 20)
 #define RELOAD_SLACK (1ull << 30)
+/* Decompression ahead: the merge takes what one or two workers decompress;
+ * more only hold more buffers. */
+#define PF_MAX_WORKERS 4
 
 /* Sources holding a decoded frame, small (0) or big (1); evictions take
  * them in turn (a clock hand), which does not degrade on cyclic use. */
@@ -39,6 +55,34 @@ struct held_list {
 struct frame_ref {
   uint64_t off;
   uint32_t csize, usize;
+  uint32_t pf; /* its entry in the schedule of decompression ahead + 1 */
+};
+
+/* Decompression ahead: one entry per frame the workers may take, in the
+ * order the merge will need them. */
+enum { PF_NONE, PF_BUSY, PF_READY, PF_TAKEN };
+
+struct pf_ent {
+  uint64_t off; /* the frame, as the workers read it */
+  uint32_t csize, usize, source;
+  int state;
+  int err;
+  uint8_t *buf; /* PF_READY: the payload, HOLD_SMALL + GP_DECODE_PAD */
+  char *msg;    /* PF_READY with err: the message */
+};
+
+struct prefetch {
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  pthread_t *th;
+  gpuphase_reader **wr; /* each worker's own reader state (dctx, scratch) */
+  int nth, stop;
+  struct pf_ent *ent;
+  uint32_t n, next;   /* entries; the next one a worker takes */
+  uint32_t ahead, limit; /* buffers busy or waiting; their bound */
+  uint8_t **pool;     /* spare buffers */
+  uint32_t npool;
+  uint64_t served;    /* frames the merge took from the workers */
 };
 
 struct source {
@@ -81,6 +125,7 @@ struct gp_sorted {
   uint64_t held[2];  /* bytes held, small and big frames */
   uint64_t decoded;  /* usize of every records frame (pass 1) */
   uint64_t reloaded; /* bytes decoded again after evictions */
+  struct prefetch *pf; /* NULL: every frame decompressed here */
 };
 
 static uint32_t hash_id(uint32_t id, uint32_t mask) {
@@ -149,7 +194,7 @@ static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
     src->fcap = cap;
   }
   src->frames[src->nframes++] =
-      (struct frame_ref){fi->off, fi->csize, fi->usize};
+      (struct frame_ref){fi->off, fi->csize, fi->usize, 0};
   s->decoded += fi->usize;
   return GPUPHASE_OK;
 }
@@ -226,8 +271,11 @@ int gp_sorted_init(gpuphase_reader *r) {
   return GPUPHASE_OK;
 }
 
+static void pf_free(struct prefetch *pf);
+
 void gp_sorted_free(struct gp_sorted *s) {
   if (!s) return;
+  pf_free(s->pf);
   for (uint32_t i = 0; i < s->nsrc; i++) {
     free(s->src[i].frames);
     gp_cursor_free(&s->src[i].c);
@@ -308,6 +356,223 @@ static void make_room(struct gp_sorted *s, struct gp_cursor *dst,
   }
 }
 
+/* --- Decompression ahead ------------------------------------------------ */
+
+static void *pf_worker(void *arg) {
+  gpuphase_reader *wr = arg;
+  struct prefetch *pf = wr->sorted->pf;
+  pthread_mutex_lock(&pf->mu);
+  while (!pf->stop) {
+    if (pf->next == pf->n || pf->ahead >= pf->limit) {
+      pthread_cond_wait(&pf->work, &pf->mu);
+      continue;
+    }
+    struct pf_ent *e = &pf->ent[pf->next++];
+    if (e->state != PF_NONE) continue; /* the merge took it itself */
+    e->state = PF_BUSY;
+    pf->ahead++;
+    struct gp_cursor c = {0};
+    c.buf = pf->npool ? pf->pool[--pf->npool] : NULL;
+    pthread_mutex_unlock(&pf->mu);
+    if (!c.buf) c.buf = malloc(HOLD_SMALL + GP_DECODE_PAD);
+    c.cap = c.buf ? HOLD_SMALL : 0;
+    struct gp_frame_info fi = {e->off, e->csize, e->usize, e->source,
+                               GP_FRAME_RECORDS};
+    wr->err = 0;
+    wr->msg[0] = 0;
+    int rc = c.buf ? gp_inflate_frame(wr, &fi, &c)
+                   : gp_reader_fail(wr, GPUPHASE_E_NOMEM, "out of memory");
+    char *msg = rc ? strdup(wr->msg) : NULL;
+    if (rc && !msg) rc = GPUPHASE_E_NOMEM;
+    pthread_mutex_lock(&pf->mu);
+    e->err = rc;
+    e->msg = msg;
+    e->buf = c.buf;
+    e->state = PF_READY;
+    pthread_cond_broadcast(&pf->done);
+  }
+  pthread_mutex_unlock(&pf->mu);
+  return NULL;
+}
+
+static void pf_free(struct prefetch *pf) {
+  if (!pf) return;
+  pthread_mutex_lock(&pf->mu);
+  pf->stop = 1;
+  pthread_cond_broadcast(&pf->work);
+  pthread_mutex_unlock(&pf->mu);
+  for (int i = 0; i < pf->nth; i++)
+    pthread_join(pf->th[i], NULL);
+  for (uint32_t i = 0; pf->ent && i < pf->n; i++)
+    if (pf->ent[i].state == PF_READY) {
+      free(pf->ent[i].buf);
+      free(pf->ent[i].msg);
+    }
+  for (uint32_t i = 0; i < pf->npool; i++)
+    free(pf->pool[i]);
+  for (int i = 0; pf->wr && pf->wr[i]; i++) {
+    ZSTD_freeDCtx(pf->wr[i]->dctx);
+    free(pf->wr[i]->cbuf);
+    free(pf->wr[i]);
+  }
+  pthread_cond_destroy(&pf->work);
+  pthread_cond_destroy(&pf->done);
+  pthread_mutex_destroy(&pf->mu);
+  free(pf->wr);
+  free(pf->th);
+  free(pf->ent);
+  free(pf->pool);
+  free(pf);
+}
+
+/* A frame to schedule: the merge needs it once its source's frame before
+ * it is used up, so frames go by that frame's offset (a source's first
+ * frame, needed at once, by its own). */
+struct pf_need {
+  uint64_t key, off;
+  struct frame_ref *f;
+  uint32_t id;
+};
+
+static int by_need(const void *a, const void *b) {
+  const struct pf_need *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static struct prefetch *pf_start(gpuphase_reader *r, int workers) {
+  struct gp_sorted *s = r->sorted;
+  struct prefetch *pf = calloc(1, sizeof *pf);
+  if (!pf) return NULL;
+  pthread_mutex_init(&pf->mu, NULL);
+  pthread_cond_init(&pf->work, NULL);
+  pthread_cond_init(&pf->done, NULL);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->nsrc; i++)
+    if (s->src[i].id != 0)
+      for (uint32_t k = 0; k < s->src[i].nframes; k++)
+        n += s->src[i].frames[k].usize <= HOLD_SMALL;
+  struct pf_need *need = malloc((n ? n : 1) * sizeof *need);
+  pf->ent = calloc(n ? n : 1, sizeof *pf->ent);
+  pf->limit = 2 * (uint32_t)workers + 2;
+  pf->pool = malloc(pf->limit * sizeof *pf->pool);
+  pf->th = malloc((size_t)workers * sizeof *pf->th);
+  pf->wr = calloc((size_t)workers + 1, sizeof *pf->wr);
+  if (!need || !pf->ent || !pf->pool || !pf->th || !pf->wr) {
+    free(need);
+    pf_free(pf);
+    return NULL;
+  }
+  for (uint32_t i = 0; i < s->nsrc; i++) {
+    struct source *src = &s->src[i];
+    if (src->id == 0) continue;
+    for (uint32_t k = 0; k < src->nframes; k++) {
+      struct frame_ref *f = &src->frames[k];
+      if (f->usize > HOLD_SMALL) continue;
+      need[pf->n++] = (struct pf_need){
+          k ? src->frames[k - 1].off + 1 : 0, f->off, f, src->id};
+    }
+  }
+  qsort(need, pf->n, sizeof *need, by_need);
+  for (uint32_t j = 0; j < pf->n; j++) {
+    struct frame_ref *f = need[j].f;
+    struct pf_ent *e = &pf->ent[j];
+    e->off = f->off;
+    e->csize = f->csize;
+    e->usize = f->usize;
+    e->source = need[j].id;
+    f->pf = j + 1;
+  }
+  free(need);
+  s->pf = pf; /* what the workers read */
+  for (int i = 0; i < workers && pf->n; i++) {
+    gpuphase_reader *wr = calloc(1, sizeof *wr);
+    if (wr) wr->dctx = ZSTD_createDCtx();
+    if (!wr || !wr->dctx) {
+      free(wr);
+      break;
+    }
+    wr->fd = r->fd;
+    wr->mem = r->mem;
+    wr->size = r->size;
+    wr->swap = r->swap;
+    wr->sorted = s;
+    pf->wr[i] = wr;
+    if (pthread_create(&pf->th[i], NULL, pf_worker, wr)) break;
+    pf->nth++;
+  }
+  if (!pf->nth) {
+    s->pf = NULL;
+    pf_free(pf);
+    return NULL;
+  }
+  return pf;
+}
+
+int gp_sorted_set_threads(gpuphase_reader *r, int threads) {
+  struct gp_sorted *s = r->sorted;
+  if (!s || s->pf || s->heap || s->phase != PHASE_META || threads <= 1)
+    return 0;
+  int workers = threads - 1 < PF_MAX_WORKERS ? threads - 1 : PF_MAX_WORKERS;
+  struct prefetch *pf = pf_start(r, workers);
+  return pf ? pf->nth : 0;
+}
+
+uint64_t gp_sorted_served(gpuphase_reader *r) {
+  struct prefetch *pf = r->sorted ? r->sorted->pf : NULL;
+  if (!pf) return 0;
+  pthread_mutex_lock(&pf->mu);
+  uint64_t n = pf->served;
+  pthread_mutex_unlock(&pf->mu);
+  return n;
+}
+
+/* The frame f of src from the workers: 1 (*rc its result), or 0 when no
+ * worker has started it and it is to be decompressed here. */
+static int pf_take(gpuphase_reader *r, struct source *src,
+                   const struct frame_ref *f, int *rc) {
+  struct prefetch *pf = r->sorted->pf;
+  struct pf_ent *e = &pf->ent[f->pf - 1];
+  pthread_mutex_lock(&pf->mu);
+  if (e->state == PF_NONE) {
+    e->state = PF_TAKEN;
+    pthread_mutex_unlock(&pf->mu);
+    return 0;
+  }
+  while (e->state == PF_BUSY)
+    pthread_cond_wait(&pf->done, &pf->mu);
+  uint8_t *buf = e->buf, *spare = buf;
+  char *msg = e->msg;
+  int err = e->err;
+  e->buf = NULL;
+  e->msg = NULL;
+  e->state = PF_TAKEN;
+  pf->served++;
+  if (!err) spare = src->c.cap == HOLD_SMALL ? src->c.buf : NULL;
+  if (spare && pf->npool < pf->limit) {
+    pf->pool[pf->npool++] = spare;
+    spare = NULL;
+  }
+  pf->ahead--;
+  pthread_cond_signal(&pf->work);
+  pthread_mutex_unlock(&pf->mu);
+  free(spare);
+  if (err) {
+    *rc = gp_reader_fail(r, err, "%s", msg ? msg : "out of memory");
+    free(msg);
+    return 1;
+  }
+  if (src->c.cap != HOLD_SMALL) free(src->c.buf);
+  src->c.buf = buf;
+  src->c.cap = HOLD_SMALL;
+  src->c.p = buf;
+  src->c.end = buf + f->usize;
+  src->c.off = f->off;
+  gp_dstate_reset(&src->c.st);
+  *rc = GPUPHASE_OK;
+  return 1;
+}
+
 /* Decodes frame src->frames[i] into src->c within the budgets; the
  * decoding state is reset unless resuming. */
 static int load(gpuphase_reader *r, struct source *src, uint32_t i,
@@ -315,6 +580,14 @@ static int load(gpuphase_reader *r, struct source *src, uint32_t i,
   struct gp_sorted *s = r->sorted;
   const struct frame_ref *f = &src->frames[i];
   unhold(s, src);
+  int rc;
+  if (!resume && f->pf && s->pf && pf_take(r, src, f, &rc)) {
+    if (rc) return rc;
+    make_room(s, &src->c, f->usize);
+    if (hold(s, src))
+      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    return GPUPHASE_OK;
+  }
   /* a big buffer is not kept for smaller frames, nor a small one regrown */
   if ((src->c.cap > HOLD_SMALL && f->usize <= HOLD_SMALL) ||
       src->c.cap < f->usize)
@@ -322,8 +595,8 @@ static int load(gpuphase_reader *r, struct source *src, uint32_t i,
   if (!src->c.buf) make_room(s, &src->c, f->usize);
   struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
                              GP_FRAME_RECORDS};
-  int rc = resume ? gp_inflate_frame(r, &fi, &src->c)
-                  : gp_load_frame(r, &fi, &src->c);
+  rc = resume ? gp_inflate_frame(r, &fi, &src->c)
+              : gp_load_frame(r, &fi, &src->c);
   if (src->c.buf && hold(s, src))
     return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   return rc;
