@@ -62,11 +62,18 @@ void *__wrap_calloc(size_t n, size_t m);
 void *__wrap_realloc(void *p, size_t n);
 void __wrap_free(void *p);
 
+/* Atomics: the reader's workers allocate too. */
 static size_t live, peak;
 
 static void *counted(void *p) {
-  if (p) live += malloc_usable_size(p);
-  if (live > peak) peak = live;
+  size_t now = p ? __atomic_add_fetch(&live, malloc_usable_size(p),
+                                      __ATOMIC_RELAXED)
+                 : __atomic_load_n(&live, __ATOMIC_RELAXED);
+  size_t was = __atomic_load_n(&peak, __ATOMIC_RELAXED);
+  while (now > was && !__atomic_compare_exchange_n(&peak, &was, now, 1,
+                                                   __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED))
+    ;
   return p;
 }
 void *__wrap_malloc(size_t n) {
@@ -78,11 +85,11 @@ void *__wrap_calloc(size_t n, size_t m) {
 void *__wrap_realloc(void *p, size_t n) {
   size_t old = p ? malloc_usable_size(p) : 0;
   void *q = __real_realloc(p, n);
-  if (q || !n) live -= old;
+  if (q || !n) __atomic_sub_fetch(&live, old, __ATOMIC_RELAXED);
   return q ? counted(q) : NULL;
 }
 void __wrap_free(void *p) {
-  if (p) live -= malloc_usable_size(p);
+  if (p) __atomic_sub_fetch(&live, malloc_usable_size(p), __ATOMIC_RELAXED);
   __real_free(p);
 }
 
