@@ -269,38 +269,45 @@ static int cmp_dbl(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Runs the pipeline `runs` times on path and prints the rates. */
-static int measure(const char *path, int runs) {
+/* Runs the pipeline `runs` times on path for each thread count of
+ * jobs[0..njobs) (reading one file: -j N of gpuphase-report), the counts
+ * alternating within each run, and prints the rates. */
+static int measure(const char *path, int runs, const int *jobs, int njobs) {
   /* Wall time, and CPU time: on a shared machine the process may wait for
    * a core, and only the CPU time says what one core can do. */
-  double rate[99], cpu_rate[99];
+  double rate[8][99], cpu_rate[8][99];
   uint64_t n = 0;
   for (int i = 0; i < runs; i++) {
-    int st;
-    char err[512];
-    double t = now(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    struct gp_proc_res *r =
-        gp_report_file(path, NULL, NULL, NULL, &st, err, sizeof err);
-    t = now() - t;
-    c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c;
-    if (!r) return fprintf(stderr, "report_bench: %s\n", err), -1;
-    n = r->diag.records;
-    rate[i] = (double)n / t;
-    cpu_rate[i] = (double)n / c;
-    printf("run %d: %llu records in %.2f s (%.2f s CPU): %.2f M events/s, "
-           "%.2f M per CPU-second\n",
-           i + 1, (unsigned long long)n, t, c, rate[i] / 1e6,
-           cpu_rate[i] / 1e6);
-    gp_res_free(r);
+    for (int j = 0; j < njobs; j++) {
+      int st;
+      char err[512];
+      struct gp_report_opts ro = {.warmup = -1, .read_threads = jobs[j]};
+      double t = now(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+      struct gp_proc_res *r =
+          gp_report_file(path, &ro, NULL, NULL, &st, err, sizeof err);
+      t = now() - t;
+      c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c;
+      if (!r) return fprintf(stderr, "report_bench: %s\n", err), -1;
+      n = r->diag.records;
+      rate[j][i] = (double)n / t;
+      cpu_rate[j][i] = (double)n / c;
+      printf("run %d, -j %d: %llu records in %.2f s (%.2f s CPU): %.2f M "
+             "events/s, %.2f M per CPU-second\n",
+             i + 1, jobs[j], (unsigned long long)n, t, c, rate[j][i] / 1e6,
+             cpu_rate[j][i] / 1e6);
+      gp_res_free(r);
+    }
   }
-  qsort(rate, (size_t)runs, sizeof *rate, cmp_dbl);
-  qsort(cpu_rate, (size_t)runs, sizeof *cpu_rate, cmp_dbl);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("median of %d: %.2f M events/s (%.2f M per CPU-second) over %llu "
-         "records; peak RSS %.1f MiB\n",
-         runs, rate[runs / 2] / 1e6, cpu_rate[runs / 2] / 1e6,
-         (unsigned long long)n, ru.ru_maxrss / 1024.0);
+  for (int j = 0; j < njobs; j++) {
+    qsort(rate[j], (size_t)runs, sizeof rate[j][0], cmp_dbl);
+    qsort(cpu_rate[j], (size_t)runs, sizeof cpu_rate[j][0], cmp_dbl);
+    printf("median of %d, -j %d: %.2f M events/s (%.2f M per CPU-second) "
+           "over %llu records; peak RSS %.1f MiB\n",
+           runs, jobs[j], rate[j][runs / 2] / 1e6, cpu_rate[j][runs / 2] / 1e6,
+           (unsigned long long)n, ru.ru_maxrss / 1024.0);
+  }
   return 0;
 }
 
@@ -410,7 +417,7 @@ int main(int argc, char **argv) {
   uint64_t events = 50000000;
   int runs = 3;
   const char *keep = NULL, *input = NULL;
-  int cmp = 0, with_stacks = 0;
+  int cmp = 0, with_stacks = 0, jobs[8] = {1}, njobs = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = strtoull(argv[++i], NULL, 10);
@@ -424,10 +431,18 @@ int main(int argc, char **argv) {
       cmp = 1;
     else if (!strcmp(argv[i], "--stacks"))
       with_stacks = 1;
-    else {
+    else if (!strcmp(argv[i], "-j") && i + 1 < argc) {
+      char *p = argv[++i];
+      for (njobs = 0; njobs < 8 && *p; njobs++) {
+        jobs[njobs] = (int)strtol(p, &p, 10);
+        if (jobs[njobs] < 1 || jobs[njobs] > 64 || (*p && *p++ != ','))
+          return fprintf(stderr, "report_bench: bad -j\n"), 2;
+      }
+      if (!njobs) return fprintf(stderr, "report_bench: bad -j\n"), 2;
+    } else {
       fprintf(stderr,
-              "usage: %s [--events N] [--runs R] [--stacks] [--keep FILE | "
-              "--input FILE]\n       %s --compare [--events N] [--runs R] [--keep "
+              "usage: %s [--events N] [--runs R] [--stacks] [-j N[,N...]] "
+              "[--keep FILE | --input FILE]\n       %s --compare [--events N] [--runs R] [--keep "
               "PREFIX]\n",
               argv[0], argv[0]);
       return 2;
@@ -437,7 +452,7 @@ int main(int argc, char **argv) {
   if (cmp) return compare_bench(events, runs, keep);
   /* a trace kept from an earlier run: time the pipeline alone, e.g. under
    * callgrind, where generating the trace would dominate */
-  if (input) return measure(input, runs) < 0;
+  if (input) return measure(input, runs, jobs, njobs) < 0;
   char tmp[] = "/tmp/gpuphase-bench-XXXXXX";
   const char *path = keep;
   if (!path) {
@@ -449,7 +464,7 @@ int main(int argc, char **argv) {
   double t0 = now();
   if (generate(path, events, 42, 0, with_stacks) < 0) return 1;
   printf("generated %s: %.1f s\n", path, now() - t0);
-  int rc = measure(path, runs);
+  int rc = measure(path, runs, jobs, njobs);
   if (!keep) unlink(path);
   return rc < 0;
 }

@@ -63,6 +63,7 @@ static struct gp_proc_res *one_pass(const char *path,
     return NULL;
   }
   ro.step_items = gpuphase_reader_header(rd)->step_items;
+  gp_reader_set_threads(rd, o->read_threads);
   gp_attr *a = gp_attr_new(o);
   uint64_t unwritten = 0;
   int rc = a ? feed_all(rd, a, path, progress, ctx, &oom, &unwritten) : 0;

@@ -336,6 +336,8 @@ struct gp_report_opts {
   const char *step_api; /* heuristic: the synchronising call's name */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
   int frames_all; /* --frames all: call sites keep every frame */
+  int read_threads; /* threads reading one trace (frames decompressed ahead
+                       on read_threads - 1 workers); <= 1: one */
   /* the HTML timeline: collected after the analysis when set */
   const struct gp_htl_opts *timeline;
 };

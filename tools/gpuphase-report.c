@@ -96,8 +96,11 @@ static const char usage[] =
     "                     the communication kernels of the job view (default\n"
     "                     " GP_JOB_COMM_DEFAULT ", a mangled name's _Z prefix "
     "skipped)\n"
-    "  -j, --jobs N       files read at once, one thread each (default: the\n"
-    "                     CPUs available); the output is the same for any N\n"
+    "  -j, --jobs N       threads reading the files (default: the CPUs\n"
+    "                     available): up to N files at once, one thread each,\n"
+    "                     and with fewer files than N the others decompress\n"
+    "                     each file's frames ahead (up to 4 a file); the\n"
+    "                     output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -402,9 +405,13 @@ static int read_all(int n, char **files, const struct opts *o,
   struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
   char(*err)[512] = calloc((size_t)n, sizeof *err);
   if (!err) return fputs("gpuphase-report: out of memory\n", stderr), 1;
-  struct read_task t = {files, o, procs, &pg, err, (size_t)n,
-                        PTHREAD_MUTEX_INITIALIZER};
+  /* a thread per file; threads beyond one per file are shared out among
+   * the files, to decompress their frames ahead */
   int threads = o->threads ? o->threads : gp_par_default();
+  struct opts per_file = *o;
+  per_file.ro.read_threads = threads > n ? threads / n : 1;
+  struct read_task t = {files, &per_file, procs, &pg, err, (size_t)n,
+                        PTHREAD_MUTEX_INITIALIZER};
   gp_par_for((size_t)n, threads, read_one, &t);
   if (pg.shown) fputs("\r\033[K", stderr);
   int rc = 0;

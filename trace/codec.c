@@ -228,20 +228,52 @@ static inline int varint_long(const uint8_t **pp, const uint8_t *end,
   return gp_get_varint(pp, end, v);
 }
 
+/* varint_long for the field loop, with the position passed and returned
+ * (NULL: malformed), so that it stays in a register: the checked loop
+ * behind it takes its address out of line. */
+static const uint8_t *__attribute__((noinline))
+varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+  return gp_get_varint(&p, end, v) ? NULL : p;
+}
+
+static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
+                                       uint64_t *v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t w;
+  memcpy(&w, p, 8);
+  uint64_t stop = ~w & 0x8080808080808080ull;
+  if (__builtin_expect(stop != 0, 1)) {
+    unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 x length */
+    w &= 0x7f7f7f7f7f7f7f7full & (~0ull >> (64 - bits));
+    w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
+    w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
+    w = (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
+    *v = w;
+    return p + bits / 8;
+  }
+#endif
+  return varint_slow(p, end, v);
+}
+
 /* One field's delta: 0 past the end of the payload. A varint that runs
- * past the end is caught once, after the last field. */
+ * past the end is caught once, after the last field. In a kind without
+ * blobs, the fields past the end of the payload keep their values (delta
+ * 0), so the first of them jumps to the end (`rest`), and a delta of 0
+ * leaves its field alone. */
 #define IN_DELTA(z)                                                            \
   uint64_t z = 0;                                                              \
+  if (!has_blob && p >= end) goto rest;                                        \
   if (p < end) {                                                               \
-    if (*p < 0x80)                                                             \
-      z = *p++;                                                                \
-    else if (varint_long(&p, end, &z))                                         \
+    z = *p;                                                                    \
+    if (z < 0x80)                                                              \
+      p++;                                                                     \
+    else if (!(p = varint_at(p, end, &z)))                                     \
       return GPUPHASE_E_CORRUPT;                                               \
   }
 #define IN_V(type, name)                                                       \
   {                                                                            \
     IN_DELTA(z)                                                                \
-    x->name = (type)((uint64_t)x->name + gp_unzigzag(z));                      \
+    if (z) x->name = (type)((uint64_t)x->name + gp_unzigzag(z));               \
   }
 /* E fields: the delta is of end - start, so the previous duration is taken
  * before start moves (SAVE_E) and the end rebuilt after (END_E). */
@@ -259,6 +291,7 @@ static inline int varint_long(const uint8_t **pp, const uint8_t *end,
     p += n;                                                                    \
   }
 #define IN_FIELD(code, type, name) IN_##code(type, name)
+#define IS_BLOB(code, type, name) +(#code[0] == 'B')
 #define SAVE_V(name)
 #define SAVE_B(name)
 #define SAVE_E(name) uint64_t dur_##name = x->name - x->start;
@@ -272,8 +305,11 @@ static inline int varint_long(const uint8_t **pp, const uint8_t *end,
                                     struct gpuphase_##low *x,                  \
                                     uint64_t *start) {                         \
     typedef struct gpuphase_##low cur_t;                                       \
+    const int has_blob = 0 FIELDS(IS_BLOB);                                    \
     FIELDS(SAVE_FIELD)                                                         \
     FIELDS(IN_FIELD)                                                           \
+    goto rest;                                                                 \
+  rest:                                                                        \
     if (p > end) return GPUPHASE_E_CORRUPT;                                    \
     FIELDS(END_FIELD)                                                          \
     if (0 FIELDS(HAS_START))                                                   \

@@ -374,6 +374,10 @@ static int next_file_order(gpuphase_reader *r,
   }
 }
 
+int gp_reader_set_threads(gpuphase_reader *r, int threads) {
+  return r && !r->err && r->sorted ? gp_sorted_set_threads(r, threads) : 0;
+}
+
 int gp_reader_next_ref(gpuphase_reader *r, const struct gpuphase_record **out) {
   if (!r || !out) return GPUPHASE_E_ARG;
   if (r->err) return r->err;
@@ -431,8 +435,8 @@ GPUPHASE_API int gpuphase_reader_read(gpuphase_reader *r,
 
 GPUPHASE_API void gpuphase_reader_close(gpuphase_reader *r) {
   if (!r) return;
+  gp_sorted_free(r->sorted); /* first: it joins workers that read r->fd */
   if (r->fd >= 0) close(r->fd);
-  gp_sorted_free(r->sorted);
   gp_cursor_free(&r->fc);
   gp_strtab_free(&r->strings);
   ZSTD_freeDCtx(r->dctx);

@@ -14,8 +14,21 @@
  * dropped (evicted) and decoded again when their source is next read, from
  * the payload offset where it stood (its decoding state stays). Reloading
  * is bounded too: past twice the file's decoded bytes plus RELOAD_SLACK the
- * reader gives up with GPUPHASE_E_NOMEM instead of thrashing. */
+ * reader gives up with GPUPHASE_E_NOMEM instead of thrashing.
+ *
+ * Decompression ahead (gp_reader_set_threads): worker threads decompress
+ * the frames of sources other than 0, of up to HOLD_SMALL bytes, in the
+ * order the merge will ask for them (a frame is needed once the one before
+ * it in its source is used up: frames are taken by the file offset of
+ * their predecessor, a source's first frame first), into at most
+ * 2 * workers + 2 buffers of HOLD_SMALL bytes waiting to be taken, with as
+ * many spare ones. The merge takes a frame from them when its source needs
+ * it and decompresses it itself when no worker has started it; everything
+ * else (decoding, the budgets, eviction, reload) is as without them, so the
+ * records, their order and any error are the same. A worker's error is
+ * kept with its frame and reported when the merge reaches that frame. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +41,9 @@ enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
 #define BIG_BUDGET (128ull << 20)
 #define ALL_BUDGET (512ull << 20)
 #define RELOAD_SLACK (1ull << 30)
+/* Decompression ahead: the merge takes what one or two workers decompress;
+ * more only hold more buffers. */
+#define PF_MAX_WORKERS 4
 
 /* Sources holding a decoded frame, small (0) or big (1); evictions take
  * them in turn (a clock hand), which does not degrade on cyclic use. */
@@ -39,6 +55,34 @@ struct held_list {
 struct frame_ref {
   uint64_t off;
   uint32_t csize, usize;
+  uint32_t pf; /* its entry in the schedule of decompression ahead + 1 */
+};
+
+/* Decompression ahead: one entry per frame the workers may take, in the
+ * order the merge will need them. */
+enum { PF_NONE, PF_BUSY, PF_READY, PF_TAKEN };
+
+struct pf_ent {
+  uint64_t off; /* the frame, as the workers read it */
+  uint32_t csize, usize, source;
+  int state;
+  int err;
+  uint8_t *buf; /* PF_READY: the payload, HOLD_SMALL + GP_DECODE_PAD */
+  char *msg;    /* PF_READY with err: the message */
+};
+
+struct prefetch {
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  pthread_t *th;
+  gpuphase_reader **wr; /* each worker's own reader state (dctx, scratch) */
+  int nth, stop;
+  struct pf_ent *ent;
+  uint32_t n, next;   /* entries; the next one a worker takes */
+  uint32_t ahead, limit; /* buffers busy or waiting; their bound */
+  uint8_t **pool;     /* spare buffers */
+  uint32_t npool;
+  uint64_t served;    /* frames the merge took from the workers */
 };
 
 struct source {
@@ -55,9 +99,17 @@ struct source {
   uint32_t pos;    /* then: payload offset to resume at */
 };
 
+/* The merge's order: start, then source id, as one 96-bit number (one
+ * comparison, no branch on ties). */
+typedef unsigned __int128 gp_ord;
+
+static inline gp_ord ord_of(uint64_t key, uint32_t id) {
+  return (gp_ord)key << 32 | id;
+}
+
 struct heap_ent {
-  uint64_t key;
-  uint32_t id, idx;
+  gp_ord ord;
+  uint32_t idx;
 };
 
 struct gp_sorted {
@@ -70,8 +122,7 @@ struct gp_sorted {
   /* The smaller of the top's children: while the top source's next record
    * sorts before it, that source stays on top and the heap is left alone
    * (runs of records from one source are the rule). */
-  uint64_t lim_key;
-  uint32_t lim_id;
+  gp_ord lim;
   int phase;
   struct gpuphase_record sum; /* the SUMMARY record handed out last */
   int advance; /* the heap top was returned: refill it on the next call */
@@ -81,6 +132,7 @@ struct gp_sorted {
   uint64_t held[2];  /* bytes held, small and big frames */
   uint64_t decoded;  /* usize of every records frame (pass 1) */
   uint64_t reloaded; /* bytes decoded again after evictions */
+  struct prefetch *pf; /* NULL: every frame decompressed here */
 };
 
 static uint32_t hash_id(uint32_t id, uint32_t mask) {
@@ -149,7 +201,7 @@ static int add_frame(gpuphase_reader *r, const struct gp_frame_info *fi) {
     src->fcap = cap;
   }
   src->frames[src->nframes++] =
-      (struct frame_ref){fi->off, fi->csize, fi->usize};
+      (struct frame_ref){fi->off, fi->csize, fi->usize, 0};
   s->decoded += fi->usize;
   return GPUPHASE_OK;
 }
@@ -226,8 +278,11 @@ int gp_sorted_init(gpuphase_reader *r) {
   return GPUPHASE_OK;
 }
 
+static void pf_free(struct prefetch *pf);
+
 void gp_sorted_free(struct gp_sorted *s) {
   if (!s) return;
+  pf_free(s->pf);
   for (uint32_t i = 0; i < s->nsrc; i++) {
     free(s->src[i].frames);
     gp_cursor_free(&s->src[i].c);
@@ -308,6 +363,223 @@ static void make_room(struct gp_sorted *s, struct gp_cursor *dst,
   }
 }
 
+/* --- Decompression ahead ------------------------------------------------ */
+
+static void *pf_worker(void *arg) {
+  gpuphase_reader *wr = arg;
+  struct prefetch *pf = wr->sorted->pf;
+  pthread_mutex_lock(&pf->mu);
+  while (!pf->stop) {
+    if (pf->next == pf->n || pf->ahead >= pf->limit) {
+      pthread_cond_wait(&pf->work, &pf->mu);
+      continue;
+    }
+    struct pf_ent *e = &pf->ent[pf->next++];
+    if (e->state != PF_NONE) continue; /* the merge took it itself */
+    e->state = PF_BUSY;
+    pf->ahead++;
+    struct gp_cursor c = {0};
+    c.buf = pf->npool ? pf->pool[--pf->npool] : NULL;
+    pthread_mutex_unlock(&pf->mu);
+    if (!c.buf) c.buf = malloc(HOLD_SMALL + GP_DECODE_PAD);
+    c.cap = c.buf ? HOLD_SMALL : 0;
+    struct gp_frame_info fi = {e->off, e->csize, e->usize, e->source,
+                               GP_FRAME_RECORDS};
+    wr->err = 0;
+    wr->msg[0] = 0;
+    int rc = c.buf ? gp_inflate_frame(wr, &fi, &c)
+                   : gp_reader_fail(wr, GPUPHASE_E_NOMEM, "out of memory");
+    char *msg = rc ? strdup(wr->msg) : NULL;
+    if (rc && !msg) rc = GPUPHASE_E_NOMEM;
+    pthread_mutex_lock(&pf->mu);
+    e->err = rc;
+    e->msg = msg;
+    e->buf = c.buf;
+    e->state = PF_READY;
+    pthread_cond_broadcast(&pf->done);
+  }
+  pthread_mutex_unlock(&pf->mu);
+  return NULL;
+}
+
+static void pf_free(struct prefetch *pf) {
+  if (!pf) return;
+  pthread_mutex_lock(&pf->mu);
+  pf->stop = 1;
+  pthread_cond_broadcast(&pf->work);
+  pthread_mutex_unlock(&pf->mu);
+  for (int i = 0; i < pf->nth; i++)
+    pthread_join(pf->th[i], NULL);
+  for (uint32_t i = 0; pf->ent && i < pf->n; i++)
+    if (pf->ent[i].state == PF_READY) {
+      free(pf->ent[i].buf);
+      free(pf->ent[i].msg);
+    }
+  for (uint32_t i = 0; i < pf->npool; i++)
+    free(pf->pool[i]);
+  for (int i = 0; pf->wr && pf->wr[i]; i++) {
+    ZSTD_freeDCtx(pf->wr[i]->dctx);
+    free(pf->wr[i]->cbuf);
+    free(pf->wr[i]);
+  }
+  pthread_cond_destroy(&pf->work);
+  pthread_cond_destroy(&pf->done);
+  pthread_mutex_destroy(&pf->mu);
+  free(pf->wr);
+  free(pf->th);
+  free(pf->ent);
+  free(pf->pool);
+  free(pf);
+}
+
+/* A frame to schedule: the merge needs it once its source's frame before
+ * it is used up, so frames go by that frame's offset (a source's first
+ * frame, needed at once, by its own). */
+struct pf_need {
+  uint64_t key, off;
+  struct frame_ref *f;
+  uint32_t id;
+};
+
+static int by_need(const void *a, const void *b) {
+  const struct pf_need *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static struct prefetch *pf_start(gpuphase_reader *r, int workers) {
+  struct gp_sorted *s = r->sorted;
+  struct prefetch *pf = calloc(1, sizeof *pf);
+  if (!pf) return NULL;
+  pthread_mutex_init(&pf->mu, NULL);
+  pthread_cond_init(&pf->work, NULL);
+  pthread_cond_init(&pf->done, NULL);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->nsrc; i++)
+    if (s->src[i].id != 0)
+      for (uint32_t k = 0; k < s->src[i].nframes; k++)
+        n += s->src[i].frames[k].usize <= HOLD_SMALL;
+  struct pf_need *need = malloc((n ? n : 1) * sizeof *need);
+  pf->ent = calloc(n ? n : 1, sizeof *pf->ent);
+  pf->limit = 2 * (uint32_t)workers + 2;
+  pf->pool = malloc(pf->limit * sizeof *pf->pool);
+  pf->th = malloc((size_t)workers * sizeof *pf->th);
+  pf->wr = calloc((size_t)workers + 1, sizeof *pf->wr);
+  if (!need || !pf->ent || !pf->pool || !pf->th || !pf->wr) {
+    free(need);
+    pf_free(pf);
+    return NULL;
+  }
+  for (uint32_t i = 0; i < s->nsrc; i++) {
+    struct source *src = &s->src[i];
+    if (src->id == 0) continue;
+    for (uint32_t k = 0; k < src->nframes; k++) {
+      struct frame_ref *f = &src->frames[k];
+      if (f->usize > HOLD_SMALL) continue;
+      need[pf->n++] = (struct pf_need){
+          k ? src->frames[k - 1].off + 1 : 0, f->off, f, src->id};
+    }
+  }
+  qsort(need, pf->n, sizeof *need, by_need);
+  for (uint32_t j = 0; j < pf->n; j++) {
+    struct frame_ref *f = need[j].f;
+    struct pf_ent *e = &pf->ent[j];
+    e->off = f->off;
+    e->csize = f->csize;
+    e->usize = f->usize;
+    e->source = need[j].id;
+    f->pf = j + 1;
+  }
+  free(need);
+  s->pf = pf; /* what the workers read */
+  for (int i = 0; i < workers && pf->n; i++) {
+    gpuphase_reader *wr = calloc(1, sizeof *wr);
+    if (wr) wr->dctx = ZSTD_createDCtx();
+    if (!wr || !wr->dctx) {
+      free(wr);
+      break;
+    }
+    wr->fd = r->fd;
+    wr->mem = r->mem;
+    wr->size = r->size;
+    wr->swap = r->swap;
+    wr->sorted = s;
+    pf->wr[i] = wr;
+    if (pthread_create(&pf->th[i], NULL, pf_worker, wr)) break;
+    pf->nth++;
+  }
+  if (!pf->nth) {
+    s->pf = NULL;
+    pf_free(pf);
+    return NULL;
+  }
+  return pf;
+}
+
+int gp_sorted_set_threads(gpuphase_reader *r, int threads) {
+  struct gp_sorted *s = r->sorted;
+  if (!s || s->pf || s->heap || s->phase != PHASE_META || threads <= 1)
+    return 0;
+  int workers = threads - 1 < PF_MAX_WORKERS ? threads - 1 : PF_MAX_WORKERS;
+  struct prefetch *pf = pf_start(r, workers);
+  return pf ? pf->nth : 0;
+}
+
+uint64_t gp_sorted_served(gpuphase_reader *r) {
+  struct prefetch *pf = r->sorted ? r->sorted->pf : NULL;
+  if (!pf) return 0;
+  pthread_mutex_lock(&pf->mu);
+  uint64_t n = pf->served;
+  pthread_mutex_unlock(&pf->mu);
+  return n;
+}
+
+/* The frame f of src from the workers: 1 (*rc its result), or 0 when no
+ * worker has started it and it is to be decompressed here. */
+static int pf_take(gpuphase_reader *r, struct source *src,
+                   const struct frame_ref *f, int *rc) {
+  struct prefetch *pf = r->sorted->pf;
+  struct pf_ent *e = &pf->ent[f->pf - 1];
+  pthread_mutex_lock(&pf->mu);
+  if (e->state == PF_NONE) {
+    e->state = PF_TAKEN;
+    pthread_mutex_unlock(&pf->mu);
+    return 0;
+  }
+  while (e->state == PF_BUSY)
+    pthread_cond_wait(&pf->done, &pf->mu);
+  uint8_t *buf = e->buf, *spare = buf;
+  char *msg = e->msg;
+  int err = e->err;
+  e->buf = NULL;
+  e->msg = NULL;
+  e->state = PF_TAKEN;
+  pf->served++;
+  if (!err) spare = src->c.cap == HOLD_SMALL ? src->c.buf : NULL;
+  if (spare && pf->npool < pf->limit) {
+    pf->pool[pf->npool++] = spare;
+    spare = NULL;
+  }
+  pf->ahead--;
+  pthread_cond_signal(&pf->work);
+  pthread_mutex_unlock(&pf->mu);
+  free(spare);
+  if (err) {
+    *rc = gp_reader_fail(r, err, "%s", msg ? msg : "out of memory");
+    free(msg);
+    return 1;
+  }
+  if (src->c.cap != HOLD_SMALL) free(src->c.buf);
+  src->c.buf = buf;
+  src->c.cap = HOLD_SMALL;
+  src->c.p = buf;
+  src->c.end = buf + f->usize;
+  src->c.off = f->off;
+  gp_dstate_reset(&src->c.st);
+  *rc = GPUPHASE_OK;
+  return 1;
+}
+
 /* Decodes frame src->frames[i] into src->c within the budgets; the
  * decoding state is reset unless resuming. */
 static int load(gpuphase_reader *r, struct source *src, uint32_t i,
@@ -315,6 +587,14 @@ static int load(gpuphase_reader *r, struct source *src, uint32_t i,
   struct gp_sorted *s = r->sorted;
   const struct frame_ref *f = &src->frames[i];
   unhold(s, src);
+  int rc;
+  if (!resume && f->pf && s->pf && pf_take(r, src, f, &rc)) {
+    if (rc) return rc;
+    make_room(s, &src->c, f->usize);
+    if (hold(s, src))
+      return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
+    return GPUPHASE_OK;
+  }
   /* a big buffer is not kept for smaller frames, nor a small one regrown */
   if ((src->c.cap > HOLD_SMALL && f->usize <= HOLD_SMALL) ||
       src->c.cap < f->usize)
@@ -322,8 +602,8 @@ static int load(gpuphase_reader *r, struct source *src, uint32_t i,
   if (!src->c.buf) make_room(s, &src->c, f->usize);
   struct gp_frame_info fi = {f->off, f->csize, f->usize, src->id,
                              GP_FRAME_RECORDS};
-  int rc = resume ? gp_inflate_frame(r, &fi, &src->c)
-                  : gp_load_frame(r, &fi, &src->c);
+  rc = resume ? gp_inflate_frame(r, &fi, &src->c)
+              : gp_load_frame(r, &fi, &src->c);
   if (src->c.buf && hold(s, src))
     return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   return rc;
@@ -407,30 +687,55 @@ static int string_head(gpuphase_reader *r, struct source *src) {
   return GPUPHASE_OK;
 }
 
+/* fetch_head's cases off its fast path: a record the merge does not order
+ * by start (key: the source's key before it), or (rec NULL) an unknown
+ * record stepped over or the end of the frame. */
+static int __attribute__((noinline))
+fetch_slow(gpuphase_reader *r, struct source *src, uint64_t key,
+           const struct gpuphase_record *rec) {
+  for (;;) {
+    if (rec) {
+      src->key = key; /* a MODULE's start does not place it */
+      if (src->id != 0) { /* source 0's: returned in the metadata phase */
+        if (rec->kind == GPUPHASE_REC_STRING && string_head(r, src))
+          return r->err;
+        return 1; /* untimed elsewhere: emitted where it stands */
+      }
+    } else if (src->c.p >= src->c.end) {
+      int rc = src->evicted ? reload(r, src) : load_next_frame(r, src);
+      if (rc == 0) finished(r->sorted, src);
+      if (rc <= 0) return rc;
+    }
+    key = src->key;
+    int rc = gp_cursor_next(r, &src->c, &src->head, &src->key);
+    if (rc < 0) return rc;
+    rec = rc ? src->head : NULL;
+    if (rec && gp_kind_in(SORTED_KINDS, rec->kind)) return 1;
+  }
+}
+
 /* Decodes the next record of src into src->head: 1, 0 when the source is
  * exhausted, or an error. */
-static int fetch_head(gpuphase_reader *r, struct source *src) {
-  for (;;) {
-    uint64_t key = src->key;
-    int rc = gp_cursor_next(r, &src->c, &src->head, &src->key);
-    if (__builtin_expect(rc == 1, 1)) {
-      uint32_t kind = src->head->kind;
-      if (__builtin_expect(gp_kind_in(SORTED_KINDS, kind), 1)) return 1;
-      src->key = key; /* a MODULE's start does not place it */
-      if (src->id == 0) continue; /* returned in the metadata phase */
-      if (kind == GPUPHASE_REC_STRING && string_head(r, src)) return r->err;
-      return 1; /* untimed elsewhere: emitted where it stands */
+static inline int fetch_head(gpuphase_reader *r, struct source *src) {
+  uint64_t key = src->key;
+  if (__builtin_expect(src->c.p < src->c.end, 1)) {
+    const uint8_t *at = src->c.p;
+    int k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
+    if (__builtin_expect(k > 0, 1)) {
+      src->head = &src->c.st.last[k];
+      if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
+      return fetch_slow(r, src, key, src->head);
     }
-    if (rc == 0) rc = src->evicted ? reload(r, src) : load_next_frame(r, src);
-    if (rc == 0) finished(r->sorted, src);
-    if (rc <= 0) return rc;
+    if (k < 0) return gp_cursor_fail(r, &src->c, at);
+    return fetch_slow(r, src, key, NULL); /* an unknown kind: stepped over */
   }
+  return fetch_slow(r, src, key, NULL);
 }
 
 /* Sources interleave record by record, so these comparisons are coin
  * flips to the branch predictor: keep them free of short-circuit jumps. */
 static inline int less(const struct heap_ent *a, const struct heap_ent *b) {
-  return (a->key < b->key) | ((a->key == b->key) & (a->id < b->id));
+  return a->ord < b->ord;
 }
 
 static void sift_down(struct heap_ent *h, uint32_t n, uint32_t i) {
@@ -458,8 +763,7 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
 static void set_limit(struct gp_sorted *s) {
   const struct heap_ent *h = s->heap;
   uint32_t c = s->nheap > 2 && less(&h[2], &h[1]) ? 2 : 1;
-  s->lim_key = s->nheap > 1 ? h[c].key : UINT64_MAX;
-  s->lim_id = s->nheap > 1 ? h[c].id : UINT32_MAX;
+  s->lim = s->nheap > 1 ? h[c].ord : ~(gp_ord)0;
 }
 
 static int start_merge(gpuphase_reader *r) {
@@ -470,35 +774,42 @@ static int start_merge(gpuphase_reader *r) {
     int rc = fetch_head(r, &s->src[i]);
     if (rc < 0) return rc;
     if (rc == 0) continue;
-    s->heap[s->nheap] = (struct heap_ent){s->src[i].key, s->src[i].id, i};
+    s->heap[s->nheap] =
+        (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), i};
     sift_up(s->heap, s->nheap++);
   }
   set_limit(s);
   return GPUPHASE_OK;
 }
 
-/* The top source's next record replaces its head; the heap moves only when
- * that record no longer sorts before every other source's head. */
-static int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
+/* The heap once the top source's head no longer sorts first (rc 1) or the
+ * source is used up (rc 0). */
+static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   struct heap_ent *h = s->heap;
-  struct source *top = &s->src[h[0].idx];
-  int rc = fetch_head(r, top);
-  if (rc < 0) return rc;
-  if (rc == 1) {
-    h[0].key = top->key;
-    if (top->key < s->lim_key || (top->key == s->lim_key && h[0].id < s->lim_id))
-      return GPUPHASE_OK;
-  } else {
-    h[0] = h[--s->nheap];
-  }
+  if (rc == 0) h[0] = h[--s->nheap];
   if (s->nheap > 1) sift_down(h, s->nheap, 0);
   set_limit(s);
   return GPUPHASE_OK;
 }
 
-static int next_merge(gpuphase_reader *r, const struct gpuphase_record **out) {
+/* The top source's next record replaces its head; the heap moves only when
+ * that record no longer sorts before every other source's head. */
+static inline int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
+  struct heap_ent *h = s->heap;
+  struct source *top = &s->src[h[0].idx];
+  int rc = fetch_head(r, top);
+  if (rc < 0) return rc;
+  if (__builtin_expect(rc == 1, 1)) {
+    h[0].ord = ord_of(top->key, top->id);
+    if (h[0].ord < s->lim) return GPUPHASE_OK;
+  }
+  return reheap(s, rc);
+}
+
+static inline __attribute__((always_inline)) int
+next_merge(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct gp_sorted *s = r->sorted;
-  if (s->advance) {
+  if (__builtin_expect(s->advance, 1)) {
     s->advance = 0;
     int rc = advance_top(r, s);
     if (rc < 0) return rc;

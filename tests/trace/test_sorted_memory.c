@@ -14,6 +14,8 @@
  *           512 MiB limit, GPUPHASE_E_NOMEM in both orders;
  *   oom:    gpuphase-report under an address-space limit says "out of
  *           memory", not "corrupt trace at byte N".
+ * The reading cases run twice: on one thread, and with frames decompressed
+ * ahead by workers (gp_reader_set_threads(r, 8)), within the same limits.
  * Memory is measured by counting this program's allocations (malloc and
  * friends are wrapped at link time: the reader is linked in statically)
  * and, without a sanitizer, by the peak resident size, in a fresh process
@@ -60,11 +62,18 @@ void *__wrap_calloc(size_t n, size_t m);
 void *__wrap_realloc(void *p, size_t n);
 void __wrap_free(void *p);
 
+/* Atomics: the reader's workers allocate too. */
 static size_t live, peak;
 
 static void *counted(void *p) {
-  if (p) live += malloc_usable_size(p);
-  if (live > peak) peak = live;
+  size_t now = p ? __atomic_add_fetch(&live, malloc_usable_size(p),
+                                      __ATOMIC_RELAXED)
+                 : __atomic_load_n(&live, __ATOMIC_RELAXED);
+  size_t was = __atomic_load_n(&peak, __ATOMIC_RELAXED);
+  while (now > was && !__atomic_compare_exchange_n(&peak, &was, now, 1,
+                                                   __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED))
+    ;
   return p;
 }
 void *__wrap_malloc(size_t n) {
@@ -76,11 +85,11 @@ void *__wrap_calloc(size_t n, size_t m) {
 void *__wrap_realloc(void *p, size_t n) {
   size_t old = p ? malloc_usable_size(p) : 0;
   void *q = __real_realloc(p, n);
-  if (q || !n) live -= old;
+  if (q || !n) __atomic_sub_fetch(&live, old, __ATOMIC_RELAXED);
   return q ? counted(q) : NULL;
 }
 void __wrap_free(void *p) {
-  if (p) live -= malloc_usable_size(p);
+  if (p) __atomic_sub_fetch(&live, malloc_usable_size(p), __ATOMIC_RELAXED);
   __real_free(p);
 }
 
@@ -241,6 +250,8 @@ static double seconds(void) {
 
 /* Every record, in order: the STRINGs (key 0, by source), then the API
  * records by start. Returns the last next() result. */
+static int threads = 1;
+
 static int read_case(const struct shape *sh, const char *path, double *t) {
   int err = 0;
   char msg[256] = "";
@@ -248,6 +259,10 @@ static int read_case(const struct shape *sh, const char *path, double *t) {
   gpuphase_reader *r =
       gp_reader_open_ex(path, GP_OPEN_SORTED, &err, msg, sizeof msg);
   CHECK(r != NULL);
+  if (r && threads > 1) { /* workers take frames of up to 320 KiB only */
+    int w = gp_reader_set_threads(r, threads);
+    CHECK_EQ_U(w, sh->usize <= (320u << 10) ? 4 : 0);
+  }
   if (!r) {
     fprintf(stderr, "open: %d %s\n", err, msg);
     return err;
@@ -317,9 +332,10 @@ static int child(const char *name, const char *path) {
                         : !strcmp(name, "strings") ? 512 + 192
                                                    : LIMIT_MB;
   int rc = sh->strings == 2 ? read_strings(path) : read_case(sh, path, &t);
-  printf("%s: %u sources x %u bytes: peak allocated %.1f MB, peak RSS "
-         "%.1f MB%s, %.2f s\n",
-         name, sh->nsrc, sh->usize, peak / MiB, rss_mb(),
+  printf("%s, %d thread%s: %u sources x %u bytes: peak allocated %.1f MB, "
+         "peak RSS %.1f MB%s, %.2f s\n",
+         name, threads, threads > 1 ? "s" : "", sh->nsrc, sh->usize,
+         peak / MiB, rss_mb(),
          SANITIZED ? " (sanitizer: not judged)" : "", t);
   if (peak / MiB > limit)
     fprintf(stderr, "  %s: allocated %.1f MB, limit %.0f MB\n", name,
@@ -350,10 +366,15 @@ static int run(char *const argv[]) {
 static void one_case(const char *self, const char *name) {
   const char *path = tt_tmpfile(name);
   write_case(shape_of(name), path);
-  char *argv[] = {(char *)self, "--child", (char *)name, (char *)path, NULL};
-  int rc = run(argv);
-  if (rc) fprintf(stderr, "case %s: exit status %d\n", name, rc);
-  CHECK(rc == 0);
+  for (int j = 0; j < 2; j++) {
+    char *argv[] = {(char *)self, "--child", (char *)name, (char *)path,
+                    j ? "8" : "1", NULL};
+    int rc = run(argv);
+    if (rc) fprintf(stderr, "case %s, -j %s: exit status %d\n", name,
+                    argv[4], rc);
+    CHECK(rc == 0);
+    if (shape_of(name)->strings == 2) break; /* no merge: nothing ahead */
+  }
   unlink(path);
 }
 
@@ -391,8 +412,10 @@ static void report_oom(const char *report) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 4 && !strcmp(argv[1], "--child") && shape_of(argv[2]))
+  if (argc == 5 && !strcmp(argv[1], "--child") && shape_of(argv[2])) {
+    threads = atoi(argv[4]);
     return child(argv[2], argv[3]);
+  }
   if (argc == 4 && !strcmp(argv[1], "--write") && shape_of(argv[2])) {
     write_case(shape_of(argv[2]), argv[3]);
     return 0;
