@@ -90,7 +90,10 @@ enum {
   F_QUIET = 1 << 2,     /* no clock events, mem_used 3 GiB, procs 1 */
   F_CRAFTED = 1 << 3,   /* scale 0, undefined ids, huge and late values */
   F_NO_COUNTERS = 1 << 4,
-  F_LOW_UTIL = 1 << 5   /* gpu_util 60% */
+  F_LOW_UTIL = 1 << 5,  /* gpu_util 60% */
+  F_HEURISTIC = 1 << 6  /* no ranges: cudaDeviceSynchronize returns at 10,
+                           20, ... 90 ms, the steps run from one return to
+                           the next */
 };
 
 static char *write_trace(const char *name, int flags) {
@@ -115,6 +118,9 @@ static char *write_trace(const char *name, int flags) {
                                           GPUPHASE_API_LAUNCH |
                                               GPUPHASE_API_ASYNC,
                                           0};
+  add(0, &r);
+  r.u.api_def = (struct gpuphase_api_def){2, str("cudaDeviceSynchronize"),
+                                          GPUPHASE_API_SYNC, 0};
   add(0, &r);
   r = (struct gpuphase_record){.kind = GPUPHASE_REC_DEVICE};
   struct gpuphase_device *d = &r.u.device;
@@ -160,7 +166,15 @@ static char *write_trace(const char *name, int flags) {
   r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
                                   .end = T0 + 1000, .corr = 1, .device = 0};
   add(1, &r);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 9 && (flags & F_HEURISTIC); i++) {
+    r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
+    uint64_t ret = T0 + (10 + 10 * (uint64_t)i) * MS;
+    r.u.api = (struct gpuphase_api){.thread = 1, .api = 2, .start = ret - MS,
+                                    .end = ret, .corr = 100 + (uint64_t)i,
+                                    .device = 0};
+    add(1, &r);
+  }
+  for (int i = 0; i < 4 && !(flags & F_HEURISTIC); i++) {
     range(GPUPHASE_RANGE_PUSH, (10 + 20 * (uint64_t)i) * MS, step);
     if (!i) range(GPUPHASE_RANGE_PUSH, 10 * MS, fwd);
     if (!i) range(GPUPHASE_RANGE_POP, 20 * MS, 0);
@@ -230,6 +244,7 @@ static char *write_trace(const char *name, int flags) {
 static struct gp_proc_res *report(const char *name, int flags) {
   const char *path = write_trace(name, flags);
   struct gp_report_opts o = {.step = "step", .warmup = 0};
+  if (flags & F_HEURISTIC) o.step = NULL;
   int status = 0;
   char err[512] = "";
   struct gp_proc_res *r = gp_report_file(path, &o, NULL, NULL, &status, err,
@@ -329,6 +344,8 @@ static void test_base(void) {
   NEAR(gp_magg_mean(&sa->bucket[0]), -1, 0);
   NEAR(gp_magg_mean(&sa->bucket[3]), 40, 1e-9);
   NEAR(gp_magg_mean(&sa->bucket[59]), 20, 1e-9);
+  /* [23.333338, 25.000005) ms: 40 but for its last 5 ns at 80 */
+  NEAR(gp_magg_mean(&sa->bucket[14]), 40 + 40 * 5 / 1666667.0, 1e-9);
   /* instants hold until the next */
   const struct gp_mq_res *mu = &m->q[GP_MQ_MEM_USED];
   NEAR(mu->total.peak, 10.0 * GIB, 0.5);
@@ -434,6 +451,28 @@ static void test_pm_quiet(void) {
   gp_res_free(r);
 }
 
+/* Steps that are not ranges: split at their edges all the same. */
+static void test_heuristic(void) {
+  struct gp_proc_res *r = report("heuristic", F_HEURISTIC);
+  const struct gp_meas_dev *m = gp_meas_dev(r, 0);
+  if (!EQ(r->steps.source, GP_STEPS_HEURISTIC) || !EQ(r->steps.n, 8) ||
+      !EQ(m != NULL, 1))
+    return;
+  const struct gp_mq_res *sa = &m->q[GP_MQ_SM_ACTIVE];
+  /* [10,20) 40; [20,30) (40x5 + 80x5)/10; [40,50) only [40,45) at 80 */
+  NEAR(gp_magg_mean(&sa->step[0]), 40, 1e-9);
+  NEAR(sa->step[0].ns, 10e6, 1e-3);
+  NEAR(gp_magg_mean(&sa->step[1]), 60, 1e-9);
+  NEAR(sa->step[1].ns, 10e6, 1e-3);
+  NEAR(sa->step[3].ns, 5e6, 1e-3);
+  NEAR(gp_magg_mean(&sa->step[3]), 80, 1e-9);
+  EQ(sa->step[4].ns, 0); /* [50,60): no sample */
+  /* energy: E(10) 1005, E(20) 1010, E(90) 1095, E(100) 1110 */
+  NEAR(m->step_energy[0], 5, 1e-6);
+  NEAR(m->step_energy[7], 15, 1e-6);
+  gp_res_free(r);
+}
+
 /* GPU-Util 60%: the gap rule stays quiet; SM active measured alone makes
  * the coverage rule use it. */
 static void test_low_util(void) {
@@ -488,13 +527,130 @@ static void test_none(void) {
   gp_res_free(r);
 }
 
+
+/* Hostile but well-formed records: random names, units, scales, times
+ * (out of order, end before start, outside the window), values (extremes
+ * included) and sampler states with odd reasons; the pipeline and the
+ * three renderers must take them (the sanitizer build catches the rest)
+ * and every percentage shown stays within [0, 100]. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static void test_random(void) {
+  static const char *names[] = {"gpu_util", "sm_active", "sm_occupancy",
+                                "tensor_active", "dram_bw", "mem_used",
+                                "proc_mem_used", "energy", "clock_events",
+                                "procs", "pcie_tx", "sm_clock", "bogus", ""};
+  static const uint64_t units[] = {1, 1, 1, 1, 1, 2, 2, 5, 8, 9, 3, 4, 1, 1};
+  static const int64_t extremes[] = {0, 1, -1, INT64_MAX, INT64_MIN, 100000};
+  static const char *reasons[] = {"<script>alert(1)</script>", "a\x01\x1b[31mb",
+                                  "\xff\xfe", "ok & fine"};
+  int with = 0; /* traces with a measured value */
+  for (int it = 0; it < 60; it++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/random.gph", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+    struct gp_process_info info = {.host = "h", .pid = 1, .ppid = 1,
+                                   .rank = -1, .local_rank = -1,
+                                   .cmdline = "x", .start_mono_ns = T0 - MS,
+                                   .clock = "clock_gettime"};
+    if (fd < 0 || !(w = gp_writer_open(fd, &info, 512, &err))) exit(1);
+    struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+    r.u.api_def = (struct gpuphase_api_def){1, str("cudaLaunchKernel"),
+                                            GPUPHASE_API_LAUNCH, 0};
+    add(0, &r);
+    int nm = 1 + (int)(rnd() % 12);
+    for (int m = 1; m <= nm; m++) {
+      size_t ni = rnd() % (sizeof names / sizeof *names);
+      metric((uint64_t)m, (int64_t)(rnd() % 3) - (rnd() % 5 == 0),
+             rnd() % 5 ? 1 + rnd() % 3 : rnd() % 5, names[ni],
+             rnd() % 4 ? units[ni] : rnd() % 12,
+             rnd() % 6 ? 1 + rnd() % 1000 : 0);
+    }
+    r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
+    r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
+                                    .end = T0 + 1000, .corr = 1};
+    add(1, &r);
+    uint64_t step = str("step");
+    for (int i = 0; i < 5; i++) {
+      range(GPUPHASE_RANGE_PUSH, (uint64_t)i * 10 * MS, step);
+      range(GPUPHASE_RANGE_POP, (uint64_t)i * 10 * MS + 9 * MS, 0);
+    }
+    r = (struct gpuphase_record){.kind = GPUPHASE_REC_KERNEL};
+    r.u.kernel = (struct gpuphase_kernel){.start = T0 + 2000,
+                                          .end = T0 + 50 * MS, .corr = 1,
+                                          .grid_x = 1, .grid_y = 1,
+                                          .grid_z = 1, .block_x = 1,
+                                          .block_y = 1, .block_z = 1};
+    add(10, &r);
+    int ns = (int)(rnd() % 200);
+    uint64_t t = 0;
+    for (int k = 0; k < ns; k++) {
+      t += rnd() % (3 * MS);
+      uint64_t st = rnd() % 10 ? t : rnd() % (80 * MS);
+      uint64_t len = rnd() % 3 ? rnd() % (5 * MS) : 0;
+      uint64_t en = rnd() % 20 ? st + len : st - 1;
+      int64_t v = rnd() % 4 ? (int64_t)(rnd() % 200000)
+                            : extremes[rnd() % (sizeof extremes /
+                                                sizeof *extremes)];
+      sample(51 + (uint32_t)(rnd() % 3), 1 + rnd() % (uint64_t)(nm + 2), st,
+             en, v);
+      if (rnd() % 25 == 0)
+        sampler(51 + (uint32_t)(rnd() % 3), st, rnd() % 5, rnd() % 10,
+                reasons[rnd() % 4]);
+    }
+    if (gp_writer_close(w, NULL) != GPUPHASE_OK) exit(1);
+    struct gp_report_opts o = {.step = "step", .warmup = 0};
+    int status = 0;
+    char e[512];
+    struct gp_proc_res *res =
+        gp_report_file(path, &o, NULL, NULL, &status, e, sizeof e);
+    if (!EQ(res != NULL, 1)) {
+      fprintf(stderr, "random trace %d: %s\n", it, e);
+      continue;
+    }
+    for (size_t d = 0; res->meas && d < res->meas->ndev; d++)
+      for (int q = 0; q < GP_MQ_N; q++) {
+        const struct gp_mq_res *x = &res->meas->dev[d].q[q];
+        if (!x->source || q == GP_MQ_CLOCK_EV) continue;
+        double mean = gp_magg_mean(&x->total);
+        if (q <= GP_MQ_PCIE_BW || q >= GP_MQ_THR_POWER)
+          if (!(mean == -1 || (mean >= 0 && mean <= 100.0 + 1e-9))) {
+            fprintf(stderr, "random trace %d: quantity %d mean %f\n", it, q,
+                    mean);
+            tl_failures++;
+          }
+      }
+    int any = 0;
+    for (size_t d = 0; res->meas && d < res->meas->ndev; d++)
+      for (int q = 0; q < GP_MQ_N; q++)
+        any |= res->meas->dev[d].q[q].source != 0;
+    with += any;
+    free(render(res, gp_render_text));
+    free(render(res, gp_render_json));
+    char *h = render(res, gp_render_html);
+    LACKS(h, "<script>alert");
+    free(h);
+    gp_res_free(res);
+  }
+  if (getenv("MEAS_DUMP")) fprintf(stderr, "random: %d of 60 with measured values\n", with);
+  EQ(with >= 30, 1);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   test_base();
   test_pm_quiet();
   test_low_util();
+  test_heuristic();
   test_crafted();
   test_none();
+  test_random();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
