@@ -35,6 +35,7 @@ static const int mq_unit[GP_MQ_N] = {
 #define MAX_DEV 64     /* devices with counters */
 #define MAX_SLOTS 1024 /* (device, quantity, source) triples */
 #define HOLD UINT64_MAX /* an instant's value holds until the next one */
+#define MEAS_PART_BUDGET ((size_t)256 << 20) /* per-step and -phase bytes */
 
 double gp_magg_mean(const struct gp_magg *a) {
   return a->ns > 0 ? a->wsum / a->ns : -1;
@@ -107,6 +108,7 @@ struct mr {
   struct edge *edges;
   size_t nedges;
   uint64_t now;
+  size_t part_bytes; /* per-step and per-phase aggregates allocated */
   int oom;
 };
 
@@ -148,8 +150,6 @@ static int slot_get(struct mr *x, int dev, int q, int source) {
   s->source = source;
   s->thr[0] = s->thr[1] = s->thr[2] = -1;
   s->e_first = s->e_last = s->e_t0 = s->e_t1 = NAN;
-  s->step = zalloc(x, x->m->nsteps, sizeof *s->step);
-  s->phase = zalloc(x, x->m->nphases, sizeof *s->phase);
   if (q == GP_MQ_ENERGY) {
     s->e_at = zalloc(x, 2 * x->m->nsteps, sizeof *s->e_at);
     for (size_t i = 0; s->e_at && i < 2 * x->m->nsteps; i++)
@@ -190,13 +190,13 @@ static void book(struct mr *x, struct slot *s, uint64_t a, uint64_t e,
     else
       hi = mid;
   }
-  for (size_t i = lo; i-- > 0;) {
+  for (size_t i = s->step ? lo : 0; i-- > 0;) {
     uint64_t s0 = st->v[i].start > a ? st->v[i].start : a;
     uint64_t s1 = st->v[i].end < e ? st->v[i].end : e;
     if (s1 > s0) agg(&s->step[i], v, (double)(s1 - s0));
     if (st->v[i].end <= a) break;
   }
-  for (size_t i = 0; i < x->nactive; i++)
+  for (size_t i = 0; s->phase && i < x->nactive; i++)
     agg(&s->phase[x->active[i]], v, (double)(e - a));
 }
 
@@ -214,8 +214,24 @@ static void flush_all(struct mr *x, uint64_t t) {
     flush(x, &x->slots[i], t);
 }
 
+/* The per-step and per-phase aggregates of a slot, at its first sample,
+ * within a budget for all slots together (a trace that defines thousands
+ * of metrics on a run of many steps keeps their totals and buckets only). */
+static void per_part(struct mr *x, struct slot *s) {
+  size_t need = (x->m->nsteps + x->m->nphases) * sizeof(struct gp_magg);
+  if (s->samples || !need) return;
+  if (need > MEAS_PART_BUDGET - x->part_bytes) {
+    x->m->over_budget++;
+    return;
+  }
+  s->step = zalloc(x, x->m->nsteps, sizeof *s->step);
+  s->phase = zalloc(x, x->m->nphases, sizeof *s->phase);
+  x->part_bytes += need;
+}
+
 static void put(struct mr *x, struct slot *s, uint64_t start, uint64_t end,
                 double v) {
+  per_part(x, s);
   flush(x, s, start);
   s->has = 1;
   s->v = v;
@@ -673,6 +689,12 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
       gp_res_note(r, "%llu measured samples name a metric id no METRIC "
                      "record defines: ignored",
                   (unsigned long long)m->undefined) < 0)
+    return -1;
+  if (m->over_budget &&
+      gp_res_note(r, "measured counters: %llu metrics have no per-step or "
+                     "per-phase values (too many metrics for the steps and "
+                     "phases; their totals and time buckets are kept)",
+                  (unsigned long long)m->over_budget) < 0)
     return -1;
   if ((m->rejected || m->late || m->rejected_defs) &&
       gp_res_note(r,

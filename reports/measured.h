@@ -78,8 +78,8 @@ struct gp_mq_res {
   uint64_t samples;
   struct gp_magg total;
   struct gp_magg bucket[GP_MEAS_BUCKETS];
-  struct gp_magg *step;  /* [nsteps] */
-  struct gp_magg *phase; /* [nphases] */
+  struct gp_magg *step;  /* [nsteps]; NULL: over the memory budget */
+  struct gp_magg *phase; /* [nphases]; likewise */
 };
 
 struct gp_msrc_state {
@@ -111,6 +111,7 @@ struct gp_meas_res {
   size_t nbuckets;
   uint64_t undefined, rejected, late; /* samples ignored (see the note) */
   uint64_t rejected_defs; /* METRICs of a known name, wrong unit or scale 0 */
+  uint64_t over_budget;   /* slots without per-step/-phase aggregates */
 };
 
 /* Reads path again for its measured counters into r->meas when the trace

@@ -57,24 +57,33 @@ static void add(struct line *l, const char *fmt, ...) {
   if (l->n >= sizeof l->b) l->n = sizeof l->b - 1;
 }
 
-/* Items separated by ", ", wrapped at 100 columns between items (an item
- * is never cut), continuation lines indented by 4. */
+/* Items separated by ", ", wrapped at 100 columns between items, an item
+ * longer than a line between its words; continuation lines indented. */
 static void print_wrapped(FILE *f, const char *lead, const char *s) {
-  int col = fprintf(f, "%s", lead);
+  int col = fprintf(f, "%s", lead), first = 1;
   const char *p = s;
-  int first = 1;
   while (*p) {
     const char *sep = strstr(p, ", ");
-    size_t w = sep ? (size_t)(sep - p) : strlen(p);
-    int tail = sep ? 1 : 0; /* the comma */
-    if (!first && col + 1 + (int)w + tail > 100) {
+    size_t w = sep ? (size_t)(sep - p) + 1 : strlen(p); /* with its comma */
+    if (!first && col + 1 + (int)w > 100 && 4 + (int)w <= 100) {
       fputs("\n   ", f);
       col = 3;
     }
-    fprintf(f, " %.*s%s", (int)w, p, sep ? "," : "");
-    col += 1 + (int)w + tail;
-    p += w;
-    if (sep) p += 2;
+    const char *end = p + w;
+    while (p < end) { /* word by word: only a long item breaks inside */
+      const char *sp = memchr(p, ' ', (size_t)(end - p));
+      size_t k = sp ? (size_t)(sp - p) : (size_t)(end - p);
+      if (col > 4 && col + 1 + (int)k > 100) {
+        fputs("\n   ", f);
+        col = 3;
+      }
+      fprintf(f, " %.*s", (int)k, p);
+      col += 1 + (int)k;
+      p += k;
+      while (p < end && *p == ' ')
+        p++;
+    }
+    if (sep) p = sep + 2;
     first = 0;
   }
   fputc('\n', f);
@@ -177,9 +186,10 @@ static void text_dev(FILE *f, const struct gp_proc_res *r,
     char clean[256];
     gp_text_clean(st->reason ? st->reason : "no reason given", clean,
                   sizeof clean, 160);
-    fprintf(f, "    degraded: %s %s%s: %s\n", gp_msrc_name(k),
-            gp_mstat_name(st->bad_status),
-            st->ok_once ? " (after sampling)" : "", clean);
+    struct line dl = {.n = 0};
+    add(&dl, "%s %s%s: %s", gp_msrc_name(k), gp_mstat_name(st->bad_status),
+        st->ok_once ? " (after sampling)" : "", clean);
+    print_wrapped(f, "    degraded:", dl.b);
   }
   if (m->other_procs || m->other_mem) {
     struct line o = {.n = 0};

@@ -394,6 +394,17 @@ static void test_base(void) {
   HAS(t, "sources: nvml ok, gpm ok, pm denied");
   HAS(t, "degraded: pm denied: " REASON);
   HAS(t, "other processes used this device (up to 2 with a context");
+  /* the section keeps to 100 columns */
+  const char *sec = strstr(t, "Measured (device-wide)");
+  for (const char *l = sec; l && *l && *l != '\n';) {
+    const char *nl = strchr(l, '\n');
+    size_t len = nl ? (size_t)(nl - l) : strlen(l);
+    if (len > 100) {
+      fprintf(stderr, "line of %zu columns: %.*s\n", len, (int)len, l);
+      tl_failures++;
+    }
+    l = nl ? nl + 1 : NULL;
+  }
   free(t);
   /* JSON */
   char *j = compact(render(r, gp_render_json));
