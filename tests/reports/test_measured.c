@@ -421,7 +421,14 @@ static void test_base(void) {
   HAS(j, "\"other_processes\":true");
   HAS(j, "\"index\":1,\"warmup\":false,\"device_busy_pct\":100,"
          "\"nvml_gpu_util_pct\":97,\"sm_active_pct\":80");
-  HAS(j, "\"name\":\"fwd\"");
+  /* fwd [10,20): the kernel all along, 10 blocks on 100 SMs */
+  const char *fw = strstr(j, "\"name\":\"fwd\",\"device_busy_pct\":100,"
+                            "\"sm_active_estimate_pct\":");
+  if (EQ(fw != NULL, 1)) {
+    fw = strchr(fw + 50, ':') + 1;
+    NEAR(strtod(fw, NULL), 10, 0.005);
+    HAS(fw, ",\"nvml_gpu_util_pct\":97,\"sm_active_pct\":40,");
+  }
   HAS(j, "\"reason\":\"needs \\u003croot\\u003e \\u0026 \\\"admin\\\"\"");
   free(j);
   /* HTML: the reason escaped */
