@@ -110,19 +110,27 @@ static int cmp_dbl(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The median energy of the measured steps with a known energy; -1: none. */
+/* The median energy of the measured steps with a known energy; -1: none
+ * (or out of memory). */
 static double step_energy_median(const struct gp_proc_res *r,
                                  const struct gp_meas_dev *m, size_t *nk) {
   *nk = 0;
-  if (!m->step_energy || r->steps.n != r->meas->nsteps) return -1;
-  double v[64];
+  if (!m->step_energy || r->steps.n != r->meas->nsteps ||
+      r->steps.warmup >= r->steps.n)
+    return -1;
+  double *v = malloc((r->steps.n - r->steps.warmup) * sizeof *v);
+  if (!v) return -1;
   size_t k = 0;
-  for (size_t i = r->steps.warmup; i < r->steps.n && k < 64; i++)
+  for (size_t i = r->steps.warmup; i < r->steps.n; i++)
     if (m->step_energy[i] >= 0) v[k++] = m->step_energy[i];
+  double med = -1;
+  if (k) {
+    qsort(v, k, sizeof *v, cmp_dbl);
+    med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+  }
+  free(v);
   *nk = k;
-  if (!k) return -1;
-  qsort(v, k, sizeof *v, cmp_dbl);
-  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+  return med;
 }
 
 static void text_dev(FILE *f, const struct gp_proc_res *r,

@@ -660,6 +660,54 @@ static void test_random(void) {
   EQ(with >= 30, 1);
 }
 
+/* 101 steps [i, i + 1) ms, the energy counter read at every step edge,
+ * step i costing i + 1 J: the median over all of them is 51 J (once it
+ * was taken over the first 64 steps only: 32.5 J). */
+static void test_many_steps(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/many.gph", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+  struct gp_process_info info = {.host = "h", .pid = 1, .ppid = 1,
+                                 .rank = -1, .local_rank = -1,
+                                 .cmdline = "x", .start_mono_ns = T0 - MS,
+                                 .clock = "clock_gettime"};
+  if (fd < 0 || !(w = gp_writer_open(fd, &info, 0, &err))) exit(1);
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+  r.u.api_def = (struct gpuphase_api_def){1, str("cudaLaunchKernel"),
+                                          GPUPHASE_API_LAUNCH, 0};
+  add(0, &r);
+  metric(1, 0, GPUPHASE_MSRC_NVML, "energy", GPUPHASE_UNIT_JOULES, 1);
+  r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
+  r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
+                                  .end = T0 + 1000, .corr = 1};
+  add(1, &r);
+  uint64_t step = str("step");
+  int64_t e = 0;
+  for (uint64_t i = 0; i <= 101; i++) {
+    if (i) range(GPUPHASE_RANGE_POP, i * MS, 0);
+    if (i < 101) range(GPUPHASE_RANGE_PUSH, i * MS, step);
+    e += (int64_t)i;
+    sample(51, 1, i * MS, i * MS, e);
+  }
+  if (gp_writer_close(w, NULL) != GPUPHASE_OK) exit(1);
+  struct gp_report_opts o = {.step = "step", .warmup = 0};
+  int status = 0;
+  char msg[512];
+  struct gp_proc_res *res =
+      gp_report_file(path, &o, NULL, NULL, &status, msg, sizeof msg);
+  if (!EQ(res != NULL, 1)) return;
+  EQ(res->steps.n, 101);
+  const struct gp_meas_dev *m = gp_meas_dev(res, 0);
+  if (EQ(m != NULL, 1)) {
+    NEAR(m->step_energy[0], 1, 1e-9);
+    NEAR(m->step_energy[100], 101, 1e-9);
+  }
+  char *t = render(res, gp_render_text);
+  HAS(t, "(51.00 J per step, median of 101)");
+  free(t);
+  gp_res_free(res);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   test_base();
@@ -668,6 +716,7 @@ int main(void) {
   test_heuristic();
   test_crafted();
   test_none();
+  test_many_steps();
   test_random();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
