@@ -383,6 +383,7 @@ static void on_sampler(struct mr *x, const struct gpuphase_sampler *r) {
   }
   s->bad = 1;
   s->bad_status = s->status;
+  s->bad_after_ok = s->ok_once;
   gpuphase_blob b;
   free(s->reason);
   s->reason = NULL;
@@ -562,8 +563,15 @@ const struct gp_meas_dev *gp_meas_dev(const struct gp_proc_res *r,
                                       int64_t id) {
   if (!r || !r->meas) return NULL;
   for (size_t i = 0; i < r->meas->ndev; i++)
-    if (r->meas->dev[i].id == id) return &r->meas->dev[i];
+    if (r->meas->dev[i].id == id && gp_meas_any(&r->meas->dev[i]))
+      return &r->meas->dev[i];
   return NULL;
+}
+
+int gp_meas_any(const struct gp_meas_dev *m) {
+  for (int q = 0; q < GP_MQ_N; q++)
+    if (m->q[q].source) return 1;
+  return 0;
 }
 
 static void mr_free(struct mr *x) {
@@ -690,6 +698,20 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
                      "record defines: ignored",
                   (unsigned long long)m->undefined) < 0)
     return -1;
+  for (size_t i = 0; i < m->ndev; i++) {
+    const struct gp_meas_dev *d = &m->dev[i];
+    for (int k = 1; k <= 3 && !gp_meas_any(d); k++) {
+      const struct gp_msrc_state *st = &d->src[k];
+      if (!st->bad || st->bad_status == GPUPHASE_MSTAT_OFF) continue;
+      char clean[256];
+      gp_text_clean(st->reason ? st->reason : "no reason given", clean,
+                    sizeof clean, 160);
+      if (gp_res_note(r, "GPU %lld: no measured counters: %s %s: %s",
+                      (long long)d->id, gp_msrc_name(k),
+                      gp_mstat_name(st->bad_status), clean) < 0)
+        return -1;
+    }
+  }
   if (m->over_budget &&
       gp_res_note(r, "measured counters: %llu metrics have no per-step or "
                      "per-phase values (too many metrics for the steps and "

@@ -89,6 +89,7 @@ struct gp_msrc_state {
   char *reason;  /* of the last record with a status other than OK */
   int bad;       /* it reported a status other than OK */
   int bad_status;
+  int bad_after_ok; /* that status came after it had sampled */
 };
 
 struct gp_meas_dev {
@@ -120,8 +121,10 @@ struct gp_meas_res {
 int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
                  size_t errlen);
 void gp_meas_free(struct gp_meas_res *m); /* accepts NULL */
-/* The measured state of device id in r, NULL when none. */
+/* The measured state of device id in r, NULL when none (no quantity of
+ * the device has a sample). */
 const struct gp_meas_dev *gp_meas_dev(const struct gp_proc_res *r, int64_t id);
+int gp_meas_any(const struct gp_meas_dev *m); /* some quantity measured */
 const char *gp_msrc_name(int source);
 const char *gp_mstat_name(int status);
 

@@ -32,11 +32,6 @@ static const char *src_of(const struct gp_meas_dev *m, int q) {
   return gp_msrc_name(m->q[q].source);
 }
 
-static int any_q(const struct gp_meas_dev *m) {
-  for (int q = 0; q < GP_MQ_N; q++)
-    if (m->q[q].source) return 1;
-  return 0;
-}
 
 /* ---- text ---- */
 
@@ -196,7 +191,7 @@ static void text_dev(FILE *f, const struct gp_proc_res *r,
                   sizeof clean, 160);
     struct line dl = {.n = 0};
     add(&dl, "%s %s%s: %s", gp_msrc_name(k), gp_mstat_name(st->bad_status),
-        st->ok_once ? " (after sampling)" : "", clean);
+        st->bad_after_ok ? " (after sampling)" : "", clean);
     print_wrapped(f, "    degraded:", dl.b);
   }
   if (m->other_procs || m->other_mem) {
@@ -215,12 +210,15 @@ static void text_dev(FILE *f, const struct gp_proc_res *r,
 
 void gp_meas_text(FILE *f, const struct gp_proc_res *r, const char *bold,
                   const char *off) {
-  if (!r->meas || !r->meas->ndev) return;
+  size_t n = 0;
+  for (size_t i = 0; r->meas && i < r->meas->ndev; i++)
+    n += gp_meas_any(&r->meas->dev[i]);
+  if (!n) return;
   fprintf(f, "\n%sMeasured (device-wide)%s: the devices' own counters, "
              "every process's work included\n",
           bold, off);
   for (size_t i = 0; i < r->meas->ndev; i++)
-    text_dev(f, r, &r->meas->dev[i]);
+    if (gp_meas_any(&r->meas->dev[i])) text_dev(f, r, &r->meas->dev[i]);
 }
 
 /* ---- JSON ---- */
@@ -409,7 +407,7 @@ void gp_meas_html(FILE *f, const struct gp_proc_res *r,
   if (m->other_procs || m->other_mem)
     fputs("; <strong>other processes used this device</strong>", f);
   fputs("</p>\n", f);
-  if (!any_q(m) || !r->meas->nbuckets) return;
+  if (!r->meas->nbuckets) return;
   size_t nb = r->meas->nbuckets;
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
              "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "

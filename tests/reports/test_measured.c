@@ -61,8 +61,11 @@ static void metric(uint64_t id, int64_t dev, uint64_t source, const char *name,
 }
 
 /* samples go in source 50 + the metric's source id */
+static int no_samples; /* sample() writes nothing */
+
 static void sample(uint32_t src, uint64_t id, uint64_t start, uint64_t end,
                    int64_t v) {
+  if (no_samples) return;
   struct gpuphase_record r = {.kind = GPUPHASE_REC_SAMPLE};
   r.u.sample = (struct gpuphase_sample){id, T0 + start, T0 + end, v};
   add(src, &r);
@@ -91,6 +94,9 @@ enum {
   F_CRAFTED = 1 << 3,   /* scale 0, undefined ids, huge and late values */
   F_NO_COUNTERS = 1 << 4,
   F_LOW_UTIL = 1 << 5,  /* gpu_util 60% */
+  F_NO_SAMPLES = 1 << 7, /* METRIC and SAMPLER records, no SAMPLE; NVML
+                            goes OFF at 1 ms */
+  F_PM_FAIL = 1 << 8,   /* with F_PM: PM fails at 99 ms */
   F_HEURISTIC = 1 << 6  /* no ranges: cudaDeviceSynchronize returns at 10,
                            20, ... 90 ms, the steps run from one return to
                            the next */
@@ -195,6 +201,9 @@ static char *write_trace(const char *name, int flags) {
     /* NVML: source 51 */
     sampler(51, 0, GPUPHASE_MSRC_NVML, GPUPHASE_MSTAT_OK, NULL);
     sampler(51, 0, GPUPHASE_MSRC_PM, GPUPHASE_MSTAT_DENIED, REASON);
+    if (flags & F_NO_SAMPLES)
+      sampler(51, MS, GPUPHASE_MSRC_NVML, GPUPHASE_MSTAT_OFF, "switched off");
+    no_samples = (flags & F_NO_SAMPLES) != 0;
     sample(51, GPU_UTIL, 0, 100 * MS, flags & F_LOW_UTIL ? 60000 : 97000);
     int quiet = flags & F_QUIET;
     sample(51, MEMU, 0, 0, 1 * GIB);
@@ -232,8 +241,12 @@ static char *write_trace(const char *name, int flags) {
     if (flags & F_PM) {
       sampler(53, 0, GPUPHASE_MSRC_PM, GPUPHASE_MSTAT_OK, NULL);
       sample(53, PM_SM, 0, 100 * MS, 6000);
+      if (flags & F_PM_FAIL)
+        sampler(53, 99 * MS, GPUPHASE_MSRC_PM, GPUPHASE_MSTAT_FAILED,
+                "decode error");
     }
   }
+  no_samples = 0;
   if (gp_writer_close(w, NULL) != GPUPHASE_OK) {
     fprintf(stderr, "test_measured: close failed\n");
     exit(1);
@@ -392,7 +405,7 @@ static void test_base(void) {
   HAS(t, "power cap 70.0% / thermal 30.0% / HW slowdown 0.0%");
   HAS(t, "energy 110.0 J (25.00 J per step, median of 4)");
   HAS(t, "sources: nvml ok, gpm ok, pm denied");
-  HAS(t, "degraded: pm denied: " REASON);
+  HAS(t, "degraded: pm denied: " REASON); /* before it sampled */
   HAS(t, "other processes used this device (up to 2 with a context");
   /* the section keeps to 100 columns */
   const char *sec = strstr(t, "Measured (device-wide)");
@@ -460,7 +473,8 @@ static void test_pm_quiet(void) {
   char *t = render(r, gp_render_text);
   HAS(t, "SM active 60.0% (pm)");
   HAS(t, "sources: nvml ok, gpm ok, pm ok");
-  HAS(t, "degraded: pm denied"); /* it said so at first */
+  HAS(t, "degraded: pm denied: " REASON); /* it said so at first */
+  LACKS(t, "(after sampling)");
   free(t);
   char *j = compact(render(r, gp_render_json));
   HAS(j, "\"sm_active\":\"pm\"");
@@ -488,6 +502,20 @@ static void test_heuristic(void) {
   /* energy: E(10) 1005, E(20) 1010, E(90) 1095, E(100) 1110 */
   NEAR(m->step_energy[0], 5, 1e-6);
   NEAR(m->step_energy[7], 15, 1e-6);
+  gp_res_free(r);
+}
+
+/* A source that fails after it sampled: its last state, said so. */
+static void test_pm_fail(void) {
+  struct gp_proc_res *r = report("pmfail", F_PM | F_PM_FAIL);
+  char *t = render(r, gp_render_text);
+  HAS(t, "sources: nvml ok, gpm ok, pm failed");
+  HAS(t, "degraded: pm failed (after sampling): decode error");
+  free(t);
+  char *j = compact(render(r, gp_render_json));
+  HAS(j, "{\"source\":\"pm\",\"status\":\"failed\",\"degraded\":true,"
+         "\"degraded_status\":\"failed\",\"reason\":\"decode error\"}");
+  free(j);
   gp_res_free(r);
 }
 
@@ -708,14 +736,37 @@ static void test_many_steps(void) {
   gp_res_free(res);
 }
 
+/* Sources but no sample: no section, "measured" null, one note for the
+ * source that was denied (none for the one switched off). */
+static void test_no_samples(void) {
+  struct gp_proc_res *r = report("nosamples", F_NO_SAMPLES);
+  EQ(r->meas != NULL, 1);
+  EQ(gp_meas_dev(r, 0) == NULL, 1);
+  char *t = render(r, gp_render_text);
+  LACKS(t, "Measured");
+  HAS(t, "GPU 0: no measured counters: pm denied: " REASON);
+  LACKS(t, "nvml not enabled");
+  free(t);
+  char *j = compact(render(r, gp_render_json));
+  HAS(j, "\"measured\":null");
+  free(j);
+  char *h = render(r, gp_render_html);
+  LACKS(h, "Measured (device-wide");
+  free(h);
+  FIRES(r, "low_sm_coverage", 1);
+  gp_res_free(r);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   test_base();
   test_pm_quiet();
   test_low_util();
+  test_pm_fail();
   test_heuristic();
   test_crafted();
   test_none();
+  test_no_samples();
   test_many_steps();
   test_random();
   char cmd[128];
