@@ -97,6 +97,7 @@ enum {
   F_NO_SAMPLES = 1 << 7, /* METRIC and SAMPLER records, no SAMPLE; NVML
                             goes OFF at 1 ms */
   F_PM_FAIL = 1 << 8,   /* with F_PM: PM fails at 99 ms */
+  F_NO_GPU_UTIL = 1 << 9, /* no gpu_util metric */
   F_HEURISTIC = 1 << 6  /* no ranges: cudaDeviceSynchronize returns at 10,
                            20, ... 90 ms, the steps run from one return to
                            the next */
@@ -144,8 +145,9 @@ static char *write_trace(const char *name, int flags) {
   enum { GPU_UTIL = 1, SM_ACT, DRAM, TENSOR, MEMU, ENERGY, CLK, PROCS, PM_SM,
          BAD_SCALE, HUGE_RATE };
   if (!(flags & F_NO_COUNTERS)) {
-    metric(GPU_UTIL, 0, GPUPHASE_MSRC_NVML, "gpu_util", GPUPHASE_UNIT_PERCENT,
-           1000);
+    if (!(flags & F_NO_GPU_UTIL))
+      metric(GPU_UTIL, 0, GPUPHASE_MSRC_NVML, "gpu_util",
+             GPUPHASE_UNIT_PERCENT, 1000);
     metric(SM_ACT, 0, GPUPHASE_MSRC_GPM, "sm_active", GPUPHASE_UNIT_PERCENT,
            1000);
     metric(DRAM, 0, GPUPHASE_MSRC_GPM, "dram_bw", GPUPHASE_UNIT_PERCENT, 1000);
@@ -204,7 +206,8 @@ static char *write_trace(const char *name, int flags) {
     if (flags & F_NO_SAMPLES)
       sampler(51, MS, GPUPHASE_MSRC_NVML, GPUPHASE_MSTAT_OFF, "switched off");
     no_samples = (flags & F_NO_SAMPLES) != 0;
-    sample(51, GPU_UTIL, 0, 100 * MS, flags & F_LOW_UTIL ? 60000 : 97000);
+    if (!(flags & F_NO_GPU_UTIL))
+      sample(51, GPU_UTIL, 0, 100 * MS, flags & F_LOW_UTIL ? 60000 : 97000);
     int quiet = flags & F_QUIET;
     sample(51, MEMU, 0, 0, 1 * GIB);
     sample(51, ENERGY, 0, 0, 1000000);
@@ -505,6 +508,18 @@ static void test_heuristic(void) {
   gp_res_free(r);
 }
 
+/* SM active measured, GPU-Util not: the coverage rule with the measured
+ * value (busy 100%, SMs active 40% < 50%). */
+static void test_cov_measured(void) {
+  struct gp_proc_res *r = report("covmeas", F_NO_GPU_UTIL);
+  FIRES(r, "measured_sm_gap", 0);
+  const struct gp_finding *f = finding(r, "low_sm_coverage");
+  if (EQ(f != NULL, 1))
+    HAS(f->text, "busy 100% but SMs active 40% (measured, gpm): most kernel "
+                 "time (100%) is in kernels of < 50 blocks on 100 SMs");
+  gp_res_free(r);
+}
+
 /* A source that fails after it sampled: its last state, said so. */
 static void test_pm_fail(void) {
   struct gp_proc_res *r = report("pmfail", F_PM | F_PM_FAIL);
@@ -762,6 +777,7 @@ int main(void) {
   test_base();
   test_pm_quiet();
   test_low_util();
+  test_cov_measured();
   test_pm_fail();
   test_heuristic();
   test_crafted();
