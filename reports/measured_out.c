@@ -375,6 +375,39 @@ void gp_meas_json(struct gp_json *j, const struct gp_proc_res *r,
 #define MW 800
 #define MH 120
 
+static void td_mean(FILE *f, const struct gp_mq_res *q, size_t i) {
+  double v = q->source && q->phase ? gp_magg_mean(&q->phase[i]) : -1;
+  if (v < 0)
+    fputs("<td class=\"n\">&ndash;</td>", f);
+  else
+    fprintf(f, "<td class=\"n\">%.1f%%</td>", v);
+}
+
+/* The measured percentages while each phase was open (the first 15 phases
+ * of the phase table, longest first). */
+static void html_phases(FILE *f, const struct gp_proc_res *r,
+                        const struct gp_meas_dev *m) {
+  static const int cols[] = {GP_MQ_GPU_UTIL, GP_MQ_SM_ACTIVE, GP_MQ_SM_OCC,
+                             GP_MQ_TENSOR, GP_MQ_DRAM_BW};
+  static const char *const head[] = {"nvidia-smi", "SM active",
+                                     "SM occupancy", "tensor", "DRAM"};
+  const struct gp_meas_res *mr = r->meas;
+  if (!mr->nphases) return;
+  fputs("<table><thead><tr><th>phase (measured while open)</th>", f);
+  for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+    if (m->q[cols[c]].source) fprintf(f, "<th class=\"n\">%s</th>", head[c]);
+  fputs("</tr></thead><tbody>\n", f);
+  for (size_t i = 0; i < mr->nphases && i < 15; i++) {
+    fputs("<tr><td class=\"name\">", f);
+    gp_html_esc(f, mr->phase_name[i] ? mr->phase_name[i] : "");
+    fputs("</td>", f);
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+      if (m->q[cols[c]].source) td_mean(f, &m->q[cols[c]], i);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
 void gp_meas_html(FILE *f, const struct gp_proc_res *r,
                   const struct gp_device_res *d) {
   const struct gp_meas_dev *m = gp_meas_dev(r, d->id);
@@ -449,6 +482,7 @@ void gp_meas_html(FILE *f, const struct gp_proc_res *r,
                                       : gp_magg_mean(&q->total));
   }
   fputs("</p>\n", f);
+  html_phases(f, r, m);
 }
 
 /* ---- findings ---- */

@@ -453,6 +453,9 @@ static void test_base(void) {
   HAS(h, "needs &lt;root&gt; &amp; &quot;admin&quot;");
   LACKS(h, REASON);
   HAS(h, "<polyline");
+  /* per phase: fwd [10,20) at 97% and 40% */
+  HAS(h, "<tr><td class=\"name\">fwd</td><td class=\"n\">97.0%</td>"
+         "<td class=\"n\">40.0%</td>");
   free(h);
   gp_res_free(r);
 }
