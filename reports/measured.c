@@ -35,7 +35,8 @@ static const int mq_unit[GP_MQ_N] = {
 #define MAX_DEV 64     /* devices with counters */
 #define MAX_SLOTS 1024 /* (device, quantity, source) triples */
 #define HOLD UINT64_MAX /* an instant's value holds until the next one */
-#define MEAS_PART_BUDGET ((size_t)256 << 20) /* per-step and -phase bytes */
+size_t gp_meas_part_budget = (size_t)256 << 20;
+#define MEAS_PART_BUDGET gp_meas_part_budget
 
 double gp_magg_mean(const struct gp_magg *a) {
   return a->ns > 0 ? a->wsum / a->ns : -1;
@@ -150,11 +151,6 @@ static int slot_get(struct mr *x, int dev, int q, int source) {
   s->source = source;
   s->thr[0] = s->thr[1] = s->thr[2] = -1;
   s->e_first = s->e_last = s->e_t0 = s->e_t1 = NAN;
-  if (q == GP_MQ_ENERGY) {
-    s->e_at = zalloc(x, 2 * x->m->nsteps, sizeof *s->e_at);
-    for (size_t i = 0; s->e_at && i < 2 * x->m->nsteps; i++)
-      s->e_at[i] = NAN;
-  }
   if (x->oom) return -1;
   return (int)x->nslots++;
 }
@@ -250,6 +246,19 @@ static double interp(uint64_t t0, double v0, uint64_t t1, double v1,
 /* A reading of the cumulative energy counter: the step edges and the
  * window's edges since the last reading are interpolated. */
 static void energy(struct mr *x, struct slot *s, uint64_t t, double v) {
+  size_t need = 2 * x->m->nsteps * sizeof *s->e_at;
+  if (!s->e_has && need) { /* the steps' edges, within the budget */
+    if (need > MEAS_PART_BUDGET - x->part_bytes) {
+      x->m->over_budget++;
+    } else if ((s->e_at = malloc(need))) {
+      x->part_bytes += need;
+      for (size_t i = 0; i < 2 * x->m->nsteps; i++)
+        s->e_at[i] = NAN;
+    } else {
+      x->oom = 1;
+      return;
+    }
+  }
   if (t >= x->t0 && t <= x->t1) {
     if (isnan(s->e_first)) s->e_first = v;
     s->e_last = v;

@@ -121,6 +121,9 @@ struct gp_meas_res {
 int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
                  size_t errlen);
 void gp_meas_free(struct gp_meas_res *m); /* accepts NULL */
+/* Bytes the per-step and per-phase aggregates of all metrics together may
+ * take (256 MiB; tests lower it). */
+extern size_t gp_meas_part_budget;
 /* The measured state of device id in r, NULL when none (no quantity of
  * the device has a sample). */
 const struct gp_meas_dev *gp_meas_dev(const struct gp_proc_res *r, int64_t id);

@@ -523,6 +523,35 @@ static void test_cov_measured(void) {
   gp_res_free(r);
 }
 
+/* Per-step and per-phase aggregates past the memory budget: those metrics
+ * keep their totals; a note says how many. */
+static void test_budget(void) {
+  size_t old = gp_meas_part_budget;
+  /* three metrics' 4 steps and 2 phases, and the energy's 8 step edges */
+  gp_meas_part_budget = 3 * (4 + 2) * sizeof(struct gp_magg) + 8 * 8;
+  struct gp_proc_res *r = report("budget", F_NONE);
+  gp_meas_part_budget = old;
+  const struct gp_meas_dev *m = gp_meas_dev(r, 0);
+  if (!EQ(m != NULL, 1)) return;
+  EQ(r->meas->over_budget > 0, 1);
+  size_t with = 0, without = 0;
+  for (int q = 0; q < GP_MQ_N; q++) {
+    if (!m->q[q].source || q == GP_MQ_ENERGY) continue;
+    with += m->q[q].step != NULL;
+    without += m->q[q].step == NULL;
+  }
+  EQ(with, 3);
+  EQ(without > 0, 1);
+  NEAR(gp_magg_mean(&m->q[GP_MQ_SM_ACTIVE].total), 40, 1e-9);
+  int noted = 0;
+  for (size_t i = 0; i < r->nnotes; i++)
+    noted += strstr(r->notes[i], "have no per-step or per-phase values") != 0;
+  EQ(noted, 1);
+  free(render(r, gp_render_json));
+  free(render(r, gp_render_html));
+  gp_res_free(r);
+}
+
 /* A source that fails after it sampled: its last state, said so. */
 static void test_pm_fail(void) {
   struct gp_proc_res *r = report("pmfail", F_PM | F_PM_FAIL);
@@ -780,6 +809,7 @@ int main(void) {
   test_base();
   test_pm_quiet();
   test_low_util();
+  test_budget();
   test_cov_measured();
   test_pm_fail();
   test_heuristic();
