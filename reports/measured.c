@@ -32,8 +32,8 @@ static const int mq_unit[GP_MQ_N] = {
 #undef GP_X
 };
 
-#define MAX_DEV 64     /* devices with counters */
-#define MAX_SLOTS 1024 /* (device, quantity, source) triples */
+#define MAX_DEV 64      /* devices with counters */
+#define MAX_SLOTS 1024  /* (device, quantity, source) triples */
 #define HOLD UINT64_MAX /* an instant's value holds until the next one */
 size_t gp_meas_part_budget = (size_t)256 << 20;
 #define MEAS_PART_BUDGET gp_meas_part_budget
@@ -48,8 +48,8 @@ const char *gp_msrc_name(int s) {
 }
 
 const char *gp_mstat_name(int s) {
-  static const char *const n[] = {"ok",          "missing", "denied",
-                                  "busy",        "unsupported", "failed",
+  static const char *const n[] = {"ok",           "missing",     "denied",
+                                  "busy",         "unsupported", "failed",
                                   "samples lost", "not enabled"};
   return s >= 0 && s <= 7 ? n[s] : "unknown";
 }
@@ -59,9 +59,9 @@ struct slot {
   int q, source;
   uint64_t samples, last_start;
   struct gp_magg total, bucket[GP_MEAS_BUCKETS], *step, *phase;
-  int has;         /* a pending piece */
-  double v;        /* its value */
-  uint64_t a, b;   /* booked up to a; holds until b (HOLD: an instant) */
+  int has;       /* a pending piece */
+  double v;      /* its value */
+  uint64_t a, b; /* booked up to a; holds until b (HOLD: an instant) */
   /* energy: the last reading, the step edges passed */
   int e_has;
   uint64_t e_t;
@@ -487,12 +487,14 @@ static void on_range(struct mr *x, const struct gpuphase_range *r) {
   } else if (r->op == GPUPHASE_RANGE_START) {
     int p = phase_of(x, r->name);
     uint64_t old;
-    if (gp_u64map_del(&x->open_ids, r->id, &old)) phase_edge(x, (int)old - 1, 0);
+    if (gp_u64map_del(&x->open_ids, r->id, &old))
+      phase_edge(x, (int)old - 1, 0);
     if (gp_u64map_put(&x->open_ids, r->id, (uint64_t)(p + 1)) < 0) x->oom = 1;
     phase_edge(x, p, 1);
   } else if (r->op == GPUPHASE_RANGE_END) {
     uint64_t old;
-    if (gp_u64map_del(&x->open_ids, r->id, &old)) phase_edge(x, (int)old - 1, 0);
+    if (gp_u64map_del(&x->open_ids, r->id, &old))
+      phase_edge(x, (int)old - 1, 0);
   }
 }
 
@@ -530,8 +532,7 @@ static void finish_dev(struct mr *x, size_t di) {
       for (size_t i = 0; d->step_energy && i < x->m->nsteps; i++) {
         double s0 = best->e_at ? best->e_at[2 * i] : NAN;
         double s1 = best->e_at ? best->e_at[2 * i + 1] : NAN;
-        d->step_energy[i] =
-            !isnan(s0) && !isnan(s1) && s1 >= s0 ? s1 - s0 : -1;
+        d->step_energy[i] = !isnan(s0) && !isnan(s1) && s1 >= s0 ? s1 - s0 : -1;
       }
     }
   }
@@ -568,8 +569,7 @@ void gp_meas_free(struct gp_meas_res *m) {
   free(m);
 }
 
-const struct gp_meas_dev *gp_meas_dev(const struct gp_proc_res *r,
-                                      int64_t id) {
+const struct gp_meas_dev *gp_meas_dev(const struct gp_proc_res *r, int64_t id) {
   if (!r || !r->meas) return NULL;
   for (size_t i = 0; i < r->meas->ndev; i++)
     if (r->meas->dev[i].id == id && gp_meas_any(&r->meas->dev[i]))
@@ -703,8 +703,9 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
   r->meas = x.m;
   struct gp_meas_res *m = x.m;
   if (m->undefined &&
-      gp_res_note(r, "%llu measured samples name a metric id no METRIC "
-                     "record defines: ignored",
+      gp_res_note(r,
+                  "%llu measured samples name a metric id no METRIC "
+                  "record defines: ignored",
                   (unsigned long long)m->undefined) < 0)
     return -1;
   for (size_t i = 0; i < m->ndev; i++) {
@@ -722,9 +723,10 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
     }
   }
   if (m->over_budget &&
-      gp_res_note(r, "measured counters: %llu metrics have no per-step or "
-                     "per-phase values (too many metrics for the steps and "
-                     "phases; their totals and time buckets are kept)",
+      gp_res_note(r,
+                  "measured counters: %llu metrics have no per-step or "
+                  "per-phase values (too many metrics for the steps and "
+                  "phases; their totals and time buckets are kept)",
                   (unsigned long long)m->over_budget) < 0)
     return -1;
   if ((m->rejected || m->late || m->rejected_defs) &&
@@ -732,8 +734,7 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
                   "measured counters: %llu samples out of range, %llu out of "
                   "time order and %llu metric definitions with a wrong unit "
                   "or scale 0 were ignored",
-                  (unsigned long long)m->rejected,
-                  (unsigned long long)m->late,
+                  (unsigned long long)m->rejected, (unsigned long long)m->late,
                   (unsigned long long)m->rejected_defs) < 0)
     return -1;
   return rerun_findings(r);

@@ -56,11 +56,11 @@ extern const char *const gp_mq_name[GP_MQ_N];
 extern const char *const gp_mq_json[GP_MQ_N];
 
 /* NVML clock event reason bits (nvmlClocksEventReason*) the report reads */
-#define GP_CLK_SW_POWER 0x4ull     /* SW power cap */
-#define GP_CLK_HW_SLOWDOWN 0x8ull  /* HW slowdown (thermal or power brake) */
-#define GP_CLK_SW_THERMAL 0x20ull  /* SW thermal slowdown */
-#define GP_CLK_HW_THERMAL 0x40ull  /* HW thermal slowdown */
-#define GP_CLK_HW_POWER 0x80ull    /* HW power brake slowdown */
+#define GP_CLK_SW_POWER 0x4ull    /* SW power cap */
+#define GP_CLK_HW_SLOWDOWN 0x8ull /* HW slowdown (thermal or power brake) */
+#define GP_CLK_SW_THERMAL 0x20ull /* SW thermal slowdown */
+#define GP_CLK_HW_THERMAL 0x40ull /* HW thermal slowdown */
+#define GP_CLK_HW_POWER 0x80ull   /* HW power brake slowdown */
 #define GP_CLK_POWER (GP_CLK_SW_POWER | GP_CLK_HW_POWER)
 #define GP_CLK_THERMAL (GP_CLK_SW_THERMAL | GP_CLK_HW_THERMAL)
 
@@ -83,11 +83,11 @@ struct gp_mq_res {
 };
 
 struct gp_msrc_state {
-  int seen;      /* a SAMPLER record or a METRIC of this source */
-  int ok_once;   /* it reported OK at some point */
-  int status;    /* the last status (GPUPHASE_MSTAT_*) */
-  char *reason;  /* of the last record with a status other than OK */
-  int bad;       /* it reported a status other than OK */
+  int seen;     /* a SAMPLER record or a METRIC of this source */
+  int ok_once;  /* it reported OK at some point */
+  int status;   /* the last status (GPUPHASE_MSTAT_*) */
+  char *reason; /* of the last record with a status other than OK */
+  int bad;      /* it reported a status other than OK */
   int bad_status;
   int bad_after_ok; /* that status came after it had sampled */
 };
@@ -96,10 +96,10 @@ struct gp_meas_dev {
   int64_t id;
   struct gp_mq_res q[GP_MQ_N];
   struct gp_msrc_state src[4]; /* by GPUPHASE_MSRC_* (0 unused) */
-  double energy_j;    /* over the sampled part of the window; -1 unknown */
-  double *step_energy; /* [nsteps], -1 unknown */
-  int other_procs;     /* procs > 1 at some time */
-  int other_mem;       /* device memory used well above this process's */
+  double energy_j;        /* over the sampled part of the window; -1 unknown */
+  double *step_energy;    /* [nsteps], -1 unknown */
+  int other_procs;        /* procs > 1 at some time */
+  int other_mem;          /* device memory used well above this process's */
   double mem_other_bytes; /* the excess (bytes) */
 };
 
@@ -148,7 +148,7 @@ int gp_meas_find_power(const struct gp_proc_res *r,
                        const struct gp_device_res *d, char *buf, size_t n);
 int gp_meas_find_thermal(const struct gp_proc_res *r,
                          const struct gp_device_res *d, char *buf, size_t n);
-int gp_meas_find_mem(const struct gp_proc_res *r,
-                     const struct gp_device_res *d, char *buf, size_t n);
+int gp_meas_find_mem(const struct gp_proc_res *r, const struct gp_device_res *d,
+                     char *buf, size_t n);
 
 #endif

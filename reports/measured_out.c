@@ -32,7 +32,6 @@ static const char *src_of(const struct gp_meas_dev *m, int q) {
   return gp_msrc_name(m->q[q].source);
 }
 
-
 /* ---- text ---- */
 
 struct line {
@@ -160,8 +159,9 @@ static void text_dev(FILE *f, const struct gp_proc_res *r,
   double clk = mean(m, GP_MQ_SM_CLOCK);
   if (clk >= 0) add(&l, "%sSM clock %.0f MHz mean", l.n ? ", " : "", clk);
   if (m->q[GP_MQ_THR_POWER].source && m->q[GP_MQ_THR_POWER].total.ns > 0)
-    add(&l, "%sclocks held by power cap %.1f%% / thermal %.1f%% / HW slowdown "
-            "%.1f%% of the time",
+    add(&l,
+        "%sclocks held by power cap %.1f%% / thermal %.1f%% / HW slowdown "
+        "%.1f%% of the time",
         l.n ? ", " : "", mean(m, GP_MQ_THR_POWER), mean(m, GP_MQ_THR_THERMAL),
         mean(m, GP_MQ_THR_SLOW));
   double pw = mean(m, GP_MQ_POWER);
@@ -214,8 +214,9 @@ void gp_meas_text(FILE *f, const struct gp_proc_res *r, const char *bold,
   for (size_t i = 0; r->meas && i < r->meas->ndev; i++)
     n += gp_meas_any(&r->meas->dev[i]);
   if (!n) return;
-  fprintf(f, "\n%sMeasured (device-wide)%s: the devices' own counters, "
-             "every process's work included\n",
+  fprintf(f,
+          "\n%sMeasured (device-wide)%s: the devices' own counters, "
+          "every process's work included\n",
           bold, off);
   for (size_t i = 0; i < r->meas->ndev; i++)
     if (gp_meas_any(&r->meas->dev[i])) text_dev(f, r, &r->meas->dev[i]);
@@ -389,8 +390,8 @@ static void html_phases(FILE *f, const struct gp_proc_res *r,
                         const struct gp_meas_dev *m) {
   static const int cols[] = {GP_MQ_GPU_UTIL, GP_MQ_SM_ACTIVE, GP_MQ_SM_OCC,
                              GP_MQ_TENSOR, GP_MQ_DRAM_BW};
-  static const char *const head[] = {"nvidia-smi", "SM active",
-                                     "SM occupancy", "tensor", "DRAM"};
+  static const char *const head[] = {"nvidia-smi", "SM active", "SM occupancy",
+                                     "tensor", "DRAM"};
   const struct gp_meas_res *mr = r->meas;
   if (!mr->nphases) return;
   fputs("<table><thead><tr><th>phase (measured while open)</th>", f);
@@ -442,18 +443,20 @@ void gp_meas_html(FILE *f, const struct gp_proc_res *r,
   fputs("</p>\n", f);
   if (!r->meas->nbuckets) return;
   size_t nb = r->meas->nbuckets;
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-             "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
-             "aria-label=\"measured counters over time\">\n"
-             "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"none\" "
-             "stroke=\"#999\"/>\n",
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+          "aria-label=\"measured counters over time\">\n"
+          "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"none\" "
+          "stroke=\"#999\"/>\n",
           MW, MH + 16, MW, MH + 16, MW, MH);
   double cw = (double)MW / (double)nb;
   for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
     const struct gp_mq_res *q = &m->q[lines[i].q];
     if (!q->source) continue;
-    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-               "points=\"",
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+            "points=\"",
             lines[i].color);
     for (size_t b = 0; b < nb; b++) {
       double v = gp_magg_mean(&q->bucket[b]);
@@ -467,9 +470,10 @@ void gp_meas_html(FILE *f, const struct gp_proc_res *r,
             gp_msrc_name(q->source));
   }
   char t[32];
-  fprintf(f, "<text x=\"0\" y=\"%d\" font-size=\"11\">+0</text>"
-             "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">"
-             "+%s</text>\n</svg>\n<p class=\"key\">",
+  fprintf(f,
+          "<text x=\"0\" y=\"%d\" font-size=\"11\">+0</text>"
+          "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">"
+          "+%s</text>\n</svg>\n<p class=\"key\">",
           MH + 13, MW, MH + 13,
           gp_fmt_dur(t, sizeof t, (uint64_t)nb * r->meas->bucket_ns));
   for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
@@ -477,9 +481,8 @@ void gp_meas_html(FILE *f, const struct gp_proc_res *r,
     if (!q->source) continue;
     fprintf(f, "<span style=\"background:%s\"></span>", lines[i].color);
     gp_html_esc(f, lines[i].label);
-    fprintf(f, " %.1f%% &nbsp; ", gp_magg_mean(&q->total) < 0
-                                      ? 0
-                                      : gp_magg_mean(&q->total));
+    fprintf(f, " %.1f%% &nbsp; ",
+            gp_magg_mean(&q->total) < 0 ? 0 : gp_magg_mean(&q->total));
   }
   fputs("</p>\n", f);
   html_phases(f, r, m);
@@ -536,8 +539,9 @@ int gp_meas_find_power(const struct gp_proc_res *r,
   const struct gp_meas_dev *m = gp_meas_dev(r, d->id);
   double p = mean(m, GP_MQ_THR_POWER);
   if (p < 20) return 0;
-  say(buf, n, "clocks held down by the power cap %.0f%% of the time (NVML "
-              "clock event reasons)",
+  say(buf, n,
+      "clocks held down by the power cap %.0f%% of the time (NVML "
+      "clock event reasons)",
       p);
   double c = mean(m, GP_MQ_SM_CLOCK);
   size_t len = strlen(buf);
@@ -556,11 +560,10 @@ int gp_meas_find_thermal(const struct gp_proc_res *r,
              p);
 }
 
-int gp_meas_find_mem(const struct gp_proc_res *r,
-                     const struct gp_device_res *d, char *buf, size_t n) {
+int gp_meas_find_mem(const struct gp_proc_res *r, const struct gp_device_res *d,
+                     char *buf, size_t n) {
   const struct gp_meas_dev *m = gp_meas_dev(r, d->id);
-  if (!m || !m->q[GP_MQ_MEM_USED].source ||
-      m->q[GP_MQ_MEM_USED].total.ns <= 0)
+  if (!m || !m->q[GP_MQ_MEM_USED].source || m->q[GP_MQ_MEM_USED].total.ns <= 0)
     return 0;
   double used = m->q[GP_MQ_MEM_USED].total.peak, ours = (double)d->mem_peak;
   if (used < 2 * ours || used - ours < 4 * GIB) return 0;

@@ -56,7 +56,8 @@ static uint64_t str(const char *s) {
 static void metric(uint64_t id, int64_t dev, uint64_t source, const char *name,
                    uint64_t unit, uint64_t scale) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_METRIC};
-  r.u.metric = (struct gpuphase_metric){id, dev, source, str(name), unit, scale};
+  r.u.metric =
+      (struct gpuphase_metric){id, dev, source, str(name), unit, scale};
   add(0, &r);
 }
 
@@ -71,8 +72,8 @@ static void sample(uint32_t src, uint64_t id, uint64_t start, uint64_t end,
   add(src, &r);
 }
 
-static void sampler(uint32_t src, uint64_t at, uint64_t source,
-                    uint64_t status, const char *reason) {
+static void sampler(uint32_t src, uint64_t at, uint64_t source, uint64_t status,
+                    const char *reason) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_SAMPLER};
   r.u.sampler = (struct gpuphase_sampler){T0 + at, 0, source, status,
                                           reason ? str(reason) : 0};
@@ -81,26 +82,26 @@ static void sampler(uint32_t src, uint64_t at, uint64_t source,
 
 static void range(uint64_t op, uint64_t at, uint64_t name) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
-  r.u.range = (struct gpuphase_range){.thread = 1, .op = op, .start = T0 + at,
-                                      .name = name};
+  r.u.range = (struct gpuphase_range){
+      .thread = 1, .op = op, .start = T0 + at, .name = name};
   add(1, &r);
 }
 
 enum {
   F_NONE = 0,
-  F_PM = 1 << 0,        /* PM sm_active 60% over [0,100) too */
+  F_PM = 1 << 0,          /* PM sm_active 60% over [0,100) too */
   F_TENSOR_BUSY = 1 << 1, /* tensor_active 30% instead of 3% */
-  F_QUIET = 1 << 2,     /* no clock events, mem_used 3 GiB, procs 1 */
-  F_CRAFTED = 1 << 3,   /* scale 0, undefined ids, huge and late values */
+  F_QUIET = 1 << 2,       /* no clock events, mem_used 3 GiB, procs 1 */
+  F_CRAFTED = 1 << 3,     /* scale 0, undefined ids, huge and late values */
   F_NO_COUNTERS = 1 << 4,
-  F_LOW_UTIL = 1 << 5,  /* gpu_util 60% */
-  F_NO_SAMPLES = 1 << 7, /* METRIC and SAMPLER records, no SAMPLE; NVML
-                            goes OFF at 1 ms */
-  F_PM_FAIL = 1 << 8,   /* with F_PM: PM fails at 99 ms */
+  F_LOW_UTIL = 1 << 5,    /* gpu_util 60% */
+  F_NO_SAMPLES = 1 << 7,  /* METRIC and SAMPLER records, no SAMPLE; NVML
+                             goes OFF at 1 ms */
+  F_PM_FAIL = 1 << 8,     /* with F_PM: PM fails at 99 ms */
   F_NO_GPU_UTIL = 1 << 9, /* no gpu_util metric */
-  F_HEURISTIC = 1 << 6  /* no ranges: cudaDeviceSynchronize returns at 10,
-                           20, ... 90 ms, the steps run from one return to
-                           the next */
+  F_HEURISTIC = 1 << 6    /* no ranges: cudaDeviceSynchronize returns at 10,
+                             20, ... 90 ms, the steps run from one return to
+                             the next */
 };
 
 static char *write_trace(const char *name, int flags) {
@@ -121,10 +122,8 @@ static char *write_trace(const char *name, int flags) {
     exit(1);
   }
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
-  r.u.api_def = (struct gpuphase_api_def){1, str("cudaLaunchKernel"),
-                                          GPUPHASE_API_LAUNCH |
-                                              GPUPHASE_API_ASYNC,
-                                          0};
+  r.u.api_def = (struct gpuphase_api_def){
+      1, str("cudaLaunchKernel"), GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC, 0};
   add(0, &r);
   r.u.api_def = (struct gpuphase_api_def){2, str("cudaDeviceSynchronize"),
                                           GPUPHASE_API_SYNC, 0};
@@ -142,17 +141,28 @@ static char *write_trace(const char *name, int flags) {
   d->warp_size = 32;
   add(0, &r);
   uint64_t step = str("step"), fwd = str("fwd");
-  enum { GPU_UTIL = 1, SM_ACT, DRAM, TENSOR, MEMU, ENERGY, CLK, PROCS, PM_SM,
-         BAD_SCALE, HUGE_RATE };
+  enum {
+    GPU_UTIL = 1,
+    SM_ACT,
+    DRAM,
+    TENSOR,
+    MEMU,
+    ENERGY,
+    CLK,
+    PROCS,
+    PM_SM,
+    BAD_SCALE,
+    HUGE_RATE
+  };
   if (!(flags & F_NO_COUNTERS)) {
     if (!(flags & F_NO_GPU_UTIL))
-      metric(GPU_UTIL, 0, GPUPHASE_MSRC_NVML, "gpu_util",
-             GPUPHASE_UNIT_PERCENT, 1000);
+      metric(GPU_UTIL, 0, GPUPHASE_MSRC_NVML, "gpu_util", GPUPHASE_UNIT_PERCENT,
+             1000);
     metric(SM_ACT, 0, GPUPHASE_MSRC_GPM, "sm_active", GPUPHASE_UNIT_PERCENT,
            1000);
     metric(DRAM, 0, GPUPHASE_MSRC_GPM, "dram_bw", GPUPHASE_UNIT_PERCENT, 1000);
-    metric(TENSOR, 0, GPUPHASE_MSRC_GPM, "tensor_active",
-           GPUPHASE_UNIT_PERCENT, 1000);
+    metric(TENSOR, 0, GPUPHASE_MSRC_GPM, "tensor_active", GPUPHASE_UNIT_PERCENT,
+           1000);
     metric(MEMU, 0, GPUPHASE_MSRC_NVML, "mem_used", GPUPHASE_UNIT_BYTES, 1);
     metric(ENERGY, 0, GPUPHASE_MSRC_NVML, "energy", GPUPHASE_UNIT_JOULES, 1000);
     metric(CLK, 0, GPUPHASE_MSRC_NVML, "clock_events", GPUPHASE_UNIT_MASK, 1);
@@ -171,14 +181,21 @@ static char *write_trace(const char *name, int flags) {
   }
   /* the window */
   r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
-  r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
-                                  .end = T0 + 1000, .corr = 1, .device = 0};
+  r.u.api = (struct gpuphase_api){.thread = 1,
+                                  .api = 1,
+                                  .start = T0,
+                                  .end = T0 + 1000,
+                                  .corr = 1,
+                                  .device = 0};
   add(1, &r);
   for (int i = 0; i < 9 && (flags & F_HEURISTIC); i++) {
     r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
     uint64_t ret = T0 + (10 + 10 * (uint64_t)i) * MS;
-    r.u.api = (struct gpuphase_api){.thread = 1, .api = 2, .start = ret - MS,
-                                    .end = ret, .corr = 100 + (uint64_t)i,
+    r.u.api = (struct gpuphase_api){.thread = 1,
+                                    .api = 2,
+                                    .start = ret - MS,
+                                    .end = ret,
+                                    .corr = 100 + (uint64_t)i,
                                     .device = 0};
     add(1, &r);
   }
@@ -222,7 +239,7 @@ static char *write_trace(const char *name, int flags) {
     sample(51, CLK, 90 * MS, 90 * MS, 0);
     sample(51, ENERGY, 100 * MS, 100 * MS, 1110000);
     if (flags & F_CRAFTED) {
-      sample(51, 999, 10 * MS, 20 * MS, 5);   /* never defined */
+      sample(51, 999, 10 * MS, 20 * MS, 5); /* never defined */
       sample(51, 999, 20 * MS, 30 * MS, 5);
       sample(51, MEMU, 85 * MS, 85 * MS, -5); /* a negative byte count */
     }
@@ -263,8 +280,8 @@ static struct gp_proc_res *report(const char *name, int flags) {
   if (flags & F_HEURISTIC) o.step = NULL;
   int status = 0;
   char err[512] = "";
-  struct gp_proc_res *r = gp_report_file(path, &o, NULL, NULL, &status, err,
-                                         sizeof err);
+  struct gp_proc_res *r =
+      gp_report_file(path, &o, NULL, NULL, &status, err, sizeof err);
   if (!r) {
     fprintf(stderr, "test_measured: %s: %s\n", name, err);
     exit(1);
@@ -439,7 +456,7 @@ static void test_base(void) {
          "\"nvml_gpu_util_pct\":97,\"sm_active_pct\":80");
   /* fwd [10,20): the kernel all along, 10 blocks on 100 SMs */
   const char *fw = strstr(j, "\"name\":\"fwd\",\"device_busy_pct\":100,"
-                            "\"sm_active_estimate_pct\":");
+                             "\"sm_active_estimate_pct\":");
   if (EQ(fw != NULL, 1)) {
     fw = strchr(fw + 50, ':') + 1;
     NEAR(strtod(fw, NULL), 10, 0.005);
@@ -620,7 +637,6 @@ static void test_none(void) {
   gp_res_free(r);
 }
 
-
 /* Hostile but well-formed records: random names, units, scales, times
  * (out of order, end before start, outside the window), values (extremes
  * included) and sampler states with odd reasons; the pipeline and the
@@ -635,10 +651,11 @@ static uint64_t rnd(void) {
 }
 
 static void test_random(void) {
-  static const char *names[] = {"gpu_util", "sm_active", "sm_occupancy",
-                                "tensor_active", "dram_bw", "mem_used",
-                                "proc_mem_used", "energy", "clock_events",
-                                "procs", "pcie_tx", "sm_clock", "bogus", ""};
+  static const char *names[] = {"gpu_util",      "sm_active", "sm_occupancy",
+                                "tensor_active", "dram_bw",   "mem_used",
+                                "proc_mem_used", "energy",    "clock_events",
+                                "procs",         "pcie_tx",   "sm_clock",
+                                "bogus",         ""};
   static const uint64_t units[] = {1, 1, 1, 1, 1, 2, 2, 5, 8, 9, 3, 4, 1, 1};
   static const int64_t extremes[] = {0, 1, -1, INT64_MAX, INT64_MIN, 100000};
   static const char *reasons[] = {"<script>alert(1)</script>", "a\x01\x1b[31mb",
@@ -648,9 +665,13 @@ static void test_random(void) {
     char path[4096];
     snprintf(path, sizeof path, "%s/random.gph", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-    struct gp_process_info info = {.host = "h", .pid = 1, .ppid = 1,
-                                   .rank = -1, .local_rank = -1,
-                                   .cmdline = "x", .start_mono_ns = T0 - MS,
+    struct gp_process_info info = {.host = "h",
+                                   .pid = 1,
+                                   .ppid = 1,
+                                   .rank = -1,
+                                   .local_rank = -1,
+                                   .cmdline = "x",
+                                   .start_mono_ns = T0 - MS,
                                    .clock = "clock_gettime"};
     if (fd < 0 || !(w = gp_writer_open(fd, &info, 512, &err))) exit(1);
     struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
@@ -666,8 +687,8 @@ static void test_random(void) {
              rnd() % 6 ? 1 + rnd() % 1000 : 0);
     }
     r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
-    r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
-                                    .end = T0 + 1000, .corr = 1};
+    r.u.api = (struct gpuphase_api){
+        .thread = 1, .api = 1, .start = T0, .end = T0 + 1000, .corr = 1};
     add(1, &r);
     uint64_t step = str("step");
     for (int i = 0; i < 5; i++) {
@@ -676,10 +697,14 @@ static void test_random(void) {
     }
     r = (struct gpuphase_record){.kind = GPUPHASE_REC_KERNEL};
     r.u.kernel = (struct gpuphase_kernel){.start = T0 + 2000,
-                                          .end = T0 + 50 * MS, .corr = 1,
-                                          .grid_x = 1, .grid_y = 1,
-                                          .grid_z = 1, .block_x = 1,
-                                          .block_y = 1, .block_z = 1};
+                                          .end = T0 + 50 * MS,
+                                          .corr = 1,
+                                          .grid_x = 1,
+                                          .grid_y = 1,
+                                          .grid_z = 1,
+                                          .block_x = 1,
+                                          .block_y = 1,
+                                          .block_z = 1};
     add(10, &r);
     int ns = (int)(rnd() % 200);
     uint64_t t = 0;
@@ -688,11 +713,11 @@ static void test_random(void) {
       uint64_t st = rnd() % 10 ? t : rnd() % (80 * MS);
       uint64_t len = rnd() % 3 ? rnd() % (5 * MS) : 0;
       uint64_t en = rnd() % 20 ? st + len : st - 1;
-      int64_t v = rnd() % 4 ? (int64_t)(rnd() % 200000)
-                            : extremes[rnd() % (sizeof extremes /
-                                                sizeof *extremes)];
-      sample(51 + (uint32_t)(rnd() % 3), 1 + rnd() % (uint64_t)(nm + 2), st,
-             en, v);
+      int64_t v = rnd() % 4
+                      ? (int64_t)(rnd() % 200000)
+                      : extremes[rnd() % (sizeof extremes / sizeof *extremes)];
+      sample(51 + (uint32_t)(rnd() % 3), 1 + rnd() % (uint64_t)(nm + 2), st, en,
+             v);
       if (rnd() % 25 == 0)
         sampler(51 + (uint32_t)(rnd() % 3), st, rnd() % 5, rnd() % 10,
                 reasons[rnd() % 4]);
@@ -731,7 +756,8 @@ static void test_random(void) {
     free(h);
     gp_res_free(res);
   }
-  if (getenv("MEAS_DUMP")) fprintf(stderr, "random: %d of 60 with measured values\n", with);
+  if (getenv("MEAS_DUMP"))
+    fprintf(stderr, "random: %d of 60 with measured values\n", with);
   EQ(with >= 30, 1);
 }
 
@@ -742,9 +768,13 @@ static void test_many_steps(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/many.gph", dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-  struct gp_process_info info = {.host = "h", .pid = 1, .ppid = 1,
-                                 .rank = -1, .local_rank = -1,
-                                 .cmdline = "x", .start_mono_ns = T0 - MS,
+  struct gp_process_info info = {.host = "h",
+                                 .pid = 1,
+                                 .ppid = 1,
+                                 .rank = -1,
+                                 .local_rank = -1,
+                                 .cmdline = "x",
+                                 .start_mono_ns = T0 - MS,
                                  .clock = "clock_gettime"};
   if (fd < 0 || !(w = gp_writer_open(fd, &info, 0, &err))) exit(1);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
@@ -753,8 +783,8 @@ static void test_many_steps(void) {
   add(0, &r);
   metric(1, 0, GPUPHASE_MSRC_NVML, "energy", GPUPHASE_UNIT_JOULES, 1);
   r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
-  r.u.api = (struct gpuphase_api){.thread = 1, .api = 1, .start = T0,
-                                  .end = T0 + 1000, .corr = 1};
+  r.u.api = (struct gpuphase_api){
+      .thread = 1, .api = 1, .start = T0, .end = T0 + 1000, .corr = 1};
   add(1, &r);
   uint64_t step = str("step");
   int64_t e = 0;
