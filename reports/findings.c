@@ -5,6 +5,7 @@
 #include "report.h"
 
 #include "callsites.h"
+#include "measured.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,22 +69,35 @@ static double gib(double bytes) {
 }
 
 /* Kernels keep the GPU "busy" without filling its SMs. (Not where degraded
- * processes count blocking calls as kernel time.) */
+ * processes count blocking calls as kernel time.) With SM activity
+ * measured, the measured value stands in for the estimate; with
+ * nvidia-smi's GPU-Util measured too, the measured rule says it. */
 static int low_coverage(const struct ctx *c, char *buf, size_t n) {
   const struct gp_util *u = &c->d->util;
-  if (c->r->ndegraded || u->busy_pct < 50 || u->cov_pct < 0 ||
-      u->cov_pct >= u->busy_pct / 2)
+  const struct gp_meas_dev *m = gp_meas_dev(c->r, c->d->id);
+  double cov = u->cov_pct;
+  const char *what = "SM coverage";
+  char how[48] = "";
+  if (m && m->q[GP_MQ_SM_ACTIVE].source &&
+      gp_magg_mean(&m->q[GP_MQ_SM_ACTIVE].total) >= 0) {
+    if (m->q[GP_MQ_GPU_UTIL].source) return 0; /* measured_sm_gap */
+    cov = gp_magg_mean(&m->q[GP_MQ_SM_ACTIVE].total);
+    what = "SMs active";
+    snprintf(how, sizeof how, " (measured, %s)",
+             gp_msrc_name(m->q[GP_MQ_SM_ACTIVE].source));
+  }
+  if (c->r->ndegraded || u->busy_pct < 50 || cov < 0 || cov >= u->busy_pct / 2)
     return 0;
   unsigned long long sms = (unsigned long long)c->d->sms;
   if (u->small_pct >= 50)
     return say(buf, n,
-               "busy %.0f%% but SM coverage %.0f%%: most kernel time (%.0f%%) "
+               "busy %.0f%% but %s %.0f%%%s: most kernel time (%.0f%%) "
                "is in kernels of < %llu blocks on %llu SMs",
-               u->busy_pct, u->cov_pct, u->small_pct, (sms + 1) / 2, sms);
+               u->busy_pct, what, cov, how, u->small_pct, (sms + 1) / 2, sms);
   return say(buf, n,
-             "busy %.0f%% but SM coverage %.0f%%: many kernels launch fewer "
+             "busy %.0f%% but %s %.0f%%%s: many kernels launch fewer "
              "blocks than the %llu SMs",
-             u->busy_pct, u->cov_pct, sms);
+             u->busy_pct, what, cov, how, sms);
 }
 
 static int low_occupancy(const struct ctx *c, char *buf, size_t n) {
@@ -187,6 +201,17 @@ static int comm_exposed(const struct ctx *c, char *buf, size_t n) {
              100.0 * (double)comm / (double)c->d->window_ns);
 }
 
+/* The rules on measured counters (measured_out.c). */
+#define MEAS_RULE(name, fn)                                                    \
+  static int name(const struct ctx *c, char *buf, size_t n) {                  \
+    return fn(c->r, c->d, buf, n);                                             \
+  }
+MEAS_RULE(m_sm_gap, gp_meas_find_util_gap)
+MEAS_RULE(m_dram, gp_meas_find_dram)
+MEAS_RULE(m_power, gp_meas_find_power)
+MEAS_RULE(m_thermal, gp_meas_find_thermal)
+MEAS_RULE(m_mem, gp_meas_find_mem)
+
 static const struct rule {
   const char *id;
   rule_fn fn;
@@ -196,6 +221,9 @@ static const struct rule {
     {"launch_bound", launch_bound},    {"transfer_bound", transfer_bound},
     {"sync_bound", sync_bound},        {"comm_exposed", comm_exposed},
     {"pageable_copies", pageable},     {"slow_copies", slow_copies},
+    {"measured_sm_gap", m_sm_gap},     {"measured_memory_bound", m_dram},
+    {"clocks_power_capped", m_power},  {"clocks_thermal", m_thermal},
+    {"memory_elsewhere", m_mem},
 };
 
 static int add(struct gp_proc_res *r, const char *id, int64_t dev,

@@ -10,6 +10,7 @@
 #include "reader_ext.h"
 #include "util.h"
 #include "html_timeline.h"
+#include "measured.h"
 
 static char *dup0(const char *s) {
   return s ? strdup(s) : NULL;
@@ -32,7 +33,7 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
  * trace file failed, e.g. a full disk). */
 static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
                     gp_progress_fn progress, void *ctx, int *oom,
-                    uint64_t *unwritten) {
+                    uint64_t *unwritten, uint64_t *meas) {
   const struct gpuphase_record *rec;
   uint64_t n = 0, size = gpuphase_reader_file_size(rd);
   int rc;
@@ -43,6 +44,8 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
     }
     if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
       *unwritten += rec->u.lost.count;
+    *meas += rec->kind == GPUPHASE_REC_METRIC ||
+             rec->kind == GPUPHASE_REC_SAMPLER;
     if (progress && (++n & 0xffff) == 0)
       progress(ctx, path, gpuphase_reader_offset(rd), size, n);
   }
@@ -65,8 +68,9 @@ static struct gp_proc_res *one_pass(const char *path,
   ro.step_items = gpuphase_reader_header(rd)->step_items;
   gp_reader_set_threads(rd, o->read_threads);
   gp_attr *a = gp_attr_new(o);
-  uint64_t unwritten = 0;
-  int rc = a ? feed_all(rd, a, path, progress, ctx, &oom, &unwritten) : 0;
+  uint64_t unwritten = 0, meas = 0;
+  int rc =
+      a ? feed_all(rd, a, path, progress, ctx, &oom, &unwritten, &meas) : 0;
   struct gp_proc_res *r = NULL;
   if (!a || oom) {
     snprintf(err, errlen, "%s: out of memory", path);
@@ -88,6 +92,7 @@ static struct gp_proc_res *one_pass(const char *path,
     *status = GP_PIPE_NOMEM;
   } else {
     identity(r, rd, path);
+    r->meas_records = meas;
     r->truncated = gpuphase_reader_truncated(rd);
     if (r->truncated)
       gp_res_note(r, "the trace is truncated (process killed or file cut): "
@@ -193,6 +198,12 @@ struct gp_proc_res *gp_report_file(const char *path,
                                    int *status, char *err, size_t errlen) {
   struct gp_proc_res *r =
       report_file(path, o, progress, ctx, status, err, errlen);
+  /* the measured counters, once the window, steps and phases are fixed */
+  if (r && r->meas_records && gp_meas_read(r, path, err, errlen) < 0) {
+    *status = strstr(err, "out of memory") ? GP_PIPE_NOMEM : GP_PIPE_BAD_INPUT;
+    gp_res_free(r);
+    return NULL;
+  }
   return o ? with_timeline(r, path, o, status, err, errlen) : r;
 }
 

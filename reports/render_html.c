@@ -15,6 +15,7 @@
 #include "render.h"
 #include "html_timeline.h"
 #include "job.h"
+#include "measured.h"
 #include "render_callsites.h"
 #include "timeline_js.h"
 #include "util.h"
@@ -196,7 +197,8 @@ static void chart(FILE *f, const struct gp_device_res *d) {
           gp_fmt_dur(t, sizeof t, d->window_ns));
 }
 
-static void device(FILE *f, const struct gp_device_res *d) {
+static void device(FILE *f, const struct gp_proc_res *r,
+                   const struct gp_device_res *d) {
   char mem[32], t[32];
   if (d->id < 0)
     fputs("<h3>GPU (unknown ordinal)", f);
@@ -215,6 +217,7 @@ static void device(FILE *f, const struct gp_device_res *d) {
   cat_table(f, d);
   util_table(f, d);
   chart(f, d);
+  gp_meas_html(f, r, d);
 }
 
 static void findings(FILE *f, const struct gp_proc_res *r) {
@@ -490,7 +493,7 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top,
           gp_fmt_dur(w, sizeof w, r->window_ns),
           r->truncated ? "; <strong>truncated trace</strong>" : "");
   for (size_t i = 0; i < r->ndev; i++)
-    device(f, &r->dev[i]);
+    device(f, r, &r->dev[i]);
   if (r->timeline) timeline(f, r->timeline, n);
   if (r->file) steps(f, r);
   findings(f, r);

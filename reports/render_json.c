@@ -5,6 +5,7 @@
 #include "gp_config.h"
 #include "job.h"
 #include "jsonw.h"
+#include "measured.h"
 #include "render_callsites.h"
 #include "render.h"
 
@@ -111,7 +112,8 @@ static void windows(struct gp_json *j, const struct gp_device_res *d) {
   gp_json_end(j);
 }
 
-static void device(struct gp_json *j, const struct gp_device_res *d) {
+static void device(struct gp_json *j, const struct gp_proc_res *r,
+                   const struct gp_device_res *d) {
   gp_json_obj(j, NULL);
   gp_json_i64(j, "id", d->id);
   gp_json_str(j, "host", d->host);
@@ -134,6 +136,7 @@ static void device(struct gp_json *j, const struct gp_device_res *d) {
   gp_json_end(j);
   copies(j, d);
   windows(j, d);
+  gp_meas_json(j, r, d);
   gp_json_end(j);
 }
 
@@ -352,7 +355,7 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
   gp_json_end(j);
   gp_json_arr(j, "devices");
   for (size_t i = 0; i < r->ndev; i++)
-    device(j, &r->dev[i]);
+    device(j, r, &r->dev[i]);
   gp_json_end(j);
   gp_json_arr(j, "phases");
   for (size_t i = 0; i < r->nphases; i++)

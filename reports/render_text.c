@@ -5,6 +5,7 @@
 
 #include "demangle.h"
 #include "job.h"
+#include "measured.h"
 #include "render.h"
 #include "render_callsites.h"
 #include "util.h"
@@ -560,6 +561,7 @@ static void section(struct out *o, const struct gp_proc_res *r) {
   header(o, r);
   for (size_t i = 0; i < r->ndev; i++)
     device(o, &r->dev[i]);
+  gp_meas_text(o->f, r, o->bold, o->off);
   if (r->file) steps(o, r);
   findings(o, r);
   threads(o, r);

@@ -4,6 +4,7 @@
 #include "callsites.h"
 #include "demangle.h"
 #include "html_timeline.h"
+#include "measured.h"
 #include "util.h"
 
 #include <math.h>
@@ -67,6 +68,7 @@ int gp_res_note(struct gp_proc_res *r, const char *fmt, ...) {
 void gp_res_free(struct gp_proc_res *r) {
   if (!r) return;
   gp_cs_res_free(r->callsites);
+  gp_meas_free(r->meas);
   for (size_t i = 0; i < r->ndev; i++) {
     free(r->dev[i].host);
     free(r->dev[i].name);

@@ -14,6 +14,7 @@
 
 struct gp_timeline;
 struct gp_cs_res;
+struct gp_meas_res;
 struct gp_htl_opts;
 
 /* X(UPPER, key, label): first match wins, in this order. */
@@ -316,6 +317,9 @@ struct gp_proc_res {
   struct gp_timeline *timeline; /* the HTML timeline (timeline.h); NULL
                                    unless asked for, and in sums */
   struct gp_cs_res *callsites;  /* call sites (callsites.h); NULL: none */
+  uint64_t meas_records;        /* METRIC and SAMPLER records read */
+  struct gp_meas_res *meas;     /* measured counters (measured.h); NULL:
+                                   none, and in sums */
 };
 
 /* Options shared by the engine and derivation. */
