@@ -68,23 +68,28 @@ enum { GP_PM_APPEND_KEEP_OLDEST = 0, GP_PM_APPEND_KEEP_LATEST = 1 };
 #define GP_PM_SIZE(type, last)                                                 \
   (offsetof(type, last) + sizeof(((type *)0)->last))
 
-typedef struct gp_pm_object gp_pm_object;           /* CUpti_PmSampling_Object */
-typedef struct gp_pm_host_object gp_pm_host_object; /* CUpti_Profiler_Host_Object */
+/* CUpti_PmSampling_Object, CUpti_Profiler_Host_Object */
+typedef struct gp_pm_object gp_pm_object;
+typedef struct gp_pm_host_object gp_pm_host_object;
 
 /* ---- cupti_profiler_target.h, cupti_target.h ---- */
-typedef struct gp_pm_profiler_init_params { /* CUpti_Profiler_Initialize_Params */
+/* CUpti_Profiler_Initialize_Params */
+typedef struct gp_pm_profiler_init_params {
   size_t structSize;
   void *pPriv;
 } gp_pm_profiler_init_params;
 #define GP_PM_PROFILER_INIT_SIZE GP_PM_SIZE(gp_pm_profiler_init_params, pPriv)
 
-typedef struct gp_pm_profiler_deinit_params { /* ..._DeInitialize_Params */
+/* ..._DeInitialize_Params */
+typedef struct gp_pm_profiler_deinit_params {
   size_t structSize;
   void *pPriv;
 } gp_pm_profiler_deinit_params;
-#define GP_PM_PROFILER_DEINIT_SIZE GP_PM_SIZE(gp_pm_profiler_deinit_params, pPriv)
+#define GP_PM_PROFILER_DEINIT_SIZE                                             \
+  GP_PM_SIZE(gp_pm_profiler_deinit_params, pPriv)
 
-typedef struct gp_pm_device_supported_params { /* ..._DeviceSupported_Params */
+/* ..._DeviceSupported_Params */
+typedef struct gp_pm_device_supported_params {
   size_t structSize;
   void *pPriv;
   gp_pm_cudev cuDevice;
@@ -95,7 +100,8 @@ typedef struct gp_pm_device_supported_params { /* ..._DeviceSupported_Params */
 #define GP_PM_DEVICE_SUPPORTED_SIZE                                            \
   GP_PM_SIZE(gp_pm_device_supported_params, api)
 
-typedef struct gp_pm_chip_name_params { /* CUpti_Device_GetChipName_Params */
+/* CUpti_Device_GetChipName_Params */
+typedef struct gp_pm_chip_name_params {
   size_t structSize;
   void *pPriv;
   size_t deviceIndex;
@@ -104,7 +110,8 @@ typedef struct gp_pm_chip_name_params { /* CUpti_Device_GetChipName_Params */
 #define GP_PM_CHIP_NAME_SIZE GP_PM_SIZE(gp_pm_chip_name_params, pChipName)
 
 /* ---- cupti_profiler_host.h ---- */
-typedef struct gp_pm_host_init_params { /* CUpti_Profiler_Host_Initialize_Params */
+/* CUpti_Profiler_Host_Initialize_Params */
+typedef struct gp_pm_host_init_params {
   size_t structSize;
   void *pPriv;
   int profilerType; /* GP_PM_PROFILER_* */
@@ -114,14 +121,16 @@ typedef struct gp_pm_host_init_params { /* CUpti_Profiler_Host_Initialize_Params
 } gp_pm_host_init_params;
 #define GP_PM_HOST_INIT_SIZE GP_PM_SIZE(gp_pm_host_init_params, pHostObject)
 
-typedef struct gp_pm_host_deinit_params { /* ..._Host_Deinitialize_Params */
+/* ..._Host_Deinitialize_Params */
+typedef struct gp_pm_host_deinit_params {
   size_t structSize;
   void *pPriv;
   gp_pm_host_object *pHostObject;
 } gp_pm_host_deinit_params;
 #define GP_PM_HOST_DEINIT_SIZE GP_PM_SIZE(gp_pm_host_deinit_params, pHostObject)
 
-typedef struct gp_pm_add_metrics_params { /* ..._Host_ConfigAddMetrics_Params */
+/* ..._Host_ConfigAddMetrics_Params */
+typedef struct gp_pm_add_metrics_params {
   size_t structSize;
   void *pPriv;
   gp_pm_host_object *pHostObject;
@@ -130,7 +139,8 @@ typedef struct gp_pm_add_metrics_params { /* ..._Host_ConfigAddMetrics_Params */
 } gp_pm_add_metrics_params;
 #define GP_PM_ADD_METRICS_SIZE GP_PM_SIZE(gp_pm_add_metrics_params, numMetrics)
 
-typedef struct gp_pm_config_size_params { /* ..._GetConfigImageSize_Params */
+/* ..._GetConfigImageSize_Params */
+typedef struct gp_pm_config_size_params {
   size_t structSize;
   void *pPriv;
   gp_pm_host_object *pHostObject;
@@ -139,7 +149,8 @@ typedef struct gp_pm_config_size_params { /* ..._GetConfigImageSize_Params */
 #define GP_PM_CONFIG_SIZE_SIZE                                                 \
   GP_PM_SIZE(gp_pm_config_size_params, configImageSize)
 
-typedef struct gp_pm_config_image_params { /* ..._GetConfigImage_Params */
+/* ..._GetConfigImage_Params */
+typedef struct gp_pm_config_image_params {
   size_t structSize;
   void *pPriv;
   gp_pm_host_object *pHostObject;
@@ -149,7 +160,8 @@ typedef struct gp_pm_config_image_params { /* ..._GetConfigImage_Params */
 #define GP_PM_CONFIG_IMAGE_SIZE                                                \
   GP_PM_SIZE(gp_pm_config_image_params, pConfigImage)
 
-typedef struct gp_pm_passes_params { /* ..._GetNumOfPasses_Params */
+/* ..._GetNumOfPasses_Params */
+typedef struct gp_pm_passes_params {
   size_t structSize;
   void *pPriv;
   size_t configImageSize;
@@ -158,7 +170,8 @@ typedef struct gp_pm_passes_params { /* ..._GetNumOfPasses_Params */
 } gp_pm_passes_params;
 #define GP_PM_PASSES_SIZE GP_PM_SIZE(gp_pm_passes_params, numOfPasses)
 
-typedef struct gp_pm_evaluate_params { /* ..._EvaluateToGpuValues_Params */
+/* ..._EvaluateToGpuValues_Params */
+typedef struct gp_pm_evaluate_params {
   size_t structSize;
   void *pPriv;
   gp_pm_host_object *pHostObject;
@@ -172,7 +185,8 @@ typedef struct gp_pm_evaluate_params { /* ..._EvaluateToGpuValues_Params */
 #define GP_PM_EVALUATE_SIZE GP_PM_SIZE(gp_pm_evaluate_params, pMetricValues)
 
 /* ---- cupti_pmsampling.h ---- */
-typedef struct gp_pm_availability_params { /* ..._GetCounterAvailability_Params */
+/* ..._GetCounterAvailability_Params */
+typedef struct gp_pm_availability_params {
   size_t structSize;
   void *pPriv;
   size_t deviceIndex;
@@ -182,7 +196,8 @@ typedef struct gp_pm_availability_params { /* ..._GetCounterAvailability_Params 
 #define GP_PM_AVAILABILITY_SIZE                                                \
   GP_PM_SIZE(gp_pm_availability_params, pCounterAvailabilityImage)
 
-typedef struct gp_pm_enable_params { /* CUpti_PmSampling_Enable_Params */
+/* CUpti_PmSampling_Enable_Params */
+typedef struct gp_pm_enable_params {
   size_t structSize;
   void *pPriv;
   size_t deviceIndex;
@@ -191,14 +206,16 @@ typedef struct gp_pm_enable_params { /* CUpti_PmSampling_Enable_Params */
 #define GP_PM_ENABLE_SIZE GP_PM_SIZE(gp_pm_enable_params, pPmSamplingObject)
 
 /* Disable, Start and Stop take the object alone. */
-typedef struct gp_pm_object_params { /* ..._Disable/Start/Stop_Params */
+/* ..._Disable/Start/Stop_Params */
+typedef struct gp_pm_object_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
 } gp_pm_object_params;
 #define GP_PM_OBJECT_SIZE GP_PM_SIZE(gp_pm_object_params, pPmSamplingObject)
 
-typedef struct gp_pm_set_config_params { /* CUpti_PmSampling_SetConfig_Params */
+/* CUpti_PmSampling_SetConfig_Params */
+typedef struct gp_pm_set_config_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
@@ -212,7 +229,8 @@ typedef struct gp_pm_set_config_params { /* CUpti_PmSampling_SetConfig_Params */
 #define GP_PM_SET_CONFIG_SIZE                                                  \
   GP_PM_SIZE(gp_pm_set_config_params, hwBufferAppendMode)
 
-typedef struct gp_pm_data_size_params { /* ..._GetCounterDataSize_Params */
+/* ..._GetCounterDataSize_Params */
+typedef struct gp_pm_data_size_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
@@ -223,7 +241,8 @@ typedef struct gp_pm_data_size_params { /* ..._GetCounterDataSize_Params */
 } gp_pm_data_size_params;
 #define GP_PM_DATA_SIZE_SIZE GP_PM_SIZE(gp_pm_data_size_params, counterDataSize)
 
-typedef struct gp_pm_data_init_params { /* ..._CounterDataImage_Initialize_Params */
+/* ..._CounterDataImage_Initialize_Params */
+typedef struct gp_pm_data_init_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
@@ -232,7 +251,8 @@ typedef struct gp_pm_data_init_params { /* ..._CounterDataImage_Initialize_Param
 } gp_pm_data_init_params;
 #define GP_PM_DATA_INIT_SIZE GP_PM_SIZE(gp_pm_data_init_params, pCounterData)
 
-typedef struct gp_pm_decode_params { /* CUpti_PmSampling_DecodeData_Params */
+/* CUpti_PmSampling_DecodeData_Params */
+typedef struct gp_pm_decode_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
@@ -243,7 +263,8 @@ typedef struct gp_pm_decode_params { /* CUpti_PmSampling_DecodeData_Params */
 } gp_pm_decode_params;
 #define GP_PM_DECODE_SIZE GP_PM_SIZE(gp_pm_decode_params, overflow)
 
-typedef struct gp_pm_data_info_params { /* ..._GetCounterDataInfo_Params */
+/* ..._GetCounterDataInfo_Params */
+typedef struct gp_pm_data_info_params {
   size_t structSize;
   void *pPriv;
   const uint8_t *pCounterDataImage;
@@ -255,7 +276,8 @@ typedef struct gp_pm_data_info_params { /* ..._GetCounterDataInfo_Params */
 #define GP_PM_DATA_INFO_SIZE                                                   \
   GP_PM_SIZE(gp_pm_data_info_params, numCompletedSamples)
 
-typedef struct gp_pm_sample_info_params { /* ..._CounterData_GetSampleInfo_Params */
+/* ..._CounterData_GetSampleInfo_Params */
+typedef struct gp_pm_sample_info_params {
   size_t structSize;
   void *pPriv;
   gp_pm_object *pPmSamplingObject;
@@ -271,30 +293,31 @@ typedef struct gp_pm_sample_info_params { /* ..._CounterData_GetSampleInfo_Param
 /* The entry points, X(name, parameter type), in the order the sampler
  * calls them; one typedef gp_pm_fn_<name> each. */
 #define GP_PM_FUNCS(X)                                                         \
-  X(cuptiProfilerInitialize, gp_pm_profiler_init_params)                      \
-  X(cuptiProfilerDeviceSupported, gp_pm_device_supported_params)              \
-  X(cuptiDeviceGetChipName, gp_pm_chip_name_params)                           \
-  X(cuptiPmSamplingGetCounterAvailability, gp_pm_availability_params)         \
-  X(cuptiProfilerHostInitialize, gp_pm_host_init_params)                      \
-  X(cuptiProfilerHostConfigAddMetrics, gp_pm_add_metrics_params)              \
-  X(cuptiProfilerHostGetConfigImageSize, gp_pm_config_size_params)            \
-  X(cuptiProfilerHostGetConfigImage, gp_pm_config_image_params)               \
-  X(cuptiProfilerHostGetNumOfPasses, gp_pm_passes_params)                     \
-  X(cuptiPmSamplingEnable, gp_pm_enable_params)                               \
-  X(cuptiPmSamplingSetConfig, gp_pm_set_config_params)                        \
-  X(cuptiPmSamplingGetCounterDataSize, gp_pm_data_size_params)                \
-  X(cuptiPmSamplingCounterDataImageInitialize, gp_pm_data_init_params)        \
-  X(cuptiPmSamplingStart, gp_pm_object_params)                                \
-  X(cuptiPmSamplingDecodeData, gp_pm_decode_params)                           \
-  X(cuptiPmSamplingGetCounterDataInfo, gp_pm_data_info_params)                \
-  X(cuptiPmSamplingCounterDataGetSampleInfo, gp_pm_sample_info_params)        \
-  X(cuptiProfilerHostEvaluateToGpuValues, gp_pm_evaluate_params)              \
-  X(cuptiPmSamplingStop, gp_pm_object_params)                                 \
-  X(cuptiPmSamplingDisable, gp_pm_object_params)                              \
-  X(cuptiProfilerHostDeinitialize, gp_pm_host_deinit_params)                  \
+  X(cuptiProfilerInitialize, gp_pm_profiler_init_params)                       \
+  X(cuptiProfilerDeviceSupported, gp_pm_device_supported_params)               \
+  X(cuptiDeviceGetChipName, gp_pm_chip_name_params)                            \
+  X(cuptiPmSamplingGetCounterAvailability, gp_pm_availability_params)          \
+  X(cuptiProfilerHostInitialize, gp_pm_host_init_params)                       \
+  X(cuptiProfilerHostConfigAddMetrics, gp_pm_add_metrics_params)               \
+  X(cuptiProfilerHostGetConfigImageSize, gp_pm_config_size_params)             \
+  X(cuptiProfilerHostGetConfigImage, gp_pm_config_image_params)                \
+  X(cuptiProfilerHostGetNumOfPasses, gp_pm_passes_params)                      \
+  X(cuptiPmSamplingEnable, gp_pm_enable_params)                                \
+  X(cuptiPmSamplingSetConfig, gp_pm_set_config_params)                         \
+  X(cuptiPmSamplingGetCounterDataSize, gp_pm_data_size_params)                 \
+  X(cuptiPmSamplingCounterDataImageInitialize, gp_pm_data_init_params)         \
+  X(cuptiPmSamplingStart, gp_pm_object_params)                                 \
+  X(cuptiPmSamplingDecodeData, gp_pm_decode_params)                            \
+  X(cuptiPmSamplingGetCounterDataInfo, gp_pm_data_info_params)                 \
+  X(cuptiPmSamplingCounterDataGetSampleInfo, gp_pm_sample_info_params)         \
+  X(cuptiProfilerHostEvaluateToGpuValues, gp_pm_evaluate_params)               \
+  X(cuptiPmSamplingStop, gp_pm_object_params)                                  \
+  X(cuptiPmSamplingDisable, gp_pm_object_params)                               \
+  X(cuptiProfilerHostDeinitialize, gp_pm_host_deinit_params)                   \
   X(cuptiProfilerDeInitialize, gp_pm_profiler_deinit_params)
 
-#define GP_PM_TYPEDEF(name, params) typedef gp_pm_result (*gp_pm_fn_##name)(params *);
+#define GP_PM_TYPEDEF(name, params)                                            \
+  typedef gp_pm_result (*gp_pm_fn_##name)(params *);
 GP_PM_FUNCS(GP_PM_TYPEDEF)
 #undef GP_PM_TYPEDEF
 

@@ -18,8 +18,8 @@
 #define MAX_METRICS 16
 #define CHIP "GH100"
 #define AVAIL_BYTES 64
-#define OVERFLOW_CAPACITY 8 /* samples the hardware buffer holds under
-                               GPUSIM_PM=overflow */
+/* Samples the hardware buffer holds under GPUSIM_PM=overflow. */
+#define OVERFLOW_CAPACITY 8
 
 /* The metrics this "chip" knows, with the passes each needs alone. */
 static const struct known {
@@ -42,16 +42,26 @@ static const struct known {
 
 /* Calls counted per entry point, for GPUSIM_PM_STATS. */
 #define PM_ENTRY_POINTS(X)                                                     \
-  X(cuptiProfilerInitialize) X(cuptiProfilerDeInitialize)                      \
-  X(cuptiProfilerDeviceSupported) X(cuptiDeviceGetChipName)                    \
-  X(cuptiPmSamplingGetCounterAvailability) X(cuptiProfilerHostInitialize)      \
-  X(cuptiProfilerHostDeinitialize) X(cuptiProfilerHostConfigAddMetrics)        \
-  X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)    \
-  X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues)   \
-  X(cuptiPmSamplingEnable) X(cuptiPmSamplingDisable)                           \
-  X(cuptiPmSamplingSetConfig) X(cuptiPmSamplingStart) X(cuptiPmSamplingStop)   \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiProfilerDeInitialize)                                                 \
+  X(cuptiProfilerDeviceSupported)                                              \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiPmSamplingGetCounterAvailability)                                     \
+  X(cuptiProfilerHostInitialize)                                               \
+  X(cuptiProfilerHostDeinitialize)                                             \
+  X(cuptiProfilerHostConfigAddMetrics)                                         \
+  X(cuptiProfilerHostGetConfigImageSize)                                       \
+  X(cuptiProfilerHostGetConfigImage)                                           \
+  X(cuptiProfilerHostGetNumOfPasses)                                           \
+  X(cuptiProfilerHostEvaluateToGpuValues)                                      \
+  X(cuptiPmSamplingEnable)                                                     \
+  X(cuptiPmSamplingDisable)                                                    \
+  X(cuptiPmSamplingSetConfig)                                                  \
+  X(cuptiPmSamplingStart)                                                      \
+  X(cuptiPmSamplingStop)                                                       \
   X(cuptiPmSamplingGetCounterDataSize)                                         \
-  X(cuptiPmSamplingCounterDataImageInitialize) X(cuptiPmSamplingDecodeData)    \
+  X(cuptiPmSamplingCounterDataImageInitialize)                                 \
+  X(cuptiPmSamplingDecodeData)                                                 \
   X(cuptiPmSamplingGetCounterDataInfo)                                         \
   X(cuptiPmSamplingCounterDataGetSampleInfo)
 #define ENUM(n) C_##n,
@@ -87,7 +97,7 @@ struct gp_pm_object {
   const uint8_t *config; /* the caller's: must stay as it was */
   size_t config_size;
   uint64_t config_sum;
-  struct config_image cfg; /* its contents at SetConfig */
+  struct config_image cfg;     /* its contents at SetConfig */
   uint64_t interval, capacity; /* ns; samples the hardware buffer holds */
   int keep_latest;
   uint64_t next;      /* raw start of the next sample not yet decoded */
@@ -126,8 +136,10 @@ static void load(void) {
   snprintf(S.mode, sizeof S.mode, "%s", m ? m : "");
   if (S.mode[0] && strcmp(S.mode, "denied") && strcmp(S.mode, "busy") &&
       strcmp(S.mode, "unsupported") && strcmp(S.mode, "overflow")) {
-    fprintf(stderr, "simcupti: ignoring GPUSIM_PM=%s (denied, busy, "
-                    "unsupported or overflow)\n", S.mode);
+    fprintf(stderr,
+            "simcupti: ignoring GPUSIM_PM=%s (denied, busy, "
+            "unsupported or overflow)\n",
+            S.mode);
     S.mode[0] = 0;
   }
   const char *inv = getenv("GPUSIM_PM_INVALID");
@@ -160,7 +172,8 @@ static int devices(void) {
 
 static uint64_t checksum(const uint8_t *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
 
@@ -183,7 +196,8 @@ static int metric_index(const char *name) {
 }
 
 /* ---- the profiler ---- */
-API CUptiResult CUPTIAPI cuptiProfilerInitialize(gp_pm_profiler_init_params *p) {
+API CUptiResult CUPTIAPI
+cuptiProfilerInitialize(gp_pm_profiler_init_params *p) {
   ENTER(cuptiProfilerInitialize, p, GP_PM_PROFILER_INIT_SIZE);
   S.inited = 1;
   RETURN(CUPTI_SUCCESS);
@@ -209,15 +223,15 @@ cuptiProfilerDeviceSupported(gp_pm_device_supported_params *p) {
   if (!S.inited) RETURN(CUPTI_ERROR_NOT_INITIALIZED);
   if (p->cuDevice < 0 || p->cuDevice >= devices())
     RETURN(CUPTI_ERROR_INVALID_DEVICE);
-  int arch = mode("unsupported") ? GP_PM_LEVEL_UNSUPPORTED
-                                 : GP_PM_LEVEL_SUPPORTED;
+  int arch =
+      mode("unsupported") ? GP_PM_LEVEL_UNSUPPORTED : GP_PM_LEVEL_SUPPORTED;
   p->architecture = arch;
   p->sli = p->vGpu = p->confidentialCompute = p->cmp = p->wsl =
       GP_PM_LEVEL_SUPPORTED;
-  p->isSupported = p->api == GP_PM_API_PM_SAMPLING ||
-                           p->api == GP_PM_API_RANGE_PROFILING
-                       ? arch
-                       : GP_PM_LEVEL_UNSUPPORTED;
+  p->isSupported =
+      p->api == GP_PM_API_PM_SAMPLING || p->api == GP_PM_API_RANGE_PROFILING
+          ? arch
+          : GP_PM_LEVEL_UNSUPPORTED;
   RETURN(CUPTI_SUCCESS);
 }
 
@@ -281,7 +295,8 @@ cuptiProfilerHostConfigAddMetrics(gp_pm_add_metrics_params *p) {
   for (size_t i = 0; i < p->numMetrics; i++)
     if ((idx[i] = metric_index(p->ppMetricNames[i])) < 0)
       RETURN(CUPTI_ERROR_INVALID_METRIC_NAME); /* none is added */
-  for (size_t i = 0; i < p->numMetrics; i++) h->metric[h->n++] = idx[i];
+  for (size_t i = 0; i < p->numMetrics; i++)
+    h->metric[h->n++] = idx[i];
   RETURN(CUPTI_SUCCESS);
 }
 
@@ -305,7 +320,8 @@ cuptiProfilerHostGetConfigImage(gp_pm_config_image_params *p) {
   memset(&c, 0, sizeof c);
   memcpy(c.magic, "SIMPMCFG", 8);
   c.n = (uint32_t)h->n;
-  for (int i = 0; i < h->n; i++) c.metric[i] = h->metric[i];
+  for (int i = 0; i < h->n; i++)
+    c.metric[i] = h->metric[i];
   memcpy(p->pConfigImage, &c, sizeof c);
   RETURN(CUPTI_SUCCESS);
 }
@@ -373,12 +389,11 @@ API CUptiResult CUPTIAPI cuptiPmSamplingDisable(gp_pm_object_params *p) {
   RETURN(CUPTI_SUCCESS);
 }
 
-API CUptiResult CUPTIAPI
-cuptiPmSamplingSetConfig(gp_pm_set_config_params *p) {
+API CUptiResult CUPTIAPI cuptiPmSamplingSetConfig(gp_pm_set_config_params *p) {
   ENTER(cuptiPmSamplingSetConfig, p, GP_PM_SET_CONFIG_SIZE);
   struct gp_pm_object *o = object(p->pPmSamplingObject);
-  if (!o || o->started) RETURN(o ? CUPTI_ERROR_INVALID_OPERATION
-                                 : CUPTI_ERROR_INVALID_PARAMETER);
+  if (!o || o->started)
+    RETURN(o ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_INVALID_PARAMETER);
   struct config_image c;
   if (read_config(p->pConfig, p->configSize, &c) != 0 ||
       p->samplingInterval == 0 ||
@@ -387,8 +402,8 @@ cuptiPmSamplingSetConfig(gp_pm_set_config_params *p) {
        p->hwBufferAppendMode != GP_PM_APPEND_KEEP_LATEST))
     RETURN(CUPTI_ERROR_INVALID_PARAMETER);
   uint64_t rec = 16 + 8 * (uint64_t)c.n; /* bytes per raw sample */
-  o->capacity = mode("overflow") ? OVERFLOW_CAPACITY
-                                 : p->hardwareBufferSize / rec;
+  o->capacity =
+      mode("overflow") ? OVERFLOW_CAPACITY : p->hardwareBufferSize / rec;
   if (o->capacity == 0) RETURN(CUPTI_ERROR_INVALID_PARAMETER);
   o->config = p->pConfig;
   o->config_size = p->configSize;
@@ -404,8 +419,8 @@ API CUptiResult CUPTIAPI
 cuptiPmSamplingGetCounterDataSize(gp_pm_data_size_params *p) {
   ENTER(cuptiPmSamplingGetCounterDataSize, p, GP_PM_DATA_SIZE_SIZE);
   struct gp_pm_object *o = object(p->pPmSamplingObject);
-  if (!o || !p->pMetricNames || !p->numMetrics ||
-      p->numMetrics > MAX_METRICS || !p->maxSamples)
+  if (!o || !p->pMetricNames || !p->numMetrics || p->numMetrics > MAX_METRICS ||
+      !p->maxSamples)
     RETURN(CUPTI_ERROR_INVALID_PARAMETER);
   for (size_t i = 0; i < p->numMetrics; i++)
     if (metric_index(p->pMetricNames[i]) < 0)
@@ -430,11 +445,11 @@ cuptiPmSamplingCounterDataImageInitialize(gp_pm_data_init_params *p) {
   struct data_image h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, "SIMPMDAT", 8);
-  h.max_samples =
-      (uint32_t)((p->counterDataSize - sizeof h) / sample_bytes());
+  h.max_samples = (uint32_t)((p->counterDataSize - sizeof h) / sample_bytes());
   h.n = o->cfg.n;
   h.device = (uint32_t)o->device;
-  for (uint32_t i = 0; i < h.n; i++) h.metric[i] = o->cfg.metric[i];
+  for (uint32_t i = 0; i < h.n; i++)
+    h.metric[i] = o->cfg.metric[i];
   memcpy(p->pCounterData, &h, sizeof h);
   RETURN(CUPTI_SUCCESS);
 }
@@ -499,20 +514,39 @@ static void evaluate(int device, const struct data_image *h, uint64_t t0,
   /* PCIe: the busier direction against the link's rate (bytes/us x 1e6) */
   double pcie_peak =
       (S.config ? (double)S.config()->pcie_mbps : 25000.0) * 1e6 * secs;
-  double pcie = c.pcie_tx_bytes > c.pcie_rx_bytes ? c.pcie_tx_bytes
-                                                  : c.pcie_rx_bytes;
+  double pcie =
+      c.pcie_tx_bytes > c.pcie_rx_bytes ? c.pcie_tx_bytes : c.pcie_rx_bytes;
   for (uint32_t i = 0; i < h->n; i++) {
     switch (h->metric[i]) {
-    case 0: v[i] = c.gpu_util_pct; break;
-    case 1: v[i] = c.sm_active_pct; break;
-    case 2: v[i] = c.sm_occupancy_pct; break;
-    case 3: v[i] = c.tensor_active_pct; break;
-    case 4: v[i] = c.dram_bw_pct; break;
-    case 5: v[i] = c.dram_read_bytes; break;
-    case 6: v[i] = c.dram_write_bytes; break;
-    case 7: v[i] = pcie_peak > 0 ? 100.0 * pcie / pcie_peak : 0; break;
-    case 10: v[i] = c.sm_active_pct; break; /* sm__throughput */
-    default: v[i] = 0; /* no NVLink here */
+    case 0:
+      v[i] = c.gpu_util_pct;
+      break;
+    case 1:
+      v[i] = c.sm_active_pct;
+      break;
+    case 2:
+      v[i] = c.sm_occupancy_pct;
+      break;
+    case 3:
+      v[i] = c.tensor_active_pct;
+      break;
+    case 4:
+      v[i] = c.dram_bw_pct;
+      break;
+    case 5:
+      v[i] = c.dram_read_bytes;
+      break;
+    case 6:
+      v[i] = c.dram_write_bytes;
+      break;
+    case 7:
+      v[i] = pcie_peak > 0 ? 100.0 * pcie / pcie_peak : 0;
+      break;
+    case 10:
+      v[i] = c.sm_active_pct;
+      break; /* sm__throughput */
+    default:
+      v[i] = 0; /* no NVLink here */
     }
   }
 }
@@ -540,8 +574,8 @@ API CUptiResult CUPTIAPI cuptiPmSamplingDecodeData(gp_pm_decode_params *p) {
   }
   p->overflow = (uint8_t)o->overflowed;
   o->overflowed = 0;
-  uint8_t *rec = p->pCounterDataImage + sizeof h +
-                 (size_t)h.populated * sample_bytes();
+  uint8_t *rec =
+      p->pCounterDataImage + sizeof h + (size_t)h.populated * sample_bytes();
   while (pending && h.populated < h.max_samples) {
     uint64_t t0 = o->next, t1 = o->next + o->interval;
     if (t1 > limit) t1 = limit;
@@ -556,8 +590,8 @@ API CUptiResult CUPTIAPI cuptiPmSamplingDecodeData(gp_pm_decode_params *p) {
     pending--;
   }
   memcpy(p->pCounterDataImage, &h, sizeof h);
-  p->decodeStopReason = pending ? GP_PM_STOP_COUNTER_DATA_FULL
-                                : GP_PM_STOP_END_OF_RECORDS;
+  p->decodeStopReason =
+      pending ? GP_PM_STOP_COUNTER_DATA_FULL : GP_PM_STOP_END_OF_RECORDS;
   RETURN(CUPTI_SUCCESS);
 }
 
@@ -604,7 +638,8 @@ cuptiProfilerHostEvaluateToGpuValues(gp_pm_evaluate_params *p) {
   for (size_t i = 0; i < p->numMetrics; i++) {
     int m = metric_index(p->ppMetricNames[i]);
     uint32_t k = 0;
-    while (k < h.n && h.metric[k] != m) k++;
+    while (k < h.n && h.metric[k] != m)
+      k++;
     if (m < 0 || k == h.n) RETURN(CUPTI_ERROR_INVALID_METRIC_NAME);
     memcpy(&p->pMetricValues[i], rec + 16 + 8 * (size_t)k, 8);
   }
@@ -634,7 +669,8 @@ __attribute__((destructor)) static void write_stats(void) {
   size_t n = 0;
   pthread_mutex_lock(&S.lock);
   uint64_t any = 0;
-  for (int i = 0; i < NCALLS; i++) any |= S.calls[i];
+  for (int i = 0; i < NCALLS; i++)
+    any |= S.calls[i];
   for (int i = 0; i < NCALLS; i++)
     if (S.calls[i] && n < sizeof buf)
       n += (size_t)snprintf(buf + n, sizeof buf - n, "%d %s %llu\n",

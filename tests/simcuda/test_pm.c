@@ -132,15 +132,14 @@ int main(void) {
   gp_pm_enable_params en2 = {.structSize = GP_PM_ENABLE_SIZE};
   CHECK_EQ(cuptiPmSamplingEnable(&en2), GP_PM_ERROR_INVALID_OPERATION);
 
-  gp_pm_set_config_params sc = {
-      .structSize = GP_PM_SET_CONFIG_SIZE - 1,
-      .pPmSamplingObject = obj,
-      .configSize = config_size,
-      .pConfig = config,
-      .hardwareBufferSize = 1 << 20,
-      .samplingInterval = 1000000,
-      .triggerMode = GP_PM_TRIGGER_TIME_INTERVAL,
-      .hwBufferAppendMode = GP_PM_APPEND_KEEP_LATEST};
+  gp_pm_set_config_params sc = {.structSize = GP_PM_SET_CONFIG_SIZE - 1,
+                                .pPmSamplingObject = obj,
+                                .configSize = config_size,
+                                .pConfig = config,
+                                .hardwareBufferSize = 1 << 20,
+                                .samplingInterval = 1000000,
+                                .triggerMode = GP_PM_TRIGGER_TIME_INTERVAL,
+                                .hwBufferAppendMode = GP_PM_APPEND_KEEP_LATEST};
   CHECK_EQ(cuptiPmSamplingSetConfig(&sc), GP_PM_ERROR_INVALID_PARAMETER);
   sc.structSize = GP_PM_SET_CONFIG_SIZE;
   CHECK_EQ(cuptiPmSamplingSetConfig(&sc), 0);
@@ -166,8 +165,7 @@ int main(void) {
    * 132 warps of 132 x 64 = 1.5625% */
   dim3 g = {1320000, 1, 1}, b = {1, 1, 1};
   uint64_t t_issue = mono_ns();
-  CHECK_EQ(cudaLaunchKernel((const void *)k_pm, g, b, NULL, 0, 0),
-           cudaSuccess);
+  CHECK_EQ(cudaLaunchKernel((const void *)k_pm, g, b, NULL, 0, 0), cudaSuccess);
   struct timespec w = {0, 30000000};
   nanosleep(&w, NULL);
 
@@ -221,7 +219,8 @@ int main(void) {
   do {
     CHECK_EQ(cuptiPmSamplingCounterDataImageInitialize(&di), 0);
     CHECK_EQ(cuptiPmSamplingDecodeData(&dd), 0);
-  } while (dd.decodeStopReason == GP_PM_STOP_COUNTER_DATA_FULL && ++rounds < 20);
+  } while (dd.decodeStopReason == GP_PM_STOP_COUNTER_DATA_FULL &&
+           ++rounds < 20);
   CHECK_EQ(dd.decodeStopReason, GP_PM_STOP_END_OF_RECORDS);
   CHECK(rounds >= 3); /* 30 ms of samples waited */
 
