@@ -594,9 +594,9 @@ static void *thread_main(void *arg) {
     int stop = P.stop;
     P.asked = 0;
     pthread_mutex_unlock(&P.lock);
-    for (int d = 0; d < MAX_DEVICES && !stop; d++) {
+    /* also when stopping: every device the trace met gets its state */
+    for (int d = 0; d < MAX_DEVICES; d++)
       if (get_state(d) == S_ASKED) session_start(d);
-    }
     if (stop) break;
     for (int d = 0; d < MAX_DEVICES; d++)
       if (get_state(d) == S_RUNNING && decode(d, &P.s[d], UINT64_MAX) != 0)

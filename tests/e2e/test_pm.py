@@ -332,7 +332,22 @@ def t_device1():
     check(calls.get("cuptiPmSamplingEnable") == 1, f"one session: {calls}")
 
 
-TESTS = {"missing": t_missing, "device1": t_device1, "model": t_model, "profile": t_profile, "denied": t_denied, "busy": t_busy,
+def t_exec():
+    """exec: the image's sampling stops with its trace (its last samples
+    in it); the new image, its GPUPHASE_PM restored by the shim, samples
+    on its own."""
+    d, p, calls = run_pm({"GPUPHASE_OUTPUT": "t-%p.gph"},
+                         args=[prog("e2e-prog-lifecycle"), "exec"])
+    files = traces(d)
+    check(len(files) == 2, f"two traces: {files}")
+    for f in files:
+        recs, defs, samples, samplers = pm_view(f)
+        check(samplers and samplers[0]["status"] == OK, f"{f}: {samplers}")
+        check(by_kind(recs, "summary"), f"{f}: complete")
+        check(linked(recs), f"{f}: kernels linked")
+
+
+TESTS = {"exec": t_exec, "missing": t_missing, "device1": t_device1, "model": t_model, "profile": t_profile, "denied": t_denied, "busy": t_busy,
          "unsupported": t_unsupported, "invalid": t_invalid, "off": t_off,
          "overflow": t_overflow, "interval": t_interval, "fork": t_fork}
 
