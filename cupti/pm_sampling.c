@@ -615,6 +615,7 @@ void gp_pm_add_device(int device) {
   pthread_mutex_lock(&P.lock);
   int dead = 0;
   char why[sizeof P.dead_reason];
+  const struct gp_pm_hooks *h = P.h;
   if (P.running && !P.stop && P.s[device].state == S_NONE) {
     if (P.dead_reason[0]) {
       P.s[device].state = S_DONE;
@@ -627,7 +628,7 @@ void gp_pm_add_device(int device) {
     }
   }
   pthread_mutex_unlock(&P.lock);
-  if (dead) P.h->state(device, dead, P.h->now_ns(), why);
+  if (dead) h->state(device, dead, h->now_ns(), why);
 }
 
 /* Sampling gives nothing at all: said once; every device asked for gets
@@ -643,11 +644,13 @@ static void dead_from_start(int st, const char *why, const char *line) {
 
 int gp_pm_start(const struct gp_pm_hooks *hooks, void *lib,
                 uint64_t interval_ns) {
+  pthread_mutex_lock(&P.lock); /* gp_pm_add_device may run already */
   P.h = hooks;
   P.lib = lib;
   P.interval_ns = interval_ns;
   P.stop = 0;
   P.have_thread = 0;
+  pthread_mutex_unlock(&P.lock);
   if (!lib) {
     dead_from_start(GPUPHASE_MSTAT_MISSING, "CUPTI is not loaded",
                     "PM sampling unavailable: CUPTI is not loaded; no PM "
