@@ -17,11 +17,15 @@ WAVE = 1000000  # GPUSIM_WAVE_NS in these runs: every kernel takes 1 ms
 HBM_BYTES_PER_NS = 3000  # GPUSIM_HBM_GBPS default
 WARPS = 256 // 32  # prog_pm.c's blocks: 256 threads
 # A sample's reading and the kernels' times are on one clock, each
-# aligned to CLOCK_MONOTONIC by its own offset, measured to within tens of
-# ns (README.md, "CUPTI" and "PM sampling"): over a 1 ms sample that moves
-# a reading by at most 0.01 percentage points; values are kept in
-# thousandths. 0.05 points leaves room for both.
-TOL_PCT = 0.05
+# aligned to CLOCK_MONOTONIC by its own offset: half the gap of the
+# tightest of 8 clock reads (README.md, "CUPTI" and "PM sampling"), tens of
+# ns, up to a few us on a loaded machine under a sanitizer. The model is
+# therefore evaluated over the sample's window shifted by up to SKEW_NS
+# either way, and the reading must lie within the range found, give or
+# take TOL_PCT (values are kept in thousandths of a percent).
+SKEW_NS = 5000
+SHIFTS = (-SKEW_NS, -SKEW_NS // 2, 0, SKEW_NS // 2, SKEW_NS)
+TOL_PCT = 0.01
 
 
 def run_pm(extra=None, n=100, args=None, stats=True):
@@ -83,10 +87,13 @@ def check_against_model(samples, ks, name, per_kernel, tol=TOL_PCT, least=100):
     check(len(got) >= least, f"{name}: {len(got)} samples for 200 ms of kernels")
     worst = 0.0
     for s, e, v in got:
-        want = model(ks, s, e, per_kernel)
-        worst = max(worst, abs(v - want))
-        check(abs(v - want) <= tol,
-              f"{name} over [{s}, {e}): {v} against the model's {want:.4f}")
+        want = [model(ks, s + d, e + d, per_kernel) for d in SHIFTS]
+        lo, hi = min(want), max(want)
+        worst = max(worst, abs(v - want[len(SHIFTS) // 2]))
+        check(lo - tol <= v <= hi + tol,
+              f"{name} over [{s}, {e}): {v} against the model's "
+              f"{want[len(SHIFTS) // 2]:.4f} "
+              f"({lo:.4f}..{hi:.4f} with the window moved by {SKEW_NS} ns)")
     return worst
 
 
@@ -173,10 +180,13 @@ def t_profile():
           "dram 0.5/132 on one block")
     # DRAM bytes: dram x SM share x HBM rate x time, half read half write
     for s, e, v in samples["dram_read_bytes"]:
-        want = model(ks, s, e, lambda k: dram[k[3]] * sm_share(k)) / 100.0 \
-            * HBM_BYTES_PER_NS * (e - s) / 2
-        check(abs(v - want) <= 0.001 * HBM_BYTES_PER_NS * (e - s),
-              f"dram_read_bytes over [{s}, {e}): {v}, model {want:.0f}")
+        want = [model(ks, s + d, e + d, lambda k: dram[k[3]] * sm_share(k)) / 100.0
+                * HBM_BYTES_PER_NS * (e - s) / 2 for d in SHIFTS]
+        # 1e-5 of the interval's full rate: tens of ns of the model's own
+        # kernel times against the records' (seen: 40 ns, 18 bytes)
+        slack = 1e-5 * HBM_BYTES_PER_NS * (e - s)
+        check(min(want) - slack <= v <= max(want) + slack,
+              f"dram_read_bytes over [{s}, {e}): {v}, model {min(want):.0f}..{max(want):.0f}")
     check(samples["dram_write_bytes"] and samples["pcie_bw"], "write bytes and PCIe")
     check(all(v == 0 for _, _, v in samples["pcie_bw"]), "no copies: no PCIe")
 
