@@ -699,6 +699,10 @@ void gp_cupti_close(void) {
   subscriber = NULL;
 }
 
+void *gp_cupti_handle(void) {
+  return lib;
+}
+
 void gp_cupti_forget(void) {
   /* The child inherits a copy of the parent's subscription state; CUDA
    * itself does not survive fork, so start over without calling CUPTI. */

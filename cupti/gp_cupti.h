@@ -68,4 +68,7 @@ void gp_cupti_close(void);
 /* In a forked child: forget the parent's state (no CUPTI calls). */
 void gp_cupti_forget(void);
 
+/* The loaded CUPTI library (dlopen handle), NULL if none was found. */
+void *gp_cupti_handle(void);
+
 #endif

@@ -7,6 +7,7 @@
 #include "gp_apitab.h"
 #include "gp_clock.h"
 #include "gp_describe.h"
+#include "gp_pmsample.h"
 #include "gp_records.h"
 #include "gp_rings.h"
 #include "gp_threadname.h"
@@ -118,6 +119,10 @@ static uint32_t new_source(void) {
   return R.next_source < 65535 ? R.next_source++ : 65535;
 }
 
+uint32_t gp_records_new_source(void) {
+  return new_source();
+}
+
 static uint32_t thread_source(uint32_t index) {
   if (!R.thread_source[index]) R.thread_source[index] = new_source();
   return R.thread_source[index];
@@ -211,6 +216,7 @@ static void describe_device_slow(uint32_t dev) {
   r.u.device.name = gp_writer_intern(R.w, name, strnlen(name, sizeof name));
   gp_records_add(0, &r);
   if (dev < 64) R.devices_done |= UINT64_C(1) << dev;
+  gp_pmsample_device((int)dev); /* PM sampling follows the devices used */
 }
 
 /* Every record that names a device asks: once it is described, one test. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gp_lifecycle.h"
+#include "gp_pmsample.h"
 #include "gp_rings.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
@@ -35,6 +36,7 @@ static void atfork_child(void);
 __attribute__((constructor(101))) static void gp_init(void) {
   int saved = errno;
   gp_settings_read();
+  gp_pmsample_settings();
   const char *d = getenv("GPUPHASE_DISABLE");
   if (d && *d && strcmp(d, "0") != 0) {
     disabled = 1;
@@ -61,6 +63,7 @@ static int start_process(void) {
   else
     gp_writer_note_degraded(gp_mono_ns(), 1,
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
+  gp_pmsample_begin(); /* after CUPTI activity, when GPUPHASE_PM=1 */
   gp_signals_arm(complete_for_signal);
   atexit(shutdown_atexit);
   return 0;

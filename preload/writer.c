@@ -12,6 +12,7 @@
 #include "gp_config.h"
 #include "gp_cupti.h"
 #include "gp_output.h"
+#include "gp_pmsample.h"
 #include "gp_records.h"
 #include "gp_stacks.h"
 #include "gp_rings.h"
@@ -84,6 +85,7 @@ static void pass(int flush) {
   write_notes();
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_drain(b);
   gp_stacks_writer_poll();
+  gp_pmsample_drain();
   if (W.cupti_on || gp_cupti_wanted()) {
     if (flush) gp_cupti_flush_buffers(0);
     gp_cupti_consume(gp_records_activity, NULL);
@@ -104,6 +106,7 @@ static void final_pass(void) {
     gp_cupti_consume(gp_records_activity, NULL);
     gp_records_cupti_dropped(gp_cupti_dropped());
   }
+  gp_pmsample_end(); /* after the device records, before the last flush */
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
   gp_stacks_writer_poll();
   write_notes();
@@ -254,6 +257,7 @@ void gp_writer_child_reset(void) {
   W.n_notes = 0;
   W.degraded = 0;
   gp_records_reset();
+  gp_pmsample_forget();
   pthread_mutex_init(&W.lock, NULL);
   atomic_store(&W.stop_req, 0);
   gp_cupti_forget();

@@ -15,6 +15,7 @@ import glob
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,6 +177,87 @@ def check_overhead(build, out):
                 else "not measured")
 
 
+def dump(build, trace):
+    """The trace's records as dicts (gpuphase-report dump: KIND key=value...)."""
+    r = sh([os.path.join(build, "tools", "gpuphase-report"), "dump", trace])
+    if r.returncode != 0:
+        raise RuntimeError(f"dump failed: {r.stderr.strip()}")
+    recs = []
+    for line in r.stdout.splitlines():
+        parts = line.split(None, 1)
+        if not parts:
+            continue
+        rec = {"kind": parts[0]}
+        for k, v in re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', parts[1] if len(parts) > 1 else ""):
+            rec[k] = v[1:-1] if v.startswith('"') else (int(v) if re.fullmatch(r"-?\d+", v) else v)
+        recs.append(rec)
+    return recs
+
+
+PM_STATES = {1: "missing", 2: "denied", 3: "busy", 4: "unsupported", 5: "failed",
+             6: "overflow"}
+
+
+def check_pm(build, out):
+    """PM sampling (GPUPHASE_PM=1) beside CUPTI activity: every kernel still
+    recorded and linked to its call, and measured SM activity 1/SMs on
+    one-block kernels against ~100% on full grids, the change where the
+    kernel records put it (which also checks the sample clock)."""
+    exe = os.path.join(out, "pm")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "pm.cu"))
+    if r.returncode:
+        raise RuntimeError("nvcc pm.cu: " + r.stderr[-500:])
+    env = dict(os.environ, GPUPHASE_PM="1")
+    truth, rep = profiled(build, out, "pm", [exe], env)
+    recs = dump(build, os.path.join(out, "pm.gph"))
+    ks = [k for k in recs if k["kind"] == "kernel"]
+    corrs = {a["corr"] for a in recs if a["kind"] == "api"}
+    row("PM beside activity: kernels recorded", truth["one_kernels"] + truth["full_kernels"],
+        len(ks), 0, "trace degraded" if rep["degraded"] else "")
+    row("PM beside activity: kernels linked to calls", len(ks),
+        sum(1 for k in ks if k["corr"] in corrs), 0)
+    samplers = [s for s in recs if s["kind"] == "sampler" and s["source"] == 3]
+    bad = [s for s in samplers if s["status"] not in (0, 6)]
+    if not samplers or bad:
+        s = (bad or [{"status": -1, "reason": "no SAMPLER record"}])[0]
+        what = PM_STATES.get(s["status"], "no record")
+        if s["status"] in (2, 3, 4):  # not permitted, busy, not supported here
+            skip("PM sampling: SM active", f"{what}: {s['reason'][:70]}")
+        else:
+            verdict("PM sampling: starts", "ok", what, False, s["reason"][:70])
+        return
+    names = {m["metric"]: m for m in recs if m["kind"] == "metric" and m["source"] == 3}
+    sm = [(x["start"], x["end"], x["value"] / names[x["metric"]]["scale"])
+          for x in recs if x["kind"] == "sample" and names.get(x["metric"], {}).get("name") == "sm_active"]
+
+    def phase(kname):
+        mine = [k for k in ks if k["name"].find(kname) >= 0]
+        if not mine:
+            return None, 0
+        lo, hi = min(k["start"] for k in mine), max(k["end"] for k in mine)
+        inside = [(s, e, v) for s, e, v in sm if s >= lo and e <= hi]
+        t = sum(e - s for s, e, _ in inside)
+        return (sum((e - s) * v for s, e, v in inside) / t if t else None), len(inside)
+    one, n1 = phase("gp_pm_one")
+    full, n2 = phase("gp_pm_full")
+    if one is None or full is None:
+        verdict("PM sampling: samples within the phases", "> 0", f"{n1} / {n2}", False,
+                "sample times outside the kernels' spans: clock?")
+        return
+    # sm__cycles_active.avg: one SM of SMs busy; up to 3x for the SM's
+    # neighbours' housekeeping and launch gaps, judged, not derived
+    expect_one = 100.0 / truth["sms"]
+    verdict("PM sm_active, one-block kernels (%)", f"{expect_one:.2f} (<= {3 * expect_one:.2f})",
+            f"{one:.2f}", one <= 3 * expect_one, f"{n1} samples; 1 of {truth['sms']} SMs")
+    verdict("PM sm_active, full-grid kernels (%)", ">= 90", f"{full:.2f}", full >= 90.0,
+            f"{n2} samples; 2 blocks per SM")
+    worst = min((v for s, e, v in sm if s >= min(k["start"] for k in ks if "gp_pm_full" in k["name"]) + 2000000
+                 and e <= max(k["end"] for k in ks if "gp_pm_full" in k["name"]) - 2000000), default=None)
+    verdict("PM sample clock: every full-grid sample busy", ">= 80", worst,
+            worst is not None and worst >= 80.0,
+            "a clock offset would put one-block or idle readings inside the span")
+
+
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
@@ -224,7 +306,7 @@ def main():
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
-    for step in (check_truth, check_overhead, check_blas, check_torch):
+    for step in (check_truth, check_overhead, check_blas, check_pm, check_torch):
         try:
             step(build, out)
         except Exception as e:
