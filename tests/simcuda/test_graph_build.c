@@ -439,6 +439,27 @@ static void test_fork_join(void) {
   CHECK_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal), cudaSuccess);
   CHECK_EQ(cudaStreamWaitEvent(a, jb, 0), cudaErrorStreamCaptureIsolation);
   CHECK_EQ(cudaStreamEndCapture(a, &g), cudaErrorStreamCaptureInvalidated);
+  /* destroying a joined stream invalidates the capture; destroying the
+   * origin discards it and releases the joined streams */
+  cudaStream_t t1, t2;
+  REQUIRE(cudaStreamCreate(&t1) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&t2) == cudaSuccess);
+  CHECK_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal), cudaSuccess);
+  CHECK_EQ(cudaEventRecord(fork, a), cudaSuccess);
+  CHECK_EQ(cudaStreamWaitEvent(t1, fork, 0), cudaSuccess);
+  CHECK_EQ(cudaStreamDestroy(t1), cudaSuccess);
+  CHECK_EQ(cudaStreamIsCapturing(a, &st), cudaSuccess);
+  CHECK_EQ(st, cudaStreamCaptureStatusInvalidated);
+  CHECK_EQ(cudaStreamEndCapture(a, &g), cudaErrorStreamCaptureInvalidated);
+  CHECK_EQ(cudaStreamBeginCapture(t2, cudaStreamCaptureModeGlobal),
+           cudaSuccess);
+  CHECK_EQ(cudaEventRecord(fork, t2), cudaSuccess);
+  CHECK_EQ(cudaStreamWaitEvent(b, fork, 0), cudaSuccess);
+  CHECK_EQ(cudaStreamDestroy(t2), cudaSuccess);
+  CHECK_EQ(cudaStreamIsCapturing(b, &st), cudaSuccess);
+  CHECK_EQ(st, cudaStreamCaptureStatusNone);
+  CHECK_EQ(launch(gb_a, 132, b), cudaSuccess); /* runs again */
+  CHECK_EQ(cudaStreamSynchronize(b), cudaSuccess);
   cudaGetLastError();
   cudaFree(d);
   cudaEventDestroy(fork);
