@@ -428,6 +428,8 @@ static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
 static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
                       uint64_t cls, uint64_t end) {
   if (cls & GPUPHASE_API_SYNC) return CALL_BLK;
+  /* captured into a graph: enqueued nothing, no device record to wait for */
+  if (r->flags & GPUPHASE_OP_CAPTURED) return CALL_NB;
   if ((cls & GPUPHASE_API_FREE) && !(cls & GPUPHASE_API_ASYNC))
     return CALL_BLK;
   if (!(cls & GPUPHASE_API_COPY))
@@ -455,6 +457,8 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   def->count++;
   def->total += end - r->start;
   def->errors += r->ret != 0;
+  if ((r->flags & GPUPHASE_OP_CAPTURED) && (def->cls & GPUPHASE_API_LAUNCH))
+    a->diag.captured++;
   int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
   uint64_t s = timed(a, r->start, end, is_cuda);
   if (!is_cuda || !a->started) return;
