@@ -135,6 +135,8 @@ def t_forkjoin():
           "captured copy waits for a device record")
     t = report_text(path)
     check("captured: 4 launches" in t, "text report lacks the captured count")
+    peak = j["devices"][0]["utilization"]["mem_peak_bytes"]
+    check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB} (two cudaMalloc)")
 
 
 def t_explicit():
@@ -169,8 +171,14 @@ def t_explicit():
           f"alloc node record {alloc}")
     check(len(free) == 1 and free[0]["ptr"] == alloc[0]["ptr"], f"free node record {free}")
     check(not [c for c in calls if c["flags"] & OP_CAPTURED], "calls marked captured")
+    inst = [c for c in calls if c["fn"] == "cudaGraphInstantiate"]
+    check(len(inst) == 1 and inst[0]["ptr"] == gl[0]["func"],
+          "instantiation not recorded with its executable graph")
     j = report_json(path)
     check(j["launches"]["captured"] == 0, "captured launches without capture")
+    # the 1 MiB cudaMalloc and, from the first launch on, the graph's 1 MiB
+    peak = j["devices"][0]["utilization"]["mem_peak_bytes"]
+    check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB}")
 
 
 if __name__ == "__main__":
