@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gp_capture.h"
 #include "gp_apitab.h"
 #include "gp_clock.h"
 #include "gp_describe.h"
@@ -25,6 +26,7 @@ struct stream_slot {
 /* api_info[id]: API_DEFINED | the id's class bits once its API_DEF record
  * is written, 0 before: one load per API record tells both. */
 #define API_DEFINED 0x8000u
+#define API_CAPTURE 0x4000u /* plays a part in stream capture (capture.c) */
 
 static struct {
   gp_writer *w;
@@ -59,6 +61,7 @@ int gp_records_begin(gp_writer *w) {
   R.next_source = 1;
   R.added = 0;
   R.spare_head = R.spare_tail = 0;
+  gp_capture_reset();
   if (R.api_info && R.thread_source && gp_stacks_writer_begin() == 0)
     return 0;
   gp_records_end();
@@ -180,7 +183,8 @@ static uint32_t define_api(uint32_t id) {
   if (id >= R.napi) return 0;
   if (R.api_info[id]) return R.api_info[id];
   batch_flush();
-  R.api_info[id] = (uint16_t)(API_DEFINED | gp_api_cls(id));
+  R.api_info[id] = (uint16_t)(API_DEFINED | gp_api_cls(id) |
+                              (gp_capture_has_role(id) ? API_CAPTURE : 0));
   const char *name = gp_api_name(id);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
   r.u.api_def.api = id;
@@ -256,6 +260,9 @@ emit_api(const struct gp_event *e, uint32_t thread,
   a->grid = grid;
   a->block = block;
   a->flags = 0;
+  /* calls on a capturing stream ran nothing: one test while none is */
+  if (__builtin_expect((info & API_CAPTURE) || gp_capture_streams, 0))
+    a->flags = gp_capture_note(id, thread, e->stream, e->aux, e->ret);
   a->func = info & GPUPHASE_API_LAUNCH ? e->aux : 0;
   a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
   a->stack = e->stack && stacks ? stacks[e->stack] : 0;

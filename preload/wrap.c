@@ -200,6 +200,14 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
                              ((e).depth ? (e).depth : 1),                      \
                  ev->aux = (uintptr_t)(pdp)->ptr)                              \
               : 0)
+/* a graph memory allocation node: its graph, size and (after) address */
+#define REC_GALLOC(p, g)                                                       \
+  (GP_PRE((REC_STREAM(g), ev->bytes = (p) ? (uint64_t)(p)->bytesize : 0)),     \
+   GP_POST(ev->aux = ((int)r == 0 && (p)) ? (uintptr_t)(p)->dptr : 0))
+#define REC_DGALLOC(p, g) REC_GALLOC(p, g)
+/* an instantiation: (before) its graph, (after) the executable graph */
+#define REC_GEXEC(pp)                                                          \
+  GP_POST(ev->aux = ((int)r == 0 && (pp)) ? (uintptr_t) * (pp) : 0)
 #define REC_PIN(p, n) GP_PRE((REC_AUX(p), ev->bytes = (uint64_t)(n)))
 #define REC_DCOPY(n, k, s)                                                     \
   GP_PRE((ev->bytes = (uint64_t)(n), ev->copy_kind = (k), REC_STREAM(s)))

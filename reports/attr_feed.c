@@ -168,6 +168,8 @@ void gp_attr_free(gp_attr *a) {
   gp_u64map_free(&a->corr);
   gp_u64map_free(&a->allocs);
   gp_u64map_free(&a->ranges);
+  free(a->gnodes);
+  free(a->gexecs);
   for (size_t i = 0; i < a->nstrs; i++)
     free(a->strs[i]);
   for (size_t i = 0; i < a->nthr; i++)
@@ -348,6 +350,24 @@ static void free_blk(struct gp_attr *a, uint64_t ptr, uint64_t t) {
   a->blks.free = (uint32_t)bi + 1;
 }
 
+static void add_blk(struct gp_attr *a, uint64_t ptr, uint64_t bytes,
+                    int64_t device, int host, uint64_t t) {
+  uint32_t slot = NODEV;
+  if (!host) {
+    /* unknown current device: CUDA's default device is 0 */
+    struct dev *d = gp_attr_dev(a, device >= 0 ? device : 0);
+    if (!d) return;
+    slot = (uint32_t)(d - a->dev);
+  }
+  if (gp_u64map_get(&a->allocs, ptr)) free_blk(a, ptr, t);
+  uint32_t bi;
+  POOL_GET(a, a->blks, bi);
+  if (bi == UINT32_MAX || put_index(a, &a->allocs, ptr, bi) < 0) return;
+  a->blks.v[bi].size = bytes;
+  a->blks.v[bi].dev = slot;
+  mem_change(a, slot, bytes, 1, t);
+}
+
 static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
                    uint64_t cls, uint64_t t) {
   if (r->ret != 0 || !r->ptr) return;
@@ -355,20 +375,75 @@ static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
     free_blk(a, r->ptr, t);
     return;
   }
-  uint32_t slot = NODEV;
-  if (!(cls & GPUPHASE_API_HOSTMEM)) {
-    /* unknown current device: CUDA's default device is 0 */
-    struct dev *d = gp_attr_dev(a, r->device >= 0 ? r->device : 0);
-    if (!d) return;
-    slot = (uint32_t)(d - a->dev);
+  add_blk(a, r->ptr, r->bytes, r->device, (cls & GPUPHASE_API_HOSTMEM) != 0,
+          t);
+}
+
+/* Graph memory (docs/attribution.md): an alloc node's memory counts from
+ * the first launch of an executable graph made from its graph until that
+ * executable graph is destroyed, or the address is freed by a free call;
+ * a free node does not end it (the graph's memory pool keeps it). */
+static void *grow(void *v, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return v;
+  size_t c = *cap ? *cap * 2 : 8;
+  void *w = realloc(v, c * size);
+  if (w) *cap = c;
+  return w;
+}
+
+int gp_graph_role(const char *n) {
+  static const struct {
+    const char *name;
+    int role;
+  } t[] = {{"cudaGraphAddMemAllocNode", GP_GR_ALLOC_NODE},
+           {"cuGraphAddMemAllocNode", GP_GR_ALLOC_NODE},
+           {"cudaGraphInstantiate", GP_GR_INSTANTIATE},
+           {"cudaGraphInstantiateWithFlags", GP_GR_INSTANTIATE},
+           {"cuGraphInstantiateWithFlags", GP_GR_INSTANTIATE},
+           {"cudaGraphLaunch", GP_GR_LAUNCH},
+           {"cudaGraphLaunch_ptsz", GP_GR_LAUNCH},
+           {"cuGraphLaunch", GP_GR_LAUNCH},
+           {"cuGraphLaunch_ptsz", GP_GR_LAUNCH},
+           {"cudaGraphExecDestroy", GP_GR_EXEC_DESTROY},
+           {"cuGraphExecDestroy", GP_GR_EXEC_DESTROY}};
+  for (size_t i = 0; n && i < sizeof t / sizeof *t; i++)
+    if (!strcmp(n, t[i].name)) return t[i].role;
+  return 0;
+}
+
+static void on_graph_mem(struct gp_attr *a, const struct apidef *def,
+                         const struct gpuphase_api *r, uint64_t t) {
+  if (r->ret != 0 || (r->flags & GPUPHASE_OP_CAPTURED)) return;
+  if (def->graph_role == GP_GR_ALLOC_NODE && r->ptr) {
+    struct gnode *v = grow(a->gnodes, &a->gnodes_cap, a->ngnodes, sizeof *v);
+    if (!v) return;
+    a->gnodes = v;
+    v[a->ngnodes++] = (struct gnode){r->stream, r->ptr, r->bytes, r->device};
+  } else if (def->graph_role == GP_GR_INSTANTIATE && r->ptr) {
+    struct gexec *v = grow(a->gexecs, &a->gexecs_cap, a->ngexecs, sizeof *v);
+    if (!v) return;
+    a->gexecs = v;
+    v[a->ngexecs++] = (struct gexec){r->ptr, r->stream, 0};
+  } else if (def->graph_role == GP_GR_LAUNCH ||
+             def->graph_role == GP_GR_EXEC_DESTROY) {
+    uint64_t x = def->graph_role == GP_GR_LAUNCH ? r->func : r->ptr;
+    for (size_t i = 0; i < a->ngexecs; i++) {
+      struct gexec *e = &a->gexecs[i];
+      if (e->exec != x) continue;
+      int first = !e->launched && def->graph_role == GP_GR_LAUNCH;
+      for (size_t k = 0; k < a->ngnodes && (first || e->launched); k++) {
+        const struct gnode *n = &a->gnodes[k];
+        if (n->graph != e->graph) continue;
+        if (first)
+          add_blk(a, n->ptr, n->bytes, n->device, 0, t);
+        else if (gp_u64map_get(&a->allocs, n->ptr))
+          free_blk(a, n->ptr, t);
+      }
+      e->launched |= first;
+      if (def->graph_role == GP_GR_EXEC_DESTROY) *e = a->gexecs[--a->ngexecs];
+      break;
+    }
   }
-  if (gp_u64map_get(&a->allocs, r->ptr)) free_blk(a, r->ptr, t);
-  uint32_t bi;
-  POOL_GET(a, a->blks, bi);
-  if (bi == UINT32_MAX || put_index(a, &a->allocs, r->ptr, bi) < 0) return;
-  a->blks.v[bi].size = r->bytes;
-  a->blks.v[bi].dev = slot;
-  mem_change(a, slot, r->bytes, 1, t);
 }
 
 /* A device or primary-context reset (class RESET) frees every allocation
@@ -428,6 +503,8 @@ static int new_async(struct gp_attr *a, const struct gpuphase_api *r,
 static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
                       uint64_t cls, uint64_t end) {
   if (cls & GPUPHASE_API_SYNC) return CALL_BLK;
+  /* captured into a graph: enqueued nothing, no device record to wait for */
+  if (r->flags & GPUPHASE_OP_CAPTURED) return CALL_NB;
   if ((cls & GPUPHASE_API_FREE) && !(cls & GPUPHASE_API_ASYNC))
     return CALL_BLK;
   if (!(cls & GPUPHASE_API_COPY))
@@ -455,6 +532,8 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   def->count++;
   def->total += end - r->start;
   def->errors += r->ret != 0;
+  if ((r->flags & GPUPHASE_OP_CAPTURED) && (def->cls & GPUPHASE_API_LAUNCH))
+    a->diag.captured++;
   int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
   uint64_t s = timed(a, r->start, end, is_cuda);
   if (!is_cuda || !a->started) return;
@@ -469,6 +548,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
+  if (def->graph_role) on_graph_mem(a, def, r, s);
   int cl = call_class(a, r, def->cls, end);
   uint32_t sver = gp_steps_call(a, def, r, cl, end);
   int launch = (def->cls & GPUPHASE_API_LAUNCH) != 0;
@@ -801,6 +881,7 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
       d->name = rec->u.api_def.name;
       d->cls = rec->u.api_def.cls;
       d->layer = rec->u.api_def.layer;
+      d->graph_role = gp_graph_role(gp_attr_str(a, d->name));
     }
     break;
   }

@@ -66,8 +66,18 @@ struct thr {
   size_t nstk, capstk;
 };
 
+/* apidef.graph_role */
+enum {
+  GP_GR_ALLOC_NODE = 1,
+  GP_GR_INSTANTIATE,
+  GP_GR_LAUNCH,
+  GP_GR_EXEC_DESTROY
+};
+int gp_graph_role(const char *api_name);
+
 struct apidef {
   uint64_t id, name, cls, layer;
+  int graph_role; /* GP_GR_*: a part in graph memory accounting, or 0 */
   uint64_t count, total, blocked, errors;
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
@@ -165,6 +175,18 @@ struct gp_attr {
   int oom;
   struct gp_idx str_map, thr_map, api_map, dev_map, k_map, ph_map;
   struct gp_u64map corr, allocs, ranges;
+  /* graph memory: alloc nodes (graph, address, size, device) and the
+   * executable graphs instantiated from graphs (exec, graph, launched) */
+  struct gnode {
+    uint64_t graph, ptr, bytes;
+    int64_t device;
+  } *gnodes;
+  size_t ngnodes, gnodes_cap;
+  struct gexec {
+    uint64_t exec, graph;
+    int launched;
+  } *gexecs;
+  size_t ngexecs, gexecs_cap;
   /* The set of open phases changes only at range records: between two
    * changes (an epoch) each open phase gets what the device totals got,
    * so a phase is credited once per epoch, from a snapshot of the totals,

@@ -367,6 +367,9 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
   gp_json_end(j);
   host(j, r);
   gp_cs_json(j, r);
+  gp_json_obj(j, "launches");
+  gp_json_u64(j, "captured", r->diag.captured);
+  gp_json_end(j);
   diag(j, &r->diag);
 }
 

@@ -373,6 +373,10 @@ static void apis(struct out *o, const struct gp_proc_res *r) {
             num(en, sizeof en, a->errors, 8));
   }
   if (r->napis > o->top) fprintf(o->f, "  (%zu more)\n", r->napis - o->top);
+  if (r->diag.captured)
+    fprintf(o->f, "  captured: %llu launches went into CUDA graphs (stream "
+                  "capture) and ran nothing themselves\n",
+            (unsigned long long)r->diag.captured);
 }
 
 /* Printed counters of a step: the most telling, where not zero. */

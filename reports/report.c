@@ -369,6 +369,7 @@ static void merge_diag(struct gp_diag *d, const struct gp_diag *s) {
   d->unknown_free += s->unknown_free;
   d->unresolved_copies += s->unresolved_copies;
   d->bad_interval += s->bad_interval;
+  d->captured += s->captured;
 }
 
 int gp_res_merge(struct gp_proc_res *d, const struct gp_proc_res *s) {

@@ -187,6 +187,7 @@ struct gp_finding {
 struct gp_diag {
   uint64_t records, timed, late, late_dropped, unmatched_end, open_at_end,
       unknown_free, unresolved_copies, bad_interval;
+  uint64_t captured; /* launch calls captured into a graph (ran nothing) */
 };
 
 /* Where the steps of a run came from. X(UPPER, key): key is the JSON

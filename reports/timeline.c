@@ -389,6 +389,7 @@ static void release(struct walk *w, struct thr *t, uint64_t now) {
 static int expected(const struct walk *w, const struct gpuphase_api *a,
                     uint64_t cls, const char *name) {
   if (w->degraded || a->ret != 0 || !a->corr) return 0;
+  if (a->flags & GPUPHASE_OP_CAPTURED) return 0; /* became a graph node */
   if (cls & GPUPHASE_API_LAUNCH) return strstr(name, "GraphLaunch") ? -1 : 1;
   if (cls & (GPUPHASE_API_COPY | GPUPHASE_API_MEMSET)) return a->bytes ? 1 : 0;
   if (cls & (GPUPHASE_API_SYNC | GPUPHASE_API_WAIT)) return 1;

@@ -322,6 +322,11 @@ enum {
 };
 
 /* MEMCPY.flags / MEMSET.flags / API.flags */
-enum { GPUPHASE_OP_ASYNC = 1u << 0 };
+enum {
+  GPUPHASE_OP_ASYNC = 1u << 0,
+  /* API.flags: issued to a stream that was capturing a graph: the work
+   * became a graph node and ran nothing (no device record follows) */
+  GPUPHASE_OP_CAPTURED = 1u << 1
+};
 
 #endif

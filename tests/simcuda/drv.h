@@ -21,9 +21,10 @@ typedef struct sim_stream {
   unsigned flags;
   int priority;
   uint32_t id;
-  uint64_t tail;             /* simulated end of the last operation */
-  struct sim_graph *capture; /* graph being captured, or NULL */
-  bool capture_invalid;      /* an unsupported call broke the capture */
+  uint64_t tail;               /* simulated end of the last operation */
+  struct sim_capture *capture; /* capture this stream takes part in */
+  struct sim_node **cap_tails; /* nodes its next captured node follows */
+  size_t ncap_tails, cap_tails_cap;
 } sim_stream;
 
 typedef struct sim_ctx {
@@ -67,6 +68,9 @@ typedef struct sim_event {
   bool recorded;
   uint32_t id;
   uint64_t time;
+  unsigned long long cap_id;  /* recorded during that capture, or 0 */
+  struct sim_node **cap_deps; /* the recording stream's nodes then */
+  size_t ncap_deps;
 } sim_event;
 
 typedef struct sim_function {
@@ -118,27 +122,70 @@ typedef struct sim_set {
   bool pt, async;
 } sim_set;
 
-enum { NODE_KERNEL, NODE_COPY, NODE_MEMSET };
+enum {
+  NODE_KERNEL,
+  NODE_COPY,
+  NODE_MEMSET,
+  NODE_HOST,
+  NODE_EVENT_RECORD,
+  NODE_EVENT_WAIT,
+  NODE_CHILD,
+  NODE_EMPTY,
+  NODE_MEM_ALLOC,
+  NODE_MEM_FREE
+};
+
+struct sim_graph;
 
 typedef struct sim_node {
   int kind;
-  uint64_t id;
+  uint64_t id;  /* graphNodeId of its records */
+  size_t index; /* position in its graph */
+  struct sim_graph *graph;
+  struct sim_node **deps; /* nodes of the same graph it follows */
+  size_t ndeps;
   union {
     sim_launch k;
     sim_copy c;
     sim_set m;
+    struct {
+      CUhostFn fn;
+      void *data;
+    } h;
+    CUevent ev;
+    struct sim_graph *child; /* a private copy of the child graph */
+    struct {
+      uintptr_t ptr;
+      uint64_t bytes;
+    } mem;
   } u;
 } sim_node;
 
-/* A captured graph, or (exec) one instantiated from it. */
+/* A graph (captured or built), or (exec) one instantiated from it: its
+ * nodes flattened (child graphs inlined) in topological order. */
 typedef struct sim_graph {
   struct sim_graph *next;
   uint32_t id;
   bool exec;
+  bool listed; /* a user handle (not a child graph's private copy) */
   int dev;
-  sim_node *nodes;
+  sim_node **nodes;
   size_t n, cap;
+  struct sim_graph *src; /* exec: the graph it was made from, while it lives */
+  bool has_mem;          /* has memory alloc/free nodes */
 } sim_graph;
+
+/* A stream capture: the origin stream and every stream pulled in by
+ * waiting on an event recorded in it. */
+typedef struct sim_capture {
+  struct sim_capture *next;
+  sim_graph *g;
+  sim_stream *origin;
+  unsigned long long id;
+  int mode;
+  pthread_t thread;
+  bool invalid;
+} sim_capture;
 
 #define GP_ALIGN 512u
 #define GP_STREAM_LEGACY_HANDLE ((CUstream)0x1)
@@ -189,6 +236,7 @@ int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
 void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
                     sim_where wd);
 void gp_set_record(const sim_set *q, const sim_op *op, int kind);
+CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out);
 
 /* sim_counters.c: every operation run, for the counter model (called
  * without gp_lock). */
@@ -200,6 +248,19 @@ void gp_counters_set(const sim_op *op, uint64_t bytes);
 CUresult gp_capture(sim_stream *s, const sim_node *n);
 void gp_capture_break(sim_stream *s);
 void gp_capture_drop(sim_stream *s);
+CUresult gp_capture_record(sim_stream *s, sim_event *e);
+CUresult gp_capture_wait(sim_stream *s, sim_event *e, bool *done);
+CUresult gp_capture_unsafe(void);
+void gp_event_forget(sim_event *e);
+
+/* drv_mem.c: graph allocations (callers hold gp_lock). An address range
+ * reserved at node creation; it counts against the device only while
+ * mapped (from its alloc node's run until freed). */
+CUresult gp_graph_mem_reserve(int dev, size_t bytes, uintptr_t *out);
+bool gp_graph_mem_is(uintptr_t p);
+bool gp_graph_mem_live(uintptr_t p);
+CUresult gp_graph_mem_map(uintptr_t p);
+void gp_graph_mem_unmap(uintptr_t p);
 
 /* drv_cupti.c */
 uint32_t gp_corr(void);

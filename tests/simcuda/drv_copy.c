@@ -116,6 +116,9 @@ static CUresult do_copy(const sim_copy *q) {
   if (r == CUDA_SUCCESS && s->capture && !q->async) {
     gp_capture_break(s); /* a synchronous copy cannot be captured */
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else if (r == CUDA_SUCCESS && !q->async &&
+             (r = gp_capture_unsafe()) != CUDA_SUCCESS) {
+    /* forbidden while a capture is active (drv_graph.c) */
   } else if (r == CUDA_SUCCESS && s->capture) {
     sim_node n = {.kind = NODE_COPY, .u.c = *q};
     r = gp_capture(s, &n);
@@ -352,11 +355,11 @@ cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream h) {
   DRV_RETURN(copy2d(pCopy, h, true, true));
 }
 
-static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
-                       bool async) {
+/* The copy a CUDA_MEMCPY3D describes (also a graph memcpy node's). */
+CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   uint64_t bytes = (uint64_t)p->WidthInBytes * p->Height * p->Depth;
-  sim_copy q = {0, 0, bytes, 0, 0, h, pt, async};
+  sim_copy q = {0, 0, bytes, 0, 0, NULL, false, true};
   if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
       !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -373,6 +376,18 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
                         p->Depth ? (p->Depth - 1) * sh + p->Height : 0);
   q.dst_extent = extent(dp, p->WidthInBytes,
                         p->Depth ? (p->Depth - 1) * dh + p->Height : 0);
+  *out = q;
+  return CUDA_SUCCESS;
+}
+
+static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool pt,
+                       bool async) {
+  sim_copy q;
+  CUresult r = gp_copy3d_params(p, &q);
+  if (r != CUDA_SUCCESS) return r;
+  q.stream = h;
+  q.pt = pt;
+  q.async = async;
   return do_copy(&q);
 }
 

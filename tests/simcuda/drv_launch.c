@@ -219,12 +219,17 @@ static CUresult host_fn(CUstream h, bool pt, CUhostFn fn, void *ud,
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS && s->capture) {
-    gp_capture_break(s); /* host nodes are not simulated */
+  bool captured = false;
+  if (r == CUDA_SUCCESS && s->capture && cb) {
+    gp_capture_break(s); /* stream callbacks cannot be captured */
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else if (r == CUDA_SUCCESS && s->capture) {
+    sim_node n = {.kind = NODE_HOST, .u.h = {fn, ud}};
+    r = gp_capture(s, &n);
+    captured = true;
   }
   pthread_mutex_unlock(&gp_lock);
-  if (r != CUDA_SUCCESS) return r;
+  if (r != CUDA_SUCCESS || captured) return r;
   if (fn)
     fn(ud);
   else

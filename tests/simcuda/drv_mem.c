@@ -108,6 +108,11 @@ static CUresult mem_free(uintptr_t p) {
   if (d >= 0) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
     if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+    if (gp_graph_mem_is(p)) { /* unmapped; the range stays reserved */
+      if (!gp_graph_mem_live(p)) return CUDA_ERROR_INVALID_VALUE;
+      gp_graph_mem_unmap(p);
+      return CUDA_SUCCESS;
+    }
     gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
     remove_at(&gp_dev[d].allocs, (size_t)i);
     return CUDA_SUCCESS;
@@ -140,8 +145,72 @@ const sim_alloc *gp_find_alloc(uintptr_t p) {
   return a ? a : containing(&pinned, p);
 }
 
+/* Graph allocations: the range is carved at node creation (an entry of
+ * the device's allocations, so nothing else gets its addresses) and kept
+ * for the process, or until a device reset; only while mapped (live)
+ * does it count against the device. */
+typedef struct graph_range {
+  uintptr_t base;
+  size_t size;
+  int dev;
+  bool live;
+} graph_range;
+
+static graph_range *granges;
+static size_t ngranges, granges_cap;
+
+CUresult gp_graph_mem_reserve(int d, size_t bytes, uintptr_t *out) {
+  if (ngranges == granges_cap) {
+    size_t cap = granges_cap ? granges_cap * 2 : 8;
+    graph_range *v = realloc(granges, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    granges = v;
+    granges_cap = cap;
+  }
+  CUresult r = dev_alloc(d, bytes, out);
+  if (r != CUDA_SUCCESS) return r;
+  size_t size = containing(&gp_dev[d].allocs, *out)->size;
+  gp_dev[d].used -= size;
+  granges[ngranges++] = (graph_range){*out, size, d, false};
+  return CUDA_SUCCESS;
+}
+
+static graph_range *grange(uintptr_t p) {
+  for (size_t i = 0; i < ngranges; i++)
+    if (granges[i].base == p) return &granges[i];
+  return NULL;
+}
+
+bool gp_graph_mem_is(uintptr_t p) {
+  return grange(p) != NULL;
+}
+
+bool gp_graph_mem_live(uintptr_t p) {
+  const graph_range *a = grange(p);
+  return a && a->live;
+}
+
+CUresult gp_graph_mem_map(uintptr_t p) {
+  graph_range *a = grange(p);
+  if (!a || a->live) return CUDA_ERROR_INVALID_VALUE;
+  if (a->size > gp_cfg.mem_bytes - gp_dev[a->dev].used)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  a->live = true;
+  gp_dev[a->dev].used += a->size;
+  return CUDA_SUCCESS;
+}
+
+void gp_graph_mem_unmap(uintptr_t p) {
+  graph_range *a = grange(p);
+  if (!a || !a->live) return;
+  a->live = false;
+  gp_dev[a->dev].used -= a->size;
+}
+
 void gp_device_reset_mem(int d) {
   gp_dev[d].allocs.n = 0;
+  for (size_t i = ngranges; i-- > 0;)
+    if (granges[i].dev == d) granges[i] = granges[--ngranges];
   gp_dev[d].used = 0;
   for (size_t i = managed.n; i-- > 0;) {
     if (managed.v[i].dev == d) {

@@ -83,6 +83,10 @@ PT(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream, CUstreamCaptureMode))
 PT(CUresult, cuStreamEndCapture_ptsz, (CUstream, CUgraph *))
 PT(CUresult, cuStreamIsCapturing_ptsz, (CUstream, CUstreamCaptureStatus *))
 PT(CUresult, cuGraphLaunch_ptsz, (CUgraphExec, CUstream))
+PT(CUresult, cuGraphUpload_ptsz, (CUgraphExec, CUstream))
+PT(CUresult, cuStreamGetCaptureInfo_v3_ptsz,
+   (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+    const CUgraphNode **, const CUgraphEdgeData **, size_t *))
 
 typedef struct proc {
   const char *base;
@@ -212,6 +216,26 @@ static const proc table[] = {
     P(cuGraphLaunch, 0, cuGraphLaunch, cuGraphLaunch_ptsz)
     P1(cuGraphExecDestroy, 0, cuGraphExecDestroy)
     P1(cuGraphDestroy, 0, cuGraphDestroy)
+    P(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3,
+      cuStreamGetCaptureInfo_v3_ptsz)
+    P1(cuGraphCreate, 0, cuGraphCreate)
+    P1(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2)
+    P1(cuGraphAddMemcpyNode, 0, cuGraphAddMemcpyNode)
+    P1(cuGraphAddMemsetNode, 0, cuGraphAddMemsetNode)
+    P1(cuGraphAddHostNode, 0, cuGraphAddHostNode)
+    P1(cuGraphAddEventRecordNode, 0, cuGraphAddEventRecordNode)
+    P1(cuGraphAddEventWaitNode, 0, cuGraphAddEventWaitNode)
+    P1(cuGraphAddChildGraphNode, 0, cuGraphAddChildGraphNode)
+    P1(cuGraphAddEmptyNode, 0, cuGraphAddEmptyNode)
+    P1(cuGraphAddMemAllocNode, 0, cuGraphAddMemAllocNode)
+    P1(cuGraphAddMemFreeNode, 0, cuGraphAddMemFreeNode)
+    P1(cuGraphAddDependencies, 12030, cuGraphAddDependencies_v2)
+    P1(cuGraphGetNodes, 0, cuGraphGetNodes)
+    P1(cuGraphClone, 0, cuGraphClone)
+    P1(cuGraphExecKernelNodeSetParams, 12000,
+       cuGraphExecKernelNodeSetParams_v2)
+    P1(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)
+    P(cuGraphUpload, 0, cuGraphUpload, cuGraphUpload_ptsz)
 };
 /* clang-format on */
 

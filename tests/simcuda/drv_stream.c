@@ -152,6 +152,7 @@ void gp_device_reset_streams(int d) {
     sim_event *e = *pp;
     if (e->dev == d) {
       *pp = e->next;
+      gp_event_forget(e);
       free(e);
     } else {
       pp = &e->next;
@@ -279,7 +280,10 @@ static CUresult stream_sync(CUstream h, bool pt) {
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
+  if (r == CUDA_SUCCESS && s->capture)
+    r = capture_refuses(s);
+  else if (r == CUDA_SUCCESS)
+    r = gp_capture_unsafe();
   uint64_t until = r == CUDA_SUCCESS ? stream_done(s) : 0;
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
@@ -332,13 +336,16 @@ static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
-  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
-  if (r == CUDA_SUCCESS && e->recorded) s->tail = max64(s->tail, e->time);
+  bool captured = false;
+  if (r == CUDA_SUCCESS && (s->capture || e->cap_id))
+    r = gp_capture_wait(s, e, &captured);
+  if (r == CUDA_SUCCESS && !captured && e->recorded)
+    s->tail = max64(s->tail, e->time);
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
   uint32_t eid = r == CUDA_SUCCESS ? e->id : 0;
   pthread_mutex_unlock(&gp_lock);
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS && !captured) /* a captured wait is an edge */
     gp_emit_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, begin,
                  gp_now(), cid, sid, eid, r);
   return r;
@@ -361,8 +368,10 @@ GPUSIM_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream,
 static CUresult ctx_sync(sim_ctx *c) {
   uint64_t begin = gp_now();
   pthread_mutex_lock(&gp_lock);
+  CUresult r = gp_capture_unsafe();
   uint64_t until = gp_device_tail(c->dev);
   pthread_mutex_unlock(&gp_lock);
+  if (r != CUDA_SUCCESS) return r;
   gp_sleep_until(until);
   gp_emit_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, begin,
                gp_now(), c->id, CUPTI_SYNCHRONIZATION_INVALID_VALUE,
@@ -418,6 +427,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
     if ((CUevent)*pp == hEvent) {
       sim_event *e = *pp;
       *pp = e->next;
+      gp_event_forget(e);
       free(e);
       r = CUDA_SUCCESS;
       break;
@@ -436,8 +446,10 @@ static CUresult event_record(CUevent ev, CUstream h, bool pt) {
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = gp_event_get(ev, &e);
-  if (r == CUDA_SUCCESS && s->capture) r = capture_refuses(s);
-  if (r == CUDA_SUCCESS) {
+  if (r == CUDA_SUCCESS && s->capture) {
+    r = gp_capture_record(s, e);
+  } else if (r == CUDA_SUCCESS) {
+    gp_event_forget(e);
     e->time = max64(gp_now(), gp_stream_ready(s));
     e->recorded = true;
   }
@@ -487,6 +499,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   sim_event *e;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_event_get(hEvent, &e);
+  if (r == CUDA_SUCCESS) r = gp_capture_unsafe();
   uint64_t until = r == CUDA_SUCCESS && e->recorded ? e->time : 0;
   uint32_t eid = r == CUDA_SUCCESS ? e->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[e->dev].ctx.id : 0;

@@ -91,6 +91,25 @@
   X(graph_launch, cuGraphLaunch, cuGraphLaunch)                                \
   X(graph_exec_destroy, cuGraphExecDestroy, cuGraphExecDestroy)                \
   X(graph_destroy, cuGraphDestroy, cuGraphDestroy)                             \
+  X(capture_info, cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v3)           \
+  X(graph_create, cuGraphCreate, cuGraphCreate)                                \
+  X(add_kernel, cuGraphAddKernelNode, cuGraphAddKernelNode_v2)                 \
+  X(add_memcpy, cuGraphAddMemcpyNode, cuGraphAddMemcpyNode)                    \
+  X(add_memset, cuGraphAddMemsetNode, cuGraphAddMemsetNode)                    \
+  X(add_host, cuGraphAddHostNode, cuGraphAddHostNode)                          \
+  X(add_ev_record, cuGraphAddEventRecordNode, cuGraphAddEventRecordNode)       \
+  X(add_ev_wait, cuGraphAddEventWaitNode, cuGraphAddEventWaitNode)             \
+  X(add_child, cuGraphAddChildGraphNode, cuGraphAddChildGraphNode)             \
+  X(add_empty, cuGraphAddEmptyNode, cuGraphAddEmptyNode)                       \
+  X(add_alloc, cuGraphAddMemAllocNode, cuGraphAddMemAllocNode)                 \
+  X(add_free, cuGraphAddMemFreeNode, cuGraphAddMemFreeNode)                    \
+  X(add_deps, cuGraphAddDependencies, cuGraphAddDependencies_v2)               \
+  X(get_nodes, cuGraphGetNodes, cuGraphGetNodes)                               \
+  X(graph_clone, cuGraphClone, cuGraphClone)                                   \
+  X(exec_kernel_set, cuGraphExecKernelNodeSetParams,                           \
+    cuGraphExecKernelNodeSetParams_v2)                                         \
+  X(exec_update, cuGraphExecUpdate, cuGraphExecUpdate_v2)                      \
+  X(graph_upload, cuGraphUpload, cuGraphUpload)                                \
   X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)
 
 typedef struct rt_driver {

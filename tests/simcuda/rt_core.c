@@ -166,6 +166,14 @@ cudaError_t gp_rt_error(CUresult r) {
     return cudaErrorStreamCaptureInvalidated;
   case CUDA_ERROR_ILLEGAL_STATE:
     return cudaErrorIllegalState;
+  case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+    return cudaErrorStreamCaptureUnjoined;
+  case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+    return cudaErrorStreamCaptureIsolation;
+  case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+    return cudaErrorStreamCaptureUnmatched;
+  case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+    return cudaErrorGraphExecUpdateFailure;
   default:
     return cudaErrorUnknown;
   }

@@ -71,27 +71,13 @@
   X(cudaGetTextureObjectResourceDesc)                                          \
   X(cudaGetTextureObjectResourceViewDesc)                                      \
   X(cudaGetTextureObjectTextureDesc)                                           \
-  X(cudaGraphAddChildGraphNode)                                                \
-  X(cudaGraphAddDependencies)                                                  \
-  X(cudaGraphAddEmptyNode)                                                     \
-  X(cudaGraphAddEventRecordNode)                                               \
-  X(cudaGraphAddEventWaitNode)                                                 \
   X(cudaGraphAddExternalSemaphoresSignalNode)                                  \
   X(cudaGraphAddExternalSemaphoresWaitNode)                                    \
-  X(cudaGraphAddHostNode)                                                      \
-  X(cudaGraphAddKernelNode)                                                    \
-  X(cudaGraphAddMemAllocNode)                                                  \
-  X(cudaGraphAddMemFreeNode)                                                   \
-  X(cudaGraphAddMemcpyNode)                                                    \
-  X(cudaGraphAddMemcpyNode1D)                                                  \
   X(cudaGraphAddMemcpyNodeFromSymbol)                                          \
   X(cudaGraphAddMemcpyNodeToSymbol)                                            \
-  X(cudaGraphAddMemsetNode)                                                    \
   X(cudaGraphAddNode)                                                          \
   X(cudaGraphChildGraphNodeGetGraph)                                           \
-  X(cudaGraphClone)                                                            \
   X(cudaGraphConditionalHandleCreate)                                          \
-  X(cudaGraphCreate)                                                           \
   X(cudaGraphDebugDotPrint)                                                    \
   X(cudaGraphDestroyNode)                                                      \
   X(cudaGraphEventRecordNodeGetEvent)                                          \
@@ -105,20 +91,17 @@
   X(cudaGraphExecExternalSemaphoresWaitNodeSetParams)                          \
   X(cudaGraphExecGetFlags)                                                     \
   X(cudaGraphExecHostNodeSetParams)                                            \
-  X(cudaGraphExecKernelNodeSetParams)                                          \
   X(cudaGraphExecMemcpyNodeSetParams)                                          \
   X(cudaGraphExecMemcpyNodeSetParams1D)                                        \
   X(cudaGraphExecMemcpyNodeSetParamsFromSymbol)                                \
   X(cudaGraphExecMemcpyNodeSetParamsToSymbol)                                  \
   X(cudaGraphExecMemsetNodeSetParams)                                          \
   X(cudaGraphExecNodeSetParams)                                                \
-  X(cudaGraphExecUpdate)                                                       \
   X(cudaGraphExternalSemaphoresSignalNodeGetParams)                            \
   X(cudaGraphExternalSemaphoresSignalNodeSetParams)                            \
   X(cudaGraphExternalSemaphoresWaitNodeGetParams)                              \
   X(cudaGraphExternalSemaphoresWaitNodeSetParams)                              \
   X(cudaGraphGetEdges)                                                         \
-  X(cudaGraphGetNodes)                                                         \
   X(cudaGraphGetRootNodes)                                                     \
   X(cudaGraphHostNodeGetParams)                                                \
   X(cudaGraphHostNodeSetParams)                                                \
@@ -148,8 +131,6 @@
   X(cudaGraphReleaseUserObject)                                                \
   X(cudaGraphRemoveDependencies)                                               \
   X(cudaGraphRetainUserObject)                                                 \
-  X(cudaGraphUpload)                                                           \
-  X(cudaGraphUpload_ptsz)                                                      \
   X(cudaGraphicsEGLRegisterImage)                                              \
   X(cudaGraphicsGLRegisterBuffer)                                              \
   X(cudaGraphicsGLRegisterImage)                                               \
@@ -260,8 +241,6 @@
   X(cudaStreamCopyAttributes_ptsz)                                             \
   X(cudaStreamGetAttribute)                                                    \
   X(cudaStreamGetAttribute_ptsz)                                               \
-  X(cudaStreamGetCaptureInfo)                                                  \
-  X(cudaStreamGetCaptureInfo_ptsz)                                             \
   X(cudaStreamSetAttribute)                                                    \
   X(cudaStreamSetAttribute_ptsz)                                               \
   X(cudaStreamUpdateCaptureDependencies)                                       \

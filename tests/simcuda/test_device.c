@@ -151,8 +151,8 @@ static void test_reset(void) {
 }
 
 static void test_unsupported(void) {
-  cudaGraph_t g;
-  CHECK_EQ(cudaGraphCreate(&g, 0), cudaErrorNotSupported);
+  cudaIpcMemHandle_t h;
+  CHECK_EQ(cudaIpcGetMemHandle(&h, NULL), cudaErrorNotSupported);
   CHECK_EQ(cudaGetLastError(), cudaErrorNotSupported);
   CHECK(strcmp(cudaGetErrorName(cudaErrorNotSupported),
                "cudaErrorNotSupported") == 0);
