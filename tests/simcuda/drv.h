@@ -72,6 +72,8 @@ typedef struct sim_event {
 typedef struct sim_function {
   struct sim_function *next;
   char *name;
+  /* attributes (GPUSIM_KERNEL_ATTRS, drv_occupancy.c) */
+  int regs, static_smem, max_threads;
 } sim_function;
 
 /* Where a pointer lives, in CUPTI's memory-kind numbering. */
@@ -161,6 +163,9 @@ sim_ctx *gp_current_ctx(void);
 CUresult gp_need_ctx(sim_ctx **out);
 sim_ctx *gp_ctx_lookup(CUcontext c);
 uint32_t gp_next_stream_id(void);
+
+/* drv_occupancy.c */
+void gp_function_attrs(sim_function *f); /* sets the attributes of a new f */
 
 /* drv_mem.c (callers hold gp_lock) */
 sim_where gp_where(uintptr_t p);

@@ -96,6 +96,19 @@ typedef struct proc {
 #define P(base, ver, f, ptf) {#base, ver, #f, FN(f), FN(ptf)},
 #define P1(base, ver, f) {#base, ver, #f, FN(f), NULL},
 
+/* Occupancy, managed memory, arrays, stream and pool attributes. */
+#define GP_PROCS_SIMRT \
+    P1(cuFuncGetAttribute, 0, cuFuncGetAttribute) \
+    P1(cuOccupancyMaxActiveBlocksPerMultiprocessor, 0, \
+       cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+    P1(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 0, \
+       cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+    P1(cuOccupancyMaxPotentialBlockSize, 0, cuOccupancyMaxPotentialBlockSize) \
+    P1(cuOccupancyMaxPotentialBlockSizeWithFlags, 0, \
+       cuOccupancyMaxPotentialBlockSizeWithFlags) \
+    P1(cuOccupancyAvailableDynamicSMemPerBlock, 0, \
+       cuOccupancyAvailableDynamicSMemPerBlock)
+
 /* clang-format off */
 static const proc table[] = {
     P1(cuInit, 0, cuInit)
@@ -212,6 +225,7 @@ static const proc table[] = {
     P(cuGraphLaunch, 0, cuGraphLaunch, cuGraphLaunch_ptsz)
     P1(cuGraphExecDestroy, 0, cuGraphExecDestroy)
     P1(cuGraphDestroy, 0, cuGraphDestroy)
+    GP_PROCS_SIMRT
 };
 /* clang-format on */
 

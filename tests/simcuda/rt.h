@@ -91,7 +91,16 @@
   X(graph_launch, cuGraphLaunch, cuGraphLaunch)                                \
   X(graph_exec_destroy, cuGraphExecDestroy, cuGraphExecDestroy)                \
   X(graph_destroy, cuGraphDestroy, cuGraphDestroy)                             \
-  X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)
+  X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)                      \
+  RT_DRIVER_FUNCS_SIMRT(X)
+
+/* Occupancy, managed memory, arrays, stream and pool attributes. */
+#define RT_DRIVER_FUNCS_SIMRT(X)                                               \
+  X(func_attr, cuFuncGetAttribute, cuFuncGetAttribute)                         \
+  X(occ_active, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,          \
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                      \
+  X(occ_smem, cuOccupancyAvailableDynamicSMemPerBlock,                         \
+    cuOccupancyAvailableDynamicSMemPerBlock)
 
 typedef struct rt_driver {
 #define X(field, name, decl) __typeof__(&decl) field;

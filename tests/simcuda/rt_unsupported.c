@@ -244,9 +244,6 @@
   X(cudaMemcpyToArray_ptds)                                                    \
   X(cudaMipmappedArrayGetMemoryRequirements)                                   \
   X(cudaMipmappedArrayGetSparseProperties)                                     \
-  X(cudaOccupancyAvailableDynamicSMemPerBlock)                                 \
-  X(cudaOccupancyMaxActiveBlocksPerMultiprocessor)                             \
-  X(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                    \
   X(cudaOccupancyMaxActiveClusters)                                            \
   X(cudaOccupancyMaxPotentialClusterSize)                                      \
   X(cudaSetValidDevices)                                                       \
