@@ -39,6 +39,7 @@ typedef struct sim_alloc {
   size_t size; /* allocations: rounded to GP_ALIGN, counts against device */
   int dev;
   bool owned; /* pinned: allocated by us (cuMemAllocHost), not registered */
+  bool array; /* device: the memory of a CUDA array (drv_array.c) */
 } sim_alloc;
 
 /* Non-overlapping ranges sorted by base. */
@@ -171,6 +172,15 @@ void gp_function_attrs(sim_function *f); /* sets the attributes of a new f */
 sim_where gp_where(uintptr_t p);
 const sim_alloc *gp_find_alloc(uintptr_t p);
 void gp_device_reset_mem(int dev);
+CUresult gp_dev_alloc(int dev, size_t bytes, bool array, uintptr_t *out);
+void gp_dev_free_array(int dev, uintptr_t base);
+
+/* drv_array.c */
+void gp_device_reset_arrays(int dev); /* under gp_lock */
+/* An array's memory: base, bytes per row, rows per slice, total bytes;
+ * false for an unknown handle. Takes gp_lock. */
+bool gp_array_span(CUarray a, uintptr_t *base, size_t *row, size_t *rows,
+                   size_t *bytes);
 
 /* drv_stream.c (callers hold gp_lock unless noted) */
 CUresult gp_stream_get(CUstream h, bool per_thread, sim_stream **out);
@@ -194,6 +204,8 @@ int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
 void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
                     sim_where wd);
 void gp_set_record(const sim_set *q, const sim_op *op, int kind);
+/* Issues a copy as every copy entry point does (takes gp_lock). */
+CUresult gp_copy(const sim_copy *q);
 
 /* drv_graph.c (callers hold gp_lock) */
 CUresult gp_capture(sim_stream *s, const sim_node *n);

@@ -61,6 +61,10 @@ static size_t round_up(size_t n) {
 
 /* First fit in the device's reservation, so freed addresses are reused. */
 static CUresult dev_alloc(int d, size_t bytes, uintptr_t *out) {
+  return gp_dev_alloc(d, bytes, false, out);
+}
+
+CUresult gp_dev_alloc(int d, size_t bytes, bool array, uintptr_t *out) {
   sim_device *dev = &gp_dev[d];
   size_t size = round_up(bytes);
   if (size < bytes || size > gp_cfg.mem_bytes - dev->used)
@@ -73,7 +77,7 @@ static CUresult dev_alloc(int d, size_t bytes, uintptr_t *out) {
   }
   if (cand + size > dev->va_base + dev->va_size)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {cand, size, d, true};
+  sim_alloc a = {cand, size, d, true, array};
   if (!insert_at(&dev->allocs, i, a)) return CUDA_ERROR_OUT_OF_MEMORY;
   dev->used += size;
   *out = cand;
@@ -87,7 +91,7 @@ static CUresult managed_alloc(int d, size_t bytes, uintptr_t *out) {
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, size, d, true};
+  sim_alloc a = {(uintptr_t)p, size, d, true, false};
   if (!insert_at(&managed, upper(&managed, a.base), a)) {
     munmap(p, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -107,7 +111,7 @@ static CUresult mem_free(uintptr_t p) {
   int d = dev_of(p);
   if (d >= 0) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
-    if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+    if (i < 0 || gp_dev[d].allocs.v[i].array) return CUDA_ERROR_INVALID_VALUE;
     gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
     remove_at(&gp_dev[d].allocs, (size_t)i);
     return CUDA_SUCCESS;
@@ -121,11 +125,21 @@ static CUresult mem_free(uintptr_t p) {
   return CUDA_SUCCESS;
 }
 
+void gp_dev_free_array(int d, uintptr_t p) {
+  ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
+  if (i < 0 || !gp_dev[d].allocs.v[i].array) return;
+  gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
+  remove_at(&gp_dev[d].allocs, (size_t)i);
+}
+
 sim_where gp_where(uintptr_t p) {
   sim_where w = {CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, -1};
   sim_alloc *a;
-  if ((w.dev = dev_of(p)) >= 0)
-    w.kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  if ((w.dev = dev_of(p)) >= 0) {
+    a = containing(&gp_dev[w.dev].allocs, p);
+    w.kind = a && a->array ? CUPTI_ACTIVITY_MEMORY_KIND_ARRAY
+                           : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  }
   else if ((a = containing(&managed, p)))
     w.kind = CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, w.dev = a->dev;
   else if (containing(&pinned, p))
@@ -141,6 +155,7 @@ const sim_alloc *gp_find_alloc(uintptr_t p) {
 }
 
 void gp_device_reset_mem(int d) {
+  gp_device_reset_arrays(d);
   gp_dev[d].allocs.n = 0;
   gp_dev[d].used = 0;
   for (size_t i = managed.n; i-- > 0;) {
@@ -154,7 +169,7 @@ void gp_device_reset_mem(int d) {
 static CUresult host_alloc(size_t bytes, void **out) {
   void *p = calloc(1, bytes ? bytes : 1);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, bytes ? bytes : 1, -1, true};
+  sim_alloc a = {(uintptr_t)p, bytes ? bytes : 1, -1, true, false};
   if (!insert_at(&pinned, upper(&pinned, a.base), a)) {
     free(p);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -180,7 +195,7 @@ static CUresult host_register(void *p, size_t bytes) {
   if ((i > 0 && b - pinned.v[i - 1].base < pinned.v[i - 1].size) ||
       (i < pinned.n && pinned.v[i].base < b + bytes))
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  sim_alloc a = {b, bytes, -1, false};
+  sim_alloc a = {b, bytes, -1, false, false};
   return insert_at(&pinned, i, a) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 

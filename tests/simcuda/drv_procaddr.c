@@ -83,6 +83,15 @@ PT(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream, CUstreamCaptureMode))
 PT(CUresult, cuStreamEndCapture_ptsz, (CUstream, CUgraph *))
 PT(CUresult, cuStreamIsCapturing_ptsz, (CUstream, CUstreamCaptureStatus *))
 PT(CUresult, cuGraphLaunch_ptsz, (CUgraphExec, CUstream))
+PT(CUresult, cuMemcpyHtoA_v2_ptds, (CUarray, size_t, const void *, size_t))
+PT(CUresult, cuMemcpyAtoH_v2_ptds, (void *, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyDtoA_v2_ptds, (CUarray, size_t, CUdeviceptr, size_t))
+PT(CUresult, cuMemcpyAtoD_v2_ptds, (CUdeviceptr, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyAtoA_v2_ptds, (CUarray, size_t, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyHtoAAsync_v2_ptsz,
+   (CUarray, size_t, const void *, size_t, CUstream))
+PT(CUresult, cuMemcpyAtoHAsync_v2_ptsz,
+   (void *, CUarray, size_t, size_t, CUstream))
 
 typedef struct proc {
   const char *base;
@@ -107,7 +116,22 @@ typedef struct proc {
     P1(cuOccupancyMaxPotentialBlockSizeWithFlags, 0, \
        cuOccupancyMaxPotentialBlockSizeWithFlags) \
     P1(cuOccupancyAvailableDynamicSMemPerBlock, 0, \
-       cuOccupancyAvailableDynamicSMemPerBlock)
+       cuOccupancyAvailableDynamicSMemPerBlock) \
+    P1(cuArrayCreate, 0, cuArrayCreate_v2) \
+    P1(cuArray3DCreate, 0, cuArray3DCreate_v2) \
+    P1(cuArrayDestroy, 0, cuArrayDestroy) \
+    P1(cuArrayGetDescriptor, 0, cuArrayGetDescriptor_v2) \
+    P1(cuArray3DGetDescriptor, 0, cuArray3DGetDescriptor_v2) \
+    P1(cuMipmappedArrayCreate, 0, cuMipmappedArrayCreate) \
+    P1(cuMipmappedArrayGetLevel, 0, cuMipmappedArrayGetLevel) \
+    P1(cuMipmappedArrayDestroy, 0, cuMipmappedArrayDestroy) \
+    P(cuMemcpyHtoA, 0, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds) \
+    P(cuMemcpyAtoH, 0, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds) \
+    P(cuMemcpyDtoA, 0, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds) \
+    P(cuMemcpyAtoD, 0, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds) \
+    P(cuMemcpyAtoA, 0, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds) \
+    P(cuMemcpyHtoAAsync, 0, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz) \
+    P(cuMemcpyAtoHAsync, 0, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz)
 
 /* clang-format off */
 static const proc table[] = {

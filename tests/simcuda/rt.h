@@ -100,7 +100,13 @@
   X(occ_active, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,          \
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                      \
   X(occ_smem, cuOccupancyAvailableDynamicSMemPerBlock,                         \
-    cuOccupancyAvailableDynamicSMemPerBlock)
+    cuOccupancyAvailableDynamicSMemPerBlock)                                   \
+  X(arr_create, cuArray3DCreate, cuArray3DCreate_v2)                           \
+  X(arr_destroy, cuArrayDestroy, cuArrayDestroy)                               \
+  X(arr_desc, cuArray3DGetDescriptor, cuArray3DGetDescriptor_v2)               \
+  X(mip_create, cuMipmappedArrayCreate, cuMipmappedArrayCreate)                \
+  X(mip_level, cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)             \
+  X(mip_destroy, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)
 
 typedef struct rt_driver {
 #define X(field, name, decl) __typeof__(&decl) field;
@@ -123,6 +129,9 @@ CUcontext gp_rt_primary(int dev);
 bool gp_rt_enter(gpusim_api_frame *f, CUpti_CallbackId cbid, const char *name,
                  const void *params, const char *symbol);
 cudaError_t gp_rt_exit(gpusim_api_frame *f, cudaError_t e);
+
+/* rt_array.c: bytes per element of an array */
+cudaError_t gp_rt_array_elem(cudaArray_const_t a, size_t *elem);
 
 /* rt_register.c */
 CUfunction gp_rt_function(const void *func);
