@@ -40,6 +40,11 @@ typedef struct sim_alloc {
   int dev;
   bool owned; /* pinned: allocated by us (cuMemAllocHost), not registered */
   bool array; /* device: the memory of a CUDA array (drv_array.c) */
+  /* managed (drv_managed.c): locations as 0 none, 1 host, 2 + d device d */
+  uint8_t preferred, last_prefetch;
+  bool read_mostly;
+  uint8_t attach;       /* CU_MEM_ATTACH_* of the last cuStreamAttachMemAsync */
+  uint32_t accessed_by; /* bit 0: host, bit 1 + d: device d */
 } sim_alloc;
 
 /* Non-overlapping ranges sorted by base. */
@@ -173,6 +178,7 @@ sim_where gp_where(uintptr_t p);
 const sim_alloc *gp_find_alloc(uintptr_t p);
 void gp_device_reset_mem(int dev);
 CUresult gp_dev_alloc(int dev, size_t bytes, bool array, uintptr_t *out);
+sim_alloc *gp_find_managed(uintptr_t p);
 void gp_dev_free_array(int dev, uintptr_t base);
 
 /* drv_array.c */

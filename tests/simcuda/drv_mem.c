@@ -77,7 +77,8 @@ CUresult gp_dev_alloc(int d, size_t bytes, bool array, uintptr_t *out) {
   }
   if (cand + size > dev->va_base + dev->va_size)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {cand, size, d, true, array};
+  sim_alloc a = {.base = cand, .size = size, .dev = d, .owned = true,
+                 .array = array};
   if (!insert_at(&dev->allocs, i, a)) return CUDA_ERROR_OUT_OF_MEMORY;
   dev->used += size;
   *out = cand;
@@ -91,7 +92,7 @@ static CUresult managed_alloc(int d, size_t bytes, uintptr_t *out) {
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, size, d, true, false};
+  sim_alloc a = {.base = (uintptr_t)p, .size = size, .dev = d, .owned = true};
   if (!insert_at(&managed, upper(&managed, a.base), a)) {
     munmap(p, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -147,6 +148,10 @@ sim_where gp_where(uintptr_t p) {
   return w;
 }
 
+sim_alloc *gp_find_managed(uintptr_t p) {
+  return containing(&managed, p);
+}
+
 const sim_alloc *gp_find_alloc(uintptr_t p) {
   int d = dev_of(p);
   if (d >= 0) return containing(&gp_dev[d].allocs, p);
@@ -169,7 +174,8 @@ void gp_device_reset_mem(int d) {
 static CUresult host_alloc(size_t bytes, void **out) {
   void *p = calloc(1, bytes ? bytes : 1);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, bytes ? bytes : 1, -1, true, false};
+  sim_alloc a = {.base = (uintptr_t)p, .size = bytes ? bytes : 1, .dev = -1,
+                 .owned = true};
   if (!insert_at(&pinned, upper(&pinned, a.base), a)) {
     free(p);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -195,7 +201,7 @@ static CUresult host_register(void *p, size_t bytes) {
   if ((i > 0 && b - pinned.v[i - 1].base < pinned.v[i - 1].size) ||
       (i < pinned.n && pinned.v[i].base < b + bytes))
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  sim_alloc a = {b, bytes, -1, false, false};
+  sim_alloc a = {.base = b, .size = bytes, .dev = -1};
   return insert_at(&pinned, i, a) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 

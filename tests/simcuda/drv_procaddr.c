@@ -90,6 +90,13 @@ PT(CUresult, cuMemcpyAtoD_v2_ptds, (CUdeviceptr, CUarray, size_t, size_t))
 PT(CUresult, cuMemcpyAtoA_v2_ptds, (CUarray, size_t, CUarray, size_t, size_t))
 PT(CUresult, cuMemcpyHtoAAsync_v2_ptsz,
    (CUarray, size_t, const void *, size_t, CUstream))
+PT(CUresult, cuMemPrefetchAsync_v2_ptsz,
+   (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))
+PT(CUresult, cuMemPrefetchBatchAsync_ptsz,
+   (CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+    unsigned long long, CUstream))
+PT(CUresult, cuStreamAttachMemAsync_ptsz,
+   (CUstream, CUdeviceptr, size_t, unsigned))
 PT(CUresult, cuMemcpyAtoHAsync_v2_ptsz,
    (void *, CUarray, size_t, size_t, CUstream))
 
@@ -131,7 +138,16 @@ typedef struct proc {
     P(cuMemcpyAtoD, 0, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds) \
     P(cuMemcpyAtoA, 0, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds) \
     P(cuMemcpyHtoAAsync, 0, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz) \
-    P(cuMemcpyAtoHAsync, 0, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz)
+    P(cuMemcpyAtoHAsync, 0, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz) \
+    P(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2, \
+      cuMemPrefetchAsync_v2_ptsz) \
+    P(cuMemPrefetchBatchAsync, 0, cuMemPrefetchBatchAsync, \
+      cuMemPrefetchBatchAsync_ptsz) \
+    P1(cuMemAdvise, 12020, cuMemAdvise_v2) \
+    P1(cuMemRangeGetAttribute, 0, cuMemRangeGetAttribute) \
+    P1(cuMemRangeGetAttributes, 0, cuMemRangeGetAttributes) \
+    P(cuStreamAttachMemAsync, 0, cuStreamAttachMemAsync, \
+      cuStreamAttachMemAsync_ptsz)
 
 /* clang-format off */
 static const proc table[] = {

@@ -106,7 +106,13 @@
   X(arr_desc, cuArray3DGetDescriptor, cuArray3DGetDescriptor_v2)               \
   X(mip_create, cuMipmappedArrayCreate, cuMipmappedArrayCreate)                \
   X(mip_level, cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)             \
-  X(mip_destroy, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)
+  X(mip_destroy, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)             \
+  X(prefetch, cuMemPrefetchAsync, cuMemPrefetchAsync_v2)                       \
+  X(prefetch_batch, cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync)          \
+  X(advise, cuMemAdvise, cuMemAdvise_v2)                                       \
+  X(range_attr, cuMemRangeGetAttribute, cuMemRangeGetAttribute)                \
+  X(range_attrs, cuMemRangeGetAttributes, cuMemRangeGetAttributes)             \
+  X(attach, cuStreamAttachMemAsync, cuStreamAttachMemAsync)
 
 typedef struct rt_driver {
 #define X(field, name, decl) __typeof__(&decl) field;

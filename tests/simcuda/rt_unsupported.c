@@ -182,7 +182,6 @@
   X(cudaLogsDumpToMemory)                                                      \
   X(cudaLogsRegisterCallback)                                                  \
   X(cudaLogsUnregisterCallback)                                                \
-  X(cudaMemAdvise)                                                             \
   X(cudaMemDiscardAndPrefetchBatchAsync)                                       \
   X(cudaMemDiscardAndPrefetchBatchAsync_ptsz)                                  \
   X(cudaMemDiscardBatchAsync)                                                  \
@@ -200,12 +199,6 @@
   X(cudaMemPoolSetAccess)                                                      \
   X(cudaMemPoolSetAttribute)                                                   \
   X(cudaMemPoolTrimTo)                                                         \
-  X(cudaMemPrefetchAsync)                                                      \
-  X(cudaMemPrefetchAsync_ptsz)                                                 \
-  X(cudaMemPrefetchBatchAsync)                                                 \
-  X(cudaMemPrefetchBatchAsync_ptsz)                                            \
-  X(cudaMemRangeGetAttribute)                                                  \
-  X(cudaMemRangeGetAttributes)                                                 \
   X(cudaMemSetMemPool)                                                         \
   X(cudaMemcpy3DBatchAsync)                                                    \
   X(cudaMemcpy3DBatchAsync_ptsz)                                               \
@@ -222,8 +215,6 @@
   X(cudaSetValidDevices)                                                       \
   X(cudaSignalExternalSemaphoresAsync)                                         \
   X(cudaSignalExternalSemaphoresAsync_ptsz)                                    \
-  X(cudaStreamAttachMemAsync)                                                  \
-  X(cudaStreamAttachMemAsync_ptsz)                                             \
   X(cudaStreamBeginCaptureToGraph)                                             \
   X(cudaStreamBeginCaptureToGraph_ptsz)                                        \
   X(cudaStreamCopyAttributes)                                                  \
