@@ -24,6 +24,10 @@ typedef struct sim_stream {
   uint64_t tail;             /* simulated end of the last operation */
   struct sim_graph *capture; /* graph being captured, or NULL */
   bool capture_invalid;      /* an unsupported call broke the capture */
+  /* attributes kept for cuStreamGetAttribute (drv_attr.c) */
+  CUaccessPolicyWindow access_policy;
+  int sync_policy, mem_sync_domain;
+  CUlaunchMemSyncDomainMap mem_sync_map;
 } sim_stream;
 
 typedef struct sim_ctx {
@@ -39,7 +43,8 @@ typedef struct sim_alloc {
   size_t size; /* allocations: rounded to GP_ALIGN, counts against device */
   int dev;
   bool owned; /* pinned: allocated by us (cuMemAllocHost), not registered */
-  bool array; /* device: the memory of a CUDA array (drv_array.c) */
+  bool array;  /* device: the memory of a CUDA array (drv_array.c) */
+  bool pooled; /* device: from the default pool (stream-ordered) */
   /* managed (drv_managed.c): locations as 0 none, 1 host, 2 + d device d */
   uint8_t preferred, last_prefetch;
   bool read_mostly;
@@ -53,6 +58,13 @@ typedef struct sim_ranges {
   size_t n, cap;
 } sim_ranges;
 
+/* A device's default memory pool (drv_attr.c): stream-ordered
+ * allocations are immediate, so reserved = used. */
+typedef struct sim_pool {
+  uint64_t used, used_high, reserved_high, threshold;
+  bool reuse_off[3]; /* CU_MEMPOOL_ATTR_REUSE_* 1..3 turned off */
+} sim_pool;
+
 typedef struct sim_device {
   int ordinal;
   sim_ctx ctx;
@@ -64,6 +76,7 @@ typedef struct sim_device {
   size_t va_size;
   sim_ranges allocs;
   uint64_t used; /* device and managed allocations */
+  sim_pool pool;
 } sim_device;
 
 typedef struct sim_event {
@@ -179,6 +192,7 @@ const sim_alloc *gp_find_alloc(uintptr_t p);
 void gp_device_reset_mem(int dev);
 CUresult gp_dev_alloc(int dev, size_t bytes, bool array, uintptr_t *out);
 sim_alloc *gp_find_managed(uintptr_t p);
+int gp_pool_device(CUmemoryPool pool); /* -1 if not a pool */
 void gp_dev_free_array(int dev, uintptr_t base);
 
 /* drv_array.c */

@@ -58,8 +58,7 @@ static size_t format_bytes(CUarray_format f) {
 static bool layout(const CUDA_ARRAY3D_DESCRIPTOR *d, size_t *row, size_t *rows,
                    size_t *bytes) {
   size_t e = format_bytes(d->Format);
-  if (!e || (d->NumChannels != 1 && d->NumChannels != 2 &&
-             d->NumChannels != 4))
+  if (!e || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
     return false;
   if (!d->Width || (d->Depth && !d->Height)) return false;
   if (d->Width > 1u << 20 || d->Height > 1u << 20 || d->Depth > 1u << 20)
@@ -168,8 +167,8 @@ GPUSIM_EXPORT CUresult CUDAAPI
 cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *p) {
   DRV_ENTER(cuArrayCreate_v2, pHandle, p);
   if (!p) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
-  CUDA_ARRAY3D_DESCRIPTOR d = {p->Width, p->Height, 0, p->Format,
-                               p->NumChannels, 0};
+  CUDA_ARRAY3D_DESCRIPTOR d = {p->Width,  p->Height,      0,
+                               p->Format, p->NumChannels, 0};
   DRV_RETURN(create(pHandle, &d));
 }
 
@@ -185,7 +184,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   pthread_mutex_lock(&gp_lock);
   sim_array *a = find_array(hArray);
-  CUresult r = !a ? CUDA_ERROR_INVALID_HANDLE
+  CUresult r = !a         ? CUDA_ERROR_INVALID_HANDLE
                : a->owner ? CUDA_ERROR_INVALID_VALUE
                           : CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) array_unlink(a, true);
@@ -238,7 +237,8 @@ static CUresult mipmap_create(CUmipmappedArray *out,
   size_t biggest = d->Width > d->Height ? d->Width : d->Height;
   if (d->Depth > biggest) biggest = d->Depth;
   unsigned max_levels = 1;
-  while (biggest >> max_levels) max_levels++;
+  while (biggest >> max_levels)
+    max_levels++;
   if (levels > max_levels) return CUDA_ERROR_INVALID_VALUE;
   sim_mipmap *m = calloc(1, sizeof *m);
   if (!m || !(m->level = calloc(levels, sizeof *m->level))) {
@@ -273,15 +273,15 @@ cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
   DRV_RETURN(mipmap_create(pHandle, pMipmappedArrayDesc, numMipmapLevels));
 }
 
-GPUSIM_EXPORT CUresult CUDAAPI cuMipmappedArrayGetLevel(
-    CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
-    unsigned int level) {
+GPUSIM_EXPORT CUresult CUDAAPI
+cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
+                         unsigned int level) {
   DRV_ENTER(cuMipmappedArrayGetLevel, pLevelArray, hMipmappedArray, level);
   if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   if (!pLevelArray) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   pthread_mutex_lock(&gp_lock);
   sim_mipmap *m = find_mipmap(hMipmappedArray);
-  CUresult r = !m                ? CUDA_ERROR_INVALID_HANDLE
+  CUresult r = !m                   ? CUDA_ERROR_INVALID_HANDLE
                : level >= m->levels ? CUDA_ERROR_INVALID_VALUE
                                     : CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) *pLevelArray = (CUarray)m->level[level];
@@ -354,8 +354,8 @@ static CUresult acopy(CUarray da, uintptr_t dst, CUarray sa, uintptr_t src,
 ACOPY_SYNC(cuMemcpyHtoA_v2,
            (CUarray dstArray, size_t dstOffset, const void *srcHost,
             size_t ByteCount),
-           (dstArray, dstOffset, srcHost, ByteCount), dstArray, dstOffset,
-           NULL, HP(srcHost), ByteCount)
+           (dstArray, dstOffset, srcHost, ByteCount), dstArray, dstOffset, NULL,
+           HP(srcHost), ByteCount)
 ACOPY_SYNC(cuMemcpyAtoH_v2,
            (void *dstHost, CUarray srcArray, size_t srcOffset,
             size_t ByteCount),

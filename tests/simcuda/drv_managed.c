@@ -99,8 +99,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr,
                                                      unsigned int flags,
                                                      CUstream hStream) {
   DRV_ENTER(cuMemPrefetchAsync_v2, devPtr, count, location, flags, hStream);
-  DRV_RETURN(prefetch(&devPtr, &count, 1, &location, NULL, 1, flags, hStream,
-                      false));
+  DRV_RETURN(
+      prefetch(&devPtr, &count, 1, &location, NULL, 1, flags, hStream, false));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(
@@ -111,8 +111,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(
     unsigned int flags, CUstream hStream) {
   DRV_ENTER(cuMemPrefetchAsync_v2_ptsz, devPtr, count, location, flags,
             hStream);
-  DRV_RETURN(prefetch(&devPtr, &count, 1, &location, NULL, 1, flags, hStream,
-                      true));
+  DRV_RETURN(
+      prefetch(&devPtr, &count, 1, &location, NULL, 1, flags, hStream, true));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(
@@ -259,8 +259,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(
 GPUSIM_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(
     void **data, size_t *dataSizes, CUmem_range_attribute *attributes,
     size_t numAttributes, CUdeviceptr devPtr, size_t count) {
-  DRV_ENTER(cuMemRangeGetAttributes, data, dataSizes, attributes,
-            numAttributes, devPtr, count);
+  DRV_ENTER(cuMemRangeGetAttributes, data, dataSizes, attributes, numAttributes,
+            devPtr, count);
   if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   if (!data || !dataSizes || !attributes || !numAttributes)
     DRV_RETURN(CUDA_ERROR_INVALID_VALUE);

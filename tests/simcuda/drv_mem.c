@@ -114,6 +114,8 @@ static CUresult mem_free(uintptr_t p) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
     if (i < 0 || gp_dev[d].allocs.v[i].array) return CUDA_ERROR_INVALID_VALUE;
     gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
+    if (gp_dev[d].allocs.v[i].pooled)
+      gp_dev[d].pool.used -= gp_dev[d].allocs.v[i].size;
     remove_at(&gp_dev[d].allocs, (size_t)i);
     return CUDA_SUCCESS;
   }
@@ -162,6 +164,7 @@ const sim_alloc *gp_find_alloc(uintptr_t p) {
 void gp_device_reset_mem(int d) {
   gp_device_reset_arrays(d);
   gp_dev[d].allocs.n = 0;
+  gp_dev[d].pool.used = 0;
   gp_dev[d].used = 0;
   for (size_t i = managed.n; i-- > 0;) {
     if (managed.v[i].dev == d) {
@@ -270,6 +273,16 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream h,
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = dev_alloc(s->dev, bytes, &p);
+  if (r == CUDA_SUCCESS) {
+    sim_device *dev = &gp_dev[s->dev];
+    sim_alloc *a = containing(&dev->allocs, p);
+    a->pooled = true;
+    dev->pool.used += a->size;
+    if (dev->pool.used > dev->pool.used_high)
+      dev->pool.used_high = dev->pool.used;
+    if (dev->pool.used > dev->pool.reserved_high)
+      dev->pool.reserved_high = dev->pool.used;
+  }
   pthread_mutex_unlock(&gp_lock);
   *dptr = (CUdeviceptr)p;
   return r;
@@ -330,6 +343,12 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
 /* Memory pools are not simulated beyond a per-device handle that
  * cuMemAllocFromPoolAsync accepts. */
 static int pool_tokens[GPUSIM_MAX_DEVICES];
+
+int gp_pool_device(CUmemoryPool pool) {
+  for (int d = 0; d < gp_cfg.devices; d++)
+    if (pool == (CUmemoryPool)&pool_tokens[d]) return d;
+  return -1;
+}
 
 static CUresult pool_of(CUmemoryPool *pool, CUdevice dev) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;

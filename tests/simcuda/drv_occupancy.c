@@ -19,8 +19,8 @@ enum {
   SM_SUBPARTITIONS = 4,
   REG_UNIT = 256, /* registers are allocated per warp in units of 256 */
   MAX_REGS = 255,
-  SM_SMEM = 233472,    /* 228 KB */
-  BLOCK_SMEM = 232448, /* 227 KB: static + dynamic of one block */
+  SM_SMEM = 233472,     /* 228 KB */
+  BLOCK_SMEM = 232448,  /* 227 KB: static + dynamic of one block */
   SMEM_RESERVED = 1024, /* reserved by the driver in every block */
   SMEM_UNIT = 128,
   DEFAULT_DYN_SMEM = 49152
@@ -78,8 +78,9 @@ static void attr_load(void) {
     const char *end = strchr(s, ';');
     if (!end) end = s + strlen(s);
     if (end > s && !parse_entry(s, end, &attr_tab[attr_n]))
-      fprintf(stderr, "gpusim: GPUSIM_KERNEL_ATTRS: ignoring '%.*s' "
-                      "(want name=REGS,SMEM[,MAXTHREADS])\n",
+      fprintf(stderr,
+              "gpusim: GPUSIM_KERNEL_ATTRS: ignoring '%.*s' "
+              "(want name=REGS,SMEM[,MAXTHREADS])\n",
               (int)(end - s), s);
     else if (end > s)
       attr_n++;
@@ -199,9 +200,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(
     int blockSizeLimit) {
   DRV_ENTER(cuOccupancyMaxPotentialBlockSize, minGridSize, blockSize, func,
             blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit);
-  DRV_RETURN(potential(minGridSize, blockSize, func,
-                       blockSizeToDynamicSMemSize, dynamicSMemSize,
-                       blockSizeLimit, 0));
+  DRV_RETURN(potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                       dynamicSMemSize, blockSizeLimit, 0));
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
@@ -211,9 +211,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
   DRV_ENTER(cuOccupancyMaxPotentialBlockSizeWithFlags, minGridSize, blockSize,
             func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit,
             flags);
-  DRV_RETURN(potential(minGridSize, blockSize, func,
-                       blockSizeToDynamicSMemSize, dynamicSMemSize,
-                       blockSizeLimit, flags));
+  DRV_RETURN(potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                       dynamicSMemSize, blockSizeLimit, flags));
 }
 
 /* The most dynamic shared memory a block can have with numBlocks blocks

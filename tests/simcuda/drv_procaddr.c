@@ -97,6 +97,11 @@ PT(CUresult, cuMemPrefetchBatchAsync_ptsz,
     unsigned long long, CUstream))
 PT(CUresult, cuStreamAttachMemAsync_ptsz,
    (CUstream, CUdeviceptr, size_t, unsigned))
+PT(CUresult, cuStreamGetAttribute_ptsz,
+   (CUstream, CUstreamAttrID, CUstreamAttrValue *))
+PT(CUresult, cuStreamSetAttribute_ptsz,
+   (CUstream, CUstreamAttrID, const CUstreamAttrValue *))
+PT(CUresult, cuStreamCopyAttributes_ptsz, (CUstream, CUstream))
 PT(CUresult, cuMemcpyAtoHAsync_v2_ptsz,
    (void *, CUarray, size_t, size_t, CUstream))
 
@@ -147,7 +152,17 @@ typedef struct proc {
     P1(cuMemRangeGetAttribute, 0, cuMemRangeGetAttribute) \
     P1(cuMemRangeGetAttributes, 0, cuMemRangeGetAttributes) \
     P(cuStreamAttachMemAsync, 0, cuStreamAttachMemAsync, \
-      cuStreamAttachMemAsync_ptsz)
+      cuStreamAttachMemAsync_ptsz) \
+    P(cuStreamGetAttribute, 0, cuStreamGetAttribute, \
+      cuStreamGetAttribute_ptsz) \
+    P(cuStreamSetAttribute, 0, cuStreamSetAttribute, \
+      cuStreamSetAttribute_ptsz) \
+    P(cuStreamCopyAttributes, 0, cuStreamCopyAttributes, \
+      cuStreamCopyAttributes_ptsz) \
+    P1(cuMemPoolGetAttribute, 0, cuMemPoolGetAttribute) \
+    P1(cuMemPoolSetAttribute, 0, cuMemPoolSetAttribute) \
+    P1(cuMemPoolTrimTo, 0, cuMemPoolTrimTo) \
+    P1(cuDeviceGetP2PAttribute, 0, cuDeviceGetP2PAttribute)
 
 /* clang-format off */
 static const proc table[] = {

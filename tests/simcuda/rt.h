@@ -112,7 +112,14 @@
   X(advise, cuMemAdvise, cuMemAdvise_v2)                                       \
   X(range_attr, cuMemRangeGetAttribute, cuMemRangeGetAttribute)                \
   X(range_attrs, cuMemRangeGetAttributes, cuMemRangeGetAttributes)             \
-  X(attach, cuStreamAttachMemAsync, cuStreamAttachMemAsync)
+  X(attach, cuStreamAttachMemAsync, cuStreamAttachMemAsync)                    \
+  X(stream_get_attr, cuStreamGetAttribute, cuStreamGetAttribute)               \
+  X(stream_set_attr, cuStreamSetAttribute, cuStreamSetAttribute)               \
+  X(stream_copy_attrs, cuStreamCopyAttributes, cuStreamCopyAttributes)         \
+  X(pool_get_attr, cuMemPoolGetAttribute, cuMemPoolGetAttribute)               \
+  X(pool_set_attr, cuMemPoolSetAttribute, cuMemPoolSetAttribute)               \
+  X(pool_trim, cuMemPoolTrimTo, cuMemPoolTrimTo)                               \
+  X(p2p_attr, cuDeviceGetP2PAttribute, cuDeviceGetP2PAttribute)
 
 typedef struct rt_driver {
 #define X(field, name, decl) __typeof__(&decl) field;

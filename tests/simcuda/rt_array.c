@@ -34,7 +34,7 @@ static cudaError_t to_format(const struct cudaChannelFormatDesc *c,
                          : 0;
     break;
   case cudaChannelFormatKindFloat:
-    *f = bits[0] == 16 ? CU_AD_FORMAT_HALF
+    *f = bits[0] == 16   ? CU_AD_FORMAT_HALF
          : bits[0] == 32 ? CU_AD_FORMAT_FLOAT
                          : 0;
     break;
@@ -56,22 +56,22 @@ static cudaError_t descriptor(CUDA_ARRAY3D_DESCRIPTOR *d,
   return cudaSuccess;
 }
 
-RT_API cudaError_t CUDARTAPI cudaMallocArray(
-    cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
-    size_t height, unsigned int flags) {
+RT_API cudaError_t CUDARTAPI
+cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                size_t width, size_t height, unsigned int flags) {
   RT_ENTER(cudaMallocArray, v3020, array, desc, width, height, flags);
   RT_NEED_CTX();
   if (!array) RT_RETURN(cudaErrorInvalidValue);
   CUDA_ARRAY3D_DESCRIPTOR d;
-  cudaError_t e = descriptor(&d, desc, (struct cudaExtent){width, height, 0},
-                             flags);
+  cudaError_t e =
+      descriptor(&d, desc, (struct cudaExtent){width, height, 0}, flags);
   if (e != cudaSuccess) RT_RETURN(e);
   RT_RETURN(DRV(gp_drv, arr_create, (CUarray *)array, &d));
 }
 
-RT_API cudaError_t CUDARTAPI cudaMalloc3DArray(
-    cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
-    struct cudaExtent extent, unsigned int flags) {
+RT_API cudaError_t CUDARTAPI
+cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                  struct cudaExtent extent, unsigned int flags) {
   RT_ENTER(cudaMalloc3DArray, v3020, array, desc, extent, flags);
   RT_NEED_CTX();
   if (!array) RT_RETURN(cudaErrorInvalidValue);
@@ -142,10 +142,9 @@ cudaError_t gp_rt_array_elem(cudaArray_const_t a, size_t *elem) {
   return e;
 }
 
-RT_API cudaError_t CUDARTAPI cudaArrayGetInfo(struct cudaChannelFormatDesc *desc,
-                                              struct cudaExtent *extent,
-                                              unsigned int *flags,
-                                              cudaArray_t array) {
+RT_API cudaError_t CUDARTAPI
+cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
+                 unsigned int *flags, cudaArray_t array) {
   RT_ENTER(cudaArrayGetInfo, v4010, desc, extent, flags, array);
   RT_NEED_CTX();
   CUDA_ARRAY3D_DESCRIPTOR d;
@@ -154,9 +153,7 @@ RT_API cudaError_t CUDARTAPI cudaArrayGetInfo(struct cudaChannelFormatDesc *desc
   if (desc) {
     int b = (int)format_bits(d.Format);
     *desc = (struct cudaChannelFormatDesc){
-        b,
-        d.NumChannels > 1 ? b : 0,
-        d.NumChannels > 2 ? b : 0,
+        b, d.NumChannels > 1 ? b : 0, d.NumChannels > 2 ? b : 0,
         d.NumChannels > 3 ? b : 0,
         d.Format == CU_AD_FORMAT_HALF || d.Format == CU_AD_FORMAT_FLOAT
             ? cudaChannelFormatKindFloat
@@ -245,28 +242,28 @@ ACOPY(cudaMemcpy2DToArray, v3020, _ptds, v7000,
       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
        size_t spitch, size_t width, size_t height, kind_t kind),
       (dst, wOffset, hOffset, src, spitch, width, height, kind),
-      acopy(d, AR(dst, wOffset, hOffset), LIN(src, spitch), width, height,
-            kind, SYNC))
+      acopy(d, AR(dst, wOffset, hOffset), LIN(src, spitch), width, height, kind,
+            SYNC))
 ACOPY(cudaMemcpy2DToArrayAsync, v3020, _ptsz, v7000,
       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
        size_t spitch, size_t width, size_t height, kind_t kind,
        cudaStream_t stream),
       (dst, wOffset, hOffset, src, spitch, width, height, kind, stream),
-      acopy(d, AR(dst, wOffset, hOffset), LIN(src, spitch), width, height,
-            kind, stream))
+      acopy(d, AR(dst, wOffset, hOffset), LIN(src, spitch), width, height, kind,
+            stream))
 ACOPY(cudaMemcpy2DFromArray, v3020, _ptds, v7000,
       (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
        size_t hOffset, size_t width, size_t height, kind_t kind),
       (dst, dpitch, src, wOffset, hOffset, width, height, kind),
-      acopy(d, LIN(dst, dpitch), AR(src, wOffset, hOffset), width, height,
-            kind, SYNC))
+      acopy(d, LIN(dst, dpitch), AR(src, wOffset, hOffset), width, height, kind,
+            SYNC))
 ACOPY(cudaMemcpy2DFromArrayAsync, v3020, _ptsz, v7000,
       (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
        size_t hOffset, size_t width, size_t height, kind_t kind,
        cudaStream_t stream),
       (dst, dpitch, src, wOffset, hOffset, width, height, kind, stream),
-      acopy(d, LIN(dst, dpitch), AR(src, wOffset, hOffset), width, height,
-            kind, stream))
+      acopy(d, LIN(dst, dpitch), AR(src, wOffset, hOffset), width, height, kind,
+            stream))
 ACOPY(cudaMemcpy2DArrayToArray, v3020, _ptds, v7000,
       (cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
        cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
@@ -281,8 +278,7 @@ ACOPY(cudaMemcpyToArray, v3020, _ptds, v7000,
       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
        size_t count, kind_t kind),
       (dst, wOffset, hOffset, src, count, kind),
-      acopy(d, LINAR(dst, wOffset, hOffset), LIN(src, 0), count, 1, kind,
-            SYNC))
+      acopy(d, LINAR(dst, wOffset, hOffset), LIN(src, 0), count, 1, kind, SYNC))
 ACOPY(cudaMemcpyToArrayAsync, v3020, _ptsz, v7000,
       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
        size_t count, kind_t kind, cudaStream_t stream),
@@ -293,8 +289,7 @@ ACOPY(cudaMemcpyFromArray, v3020, _ptds, v7000,
       (void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
        size_t count, kind_t kind),
       (dst, src, wOffset, hOffset, count, kind),
-      acopy(d, LIN(dst, 0), LINAR(src, wOffset, hOffset), count, 1, kind,
-            SYNC))
+      acopy(d, LIN(dst, 0), LINAR(src, wOffset, hOffset), count, 1, kind, SYNC))
 ACOPY(cudaMemcpyFromArrayAsync, v3020, _ptsz, v7000,
       (void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
        size_t count, kind_t kind, cudaStream_t stream),

@@ -13,8 +13,8 @@ RT_API cudaError_t CUDARTAPI cudaMemPrefetchAsync_ptsz(const void *, size_t,
 RT_API cudaError_t CUDARTAPI cudaMemPrefetchBatchAsync_ptsz(
     void **, size_t *, size_t, struct cudaMemLocation *, size_t *, size_t,
     unsigned long long, cudaStream_t);
-RT_API cudaError_t CUDARTAPI cudaStreamAttachMemAsync_ptsz(cudaStream_t,
-                                                           void *, size_t,
+RT_API cudaError_t CUDARTAPI cudaStreamAttachMemAsync_ptsz(cudaStream_t, void *,
+                                                           size_t,
                                                            unsigned int);
 
 static CUmemLocation loc(struct cudaMemLocation l) {
@@ -37,8 +37,8 @@ TWIN(cudaMemPrefetchBatchAsync, v13000, v13000,
      (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
       flags, stream),
      DRV((*d), prefetch_batch, (CUdeviceptr *)dptrs, sizes, count,
-         (CUmemLocation *)prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
-         flags, stream))
+         (CUmemLocation *)prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+         stream))
 
 TWIN(cudaStreamAttachMemAsync, v6000, v7000,
      (cudaStream_t stream, void *devPtr, size_t length, unsigned int flags),

@@ -28,7 +28,6 @@
   X(cudaDeviceGetMemPool)                                                      \
   X(cudaDeviceGetNvSciSyncAttributes)                                          \
   X(cudaDeviceGetP2PAtomicCapabilities)                                        \
-  X(cudaDeviceGetP2PAttribute)                                                 \
   X(cudaDeviceGetSharedMemConfig)                                              \
   X(cudaDeviceGetTexture1DLinearMaxWidth)                                      \
   X(cudaDeviceGraphMemTrim)                                                    \
@@ -193,12 +192,9 @@
   X(cudaMemPoolExportPointer)                                                  \
   X(cudaMemPoolExportToShareableHandle)                                        \
   X(cudaMemPoolGetAccess)                                                      \
-  X(cudaMemPoolGetAttribute)                                                   \
   X(cudaMemPoolImportFromShareableHandle)                                      \
   X(cudaMemPoolImportPointer)                                                  \
   X(cudaMemPoolSetAccess)                                                      \
-  X(cudaMemPoolSetAttribute)                                                   \
-  X(cudaMemPoolTrimTo)                                                         \
   X(cudaMemSetMemPool)                                                         \
   X(cudaMemcpy3DBatchAsync)                                                    \
   X(cudaMemcpy3DBatchAsync_ptsz)                                               \
@@ -217,14 +213,8 @@
   X(cudaSignalExternalSemaphoresAsync_ptsz)                                    \
   X(cudaStreamBeginCaptureToGraph)                                             \
   X(cudaStreamBeginCaptureToGraph_ptsz)                                        \
-  X(cudaStreamCopyAttributes)                                                  \
-  X(cudaStreamCopyAttributes_ptsz)                                             \
-  X(cudaStreamGetAttribute)                                                    \
-  X(cudaStreamGetAttribute_ptsz)                                               \
   X(cudaStreamGetCaptureInfo)                                                  \
   X(cudaStreamGetCaptureInfo_ptsz)                                             \
-  X(cudaStreamSetAttribute)                                                    \
-  X(cudaStreamSetAttribute_ptsz)                                               \
   X(cudaStreamUpdateCaptureDependencies)                                       \
   X(cudaStreamUpdateCaptureDependencies_ptsz)                                  \
   X(cudaThreadExchangeStreamCaptureMode)                                       \

@@ -95,9 +95,9 @@ static void test_mipmap(void) {
   size_t f0 = free_bytes();
   cudaMipmappedArray_t m = NULL;
   /* 256x256, 128x128, 64x64 floats: 262144 + 65536 + 16384 */
-  CHECK_EQ(cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){256, 256, 0},
-                                    3, 0),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){256, 256, 0}, 3, 0),
+      cudaSuccess);
   CHECK_EQ(f0 - free_bytes(), 262144 + 65536 + 16384);
   cudaArray_t l2 = NULL;
   CHECK_EQ(cudaGetMipmappedArrayLevel(&l2, m, 2), cudaSuccess);
@@ -117,9 +117,9 @@ static void test_mipmap(void) {
   CHECK_EQ(cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){256, 256, 0},
                                     10, 0),
            cudaErrorInvalidValue);
-  CHECK_EQ(cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){256, 256, 0},
-                                    9, 0),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){256, 256, 0}, 9, 0),
+      cudaSuccess);
   CHECK_EQ(cudaFreeMipmappedArray(m), cudaSuccess);
   CHECK_EQ(free_bytes(), f0);
   cudaGetLastError();
@@ -188,24 +188,20 @@ static void test_copies(void) {
             ARR = CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
   check_copy(0, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PAGE, ARR, 100000, 6000,
              false);
-  check_copy(1, CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ARR, DEV, 100000, 2034,
-             false);
-  check_copy(2, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ARR, ARR, 400000, 2134,
-             false);
+  check_copy(1, CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ARR, DEV, 100000, 2034, false);
+  check_copy(2, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ARR, ARR, 400000, 2134, false);
   check_copy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PIN, ARR, 10000, 2400, true);
-  check_copy(4, CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ARR, PIN, 200000, 10000,
-             true);
-  check_copy(5, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PAGE, ARR, 65536, 4622,
-             false);
+  check_copy(4, CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ARR, PIN, 200000, 10000, true);
+  check_copy(5, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PAGE, ARR, 65536, 4622, false);
   check_copy(6, CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ARR, DEV, 8192, 2003, false);
   /* the async copies ran on s, in order */
   CHECK(copy_rec(4)->start >= copy_rec(3)->end);
   /* out of the array: rows wider than 4000 B, rows past the end, a 1D
    * run past the end, an unknown handle, a bad direction */
   rec_clear();
-  CHECK_EQ(cudaMemcpy2DToArray(a, 0, 0, host, 4004, 4004, 2,
-                               cudaMemcpyHostToDevice),
-           cudaErrorInvalidValue);
+  CHECK_EQ(
+      cudaMemcpy2DToArray(a, 0, 0, host, 4004, 4004, 2, cudaMemcpyHostToDevice),
+      cudaErrorInvalidValue);
   CHECK_EQ(cudaMemcpyToArray(a, 0, 99, host, 4001, cudaMemcpyHostToDevice),
            cudaErrorInvalidValue);
   CHECK_EQ(cudaMemcpy2DToArray(a, 0, 50, host, 4000, 4000, 51,
@@ -236,9 +232,9 @@ static void test_reset(void) {
   cudaArray_t a = NULL;
   cudaMipmappedArray_t m = NULL;
   CHECK_EQ(cudaMallocArray(&a, &f1, 1024, 1024, 0), cudaSuccess);
-  CHECK_EQ(cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){64, 0, 0}, 2,
-                                    0),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaMallocMipmappedArray(&m, &f1, (struct cudaExtent){64, 0, 0}, 2, 0),
+      cudaSuccess);
   CHECK_EQ(f0 - free_bytes(), 4194304 + 512 + 512);
   CHECK_EQ(cudaDeviceReset(), cudaSuccess);
   CHECK_EQ(free_bytes(), f0);

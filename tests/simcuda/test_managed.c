@@ -75,8 +75,7 @@ static void test_prefetch(void) {
   struct cudaMemLocation dev5 = {cudaMemLocationTypeDevice, 5};
   rec_clear();
   CHECK_EQ(cudaMemPrefetchAsync(d, MIB, DEV0, 0, s), cudaErrorInvalidValue);
-  CHECK_EQ(cudaMemPrefetchAsync(m + 1, MIB, DEV0, 0, s),
-           cudaErrorInvalidValue);
+  CHECK_EQ(cudaMemPrefetchAsync(m + 1, MIB, DEV0, 0, s), cudaErrorInvalidValue);
   CHECK_EQ(cudaMemPrefetchAsync(m, MIB, dev5, 0, s), cudaErrorInvalidValue);
   CHECK_EQ(cudaMemPrefetchAsync(m, MIB, DEV0, 1, s), cudaErrorInvalidValue);
   rec_flush();
@@ -185,9 +184,9 @@ static void test_advise(void) {
   /* errors: a size other than 4, a range out of the allocation, memory
    * that is not managed, a device that does not exist */
   int v;
-  CHECK_EQ(cudaMemRangeGetAttribute(&v, 8, cudaMemRangeAttributeReadMostly, m,
-                                    MIB),
-           cudaErrorInvalidValue);
+  CHECK_EQ(
+      cudaMemRangeGetAttribute(&v, 8, cudaMemRangeAttributeReadMostly, m, MIB),
+      cudaErrorInvalidValue);
   CHECK_EQ(cudaMemAdvise(m, MIB + 1, cudaMemAdviseSetReadMostly, DEV0),
            cudaErrorInvalidValue);
   CHECK_EQ(cudaMemAdvise(&v, 4, cudaMemAdviseSetReadMostly, DEV0),
@@ -206,8 +205,7 @@ static void test_attach(void) {
   cudaStream_t s;
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   rec_clear();
-  CHECK_EQ(cudaStreamAttachMemAsync(s, m, 0, cudaMemAttachSingle),
-           cudaSuccess);
+  CHECK_EQ(cudaStreamAttachMemAsync(s, m, 0, cudaMemAttachSingle), cudaSuccess);
   CHECK_EQ(cudaStreamAttachMemAsync(s, m, 4096, cudaMemAttachGlobal),
            cudaSuccess);
   CHECK_EQ(cudaStreamAttachMemAsync_ptsz(cudaStreamPerThread, m, 0,

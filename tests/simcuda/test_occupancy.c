@@ -51,11 +51,11 @@ static void test_attributes(void) {
 
 static void test_active(void) {
   /* 32 regs: 1024 regs per warp, 16 warps per sub-partition, 64 per SM */
-  CHECK_EQ(active(K(occ_default), 32, 0), 32);   /* block limit */
-  CHECK_EQ(active(K(occ_default), 256, 0), 8);   /* 64 / 8 warps */
-  CHECK_EQ(active(K(occ_default), 1024, 0), 2);  /* 64 / 32 warps */
-  CHECK_EQ(active(K(occ_default), 1000, 0), 2);  /* 32 warps too */
-  CHECK_EQ(active(K(occ_default), 1025, 0), 0);  /* over the block limit */
+  CHECK_EQ(active(K(occ_default), 32, 0), 32);  /* block limit */
+  CHECK_EQ(active(K(occ_default), 256, 0), 8);  /* 64 / 8 warps */
+  CHECK_EQ(active(K(occ_default), 1024, 0), 2); /* 64 / 32 warps */
+  CHECK_EQ(active(K(occ_default), 1000, 0), 2); /* 32 warps too */
+  CHECK_EQ(active(K(occ_default), 1025, 0), 0); /* over the block limit */
   /* 64 regs: 2048 per warp, 8 warps per sub-partition, 32 per SM */
   CHECK_EQ(active(K(occ_regs64), 256, 0), 4);
   /* 72 regs: 2304 per warp, 16384 / 2304 = 7 warps per sub-partition,
@@ -89,9 +89,9 @@ static void test_active(void) {
   CHECK_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
                &n, K(occ_regs64), 256, 0, 7),
            cudaErrorInvalidValue);
-  CHECK_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, K(occ_default),
-                                                         0, 0),
-           cudaErrorInvalidValue);
+  CHECK_EQ(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, K(occ_default), 0, 0),
+      cudaErrorInvalidValue);
   CHECK_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(NULL, K(occ_default),
                                                          32, 0),
            cudaErrorInvalidValue);
@@ -108,27 +108,27 @@ static void test_available_smem(void) {
            cudaSuccess);
   CHECK_EQ(s, 232448);
   /* four blocks: 233472 / 4 = 58368, less the 1024 reserve */
-  CHECK_EQ(cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 4,
-                                                     256),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 4, 256),
+      cudaSuccess);
   CHECK_EQ(s, 57344);
   /* and less the 16384 static bytes */
   CHECK_EQ(cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_smem), 4, 128),
            cudaSuccess);
   CHECK_EQ(s, 40960);
   /* three blocks: 77824 -> 77824 (608 granules) - 1024 */
-  CHECK_EQ(cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 3,
-                                                     128),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 3, 128),
+      cudaSuccess);
   CHECK_EQ(s, 76800);
   /* nine 256-thread blocks cannot be resident (8 by warps) */
-  CHECK_EQ(cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 9,
-                                                     256),
-           cudaSuccess);
+  CHECK_EQ(
+      cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 9, 256),
+      cudaSuccess);
   CHECK_EQ(s, 0);
-  CHECK_EQ(cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 0,
-                                                     256),
-           cudaErrorInvalidValue);
+  CHECK_EQ(
+      cudaOccupancyAvailableDynamicSMemPerBlock(&s, K(occ_default), 0, 256),
+      cudaErrorInvalidValue);
   cudaGetLastError();
 }
 
