@@ -3,6 +3,7 @@
  * 512 bytes), copies to, from and between arrays with their durations and
  * ARRAY record kinds, handles, and cudaDeviceReset. Default parameters:
  * PCIe 25 GB/s, HBM 3000 GB/s, 2000 ns per copy. */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 
@@ -224,6 +225,78 @@ static void test_copies(void) {
   free(host);
 }
 
+/* The driver's own entry points: cuArrayCreate's 2D descriptor and the
+ * 1D copies with byte offsets. */
+#define ENTRY(name, var)                                                       \
+  REQUIRE(cudaGetDriverEntryPointByVersion(name, (void **)&var, 13000,         \
+                                           cudaEnableDefault,                  \
+                                           &q) == cudaSuccess &&               \
+          var)
+
+static void test_driver(void) {
+  enum cudaDriverEntryPointQueryResult q;
+  __typeof__(&cuArrayCreate) create = NULL;
+  __typeof__(&cuArrayGetDescriptor) get_desc = NULL;
+  __typeof__(&cuArrayDestroy) destroy = NULL;
+  __typeof__(&cuMemcpyHtoA) htoa = NULL;
+  __typeof__(&cuMemcpyAtoH) atoh = NULL;
+  __typeof__(&cuMemcpyAtoA) atoa = NULL;
+  __typeof__(&cuMemcpyHtoAAsync) htoa_async = NULL;
+  ENTRY("cuArrayCreate", create);
+  ENTRY("cuArrayGetDescriptor", get_desc);
+  ENTRY("cuArrayDestroy", destroy);
+  ENTRY("cuMemcpyHtoA", htoa);
+  ENTRY("cuMemcpyAtoH", atoh);
+  ENTRY("cuMemcpyAtoA", atoa);
+  ENTRY("cuMemcpyHtoAAsync", htoa_async);
+  size_t f0 = free_bytes();
+  /* 300 x 20 of 2 x 16-bit = 24000 B, rounded to 24064 */
+  CUDA_ARRAY_DESCRIPTOR d = {300, 20, CU_AD_FORMAT_HALF, 2};
+  CUarray a = NULL, b = NULL;
+  CHECK_EQ(create(&a, &d), CUDA_SUCCESS);
+  CHECK_EQ(create(&b, &d), CUDA_SUCCESS);
+  CHECK_EQ(f0 - free_bytes(), 2 * 24064);
+  CUDA_ARRAY_DESCRIPTOR r;
+  CHECK_EQ(get_desc(&r, a), CUDA_SUCCESS);
+  CHECK(r.Width == 300 && r.Height == 20 && r.Format == CU_AD_FORMAT_HALF &&
+        r.NumChannels == 2);
+  CUDA_ARRAY_DESCRIPTOR three = {300, 20, CU_AD_FORMAT_HALF, 3};
+  CUarray c = NULL;
+  CHECK_EQ(create(&c, &three), CUDA_ERROR_INVALID_VALUE);
+  char *host = calloc(1, 24000);
+  void *pinned = NULL;
+  REQUIRE(host && cudaMallocHost(&pinned, 24000) == cudaSuccess);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  rec_clear();
+  /* 24000 B at PCIe: 2000 + 960; between arrays at HBM: 2000 + 8 */
+  CHECK_EQ(htoa(a, 0, host, 24000), CUDA_SUCCESS);
+  CHECK_EQ(atoa(b, 0, a, 0, 24000), CUDA_SUCCESS);
+  CHECK_EQ(atoh(host, b, 23000, 1000), CUDA_SUCCESS);
+  CHECK_EQ(htoa_async(a, 1000, pinned, 23000, (CUstream)s), CUDA_SUCCESS);
+  CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  /* past the end of the array (not of its 512-byte rounding) */
+  CHECK_EQ(htoa(a, 23001, host, 1000), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ(atoh(host, (CUarray)host, 0, 10), CUDA_ERROR_INVALID_HANDLE);
+  rec_flush();
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMCPY) == 4);
+  const int PAGE = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+            PIN = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+            ARR = CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+  check_copy(0, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PAGE, ARR, 24000, 2960, false);
+  check_copy(1, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ARR, ARR, 24000, 2008, false);
+  check_copy(2, CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ARR, PAGE, 1000, 2040, false);
+  check_copy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, PIN, ARR, 23000, 2920, true);
+  CHECK_EQ(destroy(a), CUDA_SUCCESS);
+  CHECK_EQ(destroy(b), CUDA_SUCCESS);
+  CHECK_EQ(destroy(b), CUDA_ERROR_INVALID_HANDLE);
+  CHECK_EQ(free_bytes(), f0);
+  CHECK_EQ(cudaStreamDestroy(s), cudaSuccess);
+  CHECK_EQ(cudaFreeHost(pinned), cudaSuccess);
+  free(host);
+  cudaGetLastError();
+}
+
 /* cudaDeviceReset frees arrays with all device memory. */
 static void test_reset(void) {
   struct cudaChannelFormatDesc f1 =
@@ -248,6 +321,7 @@ int main(void) {
   test_alloc();
   test_mipmap();
   test_copies();
+  test_driver();
   test_reset();
   return test_result("array");
 }
