@@ -339,9 +339,11 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
              &dp, &rows, &db);
   if (r != CUDA_SUCCESS) return r;
   uintptr_t s0 = q.src, d0 = q.dst;
-  /* one row is a linear run whatever the pitch (the runtime's 1D array
-   * copies); it must still lie inside the allocation */
-  if (p->Height > 1 && (sp < p->WidthInBytes || dp < p->WidthInBytes))
+  /* one row of an array is a linear run across its rows (the runtime's
+   * 1D array copies); it must still lie inside the array */
+  bool run = p->Height == 1;
+  if ((sp < p->WidthInBytes && !(run && sb)) ||
+      (dp < p->WidthInBytes && !(run && db)))
     return CUDA_ERROR_INVALID_VALUE;
   q.src += p->srcY * sp + p->srcXInBytes;
   q.dst += p->dstY * dp + p->dstXInBytes;
