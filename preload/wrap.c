@@ -111,6 +111,45 @@ static inline uint64_t desc_bytes(const struct cudaChannelFormatDesc *d) {
   return bits >= 8 ? bits / 8 : 1;
 }
 
+/* The elements of a mipmapped array's `levels` levels: each level halves
+ * every non-zero extent (at least 1). */
+static inline uint64_t mipmap_bytes(struct cudaExtent e, unsigned levels) {
+  uint64_t s = 0;
+  for (unsigned l = 0; l < levels && l < 64; l++) {
+    struct cudaExtent x = {e.width ? (e.width >> l ? e.width >> l : 1) : 0,
+                           e.height ? (e.height >> l ? e.height >> l : 1) : 0,
+                           e.depth ? (e.depth >> l ? e.depth >> l : 1) : 0};
+    s += extent_bytes(x);
+  }
+  return s;
+}
+
+/* Bytes of a driver array format element. */
+static inline uint64_t format_bytes(CUarray_format f) {
+  switch (f) {
+  case CU_AD_FORMAT_UNSIGNED_INT8:
+  case CU_AD_FORMAT_SIGNED_INT8: return 1;
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+  case CU_AD_FORMAT_SIGNED_INT16:
+  case CU_AD_FORMAT_HALF: return 2;
+  default: return 4;
+  }
+}
+
+static inline uint64_t array2d_bytes(const CUDA_ARRAY_DESCRIPTOR *d) {
+  if (!d) return 0;
+  return (uint64_t)d->Width * (d->Height ? d->Height : 1) *
+         format_bytes(d->Format) * d->NumChannels;
+}
+
+/* A 3D array, or all `levels` levels of a mipmapped one. */
+static inline uint64_t array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                     unsigned levels) {
+  if (!d) return 0;
+  struct cudaExtent e = {d->Width, d->Height, d->Depth};
+  return mipmap_bytes(e, levels) * format_bytes(d->Format) * d->NumChannels;
+}
+
 static inline uint64_t sum_sizes(const size_t *sizes, size_t n) {
   uint64_t s = 0;
   for (size_t i = 0; sizes && i < n; i++) s += sizes[i];

@@ -25,6 +25,10 @@ typedef struct sim_stream {
   struct sim_capture *capture; /* capture this stream takes part in */
   struct sim_node **cap_tails; /* nodes its next captured node follows */
   size_t ncap_tails, cap_tails_cap;
+  /* attributes kept for cuStreamGetAttribute (drv_attr.c) */
+  CUaccessPolicyWindow access_policy;
+  int sync_policy, mem_sync_domain;
+  CUlaunchMemSyncDomainMap mem_sync_map;
 } sim_stream;
 
 typedef struct sim_ctx {
@@ -40,6 +44,13 @@ typedef struct sim_alloc {
   size_t size; /* allocations: rounded to GP_ALIGN, counts against device */
   int dev;
   bool owned; /* pinned: allocated by us (cuMemAllocHost), not registered */
+  bool array;  /* device: the memory of a CUDA array (drv_array.c) */
+  bool pooled; /* device: from the default pool (stream-ordered) */
+  /* managed (drv_managed.c): locations as 0 none, 1 host, 2 + d device d */
+  uint8_t preferred, last_prefetch;
+  bool read_mostly;
+  uint8_t attach;       /* CU_MEM_ATTACH_* of the last cuStreamAttachMemAsync */
+  uint32_t accessed_by; /* bit 0: host, bit 1 + d: device d */
 } sim_alloc;
 
 /* Non-overlapping ranges sorted by base. */
@@ -47,6 +58,13 @@ typedef struct sim_ranges {
   sim_alloc *v;
   size_t n, cap;
 } sim_ranges;
+
+/* A device's default memory pool (drv_attr.c): stream-ordered
+ * allocations are immediate, so reserved = used. */
+typedef struct sim_pool {
+  uint64_t used, used_high, reserved_high, threshold;
+  bool reuse_off[3]; /* CU_MEMPOOL_ATTR_REUSE_* 1..3 turned off */
+} sim_pool;
 
 typedef struct sim_device {
   int ordinal;
@@ -59,6 +77,7 @@ typedef struct sim_device {
   size_t va_size;
   sim_ranges allocs;
   uint64_t used; /* device and managed allocations */
+  sim_pool pool;
 } sim_device;
 
 typedef struct sim_event {
@@ -76,6 +95,8 @@ typedef struct sim_event {
 typedef struct sim_function {
   struct sim_function *next;
   char *name;
+  /* attributes (GPUSIM_KERNEL_ATTRS, drv_occupancy.c) */
+  int regs, static_smem, max_threads;
 } sim_function;
 
 /* Where a pointer lives, in CUPTI's memory-kind numbering. */
@@ -209,10 +230,24 @@ CUresult gp_need_ctx(sim_ctx **out);
 sim_ctx *gp_ctx_lookup(CUcontext c);
 uint32_t gp_next_stream_id(void);
 
+/* drv_occupancy.c */
+void gp_function_attrs(sim_function *f); /* sets the attributes of a new f */
+
 /* drv_mem.c (callers hold gp_lock) */
 sim_where gp_where(uintptr_t p);
 const sim_alloc *gp_find_alloc(uintptr_t p);
 void gp_device_reset_mem(int dev);
+CUresult gp_dev_alloc(int dev, size_t bytes, bool array, uintptr_t *out);
+sim_alloc *gp_find_managed(uintptr_t p);
+int gp_pool_device(CUmemoryPool pool); /* -1 if not a pool */
+void gp_dev_free_array(int dev, uintptr_t base);
+
+/* drv_array.c */
+void gp_device_reset_arrays(int dev); /* under gp_lock */
+/* An array's memory: base, bytes per row, rows per slice, total bytes;
+ * false for an unknown handle. Takes gp_lock. */
+bool gp_array_span(CUarray a, uintptr_t *base, size_t *row, size_t *rows,
+                   size_t *bytes);
 
 /* drv_stream.c (callers hold gp_lock unless noted) */
 CUresult gp_stream_get(CUstream h, bool per_thread, sim_stream **out);
@@ -237,6 +272,8 @@ void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
                     sim_where wd);
 void gp_set_record(const sim_set *q, const sim_op *op, int kind);
 CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out);
+/* Issues a copy as every copy entry point does (takes gp_lock). */
+CUresult gp_copy(const sim_copy *q);
 
 /* sim_counters.c: every operation run, for the counter model (called
  * without gp_lock). */

@@ -7,7 +7,8 @@
 
 static bool on_device(int kind) {
   return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
-         kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED ||
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
 }
 
 /* Device-side ranges must lie inside one live allocation. */
@@ -69,9 +70,17 @@ static void peer_record(const sim_copy *q, const sim_op *op, sim_where ws,
 
 static int copy_kind(sim_where ws, sim_where wd) {
   bool sd = on_device(ws.kind), dd = on_device(wd.kind);
-  if (sd && dd)
-    return ws.dev == wd.dev ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
-                            : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  bool sa = ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+  bool da = wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+  if (sd && dd && ws.dev != wd.dev) return CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  if (sa || da) {
+    if (sa && da) return CUPTI_ACTIVITY_MEMCPY_KIND_ATOA;
+    if (sa) return dd ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOD
+                      : CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
+    return sd ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOA
+              : CUPTI_ACTIVITY_MEMCPY_KIND_HTOA;
+  }
+  if (sd && dd) return CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
   if (sd) return CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
   return dd ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
@@ -81,8 +90,7 @@ int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
   *ws = gp_where(q->src);
   *wd = gp_where(q->dst);
   int kind = copy_kind(*ws, *wd);
-  bool hbm = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ||
-             kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  bool hbm = on_device(ws->kind) && on_device(wd->kind);
   *dur = gp_copy_ns(q->bytes, hbm ? gp_cfg.hbm_mbps : gp_cfg.pcie_mbps);
   return kind;
 }
@@ -100,6 +108,10 @@ void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
  * touching pageable memory return only once the simulated copy has
  * ended. */
 static CUresult do_copy(const sim_copy *q) {
+  return gp_copy(q);
+}
+
+CUresult gp_copy(const sim_copy *q) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (q->bytes == 0) return CUDA_SUCCESS;
   sim_stream *s;
@@ -287,19 +299,33 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst,
 }
 
 /* Address of one side of a pitched copy; arrays are not simulated. */
-static bool side(CUmemorytype t, const void *host, CUdeviceptr dev,
-                 uintptr_t *out) {
+/* One end of a pitched copy; an array brings its own row pitch and rows
+ * per slice. */
+static CUresult side(CUmemorytype t, const void *host, CUdeviceptr dev,
+                     CUarray arr, uintptr_t *out, size_t *pitch, size_t *rows,
+                     size_t *bytes) {
+  *bytes = 0;
   if (t == CU_MEMORYTYPE_HOST)
     *out = (uintptr_t)host;
   else if (t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED)
     *out = (uintptr_t)dev;
+  else if (t == CU_MEMORYTYPE_ARRAY)
+    return gp_array_span(arr, out, pitch, rows, bytes)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_HANDLE;
   else
-    return false;
-  return true;
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
 }
 
 static uint64_t extent(size_t pitch, size_t width, size_t rows) {
   return rows ? (uint64_t)(rows - 1) * pitch + width : 0;
+}
+
+/* An array end must stay inside the array's own bytes. */
+static bool in_array(uintptr_t base, size_t bytes, uintptr_t p,
+                     uint64_t extent) {
+  return !bytes || (p - base <= bytes && extent <= bytes - (p - base));
 }
 
 static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
@@ -307,17 +333,29 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   sim_copy q = {0,  0,    (uint64_t)p->WidthInBytes * p->Height, 0, 0, h,
                 pt, async};
-  if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
-      !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
-    return CUDA_ERROR_NOT_SUPPORTED;
   size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
-  if (sp < p->WidthInBytes || dp < p->WidthInBytes)
+  size_t rows, sb, db;
+  CUresult r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
+                    &q.src, &sp, &rows, &sb);
+  if (r == CUDA_SUCCESS)
+    r = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, &q.dst,
+             &dp, &rows, &db);
+  if (r != CUDA_SUCCESS) return r;
+  uintptr_t s0 = q.src, d0 = q.dst;
+  /* one row of an array is a linear run across its rows (the runtime's
+   * 1D array copies); it must still lie inside the array */
+  bool run = p->Height == 1;
+  if ((sp < p->WidthInBytes && !(run && sb)) ||
+      (dp < p->WidthInBytes && !(run && db)))
     return CUDA_ERROR_INVALID_VALUE;
   q.src += p->srcY * sp + p->srcXInBytes;
   q.dst += p->dstY * dp + p->dstXInBytes;
   q.src_extent = extent(sp, p->WidthInBytes, p->Height);
   q.dst_extent = extent(dp, p->WidthInBytes, p->Height);
+  if (!in_array(s0, sb, q.src, q.src_extent) ||
+      !in_array(d0, db, q.dst, q.dst_extent))
+    return CUDA_ERROR_INVALID_VALUE;
   return do_copy(&q);
 }
 
@@ -360,13 +398,18 @@ CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   uint64_t bytes = (uint64_t)p->WidthInBytes * p->Height * p->Depth;
   sim_copy q = {0, 0, bytes, 0, 0, NULL, false, true};
-  if (!side(p->srcMemoryType, p->srcHost, p->srcDevice, &q.src) ||
-      !side(p->dstMemoryType, p->dstHost, p->dstDevice, &q.dst))
-    return CUDA_ERROR_NOT_SUPPORTED;
   size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
   size_t sh = p->srcHeight ? p->srcHeight : p->Height;
   size_t dh = p->dstHeight ? p->dstHeight : p->Height;
+  size_t sb, db;
+  CUresult r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
+                    &q.src, &sp, &sh, &sb);
+  if (r == CUDA_SUCCESS)
+    r = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, &q.dst,
+             &dp, &dh, &db);
+  if (r != CUDA_SUCCESS) return r;
+  uintptr_t s0 = q.src, d0 = q.dst;
   if (sp < p->WidthInBytes || dp < p->WidthInBytes || sh < p->Height ||
       dh < p->Height)
     return CUDA_ERROR_INVALID_VALUE;
@@ -376,6 +419,9 @@ CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out) {
                         p->Depth ? (p->Depth - 1) * sh + p->Height : 0);
   q.dst_extent = extent(dp, p->WidthInBytes,
                         p->Depth ? (p->Depth - 1) * dh + p->Height : 0);
+  if (!in_array(s0, sb, q.src, q.src_extent) ||
+      !in_array(d0, db, q.dst, q.dst_extent))
+    return CUDA_ERROR_INVALID_VALUE;
   *out = q;
   return CUDA_SUCCESS;
 }

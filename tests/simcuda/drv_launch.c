@@ -18,6 +18,7 @@ GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
     f = f->next;
   if (!f && (f = calloc(1, sizeof *f))) {
     if ((f->name = strdup(name))) {
+      gp_function_attrs(f);
       f->next = functions;
       functions = f;
     } else {
@@ -69,7 +70,8 @@ void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t gid) {
   CUpti_ActivityKernel10 k;
   memset(&k, 0, sizeof k);
   k.kind = kind;
-  k.registersPerThread = 32;
+  k.registersPerThread = (uint16_t)l->f->regs;
+  k.staticSharedMemory = (int32_t)l->f->static_smem;
   k.start = gp_ts(op->start);
   k.end = gp_ts(op->end);
   k.completed = k.end;

@@ -61,6 +61,10 @@ static size_t round_up(size_t n) {
 
 /* First fit in the device's reservation, so freed addresses are reused. */
 static CUresult dev_alloc(int d, size_t bytes, uintptr_t *out) {
+  return gp_dev_alloc(d, bytes, false, out);
+}
+
+CUresult gp_dev_alloc(int d, size_t bytes, bool array, uintptr_t *out) {
   sim_device *dev = &gp_dev[d];
   size_t size = round_up(bytes);
   if (size < bytes || size > gp_cfg.mem_bytes - dev->used)
@@ -73,7 +77,8 @@ static CUresult dev_alloc(int d, size_t bytes, uintptr_t *out) {
   }
   if (cand + size > dev->va_base + dev->va_size)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {cand, size, d, true};
+  sim_alloc a = {.base = cand, .size = size, .dev = d, .owned = true,
+                 .array = array};
   if (!insert_at(&dev->allocs, i, a)) return CUDA_ERROR_OUT_OF_MEMORY;
   dev->used += size;
   *out = cand;
@@ -87,7 +92,7 @@ static CUresult managed_alloc(int d, size_t bytes, uintptr_t *out) {
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, size, d, true};
+  sim_alloc a = {.base = (uintptr_t)p, .size = size, .dev = d, .owned = true};
   if (!insert_at(&managed, upper(&managed, a.base), a)) {
     munmap(p, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -107,13 +112,15 @@ static CUresult mem_free(uintptr_t p) {
   int d = dev_of(p);
   if (d >= 0) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
-    if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+    if (i < 0 || gp_dev[d].allocs.v[i].array) return CUDA_ERROR_INVALID_VALUE;
     if (gp_graph_mem_is(p)) { /* unmapped; the range stays reserved */
       if (!gp_graph_mem_live(p)) return CUDA_ERROR_INVALID_VALUE;
       gp_graph_mem_unmap(p);
       return CUDA_SUCCESS;
     }
     gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
+    if (gp_dev[d].allocs.v[i].pooled)
+      gp_dev[d].pool.used -= gp_dev[d].allocs.v[i].size;
     remove_at(&gp_dev[d].allocs, (size_t)i);
     return CUDA_SUCCESS;
   }
@@ -126,16 +133,30 @@ static CUresult mem_free(uintptr_t p) {
   return CUDA_SUCCESS;
 }
 
+void gp_dev_free_array(int d, uintptr_t p) {
+  ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
+  if (i < 0 || !gp_dev[d].allocs.v[i].array) return;
+  gp_dev[d].used -= gp_dev[d].allocs.v[i].size;
+  remove_at(&gp_dev[d].allocs, (size_t)i);
+}
+
 sim_where gp_where(uintptr_t p) {
   sim_where w = {CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, -1};
   sim_alloc *a;
-  if ((w.dev = dev_of(p)) >= 0)
-    w.kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  if ((w.dev = dev_of(p)) >= 0) {
+    a = containing(&gp_dev[w.dev].allocs, p);
+    w.kind = a && a->array ? CUPTI_ACTIVITY_MEMORY_KIND_ARRAY
+                           : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  }
   else if ((a = containing(&managed, p)))
     w.kind = CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, w.dev = a->dev;
   else if (containing(&pinned, p))
     w.kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
   return w;
+}
+
+sim_alloc *gp_find_managed(uintptr_t p) {
+  return containing(&managed, p);
 }
 
 const sim_alloc *gp_find_alloc(uintptr_t p) {
@@ -208,9 +229,11 @@ void gp_graph_mem_unmap(uintptr_t p) {
 }
 
 void gp_device_reset_mem(int d) {
+  gp_device_reset_arrays(d);
   gp_dev[d].allocs.n = 0;
   for (size_t i = ngranges; i-- > 0;)
     if (granges[i].dev == d) granges[i] = granges[--ngranges];
+  gp_dev[d].pool.used = 0;
   gp_dev[d].used = 0;
   for (size_t i = managed.n; i-- > 0;) {
     if (managed.v[i].dev == d) {
@@ -223,7 +246,8 @@ void gp_device_reset_mem(int d) {
 static CUresult host_alloc(size_t bytes, void **out) {
   void *p = calloc(1, bytes ? bytes : 1);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_alloc a = {(uintptr_t)p, bytes ? bytes : 1, -1, true};
+  sim_alloc a = {.base = (uintptr_t)p, .size = bytes ? bytes : 1, .dev = -1,
+                 .owned = true};
   if (!insert_at(&pinned, upper(&pinned, a.base), a)) {
     free(p);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -249,7 +273,7 @@ static CUresult host_register(void *p, size_t bytes) {
   if ((i > 0 && b - pinned.v[i - 1].base < pinned.v[i - 1].size) ||
       (i < pinned.n && pinned.v[i].base < b + bytes))
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  sim_alloc a = {b, bytes, -1, false};
+  sim_alloc a = {.base = b, .size = bytes, .dev = -1};
   return insert_at(&pinned, i, a) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -318,6 +342,16 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream h,
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
   if (r == CUDA_SUCCESS) r = dev_alloc(s->dev, bytes, &p);
+  if (r == CUDA_SUCCESS) {
+    sim_device *dev = &gp_dev[s->dev];
+    sim_alloc *a = containing(&dev->allocs, p);
+    a->pooled = true;
+    dev->pool.used += a->size;
+    if (dev->pool.used > dev->pool.used_high)
+      dev->pool.used_high = dev->pool.used;
+    if (dev->pool.used > dev->pool.reserved_high)
+      dev->pool.reserved_high = dev->pool.used;
+  }
   pthread_mutex_unlock(&gp_lock);
   *dptr = (CUdeviceptr)p;
   return r;
@@ -378,6 +412,12 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
 /* Memory pools are not simulated beyond a per-device handle that
  * cuMemAllocFromPoolAsync accepts. */
 static int pool_tokens[GPUSIM_MAX_DEVICES];
+
+int gp_pool_device(CUmemoryPool pool) {
+  for (int d = 0; d < gp_cfg.devices; d++)
+    if (pool == (CUmemoryPool)&pool_tokens[d]) return d;
+  return -1;
+}
 
 static CUresult pool_of(CUmemoryPool *pool, CUdevice dev) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;

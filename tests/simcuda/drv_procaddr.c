@@ -87,6 +87,27 @@ PT(CUresult, cuGraphUpload_ptsz, (CUgraphExec, CUstream))
 PT(CUresult, cuStreamGetCaptureInfo_v3_ptsz,
    (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
     const CUgraphNode **, const CUgraphEdgeData **, size_t *))
+PT(CUresult, cuMemcpyHtoA_v2_ptds, (CUarray, size_t, const void *, size_t))
+PT(CUresult, cuMemcpyAtoH_v2_ptds, (void *, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyDtoA_v2_ptds, (CUarray, size_t, CUdeviceptr, size_t))
+PT(CUresult, cuMemcpyAtoD_v2_ptds, (CUdeviceptr, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyAtoA_v2_ptds, (CUarray, size_t, CUarray, size_t, size_t))
+PT(CUresult, cuMemcpyHtoAAsync_v2_ptsz,
+   (CUarray, size_t, const void *, size_t, CUstream))
+PT(CUresult, cuMemPrefetchAsync_v2_ptsz,
+   (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))
+PT(CUresult, cuMemPrefetchBatchAsync_ptsz,
+   (CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+    unsigned long long, CUstream))
+PT(CUresult, cuStreamAttachMemAsync_ptsz,
+   (CUstream, CUdeviceptr, size_t, unsigned))
+PT(CUresult, cuStreamGetAttribute_ptsz,
+   (CUstream, CUstreamAttrID, CUstreamAttrValue *))
+PT(CUresult, cuStreamSetAttribute_ptsz,
+   (CUstream, CUstreamAttrID, const CUstreamAttrValue *))
+PT(CUresult, cuStreamCopyAttributes_ptsz, (CUstream, CUstream))
+PT(CUresult, cuMemcpyAtoHAsync_v2_ptsz,
+   (void *, CUarray, size_t, size_t, CUstream))
 
 typedef struct proc {
   const char *base;
@@ -99,6 +120,53 @@ typedef struct proc {
 /* base name, first CUDA version, entry point, per-thread variant */
 #define P(base, ver, f, ptf) {#base, ver, #f, FN(f), FN(ptf)},
 #define P1(base, ver, f) {#base, ver, #f, FN(f), NULL},
+
+/* Occupancy, managed memory, arrays, stream and pool attributes. */
+#define GP_PROCS_SIMRT \
+    P1(cuFuncGetAttribute, 0, cuFuncGetAttribute) \
+    P1(cuOccupancyMaxActiveBlocksPerMultiprocessor, 0, \
+       cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+    P1(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 0, \
+       cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+    P1(cuOccupancyMaxPotentialBlockSize, 0, cuOccupancyMaxPotentialBlockSize) \
+    P1(cuOccupancyMaxPotentialBlockSizeWithFlags, 0, \
+       cuOccupancyMaxPotentialBlockSizeWithFlags) \
+    P1(cuOccupancyAvailableDynamicSMemPerBlock, 0, \
+       cuOccupancyAvailableDynamicSMemPerBlock) \
+    P1(cuArrayCreate, 0, cuArrayCreate_v2) \
+    P1(cuArray3DCreate, 0, cuArray3DCreate_v2) \
+    P1(cuArrayDestroy, 0, cuArrayDestroy) \
+    P1(cuArrayGetDescriptor, 0, cuArrayGetDescriptor_v2) \
+    P1(cuArray3DGetDescriptor, 0, cuArray3DGetDescriptor_v2) \
+    P1(cuMipmappedArrayCreate, 0, cuMipmappedArrayCreate) \
+    P1(cuMipmappedArrayGetLevel, 0, cuMipmappedArrayGetLevel) \
+    P1(cuMipmappedArrayDestroy, 0, cuMipmappedArrayDestroy) \
+    P(cuMemcpyHtoA, 0, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds) \
+    P(cuMemcpyAtoH, 0, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds) \
+    P(cuMemcpyDtoA, 0, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds) \
+    P(cuMemcpyAtoD, 0, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds) \
+    P(cuMemcpyAtoA, 0, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds) \
+    P(cuMemcpyHtoAAsync, 0, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz) \
+    P(cuMemcpyAtoHAsync, 0, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz) \
+    P(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2, \
+      cuMemPrefetchAsync_v2_ptsz) \
+    P(cuMemPrefetchBatchAsync, 0, cuMemPrefetchBatchAsync, \
+      cuMemPrefetchBatchAsync_ptsz) \
+    P1(cuMemAdvise, 12020, cuMemAdvise_v2) \
+    P1(cuMemRangeGetAttribute, 0, cuMemRangeGetAttribute) \
+    P1(cuMemRangeGetAttributes, 0, cuMemRangeGetAttributes) \
+    P(cuStreamAttachMemAsync, 0, cuStreamAttachMemAsync, \
+      cuStreamAttachMemAsync_ptsz) \
+    P(cuStreamGetAttribute, 0, cuStreamGetAttribute, \
+      cuStreamGetAttribute_ptsz) \
+    P(cuStreamSetAttribute, 0, cuStreamSetAttribute, \
+      cuStreamSetAttribute_ptsz) \
+    P(cuStreamCopyAttributes, 0, cuStreamCopyAttributes, \
+      cuStreamCopyAttributes_ptsz) \
+    P1(cuMemPoolGetAttribute, 0, cuMemPoolGetAttribute) \
+    P1(cuMemPoolSetAttribute, 0, cuMemPoolSetAttribute) \
+    P1(cuMemPoolTrimTo, 0, cuMemPoolTrimTo) \
+    P1(cuDeviceGetP2PAttribute, 0, cuDeviceGetP2PAttribute)
 
 /* clang-format off */
 static const proc table[] = {
@@ -236,6 +304,7 @@ static const proc table[] = {
        cuGraphExecKernelNodeSetParams_v2)
     P1(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)
     P(cuGraphUpload, 0, cuGraphUpload, cuGraphUpload_ptsz)
+    GP_PROCS_SIMRT
 };
 /* clang-format on */
 

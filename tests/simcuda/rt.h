@@ -110,7 +110,35 @@
     cuGraphExecKernelNodeSetParams_v2)                                         \
   X(exec_update, cuGraphExecUpdate, cuGraphExecUpdate_v2)                      \
   X(graph_upload, cuGraphUpload, cuGraphUpload)                                \
-  X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)
+  X(proc_address, cuGetProcAddress, cuGetProcAddress_v2)                      \
+  RT_DRIVER_FUNCS_SIMRT(X)
+
+/* Occupancy, managed memory, arrays, stream and pool attributes. */
+#define RT_DRIVER_FUNCS_SIMRT(X)                                               \
+  X(func_attr, cuFuncGetAttribute, cuFuncGetAttribute)                         \
+  X(occ_active, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,          \
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                      \
+  X(occ_smem, cuOccupancyAvailableDynamicSMemPerBlock,                         \
+    cuOccupancyAvailableDynamicSMemPerBlock)                                   \
+  X(arr_create, cuArray3DCreate, cuArray3DCreate_v2)                           \
+  X(arr_destroy, cuArrayDestroy, cuArrayDestroy)                               \
+  X(arr_desc, cuArray3DGetDescriptor, cuArray3DGetDescriptor_v2)               \
+  X(mip_create, cuMipmappedArrayCreate, cuMipmappedArrayCreate)                \
+  X(mip_level, cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)             \
+  X(mip_destroy, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)             \
+  X(prefetch, cuMemPrefetchAsync, cuMemPrefetchAsync_v2)                       \
+  X(prefetch_batch, cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync)          \
+  X(advise, cuMemAdvise, cuMemAdvise_v2)                                       \
+  X(range_attr, cuMemRangeGetAttribute, cuMemRangeGetAttribute)                \
+  X(range_attrs, cuMemRangeGetAttributes, cuMemRangeGetAttributes)             \
+  X(attach, cuStreamAttachMemAsync, cuStreamAttachMemAsync)                    \
+  X(stream_get_attr, cuStreamGetAttribute, cuStreamGetAttribute)               \
+  X(stream_set_attr, cuStreamSetAttribute, cuStreamSetAttribute)               \
+  X(stream_copy_attrs, cuStreamCopyAttributes, cuStreamCopyAttributes)         \
+  X(pool_get_attr, cuMemPoolGetAttribute, cuMemPoolGetAttribute)               \
+  X(pool_set_attr, cuMemPoolSetAttribute, cuMemPoolSetAttribute)               \
+  X(pool_trim, cuMemPoolTrimTo, cuMemPoolTrimTo)                               \
+  X(p2p_attr, cuDeviceGetP2PAttribute, cuDeviceGetP2PAttribute)
 
 typedef struct rt_driver {
 #define X(field, name, decl) __typeof__(&decl) field;
@@ -133,6 +161,9 @@ CUcontext gp_rt_primary(int dev);
 bool gp_rt_enter(gpusim_api_frame *f, CUpti_CallbackId cbid, const char *name,
                  const void *params, const char *symbol);
 cudaError_t gp_rt_exit(gpusim_api_frame *f, cudaError_t e);
+
+/* rt_array.c: bytes per element of an array */
+cudaError_t gp_rt_array_elem(cudaArray_const_t a, size_t *elem);
 
 /* rt_register.c */
 CUfunction gp_rt_function(const void *func);

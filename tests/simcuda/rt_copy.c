@@ -168,29 +168,38 @@ RT_API cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch,
                    stream));
 }
 
-/* CUDA arrays are not simulated. */
+/* With an array at either end, positions and the extent's width count
+ * that array's elements. */
 static cudaError_t copy3d(const rt_driver *d, const struct cudaMemcpy3DParms *q,
                           cudaStream_t s) {
   if (!q) return cudaErrorInvalidValue;
-  if (q->srcArray || q->dstArray) return cudaErrorNotSupported;
   if (!kind_ok(q->kind)) return cudaErrorInvalidMemcpyDirection;
+  size_t se = 1, de = 1;
+  if (q->srcArray && gp_rt_array_elem(q->srcArray, &se) != cudaSuccess)
+    return cudaErrorInvalidResourceHandle;
+  if (q->dstArray && gp_rt_array_elem(q->dstArray, &de) != cudaSuccess)
+    return cudaErrorInvalidResourceHandle;
   CUDA_MEMCPY3D p = {0};
   kind_types(q->kind, &p.srcMemoryType, &p.dstMemoryType);
-  p.srcXInBytes = q->srcPos.x;
+  if (q->srcArray)
+    p.srcMemoryType = CU_MEMORYTYPE_ARRAY, p.srcArray = (CUarray)q->srcArray;
+  if (q->dstArray)
+    p.dstMemoryType = CU_MEMORYTYPE_ARRAY, p.dstArray = (CUarray)q->dstArray;
+  p.srcXInBytes = q->srcPos.x * se;
   p.srcY = q->srcPos.y;
   p.srcZ = q->srcPos.z;
   p.srcHost = q->srcPtr.ptr;
   p.srcDevice = (CUdeviceptr)q->srcPtr.ptr;
   p.srcPitch = q->srcPtr.pitch;
   p.srcHeight = q->srcPtr.ysize;
-  p.dstXInBytes = q->dstPos.x;
+  p.dstXInBytes = q->dstPos.x * de;
   p.dstY = q->dstPos.y;
   p.dstZ = q->dstPos.z;
   p.dstHost = q->dstPtr.ptr;
   p.dstDevice = (CUdeviceptr)q->dstPtr.ptr;
   p.dstPitch = q->dstPtr.pitch;
   p.dstHeight = q->dstPtr.ysize;
-  p.WidthInBytes = q->extent.width;
+  p.WidthInBytes = q->extent.width * (q->srcArray ? se : de);
   p.Height = q->extent.height;
   p.Depth = q->extent.depth;
   return gp_rt_error(s == SYNC ? d->copy3d(&p) : d->copy3d_async(&p, s));

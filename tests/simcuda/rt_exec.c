@@ -299,19 +299,28 @@ RT_API cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t *kernelPtr,
   RT_RETURN(f ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
-/* Attributes of the simulated kernels: 32 registers, no static shared or
- * local memory. */
+/* Attributes of the simulated kernels, from the driver (32 registers and
+ * no static shared memory unless GPUSIM_KERNEL_ATTRS says otherwise). */
 RT_API cudaError_t CUDARTAPI
 cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
   RT_ENTER(cudaFuncGetAttributes, v3020, attr, func);
   if (!attr) RT_RETURN(cudaErrorInvalidValue);
-  if (!gp_rt_function(func)) RT_RETURN(cudaErrorInvalidDeviceFunction);
+  CUfunction f = gp_rt_function(func);
+  if (!f) RT_RETURN(cudaErrorInvalidDeviceFunction);
   struct cudaFuncAttributes a = {0};
-  a.maxThreadsPerBlock = 1024;
-  a.numRegs = 32;
-  a.ptxVersion = 90;
-  a.binaryVersion = 90;
-  a.maxDynamicSharedSizeBytes = 49152;
+  int v = 0;
+#define FA(field, id)                                                          \
+  if (gp_drv.func_attr(&v, id, f) == CUDA_SUCCESS) a.field = v
+  FA(maxThreadsPerBlock, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  FA(numRegs, CU_FUNC_ATTRIBUTE_NUM_REGS);
+  FA(ptxVersion, CU_FUNC_ATTRIBUTE_PTX_VERSION);
+  FA(binaryVersion, CU_FUNC_ATTRIBUTE_BINARY_VERSION);
+  FA(maxDynamicSharedSizeBytes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  FA(preferredShmemCarveout, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+#undef FA
+  if (gp_drv.func_attr(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) ==
+      CUDA_SUCCESS)
+    a.sharedSizeBytes = (size_t)v;
   *attr = a;
   RT_RETURN(cudaSuccess);
 }

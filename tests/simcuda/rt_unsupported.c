@@ -9,7 +9,6 @@
   X(__cudaGetProcAddress)                                                      \
   X(__cudaRegisterHostVar)                                                     \
   X(__cudaRegisterUnifiedTable)                                                \
-  X(cudaArrayGetInfo)                                                          \
   X(cudaArrayGetMemoryRequirements)                                            \
   X(cudaArrayGetPlane)                                                         \
   X(cudaArrayGetSparseProperties)                                              \
@@ -29,7 +28,6 @@
   X(cudaDeviceGetMemPool)                                                      \
   X(cudaDeviceGetNvSciSyncAttributes)                                          \
   X(cudaDeviceGetP2PAtomicCapabilities)                                        \
-  X(cudaDeviceGetP2PAttribute)                                                 \
   X(cudaDeviceGetSharedMemConfig)                                              \
   X(cudaDeviceGetTexture1DLinearMaxWidth)                                      \
   X(cudaDeviceGraphMemTrim)                                                    \
@@ -51,8 +49,6 @@
   X(cudaEventCreateFromEGLSync)                                                \
   X(cudaExternalMemoryGetMappedBuffer)                                         \
   X(cudaExternalMemoryGetMappedMipmappedArray)                                 \
-  X(cudaFreeArray)                                                             \
-  X(cudaFreeMipmappedArray)                                                    \
   X(cudaFuncGetParamInfo)                                                      \
   X(cudaFuncSetSharedMemConfig)                                                \
   X(cudaGLGetDevices)                                                          \
@@ -66,7 +62,6 @@
   X(cudaGLUnregisterBufferObject)                                              \
   X(cudaGetChannelDesc)                                                        \
   X(cudaGetExportTable)                                                        \
-  X(cudaGetMipmappedArrayLevel)                                                \
   X(cudaGetSurfaceObjectResourceDesc)                                          \
   X(cudaGetTextureObjectResourceDesc)                                          \
   X(cudaGetTextureObjectResourceViewDesc)                                      \
@@ -167,10 +162,6 @@
   X(cudaLogsDumpToMemory)                                                      \
   X(cudaLogsRegisterCallback)                                                  \
   X(cudaLogsUnregisterCallback)                                                \
-  X(cudaMalloc3DArray)                                                         \
-  X(cudaMallocArray)                                                           \
-  X(cudaMallocMipmappedArray)                                                  \
-  X(cudaMemAdvise)                                                             \
   X(cudaMemDiscardAndPrefetchBatchAsync)                                       \
   X(cudaMemDiscardAndPrefetchBatchAsync_ptsz)                                  \
   X(cudaMemDiscardBatchAsync)                                                  \
@@ -182,67 +173,27 @@
   X(cudaMemPoolExportPointer)                                                  \
   X(cudaMemPoolExportToShareableHandle)                                        \
   X(cudaMemPoolGetAccess)                                                      \
-  X(cudaMemPoolGetAttribute)                                                   \
   X(cudaMemPoolImportFromShareableHandle)                                      \
   X(cudaMemPoolImportPointer)                                                  \
   X(cudaMemPoolSetAccess)                                                      \
-  X(cudaMemPoolSetAttribute)                                                   \
-  X(cudaMemPoolTrimTo)                                                         \
-  X(cudaMemPrefetchAsync)                                                      \
-  X(cudaMemPrefetchAsync_ptsz)                                                 \
-  X(cudaMemPrefetchBatchAsync)                                                 \
-  X(cudaMemPrefetchBatchAsync_ptsz)                                            \
-  X(cudaMemRangeGetAttribute)                                                  \
-  X(cudaMemRangeGetAttributes)                                                 \
   X(cudaMemSetMemPool)                                                         \
-  X(cudaMemcpy2DArrayToArray)                                                  \
-  X(cudaMemcpy2DArrayToArray_ptds)                                             \
-  X(cudaMemcpy2DFromArray)                                                     \
-  X(cudaMemcpy2DFromArrayAsync)                                                \
-  X(cudaMemcpy2DFromArrayAsync_ptsz)                                           \
-  X(cudaMemcpy2DFromArray_ptds)                                                \
-  X(cudaMemcpy2DToArray)                                                       \
-  X(cudaMemcpy2DToArrayAsync)                                                  \
-  X(cudaMemcpy2DToArrayAsync_ptsz)                                             \
-  X(cudaMemcpy2DToArray_ptds)                                                  \
   X(cudaMemcpy3DBatchAsync)                                                    \
   X(cudaMemcpy3DBatchAsync_ptsz)                                               \
   X(cudaMemcpy3DPeer)                                                          \
   X(cudaMemcpy3DPeerAsync)                                                     \
   X(cudaMemcpy3DPeerAsync_ptsz)                                                \
   X(cudaMemcpy3DPeer_ptds)                                                     \
-  X(cudaMemcpyArrayToArray)                                                    \
-  X(cudaMemcpyArrayToArray_ptds)                                               \
   X(cudaMemcpyBatchAsync)                                                      \
   X(cudaMemcpyBatchAsync_ptsz)                                                 \
-  X(cudaMemcpyFromArray)                                                       \
-  X(cudaMemcpyFromArrayAsync)                                                  \
-  X(cudaMemcpyFromArrayAsync_ptsz)                                             \
-  X(cudaMemcpyFromArray_ptds)                                                  \
-  X(cudaMemcpyToArray)                                                         \
-  X(cudaMemcpyToArrayAsync)                                                    \
-  X(cudaMemcpyToArrayAsync_ptsz)                                               \
-  X(cudaMemcpyToArray_ptds)                                                    \
   X(cudaMipmappedArrayGetMemoryRequirements)                                   \
   X(cudaMipmappedArrayGetSparseProperties)                                     \
-  X(cudaOccupancyAvailableDynamicSMemPerBlock)                                 \
-  X(cudaOccupancyMaxActiveBlocksPerMultiprocessor)                             \
-  X(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                    \
   X(cudaOccupancyMaxActiveClusters)                                            \
   X(cudaOccupancyMaxPotentialClusterSize)                                      \
   X(cudaSetValidDevices)                                                       \
   X(cudaSignalExternalSemaphoresAsync)                                         \
   X(cudaSignalExternalSemaphoresAsync_ptsz)                                    \
-  X(cudaStreamAttachMemAsync)                                                  \
-  X(cudaStreamAttachMemAsync_ptsz)                                             \
   X(cudaStreamBeginCaptureToGraph)                                             \
   X(cudaStreamBeginCaptureToGraph_ptsz)                                        \
-  X(cudaStreamCopyAttributes)                                                  \
-  X(cudaStreamCopyAttributes_ptsz)                                             \
-  X(cudaStreamGetAttribute)                                                    \
-  X(cudaStreamGetAttribute_ptsz)                                               \
-  X(cudaStreamSetAttribute)                                                    \
-  X(cudaStreamSetAttribute_ptsz)                                               \
   X(cudaStreamUpdateCaptureDependencies)                                       \
   X(cudaStreamUpdateCaptureDependencies_ptsz)                                  \
   X(cudaThreadExchangeStreamCaptureMode)                                       \
