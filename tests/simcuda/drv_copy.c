@@ -89,6 +89,7 @@ int gp_copy_plan(const sim_copy *q, sim_where *ws, sim_where *wd,
 
 void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
                     sim_where wd) {
+  gp_counters_copy(kind, op, q->bytes);
   if (kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP)
     peer_record(q, op, ws, wd);
   else
@@ -400,6 +401,7 @@ cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream h) {
 /* ---- memset ---- */
 
 void gp_set_record(const sim_set *q, const sim_op *op, int kind) {
+  gp_counters_set(op, q->bytes);
   if (!gp_activity_on(CUPTI_ACTIVITY_KIND_MEMSET)) return;
   CUpti_ActivityMemset4 m;
   memset(&m, 0, sizeof m);

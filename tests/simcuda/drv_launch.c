@@ -60,6 +60,7 @@ int64_t gp_grid_id(void) {
 }
 
 void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t gid) {
+  gp_counters_kernel(l, op);
   CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   if (!gp_activity_on(kind)) {
     kind = CUPTI_ACTIVITY_KIND_KERNEL;
