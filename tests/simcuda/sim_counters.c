@@ -20,11 +20,13 @@ typedef struct cop {
   uint32_t warps;      /* kernels: warps per block */
   float tensor, dram;  /* kernels: their profile factors */
   uint8_t kind;
+  uint64_t maxend;     /* the latest end of this and every earlier operation */
 } cop;
 
 typedef struct history {
   cop *v;     /* GPUSIM_COUNTER_HISTORY entries, allocated at first use */
   uint64_t n; /* operations recorded so far */
+  uint64_t maxend;
 } history;
 
 static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -111,7 +113,12 @@ static void remember(int dev, const cop *c) {
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[dev];
   if (!h->v) h->v = calloc(GPUSIM_COUNTER_HISTORY, sizeof *h->v);
-  if (h->v) h->v[h->n++ % GPUSIM_COUNTER_HISTORY] = *c;
+  if (h->v) {
+    if (c->end > h->maxend) h->maxend = c->end;
+    cop *e = &h->v[h->n++ % GPUSIM_COUNTER_HISTORY];
+    *e = *c;
+    e->maxend = h->maxend;
+  }
   pthread_mutex_unlock(&counters_lock);
 }
 
@@ -174,12 +181,18 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
   ev *evs = NULL;
   size_t nev = 0;
 
+  /* Allocated before the lock (the worst case; only what is used is
+   * touched); the scan goes from the newest operation back and stops
+   * where every older one ended before t0, so that the lock, which every
+   * operation the driver runs takes, is held briefly. */
+  evs = malloc(2 * (size_t)GPUSIM_COUNTER_HISTORY * sizeof *evs);
+  if (!evs) return -1;
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[device];
   uint64_t have = h->n < GPUSIM_COUNTER_HISTORY ? h->n : GPUSIM_COUNTER_HISTORY;
-  if (have) evs = malloc(2 * have * sizeof *evs);
-  for (uint64_t i = 0; evs && i < have; i++) {
-    const cop *c = &h->v[i];
+  for (uint64_t j = 0; j < have; j++) {
+    const cop *c = &h->v[(h->n - 1 - j) % GPUSIM_COUNTER_HISTORY];
+    if (c->maxend <= t0) break;
     if (c->end <= t0 || c->start >= t1 || c->end <= c->start) continue;
     uint64_t a = c->start > t0 ? c->start : t0;
     uint64_t b = c->end < t1 ? c->end : t1;
@@ -214,7 +227,6 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
     }
   }
   pthread_mutex_unlock(&counters_lock);
-  if (have && !evs) return -1;
 
   qsort(evs, nev, sizeof *evs, ev_cmp);
   int64_t count = 0, blocks = 0, warps = 0;
