@@ -14,6 +14,7 @@
 
 #include "gp_lifecycle.h"
 #include "gp_rings.h"
+#include "gp_sampler.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
 #include "gp_signals.h"
@@ -61,6 +62,7 @@ static int start_process(void) {
   else
     gp_writer_note_degraded(gp_mono_ns(), 1,
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
+  gp_sampler_start(); /* device counters, on a thread of its own */
   gp_signals_arm(complete_for_signal);
   atexit(shutdown_atexit);
   return 0;
