@@ -150,7 +150,8 @@ struct dev {
   int based[2];   /* the first batch of samples was seen */
   unsigned long long last_ts[2]; /* NVML us of the newest sample seen */
   unsigned long long period_us[2]; /* shortest gap between samples seen */
-  uint64_t util_mark;            /* no later utilisation sample starts before */
+  uint64_t mark[2];              /* no later sample of each kind starts before */
+  uint64_t util_mark;            /* the lower of the two */
   uint64_t prev_tick;
   gp_nvmlSample_t *buf;
   unsigned cap;
@@ -468,7 +469,7 @@ static void device_setup(int d, uint64_t now) {
   }
   v->state = 1;
   v->clk = CLK_UNKNOWN;
-  v->util_mark = now;
+  v->util_mark = v->mark[0] = v->mark[1] = now;
   v->prev_tick = now;
   v->period_us[0] = v->period_us[1] = MAX_PERIOD_US;
   unsigned cap = 0;
@@ -563,8 +564,9 @@ static void utilization(int d, uint64_t now) {
     }
     v->last_ts[k] = prev;
     int64_t mark = (int64_t)(prev * 1000ull) - off - 1000000; /* 1 ms of slack */
-    if (k == 0) v->util_mark = mark > 0 ? (uint64_t)mark : 0;
+    v->mark[k] = mark > 0 ? (uint64_t)mark : 0;
   }
+  v->util_mark = v->mark[0] < v->mark[1] ? v->mark[0] : v->mark[1];
   /* Samples reported more than UTIL_LATE_NS after their start are not
    * waited for (they are dropped when they come). */
   if (now > UTIL_LATE_NS && v->util_mark < now - UTIL_LATE_NS)
@@ -674,6 +676,7 @@ static void gpm_read(int d, uint64_t now) {
     int m = G_SM_ACTIVE + i;
     double val = metrics[m].unit == GPUPHASE_UNIT_PERCENT ? x->value * 1000.0
                                                           : x->value * 1048576.0;
+    if (!(val > -9e18 && val < 9e18)) continue; /* NaN or out of range */
     sample(d, m, v->gpm_last, t, (int64_t)(val + (val >= 0 ? 0.5 : -0.5)));
   }
   v->cur = next;
