@@ -92,7 +92,24 @@ static void read_env(void) {
   clock_boottime = c && strcmp(c, "boottime") == 0;
 }
 
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* No lock of ours stays held in a forked child (see sim_counters.c). */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&cache_lock);
+}
+static void fork_after(void) {
+  pthread_mutex_unlock(&cache_lock);
+  pthread_mutex_unlock(&lock);
+}
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_arm(void) {
+  pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
 NV_API gp_nvmlReturn_t nvmlInit_v2(void) {
+  pthread_once(&fork_once, fork_arm);
   pthread_mutex_lock(&lock);
   gp_nvmlReturn_t r = GP_NVML_SUCCESS;
   if (refs == 0) {
@@ -246,7 +263,6 @@ static unsigned pct(double v) {
 
 /* Utilisation of period k (k >= 1, complete: no later operation can
  * reach into it), remembered for the last MAX_SAMPLES periods. */
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   uint64_t k;
   double gpu, mem;

@@ -108,8 +108,25 @@ static void profile_of(const char *name, float *tensor, float *dram) {
     }
 }
 
+/* A thread that reads counters (a sampler) holds these locks for a moment;
+ * a fork then must not leave them held in the child, whose next CUDA call
+ * would wait for ever. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&gp_lock);
+  pthread_mutex_lock(&counters_lock);
+}
+static void fork_after(void) {
+  pthread_mutex_unlock(&counters_lock);
+  pthread_mutex_unlock(&gp_lock);
+}
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_arm(void) {
+  pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
 static void remember(int dev, const cop *c) {
   if (dev < 0 || dev >= GPUSIM_MAX_DEVICES) return;
+  pthread_once(&fork_once, fork_arm);
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[dev];
   if (!h->v) h->v = calloc(GPUSIM_COUNTER_HISTORY, sizeof *h->v);
@@ -172,6 +189,7 @@ static double min1(double v) {
 GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
                                          struct gpusim_counters *out) {
   gp_config_load();
+  pthread_once(&fork_once, fork_arm);
   if (!out || device < 0 || device >= gp_cfg.devices || t1 <= t0) return -1;
   memset(out, 0, sizeof *out);
   const double sms = (double)gp_cfg.sms;
