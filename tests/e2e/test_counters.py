@@ -19,9 +19,10 @@ Tolerances:
     points; intervals shorter than 50 ms (the last one, cut by the exit)
     are not judged.
 """
+import subprocess
 import sys
 
-from gptest import (Fail, by_kind, check, dump, main, prog, run, traces,
+from gptest import (Fail, by_kind, check, dump, env, main, prog, run, traces,
                     workdir)
 
 PROG = "e2e-prog-counters"
@@ -198,11 +199,29 @@ def t_absent():
     check(statuses(recs, 0) == {(NVML, MISSING), (GPM, MISSING)},
           f"SAMPLER records {statuses(recs, 0)}")
     check(not by_kind(recs, "sample"), "samples without NVML")
+    why = {r["reason"] for r in by_kind(recs, "sampler")}
+    check(why == {"nvmlInit_v2: Driver Not Loaded"}, f"reasons {why}")
     w = warnings(p)
     check(len(w) == len(warnings(pref)) + 1 and any("NVML" in l for l in w),
           f"stderr: {p.stderr!r}")
     check(kind_counts(recs) == kind_counts(ref),
           f"trace differs: {kind_counts(recs)} vs {kind_counts(ref)}")
+    # NVML not on the library path at all (the simulated driver and
+    # runtime are found through the program's RUNPATH and $ORIGIN, CUPTI
+    # beside the runtime): MISSING as well, the program as before
+    d = workdir()
+    e = env(dict(BASE, GPUPHASE_OUTPUT="t.gph"))
+    e["LD_LIBRARY_PATH"] = d
+    p = subprocess.run([prog(PROG), "fixed", "3000"], cwd=d, env=e, capture_output=True,
+                       text=True, timeout=90)
+    check(p.returncode == 3, f"no NVML on the path: exit {p.returncode}: {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    check(statuses(recs, 0) == {(NVML, MISSING), (GPM, MISSING)},
+          f"no NVML on the path: SAMPLER records {statuses(recs, 0)}")
+    why = {r["reason"] for r in by_kind(recs, "sampler")}
+    check(why == {"libnvidia-ml.so.1 not found"}, f"no NVML on the path: reasons {why}")
+    check(kind_counts(recs) == kind_counts(ref),
+          f"no NVML on the path: trace differs: {kind_counts(recs)} vs {kind_counts(ref)}")
     # and the same as with NVML working
     ok, _ = record(["fixed", 3000])
     check(kind_counts(ok) == kind_counts(ref),
