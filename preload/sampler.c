@@ -170,6 +170,7 @@ static struct {
   pthread_mutex_t lock; /* stop, cond, and the queue */
   pthread_cond_t cond;
   int stop;
+  int started; /* the thread runs */
   _Atomic uint64_t want; /* described devices, from the writer */
   /* the queue */
   struct item queue[QUEUE_CAP];
@@ -215,17 +216,30 @@ static void queue_push(const struct item *it) {
   pthread_mutex_unlock(&S.lock);
 }
 
-static int item_cmp(const void *a, const void *b) {
-  const struct item *x = a, *y = b;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
+static int item_before(const struct item *x, const struct item *y) {
+  return x->start != y->start ? x->start < y->start : x->seq < y->seq;
+}
+
+/* Insertion sort, in place: the pending records come almost in order, and
+ * nothing here allocates (glibc's qsort may), so that a fork by another
+ * thread never finds this one inside an allocator that a sanitizer leaves
+ * locked in the child. */
+static void pending_sort(void) {
+  static struct item tmp;
+  for (unsigned i = 1; i < S.npending; i++) {
+    if (!item_before(&S.pending[i], &S.pending[i - 1])) continue;
+    tmp = S.pending[i];
+    unsigned j = i;
+    for (; j > 0 && item_before(&tmp, &S.pending[j - 1]); j--) S.pending[j] = S.pending[j - 1];
+    S.pending[j] = tmp;
+  }
 }
 
 /* Hands the pending records starting at or before mark to the writer, in
  * start order; those that would go back in time are dropped. */
 static void release(uint64_t mark) {
   if (!S.npending) return;
-  qsort(S.pending, S.npending, sizeof S.pending[0], item_cmp);
+  pending_sort();
   unsigned i = 0;
   for (; i < S.npending && S.pending[i].start <= mark; i++) {
     struct item *it = &S.pending[i];
@@ -247,7 +261,7 @@ static void release(uint64_t mark) {
 static void pend(const struct item *it) {
   if (S.npending == PENDING_CAP) {
     /* Full: the older half goes now, whatever comes later. */
-    qsort(S.pending, S.npending, sizeof S.pending[0], item_cmp);
+    pending_sort();
     release(S.pending[PENDING_CAP / 2].start);
   }
   if (S.npending < PENDING_CAP) {
@@ -501,10 +515,13 @@ static int64_t clock_offset(clockid_t c) {
   return off;
 }
 
-static int samp_cmp(const void *a, const void *b) {
-  unsigned long long x = ((const gp_nvmlSample_t *)a)->timeStamp,
-                     y = ((const gp_nvmlSample_t *)b)->timeStamp;
-  return x < y ? -1 : x > y;
+static void samples_sort(gp_nvmlSample_t *v, unsigned n) {
+  for (unsigned i = 1; i < n; i++) {
+    gp_nvmlSample_t t = v[i];
+    unsigned j = i;
+    for (; j > 0 && v[j - 1].timeStamp > t.timeStamp; j--) v[j] = v[j - 1];
+    v[j] = t;
+  }
 }
 
 static void utilization(int d, uint64_t now) {
@@ -523,7 +540,7 @@ static void utilization(int d, uint64_t now) {
     }
     if (n == 0) continue;
     if (n > v->cap) n = v->cap;
-    qsort(v->buf, n, sizeof *v->buf, samp_cmp);
+    samples_sort(v->buf, n);
     if (v->clk == CLK_UNKNOWN) {
       unsigned long long newest = v->buf[n - 1].timeStamp;
       v->clk = CLK_NONE;
@@ -721,6 +738,33 @@ static void finish_nvml(void) {
   nvml_tried = 0;
 }
 
+/* A reading holds tick_lock; fork takes it first (pthread_atfork), for at
+ * most FORK_WAIT_MS, so that a child never starts with NVML's own locks,
+ * or an allocator's, held by a reading that was under way in the parent.
+ * A child forked while a reading did not finish in time gets no sampler. */
+#define FORK_WAIT_MS 200
+static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_locked, fork_tainted;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_nsec += FORK_WAIT_MS * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+  fork_locked = pthread_mutex_timedlock(&tick_lock, &dl) == 0;
+}
+static void fork_parent(void) {
+  if (fork_locked) pthread_mutex_unlock(&tick_lock);
+}
+static void fork_child(void) {
+  pthread_mutex_init(&tick_lock, NULL);
+  if (!fork_locked) fork_tainted = 1;
+}
+static void fork_arm(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
@@ -728,26 +772,39 @@ static void *thread_main(void *arg) {
   uint64_t period = (uint64_t)S.period_ms * 1000000ull;
   uint64_t next = S.t_start + period;
   pthread_mutex_lock(&S.lock);
+  S.started = 1; /* the starting thread waits for this (gp_sampler_start) */
+  pthread_cond_broadcast(&S.cond);
   for (;;) {
     struct timespec dl = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
     while (!S.stop && pthread_cond_timedwait(&S.cond, &S.lock, &dl) != ETIMEDOUT)
       ;
     if (S.stop) break;
     pthread_mutex_unlock(&S.lock);
+    pthread_mutex_lock(&tick_lock);
     tick(0);
+    pthread_mutex_unlock(&tick_lock);
     uint64_t now = clock_of(CLOCK_MONOTONIC);
     next += period;
     if (next <= now) next = now + period;
     pthread_mutex_lock(&S.lock);
   }
   pthread_mutex_unlock(&S.lock);
+  pthread_mutex_lock(&tick_lock);
   tick(1); /* the last reading, up to the end of the run */
   finish_nvml();
+  pthread_mutex_unlock(&tick_lock);
   return NULL;
 }
 
 /* ---- the lifecycle's side ---- */
 void gp_sampler_start(void) {
+  pthread_once(&fork_once, fork_arm);
+  if (fork_tainted) {
+    snprintf(S.off_reason, sizeof S.off_reason,
+             "forked while the parent's sampler was in NVML");
+    atomic_store(&S.mode, 2);
+    return;
+  }
   if (!gp_cfg.nvml || !gp_cfg.sample_ms) {
     snprintf(S.off_reason, sizeof S.off_reason, "%s",
              !gp_cfg.nvml ? "turned off by GPUPHASE_NVML=0"
@@ -759,6 +816,7 @@ void gp_sampler_start(void) {
   S.gpm_ms = S.period_ms > GPM_MIN_MS ? S.period_ms : GPM_MIN_MS;
   S.t_start = clock_of(CLOCK_MONOTONIC);
   S.stop = 0;
+  S.started = 0;
   S.released = 0;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -778,6 +836,16 @@ void gp_sampler_start(void) {
     return;
   }
   S.running = 1;
+  /* Until the thread runs: its start (a sanitizer's allocations for it, say)
+   * is then over before the application goes on, and may fork. */
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_nsec += 100 * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&S.lock);
+  while (!S.started && pthread_cond_timedwait(&S.cond, &S.lock, &dl) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&S.lock);
 }
 
 /* ---- the writer's side ---- */

@@ -111,13 +111,16 @@ static void profile_of(const char *name, float *tensor, float *dram) {
 /* A thread that reads counters (a sampler) holds these locks for a moment;
  * a fork then must not leave them held in the child, whose next CUDA call
  * would wait for ever. */
+static pthread_mutex_t window_lock;
 static void fork_prepare(void) {
+  pthread_mutex_lock(&window_lock);
   pthread_mutex_lock(&gp_lock);
   pthread_mutex_lock(&counters_lock);
 }
 static void fork_after(void) {
   pthread_mutex_unlock(&counters_lock);
   pthread_mutex_unlock(&gp_lock);
+  pthread_mutex_unlock(&window_lock);
 }
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static void fork_arm(void) {
@@ -177,10 +180,35 @@ typedef struct ev {
   double tensor, dram; /* factor x SM share */
 } ev;
 
-static int ev_cmp(const void *a, const void *b) {
-  uint64_t x = ((const ev *)a)->t, y = ((const ev *)b)->t;
-  return x < y ? -1 : x > y;
+/* Heap sort by time, in place: no allocation while another thread may
+ * fork (a sanitizer's allocator left locked in the child hangs it). The
+ * order of events at one instant does not matter to the sweep. */
+static void sift(ev *v, size_t i, size_t n) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && v[c + 1].t > v[c].t) c++;
+    if (v[c].t <= v[i].t) return;
+    ev tmp = v[i];
+    v[i] = v[c];
+    v[c] = tmp;
+    i = c;
+  }
 }
+
+static void ev_sort(ev *v, size_t n) {
+  for (size_t i = n / 2; i-- > 0;) sift(v, i, n);
+  for (size_t end = n; end > 1; end--) {
+    ev tmp = v[0];
+    v[0] = v[end - 1];
+    v[end - 1] = tmp;
+    sift(v, 0, end - 1);
+  }
+}
+
+/* The events of one window: one buffer, one window at a time. */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static ev evbuf[2 * (size_t)GPUSIM_COUNTER_HISTORY];
 
 static double min1(double v) {
   return v < 1.0 ? v : 1.0;
@@ -199,12 +227,11 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
   ev *evs = NULL;
   size_t nev = 0;
 
-  /* Allocated before the lock (the worst case; only what is used is
-   * touched); the scan goes from the newest operation back and stops
-   * where every older one ended before t0, so that the lock, which every
-   * operation the driver runs takes, is held briefly. */
-  evs = malloc(2 * (size_t)GPUSIM_COUNTER_HISTORY * sizeof *evs);
-  if (!evs) return -1;
+  /* The scan goes from the newest operation back and stops where every
+   * older one ended before t0, so that the lock, which every operation
+   * the driver runs takes, is held briefly. */
+  pthread_mutex_lock(&window_lock);
+  evs = evbuf;
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[device];
   uint64_t have = h->n < GPUSIM_COUNTER_HISTORY ? h->n : GPUSIM_COUNTER_HISTORY;
@@ -246,7 +273,7 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
   }
   pthread_mutex_unlock(&counters_lock);
 
-  qsort(evs, nev, sizeof *evs, ev_cmp);
+  ev_sort(evs, nev);
   int64_t count = 0, blocks = 0, warps = 0;
   double tensor = 0, dram = 0;
   double busy = 0, active = 0, occ = 0, tens = 0, dr = 0;
@@ -272,7 +299,7 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
       if (count == 0) tensor = dram = 0; /* no rounding residue when idle */
     }
   }
-  free(evs);
+  pthread_mutex_unlock(&window_lock);
   out->gpu_util_pct = 100.0 * busy / win;
   out->sm_active_pct = 100.0 * active / win;
   out->sm_occupancy_pct = 100.0 * occ / win;
