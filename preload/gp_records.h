@@ -39,8 +39,10 @@ void gp_records_activity(const struct gp_dev_activity *a, void *ctx);
 /* CUPTI's dropped-record count so far: records the increase as LOST. */
 void gp_records_cupti_dropped(uint64_t dropped);
 
-/* A source of its own (a sampler's records). */
+/* A source of its own for a producer of timed records (the sampler). */
 uint32_t gp_records_new_source(void);
+/* Bit d: device d is described (its DEVICE record written). */
+uint64_t gp_records_devices(void);
 
 /* Events counted lost in LOST records so far. */
 uint64_t gp_records_lost(void);

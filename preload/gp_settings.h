@@ -19,6 +19,8 @@ struct gp_config {
   uint64_t step_items; /* GPUPHASE_STEP_ITEMS; 0 unset */
   int stacks;          /* GPUPHASE_STACKS: GP_STK_* of gp_stacks.h */
   int stacks_set;      /* GPUPHASE_STACKS was given */
+  unsigned sample_ms;  /* GPUPHASE_SAMPLE_MS: NVML sampling period, 0 off */
+  int nvml;            /* GPUPHASE_NVML: 0 never loads NVML */
 };
 extern struct gp_config gp_cfg;
 

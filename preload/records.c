@@ -126,6 +126,10 @@ uint32_t gp_records_new_source(void) {
   return new_source();
 }
 
+uint64_t gp_records_devices(void) {
+  return R.devices_done;
+}
+
 static uint32_t thread_source(uint32_t index) {
   if (!R.thread_source[index]) R.thread_source[index] = new_source();
   return R.thread_source[index];

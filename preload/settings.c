@@ -171,4 +171,10 @@ void gp_settings_read(void) {
   copy_env(gp_cfg.run_id, sizeof gp_cfg.run_id, "GPUPHASE_RUN_ID", "");
   gp_cfg.step_items = env_u64("GPUPHASE_STEP_ITEMS", 0);
   gp_cfg.stacks = env_stacks(&gp_cfg.stacks_set);
+  gp_cfg.sample_ms = env_uint("GPUPHASE_SAMPLE_MS", 100, 0, 60000);
+  if (gp_cfg.sample_ms > 0 && gp_cfg.sample_ms < 10) {
+    gp_warn("GPUPHASE_SAMPLE_MS=%u raised to 10", gp_cfg.sample_ms);
+    gp_cfg.sample_ms = 10;
+  }
+  gp_cfg.nvml = env_uint("GPUPHASE_NVML", 1, 0, 1);
 }

@@ -15,6 +15,7 @@
 #include "gp_lifecycle.h"
 #include "gp_pmsample.h"
 #include "gp_rings.h"
+#include "gp_sampler.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
 #include "gp_signals.h"
@@ -64,6 +65,7 @@ static int start_process(void) {
     gp_writer_note_degraded(gp_mono_ns(), 1,
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
   gp_pmsample_begin(); /* after CUPTI activity, when GPUPHASE_PM=1 */
+  gp_sampler_start(); /* device counters, on a thread of its own */
   gp_signals_arm(complete_for_signal);
   atexit(shutdown_atexit);
   return 0;

@@ -16,6 +16,7 @@
 #include "gp_records.h"
 #include "gp_stacks.h"
 #include "gp_rings.h"
+#include "gp_sampler.h"
 #include "gp_settings.h"
 #include "gp_signals.h"
 #include "gp_writer_thread.h"
@@ -86,6 +87,7 @@ static void pass(int flush) {
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_drain(b);
   gp_stacks_writer_poll();
   gp_pmsample_drain();
+  gp_sampler_poll();
   if (W.cupti_on || gp_cupti_wanted()) {
     if (flush) gp_cupti_flush_buffers(0);
     gp_cupti_consume(gp_records_activity, NULL);
@@ -108,6 +110,7 @@ static void final_pass(void) {
   }
   gp_pmsample_end(); /* after the device records, before the last flush */
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
+  gp_sampler_finish(); /* after the devices' last records are described */
   gp_stacks_writer_poll();
   write_notes();
   flush_file();
@@ -258,6 +261,7 @@ void gp_writer_child_reset(void) {
   W.degraded = 0;
   gp_records_reset();
   gp_pmsample_forget();
+  gp_sampler_reset();
   pthread_mutex_init(&W.lock, NULL);
   atomic_store(&W.stop_req, 0);
   gp_cupti_forget();

@@ -118,6 +118,93 @@ def check_truth(build, out):
         "sleeps plus any other host time")
 
 
+FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def dump(build, trace):
+    """The trace's records, as `gpuphase-report dump` prints them."""
+    r = sh([os.path.join(build, "tools", "gpuphase-report"), "dump", trace])
+    if r.returncode != 0:
+        raise RuntimeError(f"dump failed: {r.stderr.strip()}")
+    recs = []
+    for line in r.stdout.splitlines():
+        parts = line.split(None, 1)
+        if not parts:
+            continue
+        rec = {"kind": parts[0]}
+        for k, v in FIELD.findall(parts[1] if len(parts) > 1 else ""):
+            rec[k] = v[1:-1] if v.startswith('"') else (int(v) if v.lstrip("-").isdigit() else v)
+        recs.append(rec)
+    return recs
+
+
+def busy_share(merged, t0, t1):
+    return sum(max(0, min(e, t1) - max(s, t0)) for s, e in merged) / (t1 - t0)
+
+
+def check_counters(build, out):
+    """NVML GPU-Util against the device's busy time (from the trace's own
+    kernel records) and GPM SM activity against busy / SMs, on a loop of
+    one-block kernels (counters.cu), time-weighted over the samples.
+    Tolerances: GPU-Util 5 points (NVML rounds to whole percents and its
+    sample period's edges are its own); SM activity 30 % (one SM of all is
+    busy while a kernel runs, but the SM counts cycles with a warp resident
+    on its own clock)."""
+    exe = os.path.join(out, "counters")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "counters.cu"))
+    if r.returncode:
+        raise RuntimeError("nvcc counters.cu: " + r.stderr[-500:])
+    trace = os.path.join(out, "counters.gph")
+    r = sh([os.path.join(build, "tools", "gpuphase"), "run", "-q", "-o", trace, "--", exe])
+    if r.returncode != 0:
+        raise RuntimeError(f"counters failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+    truth = json.loads([l for l in r.stdout.splitlines() if l.startswith("{")][-1])
+    recs = dump(build, trace)
+    ks = sorted((k["start"], k["end"]) for k in recs if k["kind"] == "kernel" and k["device"] == 0)
+    merged = []
+    for s, e in ks:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    metrics = {m["metric"]: m for m in recs if m["kind"] == "metric" and m["device"] == 0}
+    status = {(x["source"], x["status"]): x.get("reason", "") for x in recs
+              if x["kind"] == "sampler" and x["device"] == 0}
+
+    def weighted(name, source):
+        ids = {i for i, m in metrics.items() if m["name"] == name and m["source"] == source}
+        ss = [x for x in recs if x["kind"] == "sample" and x["metric"] in ids
+              and x["end"] - x["start"] >= 50000000]
+        w = sum(x["end"] - x["start"] for x in ss)
+        if not w:
+            return None, None, 0
+        got = sum(x["value"] / metrics[x["metric"]]["scale"] * (x["end"] - x["start"])
+                  for x in ss) / w
+        exp = sum(100 * busy_share(merged, x["start"], x["end"]) * (x["end"] - x["start"])
+                  for x in ss) / w
+        return got, exp, len(ss)
+
+    verdict("counters: NVML sampling", "OK", "OK" if (1, 0) in status else str(status),
+            (1, 0) in status)
+    got, exp, n = weighted("gpu_util", 1)
+    if got is None:
+        verdict("counters: NVML GPU-Util vs busy", "samples", "none", False)
+    else:
+        verdict("counters: NVML GPU-Util vs busy (pct)", f"{exp:.1f}", f"{got:.1f}",
+                abs(got - exp) <= 5, f"{n} samples, time-weighted; tolerance 5 points",
+                f"{got - exp:+.1f}")
+    if (2, 0) not in status:
+        gs = [f"{st}: {why}" for (src, st), why in status.items() if src == 2]
+        skip("counters: GPM SM active vs busy / SMs", "GPM " + (gs[0] if gs else "absent"))
+        return
+    got, exp, n = weighted("sm_active", 2)
+    if got is None:
+        verdict("counters: GPM SM active vs busy / SMs", "samples", "none", False)
+    else:
+        row("counters: GPM SM active vs busy / SMs (pct)", round(exp / truth["sms"], 6),
+            round(got, 6), 30.0, f"{n} intervals, one block on {truth['sms']} SMs")
+
+
 def toolkit_has(header):
     """Whether the toolkit of the nvcc on PATH has HEADER (include/ or
     targets/*/include/)."""
@@ -306,7 +393,7 @@ def main():
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
-    for step in (check_truth, check_overhead, check_blas, check_pm, check_torch):
+    for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_torch):
         try:
             step(build, out)
         except Exception as e:

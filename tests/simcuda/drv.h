@@ -281,6 +281,12 @@ void gp_counters_kernel(const sim_launch *l, const sim_op *op);
 void gp_counters_copy(int cupti_kind, const sim_op *op, uint64_t bytes);
 void gp_counters_set(const sim_op *op, uint64_t bytes);
 
+/* sim_counters.c: every operation run, for the counter model (called
+ * without gp_lock). */
+void gp_counters_kernel(const sim_launch *l, const sim_op *op);
+void gp_counters_copy(int cupti_kind, const sim_op *op, uint64_t bytes);
+void gp_counters_set(const sim_op *op, uint64_t bytes);
+
 /* drv_graph.c (callers hold gp_lock) */
 CUresult gp_capture(sim_stream *s, const sim_node *n);
 void gp_capture_break(sim_stream *s);

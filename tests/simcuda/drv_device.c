@@ -80,6 +80,22 @@ static int attr_value(CUdevice_attribute a, CUdevice d) {
   return 0;
 }
 
+/* A device's PCI bus id ("00000000:BB:00.0", bus 0x18 + ordinal) and
+ * UUID ("gpusim", zeros, the ordinal in the last byte), for the driver
+ * and the simulated NVML alike. */
+GPUSIM_EXPORT int gpusim_device_ids(int dev, char *pci, size_t len,
+                                    unsigned char uuid[16]) {
+  gp_config_load();
+  if (dev < 0 || dev >= gp_cfg.devices) return -1;
+  if (pci && len) snprintf(pci, len, "00000000:%02X:00.0", 0x18 + dev);
+  if (uuid) {
+    memset(uuid, 0, 16);
+    memcpy(uuid, "gpusim", 6);
+    uuid[15] = (unsigned char)dev;
+  }
+  return 0;
+}
+
 GPUSIM_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
   DRV_ENTER(cuDriverGetVersion, driverVersion);
   if (!driverVersion) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
@@ -137,11 +153,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
   DRV_ENTER(cuDeviceGetUuid_v2, uuid, dev);
   CUresult r = dev_ok(dev);
   if (r == CUDA_SUCCESS && !uuid) r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS) {
-    memset(uuid, 0, sizeof *uuid);
-    memcpy(uuid->bytes, "gpusim", 6);
-    uuid->bytes[15] = (char)dev;
-  }
+  if (r == CUDA_SUCCESS) gpusim_device_ids(dev, NULL, 0, (unsigned char *)uuid->bytes);
   DRV_RETURN(r);
 }
 
@@ -152,7 +164,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len,
   if (r == CUDA_SUCCESS && (!pciBusId || len <= 0))
     r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS)
-    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", 0x18 + dev);
+    gpusim_device_ids(dev, pciBusId, (size_t)len, NULL);
   DRV_RETURN(r);
 }
 

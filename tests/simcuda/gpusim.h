@@ -85,6 +85,7 @@ CUfunction gpusim_function(const char *name);
 const char *gpusim_function_name(const void *maybe_function);
 unsigned long long gpusim_procaddr_count(void);
 const gpusim_cupti_ops *gpusim_cupti(void);
+int gpusim_device_ids(int dev, char *pci, size_t len, unsigned char uuid[16]);
 
 #ifdef __cplusplus
 }

@@ -20,11 +20,13 @@ typedef struct cop {
   uint32_t warps;      /* kernels: warps per block */
   float tensor, dram;  /* kernels: their profile factors */
   uint8_t kind;
+  uint64_t maxend;     /* the latest end of this and every earlier operation */
 } cop;
 
 typedef struct history {
   cop *v;     /* GPUSIM_COUNTER_HISTORY entries, allocated at first use */
   uint64_t n; /* operations recorded so far */
+  uint64_t maxend;
 } history;
 
 static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,12 +108,37 @@ static void profile_of(const char *name, float *tensor, float *dram) {
     }
 }
 
+/* A thread that reads counters (a sampler) holds these locks for a moment;
+ * a fork then must not leave them held in the child, whose next CUDA call
+ * would wait for ever. */
+static pthread_mutex_t window_lock;
+static void fork_prepare(void) {
+  pthread_mutex_lock(&window_lock);
+  pthread_mutex_lock(&gp_lock);
+  pthread_mutex_lock(&counters_lock);
+}
+static void fork_after(void) {
+  pthread_mutex_unlock(&counters_lock);
+  pthread_mutex_unlock(&gp_lock);
+  pthread_mutex_unlock(&window_lock);
+}
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_arm(void) {
+  pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
 static void remember(int dev, const cop *c) {
   if (dev < 0 || dev >= GPUSIM_MAX_DEVICES) return;
+  pthread_once(&fork_once, fork_arm);
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[dev];
   if (!h->v) h->v = calloc(GPUSIM_COUNTER_HISTORY, sizeof *h->v);
-  if (h->v) h->v[h->n++ % GPUSIM_COUNTER_HISTORY] = *c;
+  if (h->v) {
+    if (c->end > h->maxend) h->maxend = c->end;
+    cop *e = &h->v[h->n++ % GPUSIM_COUNTER_HISTORY];
+    *e = *c;
+    e->maxend = h->maxend;
+  }
   pthread_mutex_unlock(&counters_lock);
 }
 
@@ -153,10 +180,35 @@ typedef struct ev {
   double tensor, dram; /* factor x SM share */
 } ev;
 
-static int ev_cmp(const void *a, const void *b) {
-  uint64_t x = ((const ev *)a)->t, y = ((const ev *)b)->t;
-  return x < y ? -1 : x > y;
+/* Heap sort by time, in place: no allocation while another thread may
+ * fork (a sanitizer's allocator left locked in the child hangs it). The
+ * order of events at one instant does not matter to the sweep. */
+static void sift(ev *v, size_t i, size_t n) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && v[c + 1].t > v[c].t) c++;
+    if (v[c].t <= v[i].t) return;
+    ev tmp = v[i];
+    v[i] = v[c];
+    v[c] = tmp;
+    i = c;
+  }
 }
+
+static void ev_sort(ev *v, size_t n) {
+  for (size_t i = n / 2; i-- > 0;) sift(v, i, n);
+  for (size_t end = n; end > 1; end--) {
+    ev tmp = v[0];
+    v[0] = v[end - 1];
+    v[end - 1] = tmp;
+    sift(v, 0, end - 1);
+  }
+}
+
+/* The events of one window: one buffer, one window at a time. */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static ev evbuf[2 * (size_t)GPUSIM_COUNTER_HISTORY];
 
 static double min1(double v) {
   return v < 1.0 ? v : 1.0;
@@ -165,6 +217,7 @@ static double min1(double v) {
 GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
                                          struct gpusim_counters *out) {
   gp_config_load();
+  pthread_once(&fork_once, fork_arm);
   if (!out || device < 0 || device >= gp_cfg.devices || t1 <= t0) return -1;
   memset(out, 0, sizeof *out);
   const double sms = (double)gp_cfg.sms;
@@ -174,12 +227,17 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
   ev *evs = NULL;
   size_t nev = 0;
 
+  /* The scan goes from the newest operation back and stops where every
+   * older one ended before t0, so that the lock, which every operation
+   * the driver runs takes, is held briefly. */
+  pthread_mutex_lock(&window_lock);
+  evs = evbuf;
   pthread_mutex_lock(&counters_lock);
   history *h = &hist[device];
   uint64_t have = h->n < GPUSIM_COUNTER_HISTORY ? h->n : GPUSIM_COUNTER_HISTORY;
-  if (have) evs = malloc(2 * have * sizeof *evs);
-  for (uint64_t i = 0; evs && i < have; i++) {
-    const cop *c = &h->v[i];
+  for (uint64_t j = 0; j < have; j++) {
+    const cop *c = &h->v[(h->n - 1 - j) % GPUSIM_COUNTER_HISTORY];
+    if (c->maxend <= t0) break;
     if (c->end <= t0 || c->start >= t1 || c->end <= c->start) continue;
     uint64_t a = c->start > t0 ? c->start : t0;
     uint64_t b = c->end < t1 ? c->end : t1;
@@ -214,9 +272,8 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
     }
   }
   pthread_mutex_unlock(&counters_lock);
-  if (have && !evs) return -1;
 
-  qsort(evs, nev, sizeof *evs, ev_cmp);
+  ev_sort(evs, nev);
   int64_t count = 0, blocks = 0, warps = 0;
   double tensor = 0, dram = 0;
   double busy = 0, active = 0, occ = 0, tens = 0, dr = 0;
@@ -242,7 +299,7 @@ GPUSIM_EXPORT int gpusim_counters_window(int device, uint64_t t0, uint64_t t1,
       if (count == 0) tensor = dram = 0; /* no rounding residue when idle */
     }
   }
-  free(evs);
+  pthread_mutex_unlock(&window_lock);
   out->gpu_util_pct = 100.0 * busy / win;
   out->sm_active_pct = 100.0 * active / win;
   out->sm_occupancy_pct = 100.0 * occ / win;
