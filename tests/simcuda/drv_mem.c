@@ -140,6 +140,14 @@ const sim_alloc *gp_find_alloc(uintptr_t p) {
   return a ? a : containing(&pinned, p);
 }
 
+CUresult gp_dev_alloc(int d, size_t bytes, uintptr_t *out) {
+  return dev_alloc(d, bytes, out);
+}
+
+CUresult gp_dev_free(uintptr_t p) {
+  return mem_free(p);
+}
+
 void gp_device_reset_mem(int d) {
   gp_dev[d].allocs.n = 0;
   gp_dev[d].used = 0;
