@@ -211,6 +211,21 @@ static void test_bad(void) {
   CHECK_EQ(cuModuleLoadFatBinary(&m, fat), CUDA_ERROR_NO_BINARY_FOR_GPU);
   CHECK(m == NULL);
   CHECK_EQ(cuModuleUnload((CUmodule)&m), CUDA_ERROR_INVALID_HANDLE);
+  /* the errors a load gives have names */
+  static const CUresult errs[] = {
+      CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_IMAGE,
+      CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NO_BINARY_FOR_GPU,
+      CUDA_ERROR_NOT_PERMITTED};
+  static const char *const err_names[] = {
+      "CUDA_ERROR_FILE_NOT_FOUND", "CUDA_ERROR_INVALID_IMAGE",
+      "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+      "CUDA_ERROR_NOT_PERMITTED"};
+  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+    const char *s = NULL;
+    CHECK_EQ(cuGetErrorName(errs[i], &s), CUDA_SUCCESS);
+    CHECK(s && strcmp(s, err_names[i]) == 0);
+    CHECK_EQ(cuGetErrorString(errs[i], &s), CUDA_SUCCESS);
+  }
   CUmoduleLoadingMode mode = 0;
   CHECK_EQ(cuModuleGetLoadingMode(&mode), CUDA_SUCCESS);
   CHECK_EQ(mode, CU_MODULE_LAZY_LOADING);
