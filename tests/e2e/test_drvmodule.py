@@ -4,7 +4,9 @@ GPU. Expected values come from the program's source (what it launches,
 with which dims) and the simulator's timing model (tests/simcuda/README.md:
 a kernel of B blocks runs ceil(B / 132) waves of 10 us; Modules: a kernel's
 name and static shared memory come from its image, here built by nvcc from
-prog_drvmodule.cu). Skipped (exit 77) where nvcc did not build the fatbin."""
+prog_drvmodule.cu). "run" and "report" are skipped (exit 77) where nvcc
+did not build the fatbin (or the simulated driver, built without libelf,
+could not read it)."""
 import json
 import os
 import subprocess
@@ -118,6 +120,6 @@ TESTS = {"run": t_run, "report": t_report, "errors": t_errors}
 
 if __name__ == "__main__":
     if len(sys.argv) == 2 and sys.argv[1] in ("run", "report") and not FATBIN:
-        print("skipped: no nvcc to build prog_drvmodule.cu into a fatbin")
+        print("skipped: no fatbin of prog_drvmodule.cu (no nvcc, or no libelf)")
         sys.exit(77)
     sys.exit(main(TESTS))

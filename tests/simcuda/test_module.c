@@ -6,6 +6,7 @@
  *   sim_test_module DIR             also the images nvcc built from
  *                                   test_module.cu into DIR (meson)
  *   sim_test_module --no-nvcc       exits 77 (skipped): no nvcc to build them
+ *                                   (or no libelf to read them)
  *
  * Expected kernel facts come from the sources (test_module.cu, the PTX
  * below); expected durations from the model (README.md): a kernel of B
@@ -194,11 +195,18 @@ static void test_bad(void) {
   elf[18] = 62; /* EM_X86_64 */
   elf[52] = 64; /* e_ehsize */
   CHECK_EQ(cuModuleLoadData(&m, elf), CUDA_ERROR_INVALID_IMAGE);
+  /* (from a file: in memory, the driver would read as far as the header
+   * says) */
   elf[18] = 190;    /* EM_CUDA */
   elf[0x28] = 0xff; /* section headers past the end */
   elf[0x3a] = 64;
   elf[0x3c] = 3;
-  CHECK_EQ(cuModuleLoadData(&m, elf), CUDA_ERROR_INVALID_IMAGE);
+  char tmp[] = "/tmp/sim_test_module_XXXXXX";
+  int fd = mkstemp(tmp);
+  REQUIRE(fd >= 0 && write(fd, elf, sizeof elf) == (ssize_t)sizeof elf);
+  close(fd);
+  CHECK_EQ(cuModuleLoad(&m, tmp), CUDA_ERROR_INVALID_IMAGE);
+  unlink(tmp);
   /* fatbin headers: an entry that runs past the container; an empty
    * container has nothing for the device */
   unsigned char fat[16 + 64] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, 64};
@@ -329,6 +337,7 @@ static void test_nvcc(void) {
   } images[] = {
       {"test_module.cubin", true},        /* nvcc -cubin -arch=sm_90 */
       {"test_module.fatbin", true},       /* -fatbin: sm_90 ELF + zstd PTX */
+      {"test_module_zstd.fatbin", true},  /* ELF compressed too */
       {"test_module_multi.fatbin", true}, /* sm_80, sm_90 ELF; PTX */
       {"test_module_ptx.fatbin", false},  /* PTX only (compressed) */
       {"test_module.ptx", false},
@@ -402,9 +411,59 @@ static void test_proc_address(void) {
   }
 }
 
+/* Damaged images, by path (so of known length): each loads or fails with
+ * one of the load errors, never crashes (run it under ASan). */
+static void test_mutations(void) {
+  static const char *const files[] = {
+      "test_module.cubin", "test_module.fatbin", "test_module_multi.fatbin",
+      "test_module_ptx.fatbin", "test_module_zstd.fatbin"};
+  static char img[1 << 20];
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  char tmp[] = "/tmp/sim_test_module_XXXXXX";
+  int fd = mkstemp(tmp);
+  REQUIRE(fd >= 0);
+  int loaded = 0, failed = 0;
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    FILE *fp = fopen(path(files[f]), "rb");
+    REQUIRE(fp);
+    size_t n = fread(img, 1, sizeof img, fp);
+    fclose(fp);
+    for (int i = 0; i < 300; i++) {
+      static char m[1 << 20];
+      memcpy(m, img, n);
+      size_t len = n;
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      int flips = 1 + (int)(seed >> 60) % 4;
+      for (int j = 0; j < flips; j++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        /* mostly in the headers, where lengths and offsets are */
+        size_t at = (seed >> 33) % (j == 0 && n > 256 ? 256 : n);
+        m[at] = (char)(seed >> 8);
+      }
+      if (i % 10 == 9) len = (seed >> 20) % n;
+      REQUIRE(ftruncate(fd, 0) == 0 && pwrite(fd, m, len, 0) == (ssize_t)len);
+      CUmodule mod = NULL;
+      CUresult r = cuModuleLoad(&mod, tmp);
+      if (r == CUDA_SUCCESS) {
+        loaded++;
+        CHECK_EQ(cuModuleUnload(mod), CUDA_SUCCESS);
+      } else {
+        failed++;
+        CHECK(r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_INVALID_PTX ||
+              r == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+              r == CUDA_ERROR_NOT_SUPPORTED);
+      }
+    }
+  }
+  close(fd);
+  unlink(tmp);
+  CHECK(loaded > 0 && failed > 0);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--no-nvcc") == 0) {
-    printf("module images: skipped (no nvcc to build test_module.cu)\n");
+    printf("module images: skipped (no nvcc to build test_module.cu, or no "
+           "libelf to read them)\n");
     return 77;
   }
   CUmodule m;
@@ -423,6 +482,7 @@ int main(int argc, char **argv) {
   if (argc > 1) {
     snprintf(dir, sizeof dir, "%s", argv[1]);
     test_nvcc();
+    test_mutations();
   }
   CHECK_EQ(cuCtxDestroy(ctx), CUDA_SUCCESS);
   return test_result(argc > 1 ? "module (with nvcc images)" : "module");
