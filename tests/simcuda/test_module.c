@@ -13,6 +13,7 @@
  * blocks takes ceil(B / 132) waves of 10 us. */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -388,6 +389,46 @@ static void test_nvcc(void) {
   CHECK_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
 }
 
+/* Threads loading, launching from and unloading modules at once (under
+ * TSan: races; ASan: a record naming a freed function). */
+enum { LOAD_THREADS = 4, LOADS = 50 };
+static CUcontext main_ctx;
+
+static void *load_loop(void *arg) {
+  (void)arg;
+  static int fail = 1;
+  if (cuCtxSetCurrent(main_ctx) != CUDA_SUCCESS) return &fail;
+  for (int i = 0; i < LOADS; i++) {
+    CUmodule m;
+    CUfunction f;
+    if (cuModuleLoadData(&m, ptx_src) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&f, m, "ptx_one") != CUDA_SUCCESS ||
+        cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) !=
+            CUDA_SUCCESS ||
+        cuModuleUnload(m) != CUDA_SUCCESS)
+      return &fail;
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  rec_clear();
+  pthread_t t[LOAD_THREADS];
+  for (int i = 0; i < LOAD_THREADS; i++)
+    REQUIRE(pthread_create(&t[i], NULL, load_loop, NULL) == 0);
+  for (int i = 0; i < LOAD_THREADS; i++) {
+    void *res = &res;
+    REQUIRE(pthread_join(t[i], &res) == 0);
+    CHECK(res == NULL);
+  }
+  CHECK_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  rec_flush();
+  int n = rec_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  CHECK_EQ(n, LOAD_THREADS * LOADS);
+  for (int i = 0; i < n; i++)
+    CHECK(strcmp(KERNEL(i)->name, "ptx_one") == 0);
+}
+
 /* The module entry points are also reachable by cuGetProcAddress. */
 static void test_proc_address(void) {
   static const char *const names[][2] = {
@@ -479,6 +520,8 @@ int main(int argc, char **argv) {
   test_bad();
   test_library_ptx();
   test_proc_address();
+  main_ctx = ctx;
+  test_threads();
   if (argc > 1) {
     snprintf(dir, sizeof dir, "%s", argv[1]);
     test_nvcc();
