@@ -247,7 +247,8 @@ static gp_kdesc *kernel_of_sym(gp_image *im, const size_t *ksym, size_t sym) {
   return NULL;
 }
 
-/* Walks a .nv.info section: calls `f` for each attribute with a value. */
+/* Reads a .nv.info section: the module-wide one (own NULL: registers and
+ * frame size per kernel symbol) or a kernel's own (its thread limit). */
 static void nv_info(Elf_Data *d, gp_image *im, const size_t *ksym,
                     gp_kdesc *own) {
   const unsigned char *b = d->d_buf;
