@@ -92,11 +92,14 @@ typedef struct sim_event {
   size_t ncap_deps;
 } sim_event;
 
+struct sim_module;
+
 typedef struct sim_function {
   struct sim_function *next;
-  char *name;
-  /* attributes (GPUSIM_KERNEL_ATTRS, drv_occupancy.c) */
-  int regs, static_smem, max_threads;
+  char *name;             /* never freed: CUPTI records point to it */
+  struct sim_module *mod; /* loaded from a module; NULL: gpusim_function */
+  int attr[CU_FUNC_ATTRIBUTE_MAX]; /* what cuFuncGetAttribute reads */
+  CUfunc_cache cache;
 } sim_function;
 
 /* Where a pointer lives, in CUPTI's memory-kind numbering. */
@@ -124,6 +127,10 @@ typedef struct sim_launch {
   CUstream stream;
   bool pt;
   uint8_t type; /* CUpti_ActivityLaunchType */
+  /* f's name and attributes as at issue (gp_launch_bind): a module's
+   * function may be unloaded before its record is written */
+  const char *name;
+  int regs, static_shmem;
 } sim_launch;
 
 typedef struct sim_copy {
@@ -236,6 +243,7 @@ void gp_function_attrs(sim_function *f); /* sets the attributes of a new f */
 /* drv_mem.c (callers hold gp_lock) */
 sim_where gp_where(uintptr_t p);
 const sim_alloc *gp_find_alloc(uintptr_t p);
+CUresult gp_dev_free(uintptr_t p);
 void gp_device_reset_mem(int dev);
 CUresult gp_dev_alloc(int dev, size_t bytes, bool array, uintptr_t *out);
 sim_alloc *gp_find_managed(uintptr_t p);
@@ -263,6 +271,14 @@ void gp_device_reset_streams(int dev);
 uint64_t gp_launch_ns(const sim_launch *l);
 int64_t gp_grid_id(void); /* under gp_lock */
 void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t grid_id);
+void gp_function_init(sim_function *f);            /* default attributes */
+void gp_function_link(sim_function *f);            /* under gp_lock */
+void gp_function_unlink(sim_function *f);          /* under gp_lock */
+sim_function *gp_function_find(const void *p);     /* under gp_lock */
+void gp_launch_bind(sim_launch *l, const void *f); /* under gp_lock */
+
+/* drv_module.c (callers hold gp_lock) */
+void gp_device_reset_modules(int dev);
 
 /* drv_copy.c: a copy's direction and duration, decided under gp_lock,
  * then its record, emitted without it. */

@@ -286,6 +286,7 @@ GPUSIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   pthread_mutex_unlock(&gp_lock);
   gp_sleep_until(until);
   pthread_mutex_lock(&gp_lock);
+  gp_device_reset_modules(dev);
   gp_device_reset_mem(dev);
   gp_device_reset_streams(dev);
   pthread_mutex_unlock(&gp_lock);

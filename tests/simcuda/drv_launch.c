@@ -14,11 +14,12 @@ GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
   if (!name || !*name) return NULL;
   pthread_mutex_lock(&gp_lock);
   sim_function *f = functions;
-  while (f && strcmp(f->name, name) != 0)
+  while (f && (f->mod || strcmp(f->name, name) != 0))
     f = f->next;
   if (!f && (f = calloc(1, sizeof *f))) {
     if ((f->name = strdup(name))) {
-      gp_function_attrs(f);
+      gp_function_init(f);
+      gp_function_attrs(f); /* GPUSIM_KERNEL_ATTRS */
       f->next = functions;
       functions = f;
     } else {
@@ -30,15 +31,50 @@ GPUSIM_EXPORT CUfunction gpusim_function(const char *name) {
   return (CUfunction)f;
 }
 
-static sim_function *function_check(const void *p) {
+/* Defaults of a kernel whose image is not known (gpusim_function, and
+ * what a module's image does not say). */
+void gp_function_init(sim_function *f) {
+  f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+  f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
+  f->attr[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 90;
+  f->attr[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
+  f->attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = 49152;
+  f->attr[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+  f->cache = CU_FUNC_CACHE_PREFER_NONE;
+}
+
+void gp_function_link(sim_function *f) {
+  f->next = functions;
+  functions = f;
+}
+
+void gp_function_unlink(sim_function *f) {
+  for (sim_function **pp = &functions; *pp; pp = &(*pp)->next)
+    if (*pp == f) {
+      *pp = f->next;
+      return;
+    }
+}
+
+sim_function *gp_function_find(const void *p) {
   for (sim_function *f = functions; f; f = f->next)
     if ((const void *)f == p) return f;
   return NULL;
 }
 
+/* The function of handle `f` (NULL if none), with what its records
+ * need. */
+void gp_launch_bind(sim_launch *l, const void *f) {
+  const sim_function *fn = gp_function_find(f);
+  l->f = fn;
+  l->name = fn ? fn->name : NULL;
+  l->regs = fn ? fn->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] : 0;
+  l->static_shmem = fn ? fn->attr[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES] : 0;
+}
+
 GPUSIM_EXPORT const char *gpusim_function_name(const void *maybe_function) {
   pthread_mutex_lock(&gp_lock);
-  sim_function *f = function_check(maybe_function);
+  sim_function *f = gp_function_find(maybe_function);
   pthread_mutex_unlock(&gp_lock);
   return f ? f->name : NULL;
 }
@@ -70,8 +106,8 @@ void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t gid) {
   CUpti_ActivityKernel10 k;
   memset(&k, 0, sizeof k);
   k.kind = kind;
-  k.registersPerThread = (uint16_t)l->f->regs;
-  k.staticSharedMemory = (int32_t)l->f->static_smem;
+  k.registersPerThread = (uint16_t)l->regs;
+  k.staticSharedMemory = (int32_t)l->static_shmem;
   k.start = gp_ts(op->start);
   k.end = gp_ts(op->end);
   k.completed = k.end;
@@ -90,7 +126,7 @@ void gp_kernel_record(const sim_launch *l, const sim_op *op, int64_t gid) {
   k.gridId = gid;
   k.graphId = op->graph_id;
   k.graphNodeId = op->graph_node_id;
-  k.name = l->f->name;
+  k.name = l->name;
   k.launchType = l->type;
   gp_emit(&k, sizeof k);
 }
@@ -136,9 +172,14 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy,
                               unsigned gz, unsigned bx, unsigned by,
                               unsigned bz, unsigned shmem, CUstream h, bool pt,
                               uint8_t type) {
+  sim_launch l = {.grid = {gx, gy, gz},
+                  .block = {bx, by, bz},
+                  .shmem = shmem,
+                  .stream = h,
+                  .pt = pt,
+                  .type = type};
   pthread_mutex_lock(&gp_lock);
-  sim_launch l = {
-      function_check(f), {gx, gy, gz}, {bx, by, bz}, shmem, h, pt, type};
+  gp_launch_bind(&l, f);
   pthread_mutex_unlock(&gp_lock);
   return do_launch(&l);
 }

@@ -228,6 +228,10 @@ void gp_graph_mem_unmap(uintptr_t p) {
   gp_dev[a->dev].used -= a->size;
 }
 
+CUresult gp_dev_free(uintptr_t p) {
+  return mem_free(p);
+}
+
 void gp_device_reset_mem(int d) {
   gp_device_reset_arrays(d);
   gp_dev[d].allocs.n = 0;

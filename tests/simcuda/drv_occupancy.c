@@ -88,16 +88,19 @@ static void attr_load(void) {
   }
 }
 
+static int imin(int a, int b) {
+  return a < b ? a : b;
+}
+
 void gp_function_attrs(sim_function *f) {
   pthread_once(&attr_once, attr_load);
-  f->regs = 32;
-  f->static_smem = 0;
-  f->max_threads = 1024;
   for (size_t i = 0; i < attr_n; i++) {
     if (strcmp(attr_tab[i].name, f->name) == 0) {
-      f->regs = attr_tab[i].regs;
-      f->static_smem = attr_tab[i].smem;
-      f->max_threads = attr_tab[i].max_threads;
+      f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] = attr_tab[i].regs;
+      f->attr[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES] = attr_tab[i].smem;
+      f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = attr_tab[i].max_threads;
+      f->attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] =
+          DEFAULT_DYN_SMEM - imin(attr_tab[i].smem, DEFAULT_DYN_SMEM);
     }
   }
 }
@@ -108,10 +111,6 @@ static const sim_function *func_of(CUfunction h) {
   return h && gpusim_function_name(h) ? (const sim_function *)h : NULL;
 }
 
-static int imin(int a, int b) {
-  return a < b ? a : b;
-}
-
 static long round_up(long v, long unit) {
   return (v + unit - 1) / unit * unit;
 }
@@ -120,18 +119,18 @@ static long round_up(long v, long unit) {
  * memory: the least of the thread/warp, block, register and shared
  * memory limits. */
 static int occupancy(const sim_function *f, int block, size_t dyn) {
-  if (block > f->max_threads || dyn > BLOCK_SMEM) return 0;
+  if (block > f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] || dyn > BLOCK_SMEM) return 0;
   int warps = (block + 31) / 32;
   int n = imin(SM_WARPS / warps, SM_BLOCKS);
-  if (f->regs > 0) {
-    long per_warp = round_up((long)f->regs * 32, REG_UNIT);
+  if (f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] > 0) {
+    long per_warp = round_up((long)f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] * 32, REG_UNIT);
     /* a block must fit the per-block registers with its warps spread
      * over the four sub-partitions */
     if (per_warp * round_up(warps, SM_SUBPARTITIONS) > SM_REGS) return 0;
     long warps_per_sub = SM_REGS / SM_SUBPARTITIONS / per_warp;
     n = imin(n, (int)(warps_per_sub * SM_SUBPARTITIONS / warps));
   }
-  long smem = (long)f->static_smem + (long)dyn;
+  long smem = (long)f->attr[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES] + (long)dyn;
   if (smem > BLOCK_SMEM) return 0;
   long alloc = round_up(smem + SMEM_RESERVED, SMEM_UNIT);
   return imin(n, (int)(SM_SMEM / alloc));
@@ -179,7 +178,7 @@ static CUresult potential(int *min_grid, int *block, CUfunction h,
   if (!min_grid || !block || limit < 0 ||
       flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
     return CUDA_ERROR_INVALID_VALUE;
-  int max = imin(f->max_threads, 1024);
+  int max = imin(f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK], 1024);
   if (limit > 0) max = imin(max, limit);
   int best = 0, best_blocks = 0, best_threads = 0;
   for (int aligned = (max + 31) / 32 * 32; aligned > 0; aligned -= 32) {
@@ -227,8 +226,8 @@ static CUresult available_smem(size_t *out, CUfunction h, int num, int block) {
   *out = 0;
   if (occupancy(f, block, 0) < num) return CUDA_SUCCESS;
   long share = SM_SMEM / num / SMEM_UNIT * SMEM_UNIT;
-  long avail = share - SMEM_RESERVED - f->static_smem;
-  long cap = BLOCK_SMEM - f->static_smem;
+  long avail = share - SMEM_RESERVED - f->attr[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+  long cap = BLOCK_SMEM - f->attr[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
   *out = avail < 0 ? 0 : (size_t)(avail < cap ? avail : cap);
   return CUDA_SUCCESS;
 }
@@ -238,40 +237,4 @@ GPUSIM_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(
   DRV_ENTER(cuOccupancyAvailableDynamicSMemPerBlock, dynamicSmemSize, func,
             numBlocks, blockSize);
   DRV_RETURN(available_smem(dynamicSmemSize, func, numBlocks, blockSize));
-}
-
-GPUSIM_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi,
-                                                  CUfunction_attribute attrib,
-                                                  CUfunction hfunc) {
-  DRV_ENTER(cuFuncGetAttribute, pi, attrib, hfunc);
-  const sim_function *f = func_of(hfunc);
-  if (!f) DRV_RETURN(CUDA_ERROR_INVALID_HANDLE);
-  if (!pi) DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
-  switch (attrib) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-    *pi = f->max_threads;
-    break;
-  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
-    *pi = f->static_smem;
-    break;
-  case CU_FUNC_ATTRIBUTE_NUM_REGS:
-    *pi = f->regs;
-    break;
-  case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-  case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-    *pi = 90;
-    break;
-  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-    *pi = DEFAULT_DYN_SMEM - imin(f->static_smem, DEFAULT_DYN_SMEM);
-    break;
-  case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
-  case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-    *pi = attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ? -1 : 0;
-    break;
-  default:
-    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
-  }
-  DRV_RETURN(CUDA_SUCCESS);
 }

@@ -123,7 +123,6 @@ typedef struct proc {
 
 /* Occupancy, managed memory, arrays, stream and pool attributes. */
 #define GP_PROCS_SIMRT \
-    P1(cuFuncGetAttribute, 0, cuFuncGetAttribute) \
     P1(cuOccupancyMaxActiveBlocksPerMultiprocessor, 0, \
        cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     P1(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 0, \
@@ -256,6 +255,29 @@ static const proc table[] = {
     P(cuLaunchHostFunc, 0, cuLaunchHostFunc, cuLaunchHostFunc_ptsz)
     P(cuStreamAddCallback, 0, cuStreamAddCallback, cuStreamAddCallback_ptsz)
     P1(cuFuncGetName, 0, cuFuncGetName)
+    P1(cuFuncGetAttribute, 0, cuFuncGetAttribute)
+    P1(cuFuncSetAttribute, 0, cuFuncSetAttribute)
+    P1(cuFuncSetCacheConfig, 0, cuFuncSetCacheConfig)
+    P1(cuFuncGetModule, 0, cuFuncGetModule)
+    P1(cuModuleLoad, 0, cuModuleLoad)
+    P1(cuModuleLoadData, 0, cuModuleLoadData)
+    P1(cuModuleLoadDataEx, 0, cuModuleLoadDataEx)
+    P1(cuModuleLoadFatBinary, 0, cuModuleLoadFatBinary)
+    P1(cuModuleUnload, 0, cuModuleUnload)
+    P1(cuModuleGetFunction, 0, cuModuleGetFunction)
+    P1(cuModuleGetGlobal, 0, cuModuleGetGlobal_v2)
+    P1(cuModuleGetLoadingMode, 0, cuModuleGetLoadingMode)
+    P1(cuModuleGetFunctionCount, 0, cuModuleGetFunctionCount)
+    P1(cuModuleEnumerateFunctions, 0, cuModuleEnumerateFunctions)
+    P1(cuLibraryLoadData, 0, cuLibraryLoadData)
+    P1(cuLibraryLoadFromFile, 0, cuLibraryLoadFromFile)
+    P1(cuLibraryUnload, 0, cuLibraryUnload)
+    P1(cuLibraryGetKernel, 0, cuLibraryGetKernel)
+    P1(cuLibraryGetModule, 0, cuLibraryGetModule)
+    P1(cuLibraryGetKernelCount, 0, cuLibraryGetKernelCount)
+    P1(cuLibraryEnumerateKernels, 0, cuLibraryEnumerateKernels)
+    P1(cuKernelGetFunction, 0, cuKernelGetFunction)
+    P1(cuKernelGetName, 0, cuKernelGetName)
     P1(cuStreamCreate, 0, cuStreamCreate)
     P1(cuStreamCreateWithPriority, 0, cuStreamCreateWithPriority)
     P1(cuStreamDestroy, 0, cuStreamDestroy_v2)
