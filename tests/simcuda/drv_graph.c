@@ -630,11 +630,13 @@ static CUresult kernel_params(const CUDA_KERNEL_NODE_PARAMS *p, sim_launch *l) {
   uint64_t threads = (uint64_t)p->blockDimX * p->blockDimY * p->blockDimZ;
   if (blocks == 0 || threads == 0 || threads > 1024)
     return CUDA_ERROR_INVALID_VALUE;
-  *l = (sim_launch){.f = (const sim_function *)f,
-                    .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
+  *l = (sim_launch){.grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
                     .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
                     .shmem = p->sharedMemBytes,
                     .type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR};
+  pthread_mutex_lock(&gp_lock);
+  gp_launch_bind(l, f); /* the name and attributes its records carry */
+  pthread_mutex_unlock(&gp_lock);
   return CUDA_SUCCESS;
 }
 
