@@ -21,6 +21,7 @@ static const char magic[8] = {'G', 'P', 'S', 'U', 'M', 'M', 'R', 'Y'};
 
 struct io {
   int rd;
+  uint32_t ver; /* the summary version being read or written */
   FILE *w;
   const uint8_t *p, *end, *base;
   const char *bad; /* the first thing wrong, reading */
@@ -321,6 +322,7 @@ static void v_diag(struct io *io, struct gp_diag *g) {
                    &g->bad_interval};
   for (size_t i = 0; i < sizeof f / sizeof *f; i++)
     io_u64(io, f[i]);
+  if (io->ver >= 2) io_u64(io, &g->captured); /* version 1 had none: 0 */
 }
 
 static void v_proc(struct io *io, struct gp_proc_res *r) {
@@ -420,7 +422,7 @@ int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
   size_t len = 0;
   FILE *m = open_memstream(&body, &len);
   if (!m) return -1;
-  struct io io = {.rd = 0, .w = m};
+  struct io io = {.rd = 0, .ver = GP_SUMMARY_VERSION, .w = m};
   v_layout(&io);
   char *r = (char *)rule;
   io_str(&io, &r);
@@ -592,11 +594,12 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
   }
   uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
   unsigned long long fsz = ZSTD_getFrameContentSize(f + HEAD, len - HEAD);
-  if (ver != GP_SUMMARY_VERSION) {
+  if (ver < GP_SUMMARY_VERSION_OLDEST || ver > GP_SUMMARY_VERSION) {
     snprintf(err, errlen,
              "%s: summary version %llu: this gpuphase-report reads "
-             "version %u",
-             path, (unsigned long long)ver, GP_SUMMARY_VERSION);
+             "versions %u to %u",
+             path, (unsigned long long)ver, GP_SUMMARY_VERSION_OLDEST,
+             GP_SUMMARY_VERSION);
     free(f);
     return -1;
   }
@@ -620,7 +623,8 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
     free(b);
     return -1;
   }
-  struct io io = {.rd = 1, .p = b, .end = b + body, .base = b};
+  struct io io = {.rd = 1, .ver = (uint32_t)ver, .p = b, .end = b + body,
+                  .base = b};
   err[0] = 0;
   int rc = parse(&io, set, path, err, errlen);
   if (rc < 0 && io.bad)

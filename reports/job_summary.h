@@ -12,7 +12,10 @@
 #include "job.h"
 #include "report.h"
 
-#define GP_SUMMARY_VERSION 1u
+/* Version 2 added the count of launches captured into graphs; version-1
+ * summaries still read (with none). */
+#define GP_SUMMARY_VERSION 2u
+#define GP_SUMMARY_VERSION_OLDEST 1u
 
 /* Writes procs[0..n) with their job inputs in[0..n) to f; rule: the
  * communication-kernel globs the inputs were collected with (NULL: the

@@ -135,6 +135,16 @@ def t_forkjoin():
           "captured copy waits for a device record")
     t = report_text(path)
     check("captured: 4 launches" in t, "text report lacks the captured count")
+    # a summary of the trace, merged, says the same (docs/jobs.md)
+    summ = os.path.join(os.path.dirname(path), "t.gps")
+    p = subprocess.run([REPORT, "--format", "summary", "-o", summ, path],
+                       capture_output=True, text=True, timeout=60, env=env(preload=False))
+    check(p.returncode == 0, f"summary failed: {p.stderr}")
+    p = subprocess.run([REPORT, "merge", "--format", "json", summ], capture_output=True,
+                       text=True, timeout=60, env=env(preload=False))
+    check(p.returncode == 0, f"merge failed: {p.stderr}")
+    check(json.loads(p.stdout)["launches"] == j["launches"],
+          f"merged launches {json.loads(p.stdout)['launches']}, report {j['launches']}")
     peak = j["devices"][0]["utilization"]["mem_peak_bytes"]
     check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB} (two cudaMalloc)")
 
