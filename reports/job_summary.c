@@ -4,6 +4,8 @@
  * inputs. One visitor per structure lists each field once, for writing
  * and reading alike. Layout: docs/jobs.md ("Summaries"). */
 #include "job_summary.h"
+#include "callsites.h"
+#include "measured.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -325,6 +327,182 @@ static void v_diag(struct io *io, struct gp_diag *g) {
   if (io->ver >= 2) io_u64(io, &g->captured); /* version 1 had none: 0 */
 }
 
+/* A double that may be negative (-1: unknown) but must be finite. */
+static void io_f64s(struct io *io, double *v) {
+  uint64_t u;
+  memcpy(&u, v, sizeof u);
+  io_u64(io, &u);
+  memcpy(v, &u, sizeof u);
+  if (io->rd && !(*v >= -1e300 && *v <= 1e300)) {
+    *v = 0;
+    fail_at(io, "a damaged number");
+  }
+}
+
+static void v_magg(struct io *io, struct gp_magg *a) {
+  io_f64s(io, &a->wsum);
+  io_f64(io, &a->ns);
+  io_f64s(io, &a->peak);
+}
+
+/* An optional array of n aggregates (NULL: none kept). */
+static void v_magg_arr(struct io *io, struct gp_magg **v, size_t n) {
+  int has = *v != NULL;
+  io_int(io, &has);
+  if (io->bad || !has) return;
+  if (io->rd) {
+    size_t cnt = n;
+    if (io_array(io, &cnt, (void **)v, sizeof **v, 24) < 0) return;
+    if (cnt != n) return fail_at(io, "measured parts of another count");
+  } else {
+    io_size(io, &n);
+  }
+  for (size_t i = 0; i < n && !io->bad; i++)
+    v_magg(io, &(*v)[i]);
+}
+
+static void v_meas_dev(struct io *io, struct gp_meas_dev *d, size_t nsteps,
+                       size_t nphases) {
+  io_i64(io, &d->id);
+  for (int q = 0; q < GP_MQ_N && !io->bad; q++) {
+    struct gp_mq_res *x = &d->q[q];
+    io_int(io, &x->source);
+    if (io->rd && !io->bad && (x->source < 0 || x->source > 3))
+      return fail_at(io, "a counter source out of range");
+    io_u64(io, &x->samples);
+    v_magg(io, &x->total);
+    for (int b = 0; b < GP_MEAS_BUCKETS; b++)
+      v_magg(io, &x->bucket[b]);
+    v_magg_arr(io, &x->step, nsteps);
+    v_magg_arr(io, &x->phase, nphases);
+  }
+  for (int k = 0; k < 4 && !io->bad; k++) {
+    struct gp_msrc_state *st = &d->src[k];
+    io_int(io, &st->seen);
+    io_int(io, &st->ok_once);
+    io_int(io, &st->status);
+    io_str(io, &st->reason);
+    io_int(io, &st->bad);
+    io_int(io, &st->bad_status);
+    io_int(io, &st->bad_after_ok);
+  }
+  io_f64s(io, &d->energy_j);
+  int has = d->step_energy != NULL;
+  io_int(io, &has);
+  if (has && !io->bad) {
+    size_t cnt = nsteps;
+    if (io->rd) {
+      if (io_array(io, &cnt, (void **)&d->step_energy, sizeof *d->step_energy,
+                   8) < 0)
+        return;
+      if (cnt != nsteps) return fail_at(io, "measured steps of another count");
+    } else {
+      io_size(io, &cnt);
+    }
+    for (size_t i = 0; i < nsteps && !io->bad; i++)
+      io_f64s(io, &d->step_energy[i]);
+  }
+  io_int(io, &d->other_procs);
+  io_int(io, &d->other_mem);
+  io_f64(io, &d->mem_other_bytes);
+}
+
+/* Call sites (summary version 2): the rows as the report shows them,
+ * frames already resolved. */
+static void v_cs_site(struct io *io, struct gp_cs_site *t) {
+  io_str(io, &t->api);
+  if (io_array(io, &t->nframes, (void **)&t->frames, sizeof *t->frames,
+               8 * 6) < 0)
+    return;
+  for (size_t i = 0; i < t->nframes && !io->bad; i++) {
+    struct gp_cs_frame *f = &t->frames[i];
+    io_str(io, &f->function);
+    io_str(io, &f->file);
+    io_i64(io, &f->line);
+    io_str(io, &f->module);
+    io_int(io, &f->python);
+    io_int(io, &f->inlined);
+  }
+  io_size(io, &t->title);
+  if (io->rd && !io->bad && t->nframes && t->title >= t->nframes)
+    return fail_at(io, "a call site named by a frame it does not have");
+  io_int(io, &t->truncated);
+  io_u64(io, &t->count);
+  io_u64(io, &t->blocked_ns);
+  io_u64(io, &t->idle_ns);
+  v_hist(io, &t->dur);
+  io_u64(io, &t->gaps);
+  io_u64(io, &t->gap_ns);
+  io_u64(io, &t->after_ns);
+  io_u64(io, &t->launches);
+}
+
+static void v_callsites(struct io *io, struct gp_proc_res *r) {
+  int has = r->callsites != NULL;
+  io_int(io, &has);
+  if (io->bad || !has) return;
+  if (io->rd && !(r->callsites = calloc(1, sizeof *r->callsites))) {
+    io->oom = 1;
+    return fail_at(io, "out of memory");
+  }
+  struct gp_cs_res *c = r->callsites;
+  io_int(io, &c->has_stacks);
+  io_int(io, &c->frames_all);
+  uint64_t *f[] = {&c->sync_idle_ns,       &c->sync_uncaptured_ns,
+                   &c->host_wait_ns,       &c->host_wait_uncaptured_ns,
+                   &c->blocked_ns,         &c->blocked_uncaptured_ns,
+                   &c->calls_uncaptured,   &c->launches,
+                   &c->launches_uncaptured};
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    io_u64(io, f[i]);
+  io_size(io, &c->modules_read);
+  if (io_array(io, &c->n, (void **)&c->v, sizeof *c->v, 8 * 12) < 0) return;
+  for (size_t i = 0; i < c->n && !io->bad; i++)
+    v_cs_site(io, &c->v[i]);
+}
+
+/* The measured counters of a process (summary version 2), after its
+ * phases: their names are the phases'. */
+static void v_meas(struct io *io, struct gp_proc_res *r) {
+  io_u64(io, &r->meas_records);
+  int has = r->meas != NULL;
+  io_int(io, &has);
+  if (io->bad || !has) return;
+  if (io->rd && !(r->meas = calloc(1, sizeof *r->meas))) {
+    io->oom = 1;
+    return fail_at(io, "out of memory");
+  }
+  struct gp_meas_res *m = r->meas;
+  io_size(io, &m->nsteps);
+  io_size(io, &m->nphases);
+  if (io->rd && !io->bad && m->nphases != r->nphases)
+    return fail_at(io, "measured phases that are not the process's");
+  if (io->rd && !io->bad && m->nsteps > r->steps.n)
+    return fail_at(io, "measured steps that are not the process's");
+  io_u64(io, &m->t0);
+  io_u64(io, &m->bucket_ns);
+  io_size(io, &m->nbuckets);
+  if (io->rd && !io->bad && m->nbuckets > GP_MEAS_BUCKETS)
+    return fail_at(io, "too many measured time buckets");
+  io_u64(io, &m->undefined);
+  io_u64(io, &m->rejected);
+  io_u64(io, &m->late);
+  io_u64(io, &m->rejected_defs);
+  io_u64(io, &m->over_budget);
+  if (io->bad) return;
+  if (io->rd && m->nphases) {
+    if (!(m->phase_name = calloc(m->nphases, sizeof *m->phase_name))) {
+      io->oom = 1;
+      return fail_at(io, "out of memory");
+    }
+    for (size_t i = 0; i < m->nphases; i++)
+      m->phase_name[i] = r->phases[i].name;
+  }
+  if (io_array(io, &m->ndev, (void **)&m->dev, sizeof *m->dev, 8) < 0) return;
+  for (size_t i = 0; i < m->ndev && !io->bad; i++)
+    v_meas_dev(io, &m->dev[i], m->nsteps, m->nphases);
+}
+
 static void v_proc(struct io *io, struct gp_proc_res *r) {
   io_str(io, &r->file);
   io_i64(io, &r->pid);
@@ -375,6 +553,10 @@ static void v_proc(struct io *io, struct gp_proc_res *r) {
     io_name(io, &r->notes[i]);
   v_diag(io, &r->diag);
   v_steps(io, &r->steps);
+  if (io->ver >= 2) {
+    v_meas(io, r);
+    v_callsites(io, r);
+  }
 }
 
 static void v_input(struct io *io, struct gp_job_input *in) {

@@ -12,8 +12,8 @@
 #include "job.h"
 #include "report.h"
 
-/* Version 2 added the count of launches captured into graphs; version-1
- * summaries still read (with none). */
+/* Version 2 added the count of launches captured into graphs and the
+ * measured counters; version-1 summaries still read (with neither). */
 #define GP_SUMMARY_VERSION 2u
 #define GP_SUMMARY_VERSION_OLDEST 1u
 

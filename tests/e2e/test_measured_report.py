@@ -33,7 +33,18 @@ BASE = {"GPUPHASE_SAMPLE_MS": "50", "GPUSIM_API_NS": "20000",
         "GPUPHASE_PM": None, "GPUSIM_PM": None}
 
 
-def report(args, extra=None):
+def same_from_summary(path, j):
+    """--format summary of the trace, merged: the same JSON (measured
+    counters and call sites included)."""
+    summ = path + ".gps"
+    p = report_cmd(["--format", "summary", "-o", summ, path])
+    check(p.returncode == 0, f"summary: {p.stderr}")
+    p = report_cmd(["merge", "--format", "json", summ])
+    check(p.returncode == 0, f"merge: {p.stderr}")
+    check(p.stdout == j, "merge of the trace's summary differs from its report")
+
+
+def report(args, extra=None, merge=False):
     d = workdir()
     e = dict(BASE, **(extra or {}))
     e["GPUPHASE_OUTPUT"] = "t.gph"
@@ -46,6 +57,8 @@ def report(args, extra=None):
     txt = report_cmd([t[0]])
     check(txt.returncode == 0, f"text report: {txt.returncode} {txt.stderr}")
     r = json.loads(j.stdout)
+    if merge:
+        same_from_summary(t[0], j.stdout)
     return r, r["devices"][0], txt.stdout, p.stderr
 
 
@@ -65,7 +78,7 @@ def sources(m):
 
 def t_launch():
     """One-block kernels, the device busy about a quarter of the time."""
-    r, d, txt, err = report(["launch", 1000])
+    r, d, txt, err = report(["launch", 1000], merge=True)
     m = d["measured"]
     check(m is not None, "no measured object")
     check(sources(m) == {"nvml": "ok", "gpm": "ok"}, f"sources {m['sources']}")
@@ -126,7 +139,7 @@ def t_bandwidth():
 
 def t_pm():
     """PM sampling on: SM active from PM (preferred over GPM)."""
-    _, d, _, err = report(["launch", 600], {"GPUPHASE_PM": "1"})
+    _, d, _, err = report(["launch", 600], {"GPUPHASE_PM": "1"}, merge=True)
     m = d["measured"]
     check(sources(m).get("pm") == "ok", f"sources {m['sources']}")
     check(m["used"]["sm_active"] == "pm", f"sm_active from {m['used']['sm_active']}")
