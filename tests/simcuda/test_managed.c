@@ -113,8 +113,10 @@ static void test_batch(void) {
   check_prefetch(2, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, MIB, MIB_NS);
   check_prefetch(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, MIB, MIB_NS);
   check_prefetch(4, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, MIB, MIB_NS);
+  /* in stream order: each starts once the one before ended (at once when
+   * it was issued in time; a slow host, under a sanitizer, may leave a gap) */
   for (int i = 1; i < 5; i++)
-    CHECK_EQ(copy_rec(i)->start, copy_rec(i - 1)->end);
+    CHECK(copy_rec(i)->start >= copy_rec(i - 1)->end);
   /* nothing is issued when one range is bad, flags must be 0, the first
    * location index must be 0 */
   rec_clear();
