@@ -8,22 +8,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-__global__ void gp_spin(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
+#include "gp_gpu.cuh"
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                 \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+GP_SPIN_KERNEL(gp_spin)
 
 static double timed(cudaStream_t s, cudaEvent_t a, cudaEvent_t b) {
   CK(cudaEventSynchronize(b));
