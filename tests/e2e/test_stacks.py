@@ -160,9 +160,11 @@ def blocking(cls):
     return bool(cls & SYNC) or (bool(cls & (COPY | MEMSET)) and not cls & ASYNC)
 
 
-def expected(recs, mode):
+def expected(recs, mode, why=None):
     """(least, most) API records with a stack, by the rule of
-    docs/callsites.md; gaps within 20% of the idle time may go either way."""
+    docs/callsites.md; gaps within 20% of the idle time may go either way.
+    why, a list, gets a line for each call whose verdict is sure but which
+    has no stack, or has a stack that the rule rules out."""
     cls = {r["api"]: r["cls"] for r in by_kind(recs, "api_def")}
     calls = sorted(by_kind(recs, "api"), key=lambda r: (r["thread"], r["start"]))
     if mode == "off":
@@ -179,6 +181,9 @@ def expected(recs, mode):
             lo += 1
             hi += 1
             st["after_block"] = True
+            if why is not None and not r["stack"]:
+                why.append(f"thread {t} blocking call at {r['start']} "
+                           f"(api {r['api']}): no stack")
         elif mode == "sampled" and c & (LAUNCH | COPY | MEMSET):
             sure = st["after_block"] or st["end"] is None
             maybe = sure
@@ -193,6 +198,12 @@ def expected(recs, mode):
             lo += sure
             hi += maybe
             st["after_block"] = False
+            if why is not None and (sure and not r["stack"] or
+                                    not maybe and r["stack"]):
+                gap = r["start"] - st["end"] if st["end"] is not None else None
+                why.append(f"thread {t} call at {r['start']} (api {r['api']}, "
+                           f"launch {st['launches']}, gap {gap} ns): "
+                           f"{'no stack' if sure else 'a stack'}")
         st["end"] = r["end"]
     return lo, hi
 
@@ -202,9 +213,10 @@ def t_counts():
     for mode in ["off", "sync", "sampled", "all", None]:
         recs = record("main", mode)[0]
         got = sum(1 for r in by_kind(recs, "api") if r["stack"])
-        lo, hi = expected(recs, mode or "sampled")
+        why = []
+        lo, hi = expected(recs, mode or "sampled", why)
         check(lo <= got <= hi, f"GPUPHASE_STACKS={mode}: {got} calls with a "
-              f"stack, expected {lo}..{hi}")
+              f"stack, expected {lo}..{hi}; " + "; ".join(why[:5]))
         Tree(recs)
         if mode == "off":
             check(not by_kind(recs, "frame") and not by_kind(recs, "module"),
