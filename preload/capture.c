@@ -2,7 +2,8 @@
  * BeginCapture puts its stream in a capture; an event recorded on a
  * stream in a capture carries it to every stream that then waits on it
  * (fork); EndCapture on the stream that began it ends the capture for
- * all. Calls issued to a stream in a capture ran nothing: their records
+ * all, and so does destroying that stream (destroying a joined stream
+ * takes it out of the capture). Calls issued to a stream in a capture ran nothing: their records
  * get GPUPHASE_OP_CAPTURED. The tables are bounded: a capture beyond
  * them is not followed (one line on stderr). Writer thread only. Calls
  * of one thread are seen in order; a capture begun on one thread and fed
@@ -16,7 +17,7 @@
 #include "gp_apitab.h"
 #include "gpuphase/trace_records.h"
 
-enum { ROLE_NONE = 1, ROLE_BEGIN, ROLE_END, ROLE_RECORD, ROLE_WAIT };
+enum { ROLE_NONE = 1, ROLE_BEGIN, ROLE_END, ROLE_RECORD, ROLE_WAIT, ROLE_DESTROY };
 #define ROLE_PT 0x80 /* a _ptsz entry point: stream 0 is per-thread */
 
 #define MAX_STREAMS 256
@@ -59,6 +60,8 @@ static int role_of_name(const char *n) {
       !strcmp(n, "cudaStreamWaitEvent_ptsz") ||
       !strcmp(n, "cuStreamWaitEvent") || !strcmp(n, "cuStreamWaitEvent_ptsz"))
     return ROLE_WAIT | pt;
+  if (!strcmp(n, "cudaStreamDestroy") || !strcmp(n, "cuStreamDestroy_v2"))
+    return ROLE_DESTROY;
   return ROLE_NONE | pt;
 }
 
@@ -149,6 +152,19 @@ uint32_t gp_capture_note(uint32_t id, uint32_t thread, uint64_t stream,
   case ROLE_END:
     /* whatever the result, the capture ends when its origin ends it */
     if (s && s->origin) end_capture(s->capture);
+    return 0;
+  case ROLE_DESTROY:
+    /* a destroyed stream leaves its capture, and the capture ends with the
+     * stream that began it (nothing can end it after): a new stream that
+     * gets the same handle is not in it */
+    if (s && ret == 0) {
+      if (s->origin) {
+        end_capture(s->capture);
+      } else {
+        s->capture = 0;
+        gp_capture_streams--;
+      }
+    }
     return 0;
   case ROLE_RECORD: {
     struct cevent *e = event(aux);

@@ -191,5 +191,43 @@ def t_explicit():
     check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB}")
 
 
+def t_abandon():
+    """Captures abandoned by destroying a stream (prog_capture_abandon.c):
+    the new streams that get the destroyed streams' handles are not in a
+    capture; only the calls issued while capturing are marked, and every
+    other launch has its kernel, timed as the model says."""
+    recs, path, said = run_both("capture_abandon")
+    # the simulator hands a destroyed stream's handle to the next stream
+    # (tests/simcuda/README.md): both new streams reuse one
+    check(said == {"reused_origin": "1", "reused_joined": "1", "end": "901",
+                   "graph": "0", "status": "ok"}, f"program said {said}")
+    calls = calls_of(recs)
+    by_fn = {}
+    for c in sorted(calls, key=lambda c: c["start"]):
+        by_fn.setdefault(c["fn"], []).append(c)
+    marked = sorted(c["fn"] for c in calls if c["flags"] & OP_CAPTURED)
+    check(marked == ["cudaEventRecord", "cudaLaunchKernel", "cudaStreamWaitEvent"],
+          f"calls marked captured: {marked}")
+    destroys = by_fn.get("cudaStreamDestroy", [])
+    check(len(destroys) == 5 and all(d["ret"] == 0 and not d["flags"] for d in destroys),
+          f"stream destroys recorded: {destroys}")
+    launches = by_fn["cudaLaunchKernel"]
+    check(len(launches) == 7, f"{len(launches)} launches")
+    check(launches[0]["flags"] & OP_CAPTURED, "the launch into the capture not marked")
+    kernels = {r["corr"]: r for r in by_kind(recs, "kernel")}
+    want = [None] + [kernel_ns(132)] * 3 + [kernel_ns(264)] * 2 + [kernel_ns(396)]
+    for i, (c, ns) in enumerate(zip(launches, want)):
+        k = kernels.get(c["corr"])
+        if ns is None:
+            check(k is None, "the captured launch ran a kernel")
+            continue
+        check(not c["flags"], f"launch {i} (after the capture was abandoned) marked captured")
+        check(k is not None, f"launch {i} has no kernel")
+        check(k["end"] - k["start"] == ns, f"launch {i}: {k['end'] - k['start']} ns, want {ns}")
+    check(len(kernels) == 6, f"{len(kernels)} kernels, want 6")
+    j = report_json(path)
+    check(j["launches"]["captured"] == 1, f"launches.captured {j['launches']}")
+
+
 if __name__ == "__main__":
-    sys.exit(main({"forkjoin": t_forkjoin, "explicit": t_explicit}))
+    sys.exit(main({"forkjoin": t_forkjoin, "explicit": t_explicit, "abandon": t_abandon}))

@@ -14,6 +14,14 @@ static __thread sim_stream *pt_streams[GPUSIM_MAX_DEVICES];
 static pthread_key_t pt_key;
 static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
 
+/* Destroyed streams' memory, handed out again last-in first-out (under
+ * gp_lock): a new stream gets the handle of the stream destroyed last, as
+ * a real driver's allocator may, so the handle alone never tells two
+ * streams apart. At most FREE_MAX are kept. */
+#define FREE_MAX 64
+static sim_stream *free_streams[FREE_MAX];
+static int nfree;
+
 static uint64_t max64(uint64_t a, uint64_t b) {
   return a > b ? a : b;
 }
@@ -34,7 +42,10 @@ static void retire(sim_stream *s) {
   if (blocking(s))
     dev->retired_blocking = max64(dev->retired_blocking, s->tail);
   gp_capture_drop(s);
-  free(s);
+  if (nfree < FREE_MAX)
+    free_streams[nfree++] = s;
+  else
+    free(s);
 }
 
 static void pt_exit(void *unused) {
@@ -52,8 +63,9 @@ static void pt_key_create(void) {
 }
 
 static sim_stream *new_stream(int dev, int kind, unsigned flags, int prio) {
-  sim_stream *s = calloc(1, sizeof *s);
+  sim_stream *s = nfree ? free_streams[--nfree] : malloc(sizeof *s);
   if (!s) return NULL;
+  *s = (sim_stream){0};
   s->dev = dev;
   s->kind = kind;
   s->flags = flags;
