@@ -62,6 +62,20 @@ def report(args, extra=None, merge=False):
     return r, r["devices"][0], txt.stdout, p.stderr
 
 
+def busy_run(args, extra, least):
+    """report() of a loop meant to keep the device busy at least `least`
+    percent of the time (from its own kernel records): on a loaded machine
+    the host can be descheduled between launches and leave the device idle,
+    which says nothing of gpuphase, so such a run is made again (3 tries)."""
+    for attempt in range(3):
+        r, d, txt, err = report(args, extra)
+        busy = d["measured"]["device_busy_pct"]
+        if busy >= least:
+            return r, d, txt, err
+    check(False, f"busy {busy}% in 3 runs: the loop should keep the device busy "
+          f"at least {least}%")
+
+
 def near(got, want, rel, what):
     check(got is not None, f"{what}: not measured")
     check(abs(got - want) <= rel * want + 0.011,
@@ -101,10 +115,9 @@ def t_launch():
 
 def t_saturated():
     """One-block kernels back to back: nvidia-smi high, SMs nearly idle."""
-    r, d, txt, _ = report(["launch", 800], {"GPUSIM_API_NS": "1000"})
+    r, d, txt, _ = busy_run(["launch", 800], {"GPUSIM_API_NS": "1000"}, 80)
     m = d["measured"]
     busy = m["device_busy_pct"]
-    check(busy >= 80, f"busy {busy}%: the loop should keep the device busy")
     check(abs(m["nvml_gpu_util_pct"] - busy) <= 4,
           f"GPU-Util {m['nvml_gpu_util_pct']} vs busy {busy}")
     near(m["sm_active_pct"], busy / SMS, 0.12, "SM active")
@@ -125,12 +138,11 @@ def t_tensor():
 
 def t_bandwidth():
     """Full-grid memory-bound kernels (DRAM 0.9, no tensor) back to back."""
-    r, d, txt, _ = report(["tensor", 800],
-                          {"GPUSIM_KERNEL_PROFILE": "gemm*:dram=0.9",
-                           "GPUSIM_API_NS": "1000"})
+    r, d, txt, _ = busy_run(["tensor", 800],
+                            {"GPUSIM_KERNEL_PROFILE": "gemm*:dram=0.9",
+                             "GPUSIM_API_NS": "1000"}, 70)
     m = d["measured"]
     busy = m["device_busy_pct"]
-    check(busy >= 70, f"busy {busy}%")
     near(m["dram_bw_pct"], 0.9 * busy, 0.12, "DRAM bandwidth")
     check(m["tensor_active_pct"] == 0, f"tensor {m['tensor_active_pct']}")
     check("measured_memory_bound" in rules(r), f"findings {rules(r)}")
