@@ -69,6 +69,15 @@ def t_run():
               f"copy {c} issued by {a}")
     launches = [c for c in calls if c["fn"].startswith("cuLaunchKernel")]
     check(len(launches) == LAUNCHES + 1, f"launch calls {launches}")
+    # the module's load and unload are calls of their own, before the first
+    # launch and after the last
+    loads = [c for c in calls if c["fn"] == "cuModuleLoad"]
+    unloads = [c for c in calls if c["fn"] == "cuModuleUnload"]
+    check(len(loads) == 1 and loads[0]["ret"] == 0, f"cuModuleLoad records {loads}")
+    check(len(unloads) == 1 and unloads[0]["ret"] == 0, f"cuModuleUnload records {unloads}")
+    check(loads[0]["end"] <= min(c["start"] for c in launches) and
+          unloads[0]["start"] >= max(c["end"] for c in launches),
+          "module load/unload not around the launches")
 
 
 def t_report():
@@ -103,8 +112,8 @@ def t_errors():
     bad = os.path.join(d, "not-a-module.fatbin")
     with open(bad, "w") as f:
         f.write("this is no module\n")
-    for path, err in ((os.path.join(d, "missing.fatbin"), "CUDA_ERROR_FILE_NOT_FOUND"),
-                      (bad, "CUDA_ERROR_INVALID_IMAGE")):
+    for path, err, code in ((os.path.join(d, "missing.fatbin"), "CUDA_ERROR_FILE_NOT_FOUND", 301),
+                            (bad, "CUDA_ERROR_INVALID_IMAGE", 200)):
         p, d1 = both([prog("e2e-prog-drvmodule"), path])
         check(p.returncode == 1 and p.stdout == "", f"{err}: {p.returncode} {p.stdout!r}")
         check(f"cuModuleLoad(&mod, argv[1]) failed: {err}" in p.stderr,
@@ -114,6 +123,8 @@ def t_errors():
         recs, _ = dump(files[0])
         fns = [c["fn"] for c in api_calls(recs)]
         check("cuInit" in fns and not by_kind(recs, "kernel"), f"{err}: calls {fns}")
+        loads = [c["ret"] for c in api_calls(recs) if c["fn"] == "cuModuleLoad"]
+        check(loads == [code], f"{err}: cuModuleLoad recorded with {loads}, want [{code}]")
 
 
 TESTS = {"run": t_run, "report": t_report, "errors": t_errors}
