@@ -344,9 +344,9 @@ void gp_emit_sync(CUpti_ActivitySynchronizationType type, uint64_t start,
                    CUPTI_DRIVER_TRACE_CBID_##fn, #fn, NULL, NULL)
 #define DRV_RETURN(expr)                                                       \
   do {                                                                         \
-    CUresult r_ = (expr);                                                      \
-    gpusim_api_exit(&fr_, &r_);                                                \
-    return r_;                                                                 \
+    CUresult drv_ret_ = (expr); /* a name no caller's expression uses */       \
+    gpusim_api_exit(&fr_, &drv_ret_);                                          \
+    return drv_ret_;                                                           \
   } while (0)
 
 #endif
