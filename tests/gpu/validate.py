@@ -345,6 +345,144 @@ def check_pm(build, out):
             "a clock offset would put one-block or idle readings inside the span")
 
 
+SOURCES = {2: "gpm", 3: "pm"}
+# Each measured-counter check runs its program twice: once as it is (NVML
+# and GPM sample, by default) and once with GPUPHASE_PM=1 (PM sampling
+# too), and judges each source on its own run, so that neither depends on
+# the two sharing the device's counters.
+COUNTER_RUNS = ((2, None), (3, {"GPUPHASE_PM": "1"}))
+
+
+def sampler_state(recs, source):
+    """How SOURCE fared on device 0, from its SAMPLER records: None when it
+    sampled (OK; samples lost at times do not count against it), else
+    (status, reason) of its first other record, or (-1, "no SAMPLER
+    record")."""
+    mine = [x for x in recs if x["kind"] == "sampler" and x["source"] == source
+            and x["device"] == 0]
+    bad = [x for x in mine if x["status"] not in (0, 6)]
+    if bad:
+        return bad[0]["status"], str(bad[0].get("reason", ""))
+    if any(x["status"] == 0 for x in mine):
+        return None
+    return -1, "no SAMPLER record"
+
+
+def judged_source(check, recs, source):
+    """True when SOURCE sampled device 0; else adds the row for CHECK and
+    returns False: a skip with the reason where the source is absent or the
+    device refused it (missing: no NVML, no CUPTI; denied: a container,
+    profiling restricted to administrators; busy: another profiler;
+    unsupported: GPM before Hopper, MIG), a FAIL where it failed or wrote
+    no SAMPLER record (counters.md: every source of every device used gets
+    one)."""
+    st = sampler_state(recs, source)
+    if st is None:
+        return True
+    what = PM_STATES.get(st[0], "no record")
+    if st[0] in (1, 2, 3, 4):
+        skip(check, f"{SOURCES[source]} {what}: {st[1][:70]}")
+    else:
+        verdict(check, "samples", f"{SOURCES[source]} {what}", False, st[1][:70])
+    return False
+
+
+def kernel_span(recs, keep):
+    """(first start, last end) of device 0's kernels for which keep(kernel)
+    holds, or None."""
+    ks = [k for k in recs if k["kind"] == "kernel" and k["device"] == 0 and keep(k)]
+    return (min(k["start"] for k in ks), max(k["end"] for k in ks)) if ks else None
+
+
+def span_mean(recs, source, name, span):
+    """Time-weighted mean of metric NAME from SOURCE on device 0 over its
+    interval samples that lie wholly inside SPAN, and how many there were
+    ((None, 0) without one)."""
+    scale = {m["metric"]: m["scale"] for m in recs if m["kind"] == "metric"
+             and m["source"] == source and m["device"] == 0 and m["name"] == name}
+    lo, hi = span
+    ss = [(x["end"] - x["start"], x["value"] / scale[x["metric"]]) for x in recs
+          if x["kind"] == "sample" and x["metric"] in scale and lo <= x["start"] < x["end"] <= hi]
+    t = sum(d for d, _ in ss)
+    return (sum(d * v for d, v in ss) / t if t else None), len(ss)
+
+
+def counter_run(build, out, name, exe, source, env):
+    """The program's JSON and the trace's records, for one of COUNTER_RUNS."""
+    tag = f"{name}-{SOURCES[source]}"
+    truth, _ = profiled(build, out, tag, [exe], dict(os.environ, **env) if env else None)
+    return truth, dump(build, os.path.join(out, tag + ".gph"))
+
+
+def spin_row(recs, source, check, name, kernel, kernels):
+    """The contrast row: metric NAME of SOURCE over the span of the spin
+    kernels KERNEL (full grids spinning on %globaltimer: no memory traffic,
+    no tensor instruction) at most 1 %, the counter's rounding; SM activity
+    over the same span in the note, to show the SMs were busy."""
+    span = kernel_span(recs, lambda k: kernel in k["name"])
+    got, n = span_mean(recs, source, name, span) if span else (None, 0)
+    sm, _ = span_mean(recs, source, "sm_active", span) if span else (None, 0)
+    verdict(check, "<= 1.0", "no samples" if got is None else f"{got:.1f}",
+            got is not None and got <= 1.0,
+            f"{n} samples; {kernels} full-grid spin kernels"
+            + (f", SM active {sm:.1f}" if sm is not None else "")
+            + ("" if span else "; none recorded"))
+
+
+def check_dram(build, out):
+    """Measured DRAM bandwidth (dram_bw, % of peak) over a copy loop
+    (copy.cu) against the bandwidth the copy achieved, as a share of the
+    device's peak: achieved = 2 x buffer bytes per copy (each byte read
+    once and written once; the buffers are far beyond the L2) over the
+    loop's time from CUDA events; peak = 2 (double data rate) x the memory
+    clock attribute x the bus width. Samples wholly inside the copies' span
+    (from the kernel records) only. Expected high (>= 50 %: a copy with
+    every SM full runs HBM at well over 80 % of peak) and within 10 points
+    of achieved / peak: the counter counts the same bytes over the same
+    time (the launch gaps are in both), so what is left is the peak it
+    divides by (GPM: "of the theoretical maximum", which NVIDIA quotes a
+    few % below the clocks' figure, 4.8 against 4.9 TB/s on H200; PM's
+    dram__throughput: the busiest DRAM unit's share of its per-cycle peak
+    at the clock it ran at). And a contrast, so that another metric read
+    as DRAM (SM active, say, also high in the copy) fails: over the same
+    run's spin period before the copies (full-grid kernels that touch no
+    memory) DRAM reads <= 1 % while SM activity is high."""
+    exe = os.path.join(out, "copy")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "copy.cu"))
+    if r.returncode:
+        raise RuntimeError("nvcc copy.cu: " + r.stderr[-500:])
+    for source, env in COUNTER_RUNS:
+        check = f"DRAM % ({SOURCES[source]}) on a copy vs achieved / peak"
+        try:
+            truth, recs = counter_run(build, out, "copy", exe, source, env)
+        except Exception as e:
+            verdict(check, "runs", "error", False, str(e)[:100])
+            continue
+        if not judged_source(check, recs, source):
+            continue
+        peak = 2 * truth["mem_clock_khz"] * 1e3 * truth["bus_bits"] / 8  # bytes/s
+        if peak <= 0 or truth["loop_ns"] <= 0:
+            verdict(check, "a peak and a time", "none", False,
+                    f"memory clock {truth['mem_clock_khz']} kHz, bus {truth['bus_bits']} bits, "
+                    f"loop {truth['loop_ns']} ns")
+            continue
+        achieved = truth["bytes_moved"] / truth["loop_ns"] * 1e9
+        exp = 100 * achieved / peak
+        span = kernel_span(recs, lambda k: "gp_copy_loop" in k["name"])
+        got, n = span_mean(recs, source, "dram_bw", span) if span else (None, 0)
+        if got is None:
+            verdict(check, f"{exp:.1f}", "no samples", False,
+                    "no copy kernel recorded" if span is None
+                    else "none inside the copies' span: sample clock?")
+            continue
+        verdict(check, f"{exp:.1f} (>= 50)", f"{got:.1f}",
+                got >= 50.0 and abs(got - exp) <= 10.0,
+                f"{n} samples; {achieved / 1e12:.2f} of {peak / 1e12:.2f} TB/s; 10 points",
+                f"{got - exp:+.1f}")
+        spin_row(recs, source, f"DRAM % ({SOURCES[source]}) while spinning, same run",
+                 "dram_bw", "gp_copy_spin", truth["spin_kernels"])
+
+
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
@@ -393,7 +531,8 @@ def main():
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
-    for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_torch):
+    for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_dram,
+                 check_torch):
         try:
             step(build, out)
         except Exception as e:
