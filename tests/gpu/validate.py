@@ -483,6 +483,72 @@ def check_dram(build, out):
                  "dram_bw", "gp_copy_spin", truth["spin_kernels"])
 
 
+# Dense fp16 tensor FLOPs per SM per clock (fp32 accumulation), by compute
+# capability: A100 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048; H100 989 TFLOP/s
+# = 132 x 1.83 GHz x 4096. Parts of the same capability with slower tensor
+# cores (H20, say) have a lower peak: the bound below is then lower than it
+# could be, never higher. Others: no bound, only the floor.
+TENSOR_FLOPS_PER_SM_CLOCK = {80: 2048, 90: 4096}
+
+
+def check_tensor(build, out):
+    """Measured tensor-pipe activity (tensor_active) on fp16 cuBLAS GEMMs
+    against a spin period of the same run (tensor.cu): the two spans from
+    the kernel records (the spin period's full-grid kernels; the kernels
+    after them, the GEMMs), samples wholly inside each. A tensor
+    pipe active in a cycle does at most its peak FLOPs in it, so the active
+    share is at least achieved / peak FLOP/s (achieved: 2 n^3 per GEMM over
+    the loop's CUDA-event time; peak: SMs x the table's FLOPs x the peak SM
+    clock, which a GEMM under its power cap does not exceed). Expected
+    during the GEMMs: >= 0.9 of that bound (room for the samples' span
+    against the events') and >= 10 % in any case (well above zero); while
+    spinning: <= 1 % (no tensor instruction runs; the counter's rounding),
+    while every SM is busy, so that another metric read as tensor activity
+    (SM active, say, also high in the GEMMs) fails."""
+    if not toolkit_has("cublas_v2.h"):
+        skip("tensor % on cuBLAS GEMMs",
+             "not installed: no cublas_v2.h in the toolkit of the nvcc on PATH")
+        return
+    exe = os.path.join(out, "tensor")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "tensor.cu"), "-lcublas")
+    if r.returncode:
+        raise RuntimeError("nvcc tensor.cu: " + r.stderr[-500:])
+    for source, env in COUNTER_RUNS:
+        label = SOURCES[source]
+        check = f"tensor % ({label}) during fp16 GEMMs"
+        try:
+            truth, recs = counter_run(build, out, "tensor", exe, source, env)
+        except Exception as e:
+            verdict(check, "runs", "error", False, str(e)[:100])
+            continue
+        if not judged_source(check, recs, source):
+            continue
+        spin = kernel_span(recs, lambda k: "gp_tc_spin" in k["name"])
+        gemm = kernel_span(recs, lambda k: spin is not None and k["start"] >= spin[1])
+        if spin is None or gemm is None:
+            verdict(check, "kernels", "none", False,
+                    "no spin kernel recorded" if spin is None else "no kernel after the spin period")
+            continue
+        rate = TENSOR_FLOPS_PER_SM_CLOCK.get(truth["cc"])
+        achieved = truth["flops"] / truth["loop_ns"] * 1e9 if truth["loop_ns"] > 0 else 0
+        peak = truth["sms"] * rate * truth["clock_khz"] * 1e3 if rate else 0
+        bound = 100 * achieved / peak if peak else None
+        floor = max(10.0, 0.9 * bound) if bound is not None else 10.0
+        got, n = span_mean(recs, source, "tensor_active", gemm)
+        how = (f"{achieved / 1e12:.0f} of {peak / 1e12:.0f} TFLOP/s: active >= {bound:.1f}"
+               if bound is not None else
+               f"{achieved / 1e12:.0f} TFLOP/s; no tensor peak for sm_{truth['cc']}"
+               f" at {truth['clock_khz']} kHz")
+        if got is None:
+            verdict(check, f">= {floor:.1f}", "no samples", False,
+                    "none inside the GEMMs' span: sample clock?")
+        else:
+            verdict(check, f">= {floor:.1f}", f"{got:.1f}", got >= floor,
+                    f"{n} samples; {truth['gemms']} GEMMs of {truth['n']}^3; {how}")
+        spin_row(recs, source, f"tensor % ({label}) while spinning, same run",
+                 "tensor_active", "gp_tc_spin", truth["spin_kernels"])
+
+
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
@@ -532,7 +598,7 @@ def main():
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
     for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_dram,
-                 check_torch):
+                 check_tensor, check_torch):
         try:
             step(build, out)
         except Exception as e:
