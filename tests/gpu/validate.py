@@ -407,6 +407,16 @@ def span_mean(recs, source, name, span):
     return (sum(d * v for d, v in ss) / t if t else None), len(ss)
 
 
+def instant_mean(recs, source, name, span):
+    """Plain mean of the instant readings (start == end) of metric NAME from
+    SOURCE on device 0 inside SPAN, or None."""
+    scale = {m["metric"]: m["scale"] for m in recs if m["kind"] == "metric"
+             and m["source"] == source and m["device"] == 0 and m["name"] == name}
+    vs = [x["value"] / scale[x["metric"]] for x in recs if x["kind"] == "sample"
+          and x["metric"] in scale and x["start"] == x["end"] and span[0] <= x["start"] <= span[1]]
+    return sum(vs) / len(vs) if vs else None
+
+
 def counter_run(build, out, name, exe, source, env):
     """The program's JSON and the trace's records, for one of COUNTER_RUNS."""
     tag = f"{name}-{SOURCES[source]}"
@@ -440,10 +450,10 @@ def check_dram(build, out):
     every SM full runs HBM at well over 80 % of peak) and within 10 points
     of achieved / peak: the counter counts the same bytes over the same
     time (the launch gaps are in both), so what is left is the peak it
-    divides by (GPM: "of the theoretical maximum", which NVIDIA quotes a
-    few % below the clocks' figure, 4.8 against 4.9 TB/s on H200; PM's
+    divides by (GPM: "of the theoretical maximum", NVML's own figure; PM's
     dram__throughput: the busiest DRAM unit's share of its per-cycle peak
-    at the clock it ran at). And a contrast, so that another metric read
+    at the clock it ran at), neither of which need be the attributes' to
+    the last percent. And a contrast, so that another metric read
     as DRAM (SM active, say, also high in the copy) fails: over the same
     run's spin period before the copies (full-grid kernels that touch no
     memory) DRAM reads <= 1 % while SM activity is high."""
@@ -475,9 +485,14 @@ def check_dram(build, out):
                     "no copy kernel recorded" if span is None
                     else "none inside the copies' span: sample clock?")
             continue
+        # NVML's memory clock over the copies, beside the attribute's, for
+        # whoever reads a FAIL (not judged)
+        clk = instant_mean(recs, 1, "mem_clock", span)
         verdict(check, f"{exp:.1f} (>= 50)", f"{got:.1f}",
                 got >= 50.0 and abs(got - exp) <= 10.0,
-                f"{n} samples; {achieved / 1e12:.2f} of {peak / 1e12:.2f} TB/s; 10 points",
+                f"{n} samples; {achieved / 1e12:.2f} of {peak / 1e12:.2f} TB/s; 10 points"
+                + (f"; memory clock {clk:.0f} MHz (nvml), {truth['mem_clock_khz'] / 1e3:.0f}"
+                   " (attribute)" if clk is not None else ""),
                 f"{got - exp:+.1f}")
         spin_row(recs, source, f"DRAM % ({SOURCES[source]}) while spinning, same run",
                  "dram_bw", "gp_copy_spin", truth["spin_kernels"])
