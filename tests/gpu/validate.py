@@ -282,7 +282,7 @@ def dump(build, trace):
 
 
 PM_STATES = {1: "missing", 2: "denied", 3: "busy", 4: "unsupported", 5: "failed",
-             6: "overflow"}
+             6: "overflow", 7: "off"}
 
 
 def check_pm(build, out):
@@ -373,14 +373,15 @@ def judged_source(check, recs, source):
     returns False: a skip with the reason where the source is absent or the
     device refused it (missing: no NVML, no CUPTI; denied: a container,
     profiling restricted to administrators; busy: another profiler;
-    unsupported: GPM before Hopper, MIG), a FAIL where it failed or wrote
+    unsupported: GPM before Hopper, MIG; off: GPUPHASE_SAMPLE_MS=0 or
+    GPUPHASE_NVML=0 in the environment), a FAIL where it failed or wrote
     no SAMPLER record (counters.md: every source of every device used gets
     one)."""
     st = sampler_state(recs, source)
     if st is None:
         return True
     what = PM_STATES.get(st[0], "no record")
-    if st[0] in (1, 2, 3, 4):
+    if st[0] in (1, 2, 3, 4, 7):
         skip(check, f"{SOURCES[source]} {what}: {st[1][:70]}")
     else:
         verdict(check, "samples", f"{SOURCES[source]} {what}", False, st[1][:70])
