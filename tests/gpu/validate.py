@@ -282,7 +282,7 @@ def dump(build, trace):
 
 
 PM_STATES = {1: "missing", 2: "denied", 3: "busy", 4: "unsupported", 5: "failed",
-             6: "overflow"}
+             6: "overflow", 7: "off"}
 
 
 def check_pm(build, out):
@@ -345,6 +345,226 @@ def check_pm(build, out):
             "a clock offset would put one-block or idle readings inside the span")
 
 
+SOURCES = {2: "gpm", 3: "pm"}
+# Each measured-counter check runs its program twice: once as it is (NVML
+# and GPM sample, by default) and once with GPUPHASE_PM=1 (PM sampling
+# too), and judges each source on its own run, so that neither depends on
+# the two sharing the device's counters.
+COUNTER_RUNS = ((2, None), (3, {"GPUPHASE_PM": "1"}))
+
+
+def sampler_state(recs, source):
+    """How SOURCE fared on device 0, from its SAMPLER records: None when it
+    sampled (OK; samples lost at times do not count against it), else
+    (status, reason) of its first other record, or (-1, "no SAMPLER
+    record")."""
+    mine = [x for x in recs if x["kind"] == "sampler" and x["source"] == source
+            and x["device"] == 0]
+    bad = [x for x in mine if x["status"] not in (0, 6)]
+    if bad:
+        return bad[0]["status"], str(bad[0].get("reason", ""))
+    if any(x["status"] == 0 for x in mine):
+        return None
+    return -1, "no SAMPLER record"
+
+
+def judged_source(check, recs, source):
+    """True when SOURCE sampled device 0; else adds the row for CHECK and
+    returns False: a skip with the reason where the source is absent or the
+    device refused it (missing: no NVML, no CUPTI; denied: a container,
+    profiling restricted to administrators; busy: another profiler;
+    unsupported: GPM before Hopper, MIG; off: GPUPHASE_SAMPLE_MS=0 or
+    GPUPHASE_NVML=0 in the environment), a FAIL where it failed or wrote
+    no SAMPLER record (counters.md: every source of every device used gets
+    one)."""
+    st = sampler_state(recs, source)
+    if st is None:
+        return True
+    what = PM_STATES.get(st[0], "no record")
+    if st[0] in (1, 2, 3, 4, 7):
+        skip(check, f"{SOURCES[source]} {what}: {st[1][:70]}")
+    else:
+        verdict(check, "samples", f"{SOURCES[source]} {what}", False, st[1][:70])
+    return False
+
+
+def kernel_span(recs, keep):
+    """(first start, last end) of device 0's kernels for which keep(kernel)
+    holds, or None."""
+    ks = [k for k in recs if k["kind"] == "kernel" and k["device"] == 0 and keep(k)]
+    return (min(k["start"] for k in ks), max(k["end"] for k in ks)) if ks else None
+
+
+def span_mean(recs, source, name, span):
+    """Time-weighted mean of metric NAME from SOURCE on device 0 over its
+    interval samples that lie wholly inside SPAN, and how many there were
+    ((None, 0) without one)."""
+    scale = {m["metric"]: m["scale"] for m in recs if m["kind"] == "metric"
+             and m["source"] == source and m["device"] == 0 and m["name"] == name}
+    lo, hi = span
+    ss = [(x["end"] - x["start"], x["value"] / scale[x["metric"]]) for x in recs
+          if x["kind"] == "sample" and x["metric"] in scale and lo <= x["start"] < x["end"] <= hi]
+    t = sum(d for d, _ in ss)
+    return (sum(d * v for d, v in ss) / t if t else None), len(ss)
+
+
+def instant_mean(recs, source, name, span):
+    """Plain mean of the instant readings (start == end) of metric NAME from
+    SOURCE on device 0 inside SPAN, or None."""
+    scale = {m["metric"]: m["scale"] for m in recs if m["kind"] == "metric"
+             and m["source"] == source and m["device"] == 0 and m["name"] == name}
+    vs = [x["value"] / scale[x["metric"]] for x in recs if x["kind"] == "sample"
+          and x["metric"] in scale and x["start"] == x["end"] and span[0] <= x["start"] <= span[1]]
+    return sum(vs) / len(vs) if vs else None
+
+
+def counter_run(build, out, name, exe, source, env):
+    """The program's JSON and the trace's records, for one of COUNTER_RUNS."""
+    tag = f"{name}-{SOURCES[source]}"
+    truth, _ = profiled(build, out, tag, [exe], dict(os.environ, **env) if env else None)
+    return truth, dump(build, os.path.join(out, tag + ".gph"))
+
+
+def spin_row(recs, source, check, name, kernel, kernels):
+    """The contrast row: metric NAME of SOURCE over the span of the spin
+    kernels KERNEL (full grids spinning on %globaltimer: no memory traffic,
+    no tensor instruction) at most 1 %, the counter's rounding; SM activity
+    over the same span in the note, to show the SMs were busy."""
+    span = kernel_span(recs, lambda k: kernel in k["name"])
+    got, n = span_mean(recs, source, name, span) if span else (None, 0)
+    sm, _ = span_mean(recs, source, "sm_active", span) if span else (None, 0)
+    verdict(check, "<= 1.0", "no samples" if got is None else f"{got:.1f}",
+            got is not None and got <= 1.0,
+            f"{n} samples; {kernels} full-grid spin kernels"
+            + (f", SM active {sm:.1f}" if sm is not None else "")
+            + ("" if span else "; none recorded"))
+
+
+def check_dram(build, out):
+    """Measured DRAM bandwidth (dram_bw, % of peak) over a copy loop
+    (copy.cu) against the bandwidth the copy achieved, as a share of the
+    device's peak: achieved = 2 x buffer bytes per copy (each byte read
+    once and written once; the buffers are far beyond the L2) over the
+    loop's time from CUDA events; peak = 2 (double data rate) x the memory
+    clock attribute x the bus width. Samples wholly inside the copies' span
+    (from the kernel records) only. Expected high (>= 50 %: a copy with
+    every SM full runs HBM at well over 80 % of peak) and within 10 points
+    of achieved / peak: the counter counts the same bytes over the same
+    time (the launch gaps are in both), so what is left is the peak it
+    divides by (GPM: "of the theoretical maximum", NVML's own figure; PM's
+    dram__throughput: the busiest DRAM unit's share of its per-cycle peak
+    at the clock it ran at), neither of which need be the attributes' to
+    the last percent. And a contrast, so that another metric read
+    as DRAM (SM active, say, also high in the copy) fails: over the same
+    run's spin period before the copies (full-grid kernels that touch no
+    memory) DRAM reads <= 1 % while SM activity is high."""
+    exe = os.path.join(out, "copy")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "copy.cu"))
+    if r.returncode:
+        raise RuntimeError("nvcc copy.cu: " + r.stderr[-500:])
+    for source, env in COUNTER_RUNS:
+        check = f"DRAM % ({SOURCES[source]}) on a copy vs achieved / peak"
+        try:
+            truth, recs = counter_run(build, out, "copy", exe, source, env)
+        except Exception as e:
+            verdict(check, "runs", "error", False, str(e)[:100])
+            continue
+        if not judged_source(check, recs, source):
+            continue
+        peak = 2 * truth["mem_clock_khz"] * 1e3 * truth["bus_bits"] / 8  # bytes/s
+        if peak <= 0 or truth["loop_ns"] <= 0:
+            verdict(check, "a peak and a time", "none", False,
+                    f"memory clock {truth['mem_clock_khz']} kHz, bus {truth['bus_bits']} bits, "
+                    f"loop {truth['loop_ns']} ns")
+            continue
+        achieved = truth["bytes_moved"] / truth["loop_ns"] * 1e9
+        exp = 100 * achieved / peak
+        span = kernel_span(recs, lambda k: "gp_copy_loop" in k["name"])
+        got, n = span_mean(recs, source, "dram_bw", span) if span else (None, 0)
+        if got is None:
+            verdict(check, f"{exp:.1f}", "no samples", False,
+                    "no copy kernel recorded" if span is None
+                    else "none inside the copies' span: sample clock?")
+            continue
+        # NVML's memory clock over the copies, beside the attribute's, for
+        # whoever reads a FAIL (not judged)
+        clk = instant_mean(recs, 1, "mem_clock", span)
+        verdict(check, f"{exp:.1f} (>= 50)", f"{got:.1f}",
+                got >= 50.0 and abs(got - exp) <= 10.0,
+                f"{n} samples; {achieved / 1e12:.2f} of {peak / 1e12:.2f} TB/s; 10 points"
+                + (f"; memory clock {clk:.0f} MHz (nvml), {truth['mem_clock_khz'] / 1e3:.0f}"
+                   " (attribute)" if clk is not None else ""),
+                f"{got - exp:+.1f}")
+        spin_row(recs, source, f"DRAM % ({SOURCES[source]}) while spinning, same run",
+                 "dram_bw", "gp_copy_spin", truth["spin_kernels"])
+
+
+# Dense fp16 tensor FLOPs per SM per clock (fp32 accumulation), by compute
+# capability: A100 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048; H100 989 TFLOP/s
+# = 132 x 1.83 GHz x 4096. Parts of the same capability with slower tensor
+# cores (H20, say) have a lower peak: the bound below is then lower than it
+# could be, never higher. Others: no bound, only the floor.
+TENSOR_FLOPS_PER_SM_CLOCK = {80: 2048, 90: 4096}
+
+
+def check_tensor(build, out):
+    """Measured tensor-pipe activity (tensor_active) on fp16 cuBLAS GEMMs
+    against a spin period of the same run (tensor.cu): the two spans from
+    the kernel records (the spin period's full-grid kernels; the kernels
+    after them, the GEMMs), samples wholly inside each. A tensor
+    pipe active in a cycle does at most its peak FLOPs in it, so the active
+    share is at least achieved / peak FLOP/s (achieved: 2 n^3 per GEMM over
+    the loop's CUDA-event time; peak: SMs x the table's FLOPs x the peak SM
+    clock, which a GEMM under its power cap does not exceed). Expected
+    during the GEMMs: >= 0.9 of that bound (room for the samples' span
+    against the events') and >= 10 % in any case (well above zero); while
+    spinning: <= 1 % (no tensor instruction runs; the counter's rounding),
+    while every SM is busy, so that another metric read as tensor activity
+    (SM active, say, also high in the GEMMs) fails."""
+    if not toolkit_has("cublas_v2.h"):
+        skip("tensor % on cuBLAS GEMMs",
+             "not installed: no cublas_v2.h in the toolkit of the nvcc on PATH")
+        return
+    exe = os.path.join(out, "tensor")
+    r = nvcc("-O2", "-o", exe, os.path.join(HERE, "tensor.cu"), "-lcublas")
+    if r.returncode:
+        raise RuntimeError("nvcc tensor.cu: " + r.stderr[-500:])
+    for source, env in COUNTER_RUNS:
+        label = SOURCES[source]
+        check = f"tensor % ({label}) during fp16 GEMMs"
+        try:
+            truth, recs = counter_run(build, out, "tensor", exe, source, env)
+        except Exception as e:
+            verdict(check, "runs", "error", False, str(e)[:100])
+            continue
+        if not judged_source(check, recs, source):
+            continue
+        spin = kernel_span(recs, lambda k: "gp_tc_spin" in k["name"])
+        gemm = kernel_span(recs, lambda k: spin is not None and k["start"] >= spin[1])
+        if spin is None or gemm is None:
+            verdict(check, "kernels", "none", False,
+                    "no spin kernel recorded" if spin is None else "no kernel after the spin period")
+            continue
+        rate = TENSOR_FLOPS_PER_SM_CLOCK.get(truth["cc"])
+        achieved = truth["flops"] / truth["loop_ns"] * 1e9 if truth["loop_ns"] > 0 else 0
+        peak = truth["sms"] * rate * truth["clock_khz"] * 1e3 if rate else 0
+        bound = 100 * achieved / peak if peak else None
+        floor = max(10.0, 0.9 * bound) if bound is not None else 10.0
+        got, n = span_mean(recs, source, "tensor_active", gemm)
+        how = (f"{achieved / 1e12:.0f} of {peak / 1e12:.0f} TFLOP/s: active >= {bound:.1f}"
+               if bound is not None else
+               f"{achieved / 1e12:.0f} TFLOP/s; no tensor peak for sm_{truth['cc']}"
+               f" at {truth['clock_khz']} kHz")
+        if got is None:
+            verdict(check, f">= {floor:.1f}", "no samples", False,
+                    "none inside the GEMMs' span: sample clock?")
+        else:
+            verdict(check, f">= {floor:.1f}", f"{got:.1f}", got >= floor,
+                    f"{n} samples; {truth['gemms']} GEMMs of {truth['n']}^3; {how}")
+        spin_row(recs, source, f"tensor % ({label}) while spinning, same run",
+                 "tensor_active", "gp_tc_spin", truth["spin_kernels"])
+
+
 def check_torch(build, out):
     try:
         import torch  # noqa: F401
@@ -393,7 +613,8 @@ def main():
     out = tempfile.mkdtemp(prefix="gp-gpu-")
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     print("GPU:", smi.stdout.strip())
-    for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_torch):
+    for step in (check_truth, check_overhead, check_blas, check_pm, check_counters, check_dram,
+                 check_tensor, check_torch):
         try:
             step(build, out)
         except Exception as e:
