@@ -264,23 +264,6 @@ def check_overhead(build, out):
                 else "not measured")
 
 
-def dump(build, trace):
-    """The trace's records as dicts (gpuphase-report dump: KIND key=value...)."""
-    r = sh([os.path.join(build, "tools", "gpuphase-report"), "dump", trace])
-    if r.returncode != 0:
-        raise RuntimeError(f"dump failed: {r.stderr.strip()}")
-    recs = []
-    for line in r.stdout.splitlines():
-        parts = line.split(None, 1)
-        if not parts:
-            continue
-        rec = {"kind": parts[0]}
-        for k, v in re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', parts[1] if len(parts) > 1 else ""):
-            rec[k] = v[1:-1] if v.startswith('"') else (int(v) if re.fullmatch(r"-?\d+", v) else v)
-        recs.append(rec)
-    return recs
-
-
 PM_STATES = {1: "missing", 2: "denied", 3: "busy", 4: "unsupported", 5: "failed",
              6: "overflow", 7: "off"}
 
