@@ -265,7 +265,16 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
 
 /* attr_sweep.c */
 void gp_sweep_start(struct gp_attr *a, uint64_t t);
-void gp_sweep_advance(struct gp_attr *a, uint64_t t);
+/* Handles the pending ends up to t (gp_sweep_run) and moves the sweep time
+ * to t. Inline: most records end nothing. */
+void gp_sweep_run(struct gp_attr *a, uint64_t t);
+static inline void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
+  if ((a->nhold && a->hold[a->hhead].t <= t) ||
+      (a->nheap && a->heap[0].t <= t))
+    gp_sweep_run(a, t);
+  else if (t > a->T)
+    a->T = t;
+}
 int gp_heap_grow(struct gp_attr *a);
 /* Queues the end of an interval. Fields one by one: a whole struct built on
  * the stack and copied made the hottest store of the sweep stall. */
@@ -288,9 +297,28 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
   return 0;
 }
 int gp_hold_push(struct gp_attr *a, struct hev ev);
-void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t);
+/* Accounts device d up to t (t > d->seg_t). */
+void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t);
+static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
+  if (a->started && t > d->seg_t) gp_flush_dev_to(a, d, t);
+}
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
-void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t);
+void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
+static inline void gp_flush_thr(struct gp_attr *a, struct thr *th,
+                                uint64_t t) {
+  if (!a->started || t <= th->seg_t) return;
+  uint64_t len = t - th->seg_t;
+  th->seg_t = t;
+  if (th->n_call[CALL_BLK]) {
+    th->blocked += len;
+  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND] ||
+             th->n_call[CALL_OTHER]) {
+    th->submit += len;
+    if (th->n_call[CALL_UND]) gp_thr_und(a, th, len);
+  } else {
+    th->cpu += len;
+  }
+}
 void gp_epoch_end(struct gp_attr *a, uint64_t t);
 struct gp_win *gp_win_grow(struct gp_attr *a, struct dev *d, size_t idx);
 static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
@@ -300,8 +328,33 @@ static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
 size_t gp_win_idx(const struct gp_attr *a, uint64_t t);
 void gp_win_fit(struct gp_attr *a);
 uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
-void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
-                   int delta);
+/* While a device runs a kernel or a copy, host calls do not change what its
+ * time is booked as: the stretch goes on unbroken. */
+static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
+  if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
+}
+
+/* Accounts what the change will affect up to now, then changes it. */
+static inline void gp_call_count(struct gp_attr *a, uint32_t thread,
+                                 uint32_t dev, int state, int delta) {
+  struct thr *th = &a->thr[thread];
+  gp_flush_thr(a, th, a->T);
+  if (delta > 0 && !th->seen) {
+    th->seen = 1;
+    th->first = a->T;
+  }
+  if (delta < 0) th->last = a->T;
+  if (dev != NODEV)
+    gp_flush_if_idle(a, &a->dev[dev]);
+  else
+    for (size_t i = 0; i < a->ndev; i++)
+      gp_flush_if_idle(a, &a->dev[i]);
+  th->n_call[state] += (uint32_t)delta;
+  if (dev == NODEV)
+    a->w_call[state] += (uint32_t)delta;
+  else
+    a->dev[dev].n_call[state] += (uint32_t)delta;
+}
 void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);
 void gp_call_release(struct gp_attr *a, uint32_t ci);
 void gp_wait_release(struct gp_attr *a, uint32_t wi);
