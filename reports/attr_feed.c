@@ -882,6 +882,7 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
       d->cls = rec->u.api_def.cls;
       d->layer = rec->u.api_def.layer;
       d->graph_role = gp_graph_role(gp_attr_str(a, d->name));
+      d->sc_ones = gp_steps_ones(d->cls);
     }
     break;
   }

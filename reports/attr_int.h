@@ -82,6 +82,8 @@ struct apidef {
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
   uint32_t sync_cand; /* its step candidate + 1 (synchronising calls) */
+  uint32_t sc_ones;   /* step counters (1 << GP_SC_*) each call adds 1 to,
+                         by its class alone (gp_steps_ones) */
 };
 
 struct kst {
@@ -334,9 +336,12 @@ static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
   if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
 }
 
-/* Accounts what the change will affect up to now, then changes it. */
-static inline void gp_call_count(struct gp_attr *a, uint32_t thread,
-                                 uint32_t dev, int state, int delta) {
+/* Accounts what the change will affect up to now, then changes it. Always
+ * inline: out of line, its call to gp_flush_dev_to made it save and
+ * restore every register, twice per API call. */
+static inline __attribute__((always_inline)) void
+gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
+              int delta) {
   struct thr *th = &a->thr[thread];
   gp_flush_thr(a, th, a->T);
   if (delta > 0 && !th->seen) {
@@ -367,6 +372,9 @@ void gp_steps_free(struct gp_attr *a);
 /* a top-level range of phase pi opens / closes on thread th at t */
 void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
                     uint64_t t);
+/* the step counters a call of class cls adds 1 to whatever its record
+ * holds, as a mask of 1 << GP_SC_* (apidef.sc_ones) */
+uint32_t gp_steps_ones(uint64_t cls);
 /* an API call (already classified) starts; returns the step set version
  * to remember for its device work */
 uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
