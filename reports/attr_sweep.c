@@ -420,7 +420,8 @@ void gp_wait_release(struct gp_attr *a, uint32_t wi) {
 
 /* ---- pending ends ---- */
 
-static void kernel_end(struct gp_attr *a, const struct hev *e) {
+static inline __attribute__((always_inline)) void
+kernel_end(struct gp_attr *a, const struct hev *e) {
   struct dev *d = &a->dev[e->slot];
   gp_flush_dev(a, d, e->t);
   d->n_kern--;
@@ -497,7 +498,13 @@ void gp_sweep_run(struct gp_attr *a, uint64_t t) {
   while (a->nheap && a->heap[0].t <= t) {
     struct hev e = pop(a);
     a->T = e.t > a->T ? e.t : a->T;
-    process(a, &e);
+    /* the two ends nearly every record brings, here; the rest in process */
+    if (e.kind == HEV_KERNEL)
+      kernel_end(a, &e);
+    else if (e.kind == HEV_CALL)
+      gp_call_count(a, e.slot, e.a, (int)e.b, -1);
+    else
+      process(a, &e);
   }
   if (t > a->T) a->T = t;
 }
