@@ -141,6 +141,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   if (!a->o.window_ns) a->o.window_ns = 100000000ull;
   a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
+  a->hold_t = UINT64_MAX;
   /* Slot 0: the timeline of "some device", fed only by calls made while
    * the current device was unknown; new devices start as a copy of it. */
   if (GROW(a, a->dev, a->capdev, 1) < 0) {

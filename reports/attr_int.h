@@ -222,6 +222,7 @@ struct gp_attr {
    * heap, which then holds only what is running. */
   struct hev *hold;
   size_t hhead, nhold, caphold;
+  uint64_t hold_t; /* the time of hold[hhead] (UINT64_MAX while none) */
   uint32_t w_call[CALL_N]; /* calls with device -1, by CALL_* */
   int started;
   uint64_t wstart, wend, T;
@@ -267,16 +268,8 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
 
 /* attr_sweep.c */
 void gp_sweep_start(struct gp_attr *a, uint64_t t);
-/* Handles the pending ends up to t (gp_sweep_run) and moves the sweep time
- * to t. Inline: most records end nothing. */
-void gp_sweep_run(struct gp_attr *a, uint64_t t);
-static inline void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
-  if ((a->nhold && a->hold[a->hhead].t <= t) ||
-      (a->nheap && a->heap[0].t <= t))
-    gp_sweep_run(a, t);
-  else if (t > a->T)
-    a->T = t;
-}
+/* Handles the pending ends up to t and moves the sweep time to t. */
+void gp_sweep_advance(struct gp_attr *a, uint64_t t);
 int gp_heap_grow(struct gp_attr *a);
 /* Queues the end of an interval. Fields one by one: a whole struct built on
  * the stack and copied made the hottest store of the sweep stall. */

@@ -29,6 +29,7 @@ int gp_hold_push(struct gp_attr *a, struct hev ev) {
     a->caphold = cap;
     a->hhead = 0;
   }
+  if (!a->nhold) a->hold_t = ev.t;
   a->hold[(a->hhead + a->nhold++) % a->caphold] = ev;
   return 0;
 }
@@ -488,11 +489,12 @@ static void process(struct gp_attr *a, const struct hev *e) {
   }
 }
 
-void gp_sweep_run(struct gp_attr *a, uint64_t t) {
-  while (a->nhold && a->hold[a->hhead].t <= t) {
+void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
+  while (a->hold_t <= t && a->nhold) { /* t may be UINT64_MAX */
     struct hev e = a->hold[a->hhead];
     a->hhead = (a->hhead + 1) % a->caphold;
     a->nhold--;
+    a->hold_t = a->nhold ? a->hold[a->hhead].t : UINT64_MAX;
     process(a, &e);
   }
   while (a->nheap && a->heap[0].t <= t) {
