@@ -111,9 +111,7 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
   return &p->pd[slot];
 }
 
-static struct apidef *api_get(struct gp_attr *a, uint64_t id) {
-  uint32_t i;
-  if (gp_idx_get(&a->api_map, id, &i)) return &a->api[i];
+static struct apidef *api_add(struct gp_attr *a, uint64_t id) {
   if (GROW(a, a->api, a->capapi, a->napi + 1) < 0) return NULL;
   struct apidef *d = &a->api[a->napi];
   memset(d, 0, sizeof *d);
@@ -121,6 +119,12 @@ static struct apidef *api_get(struct gp_attr *a, uint64_t id) {
   if (put_idx(a, &a->api_map, id, a->napi) < 0) return NULL;
   a->napi++;
   return d;
+}
+
+/* The entry of API id, added when first seen; NULL: no memory. */
+static inline struct apidef *api_get(struct gp_attr *a, uint64_t id) {
+  uint32_t i;
+  return gp_idx_get(&a->api_map, id, &i) ? &a->api[i] : api_add(a, id);
 }
 
 static uint32_t phase_get(struct gp_attr *a, uint64_t name) {
