@@ -627,10 +627,10 @@ static struct kst *kst_get(struct gp_attr *a, uint64_t name) {
   return k;
 }
 
+/* grid: blocks of the launch; block: threads per block */
 static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
-                         uint64_t dur, uint64_t f, double occ) {
-  uint64_t grid = r->grid_x * r->grid_y * r->grid_z;
-  uint64_t block = r->block_x * r->block_y * r->block_z;
+                         uint64_t grid, uint64_t block, uint64_t dur,
+                         uint64_t f, double occ) {
   if (!k->count) {
     k->grid = grid;
     k->block = block;
@@ -674,7 +674,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t f = UINT64_MAX; /* SM count unknown */
   if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
   double occ = k->c_occ;
-  kernel_stats(k, r, end - r->start, f, occ);
+  kernel_stats(k, r, blocks, threads, end - r->start, f, occ);
   gp_steps_device(a, r->corr, k, end - r->start, 0);
   d->kernels++;
   if (end <= s) {
