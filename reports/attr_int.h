@@ -222,7 +222,7 @@ struct gp_attr {
    * heap, which then holds only what is running. */
   struct hev *hold;
   size_t hhead, nhold, caphold;
-  uint64_t hold_t; /* the time of hold[hhead] (UINT64_MAX while none) */
+  uint64_t hold_t;         /* the time of hold[hhead] (UINT64_MAX while none) */
   uint32_t w_call[CALL_N]; /* calls with device -1, by CALL_* */
   int started;
   uint64_t wstart, wend, T;
@@ -299,8 +299,7 @@ static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
 }
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
 void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
-static inline void gp_flush_thr(struct gp_attr *a, struct thr *th,
-                                uint64_t t) {
+static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
   if (!a->started || t <= th->seg_t) return;
   uint64_t len = t - th->seg_t;
   th->seg_t = t;

@@ -61,8 +61,10 @@ static uint64_t select_kth(uint64_t *v, size_t n, size_t k) {
     uint64_t x = v[kk];
     ptrdiff_t i = l, j = r;
     do {
-      while (v[i] < x) i++;
-      while (x < v[j]) j--;
+      while (v[i] < x)
+        i++;
+      while (x < v[j])
+        j--;
       if (i <= j) {
         uint64_t t = v[i];
         v[i++] = v[j];

@@ -397,9 +397,11 @@ static void test_medians(void) {
   EQ(derive_med((const uint64_t[]){42}, 1, 0), 42);
   /* 1001 .. 1 reversed and 1 .. 1000 with every value twice */
   uint64_t big[2000];
-  for (size_t i = 0; i < 1001; i++) big[i] = 1001 - i;
+  for (size_t i = 0; i < 1001; i++)
+    big[i] = 1001 - i;
   EQ(derive_med(big, 1001, 0), 501);
-  for (size_t i = 0; i < 2000; i++) big[i] = 1 + (i * 7919 % 2000) / 2;
+  for (size_t i = 0; i < 2000; i++)
+    big[i] = 1 + (i * 7919 % 2000) / 2;
   /* sorted: 1 1 2 2 ... 1000 1000; the middle two are both 500 */
   EQ(derive_med(big, 2000, 0), 500);
 }
