@@ -111,9 +111,7 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
   return &p->pd[slot];
 }
 
-static struct apidef *api_get(struct gp_attr *a, uint64_t id) {
-  uint32_t i;
-  if (gp_idx_get(&a->api_map, id, &i)) return &a->api[i];
+static struct apidef *api_add(struct gp_attr *a, uint64_t id) {
   if (GROW(a, a->api, a->capapi, a->napi + 1) < 0) return NULL;
   struct apidef *d = &a->api[a->napi];
   memset(d, 0, sizeof *d);
@@ -121,6 +119,12 @@ static struct apidef *api_get(struct gp_attr *a, uint64_t id) {
   if (put_idx(a, &a->api_map, id, a->napi) < 0) return NULL;
   a->napi++;
   return d;
+}
+
+/* The entry of API id, added when first seen; NULL: no memory. */
+static inline struct apidef *api_get(struct gp_attr *a, uint64_t id) {
+  uint32_t i;
+  return gp_idx_get(&a->api_map, id, &i) ? &a->api[i] : api_add(a, id);
 }
 
 static uint32_t phase_get(struct gp_attr *a, uint64_t name) {
@@ -141,6 +145,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   if (!a->o.window_ns) a->o.window_ns = 100000000ull;
   a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
+  a->hold_t = UINT64_MAX;
   /* Slot 0: the timeline of "some device", fed only by calls made while
    * the current device was unknown; new devices start as a copy of it. */
   if (GROW(a, a->dev, a->capdev, 1) < 0) {
@@ -207,9 +212,11 @@ void gp_attr_free(gp_attr *a) {
 
 /* Prepares the sweep for a timed record starting at s and ending at end:
  * returns the start clipped to the sweep time, or UINT64_MAX when the record
- * lies before the window (nothing to account). */
-static uint64_t timed(struct gp_attr *a, uint64_t s, uint64_t end,
-                      int opens_window) {
+ * lies before the window (nothing to account). Always inline: every
+ * timed record comes here, and out of line it cost a call and its saved
+ * registers each time. */
+static inline __attribute__((always_inline)) uint64_t
+timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
   a->diag.timed++;
   if (!a->started) {
     if (!opens_window) return UINT64_MAX;
@@ -620,10 +627,10 @@ static struct kst *kst_get(struct gp_attr *a, uint64_t name) {
   return k;
 }
 
+/* grid: blocks of the launch; block: threads per block */
 static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
-                         uint64_t dur, uint64_t f, double occ) {
-  uint64_t grid = r->grid_x * r->grid_y * r->grid_z;
-  uint64_t block = r->block_x * r->block_y * r->block_z;
+                         uint64_t grid, uint64_t block, uint64_t dur,
+                         uint64_t f, double occ) {
   if (!k->count) {
     k->grid = grid;
     k->block = block;
@@ -667,7 +674,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t f = UINT64_MAX; /* SM count unknown */
   if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
   double occ = k->c_occ;
-  kernel_stats(k, r, end - r->start, f, occ);
+  kernel_stats(k, r, blocks, threads, end - r->start, f, occ);
   gp_steps_device(a, r->corr, k, end - r->start, 0);
   d->kernels++;
   if (end <= s) {
@@ -882,6 +889,7 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
       d->cls = rec->u.api_def.cls;
       d->layer = rec->u.api_def.layer;
       d->graph_role = gp_graph_role(gp_attr_str(a, d->name));
+      d->sc_ones = gp_steps_ones(d->cls);
     }
     break;
   }

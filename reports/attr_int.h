@@ -82,6 +82,8 @@ struct apidef {
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
   uint32_t sync_cand; /* its step candidate + 1 (synchronising calls) */
+  uint32_t sc_ones;   /* step counters (1 << GP_SC_*) each call adds 1 to,
+                         by its class alone (gp_steps_ones) */
 };
 
 struct kst {
@@ -220,6 +222,7 @@ struct gp_attr {
    * heap, which then holds only what is running. */
   struct hev *hold;
   size_t hhead, nhold, caphold;
+  uint64_t hold_t;         /* the time of hold[hhead] (UINT64_MAX while none) */
   uint32_t w_call[CALL_N]; /* calls with device -1, by CALL_* */
   int started;
   uint64_t wstart, wend, T;
@@ -265,6 +268,7 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
 
 /* attr_sweep.c */
 void gp_sweep_start(struct gp_attr *a, uint64_t t);
+/* Handles the pending ends up to t and moves the sweep time to t. */
 void gp_sweep_advance(struct gp_attr *a, uint64_t t);
 int gp_heap_grow(struct gp_attr *a);
 /* Queues the end of an interval. Fields one by one: a whole struct built on
@@ -288,9 +292,27 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
   return 0;
 }
 int gp_hold_push(struct gp_attr *a, struct hev ev);
-void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t);
+/* Accounts device d up to t (t > d->seg_t). */
+void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t);
+static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
+  if (a->started && t > d->seg_t) gp_flush_dev_to(a, d, t);
+}
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
-void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t);
+void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
+static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
+  if (!a->started || t <= th->seg_t) return;
+  uint64_t len = t - th->seg_t;
+  th->seg_t = t;
+  if (th->n_call[CALL_BLK]) {
+    th->blocked += len;
+  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND] ||
+             th->n_call[CALL_OTHER]) {
+    th->submit += len;
+    if (th->n_call[CALL_UND]) gp_thr_und(a, th, len);
+  } else {
+    th->cpu += len;
+  }
+}
 void gp_epoch_end(struct gp_attr *a, uint64_t t);
 struct gp_win *gp_win_grow(struct gp_attr *a, struct dev *d, size_t idx);
 static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
@@ -300,8 +322,36 @@ static inline struct gp_win *gp_win_at(struct gp_attr *a, struct dev *d,
 size_t gp_win_idx(const struct gp_attr *a, uint64_t t);
 void gp_win_fit(struct gp_attr *a);
 uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
-void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
-                   int delta);
+/* While a device runs a kernel or a copy, host calls do not change what its
+ * time is booked as: the stretch goes on unbroken. */
+static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
+  if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
+}
+
+/* Accounts what the change will affect up to now, then changes it. Always
+ * inline: out of line, its call to gp_flush_dev_to made it save and
+ * restore every register, twice per API call. */
+static inline __attribute__((always_inline)) void
+gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
+              int delta) {
+  struct thr *th = &a->thr[thread];
+  gp_flush_thr(a, th, a->T);
+  if (delta > 0 && !th->seen) {
+    th->seen = 1;
+    th->first = a->T;
+  }
+  if (delta < 0) th->last = a->T;
+  if (dev != NODEV)
+    gp_flush_if_idle(a, &a->dev[dev]);
+  else
+    for (size_t i = 0; i < a->ndev; i++)
+      gp_flush_if_idle(a, &a->dev[i]);
+  th->n_call[state] += (uint32_t)delta;
+  if (dev == NODEV)
+    a->w_call[state] += (uint32_t)delta;
+  else
+    a->dev[dev].n_call[state] += (uint32_t)delta;
+}
 void gp_decide(struct gp_attr *a, uint32_t ci, int blocking);
 void gp_call_release(struct gp_attr *a, uint32_t ci);
 void gp_wait_release(struct gp_attr *a, uint32_t wi);
@@ -314,6 +364,9 @@ void gp_steps_free(struct gp_attr *a);
 /* a top-level range of phase pi opens / closes on thread th at t */
 void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
                     uint64_t t);
+/* the step counters a call of class cls adds 1 to whatever its record
+ * holds, as a mask of 1 << GP_SC_* (apidef.sc_ones) */
+uint32_t gp_steps_ones(uint64_t cls);
 /* an API call (already classified) starts; returns the step set version
  * to remember for its device work */
 uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,

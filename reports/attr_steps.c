@@ -343,13 +343,25 @@ static int xfer_of_kind(uint64_t k) {
   return -1;
 }
 
-static void count_call(uint64_t *c, uint64_t cls, const struct gpuphase_api *r,
-                       int cl, uint64_t dur) {
-  c[GP_SC_launches] += (cls & GPUPHASE_API_LAUNCH) != 0;
-  c[GP_SC_syncs] += (cls & GPUPHASE_API_SYNC) && !(cls & GPUPHASE_API_QUERY);
+_Static_assert(GP_SC_N <= 32, "apidef.sc_ones holds a bit per step counter");
+
+uint32_t gp_steps_ones(uint64_t cls) {
+  uint32_t m = 0;
+  if (cls & GPUPHASE_API_LAUNCH) m |= 1u << GP_SC_launches;
+  if ((cls & GPUPHASE_API_SYNC) && !(cls & GPUPHASE_API_QUERY))
+    m |= 1u << GP_SC_syncs;
+  if (cls & GPUPHASE_API_MEMSET) m |= 1u << GP_SC_memsets;
+  if (cls & GPUPHASE_API_ALLOC) m |= 1u << GP_SC_allocations;
+  if (cls & GPUPHASE_API_FREE) m |= 1u << GP_SC_frees;
+  return m;
+}
+
+static void count_call(uint64_t *c, const struct apidef *def,
+                       const struct gpuphase_api *r, int cl, uint64_t dur) {
+  for (uint32_t m = def->sc_ones; m; m &= m - 1)
+    c[__builtin_ctz(m)]++;
   if (cl == CALL_BLK) c[GP_SC_sync_ns] += dur;
-  if (cls & GPUPHASE_API_MEMSET) c[GP_SC_memsets]++;
-  if (cls & GPUPHASE_API_COPY) {
+  if (def->cls & GPUPHASE_API_COPY) {
     int x = xfer_of_kind(r->copy_kind);
     if (x >= 0) {
       c[x]++;
@@ -357,8 +369,6 @@ static void count_call(uint64_t *c, uint64_t cls, const struct gpuphase_api *r,
       c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
     }
   }
-  c[GP_SC_allocations] += (cls & GPUPHASE_API_ALLOC) != 0;
-  c[GP_SC_frees] += (cls & GPUPHASE_API_FREE) != 0;
 }
 
 uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
@@ -371,7 +381,7 @@ uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   uint64_t dur = end - r->start;
   for (size_t i = 0; i < st->nopen; i++) {
     struct scand *c = &st->c[st->open[i]];
-    count_call(c->v[c->n - 1].s.c, def->cls, r, cl, dur);
+    count_call(c->v[c->n - 1].s.c, def, r, cl, dur);
   }
   if (st->fixed && st->c[st->open[0]].n > st->warmup) {
     st->last_meas = 1;

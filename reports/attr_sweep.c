@@ -29,6 +29,7 @@ int gp_hold_push(struct gp_attr *a, struct hev ev) {
     a->caphold = cap;
     a->hhead = 0;
   }
+  if (!a->nhold) a->hold_t = ev.t;
   a->hold[(a->hhead + a->nhold++) % a->caphold] = ev;
   return 0;
 }
@@ -299,8 +300,7 @@ void gp_epoch_end(struct gp_attr *a, uint64_t t) {
   a->epoch++;
 }
 
-void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
-  if (!a->started || t <= d->seg_t) return;
+void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t) {
   account(a, d, d->seg_t, t);
   d->seg_t = t;
 }
@@ -315,22 +315,11 @@ void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t) {
     gp_flush_dev(a, &a->dev[i], t);
 }
 
-void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
-  if (!a->started || t <= th->seg_t) return;
-  uint64_t len = t - th->seg_t;
-  th->seg_t = t;
-  if (th->n_call[CALL_BLK]) {
-    th->blocked += len;
-  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND] ||
-             th->n_call[CALL_OTHER]) {
-    th->submit += len;
-    if (th->n_call[CALL_UND]) {
-      struct acall *c = oldest_und(a, 1, (uint32_t)(th - a->thr));
-      if (c) c->thread_ns += len;
-    }
-  } else {
-    th->cpu += len;
-  }
+/* The undecided copy of thread th that the stretch just booked as submit
+ * time belongs to, if it is still open. */
+void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len) {
+  struct acall *c = oldest_und(a, 1, (uint32_t)(th - a->thr));
+  if (c) c->thread_ns += len;
 }
 
 void gp_sweep_start(struct gp_attr *a, uint64_t t) {
@@ -346,34 +335,6 @@ void gp_sweep_start(struct gp_attr *a, uint64_t t) {
 }
 
 /* ---- host calls ---- */
-
-/* While a device runs a kernel or a copy, host calls do not change what its
- * time is booked as: the stretch goes on unbroken. */
-static void flush_if_idle(struct gp_attr *a, struct dev *d) {
-  if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
-}
-
-/* Accounts what the change will affect up to now, then changes it. */
-void gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
-                   int delta) {
-  struct thr *th = &a->thr[thread];
-  gp_flush_thr(a, th, a->T);
-  if (delta > 0 && !th->seen) {
-    th->seen = 1;
-    th->first = a->T;
-  }
-  if (delta < 0) th->last = a->T;
-  if (dev != NODEV)
-    flush_if_idle(a, &a->dev[dev]);
-  else
-    for (size_t i = 0; i < a->ndev; i++)
-      flush_if_idle(a, &a->dev[i]);
-  a->thr[thread].n_call[state] += (uint32_t)delta;
-  if (dev == NODEV)
-    a->w_call[state] += (uint32_t)delta;
-  else
-    a->dev[dev].n_call[state] += (uint32_t)delta;
-}
 
 static void und_remove(struct gp_attr *a, uint32_t ci) {
   for (size_t i = 0; i < a->nund; i++) {
@@ -460,7 +421,8 @@ void gp_wait_release(struct gp_attr *a, uint32_t wi) {
 
 /* ---- pending ends ---- */
 
-static void kernel_end(struct gp_attr *a, const struct hev *e) {
+static inline __attribute__((always_inline)) void
+kernel_end(struct gp_attr *a, const struct hev *e) {
   struct dev *d = &a->dev[e->slot];
   gp_flush_dev(a, d, e->t);
   d->n_kern--;
@@ -528,16 +490,23 @@ static void process(struct gp_attr *a, const struct hev *e) {
 }
 
 void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
-  while (a->nhold && a->hold[a->hhead].t <= t) {
+  while (a->hold_t <= t && a->nhold) { /* t may be UINT64_MAX */
     struct hev e = a->hold[a->hhead];
     a->hhead = (a->hhead + 1) % a->caphold;
     a->nhold--;
+    a->hold_t = a->nhold ? a->hold[a->hhead].t : UINT64_MAX;
     process(a, &e);
   }
   while (a->nheap && a->heap[0].t <= t) {
     struct hev e = pop(a);
     a->T = e.t > a->T ? e.t : a->T;
-    process(a, &e);
+    /* the two ends nearly every record brings, here; the rest in process */
+    if (e.kind == HEV_KERNEL)
+      kernel_end(a, &e);
+    else if (e.kind == HEV_CALL)
+      gp_call_count(a, e.slot, e.a, (int)e.b, -1);
+    else
+      process(a, &e);
   }
   if (t > a->T) a->T = t;
 }

@@ -61,7 +61,7 @@ static void note_range(struct gp_hist *h, uint64_t lo, uint64_t hi) {
   if (!h->n || hi > h->max) h->max = hi;
 }
 
-void gp_hist_add(struct gp_hist *h, uint64_t v) {
+void gp_hist_add_slow(struct gp_hist *h, uint64_t v) {
   if (!h->bucketed && h->n == GP_HIST_EXACT) to_buckets(h);
   if (h->bucketed)
     bucket_add(h, v, 1);

@@ -21,7 +21,24 @@ struct gp_hist {
 
 void gp_hist_init(struct gp_hist *h);
 void gp_hist_free(struct gp_hist *h);
-void gp_hist_add(struct gp_hist *h, uint64_t v);
+void gp_hist_add_slow(struct gp_hist *h, uint64_t v);
+/* Adds one sample. Inline for the common case (bucketed, its octave
+ * already there); the rest in gp_hist_add_slow. */
+static inline void gp_hist_add(struct gp_hist *h, uint64_t v) {
+  if (h->bucketed && h->n && v >= 16) {
+    int msb = 63 - __builtin_clzll(v);
+    uint64_t *o = h->oct[msb - 3];
+    if (o) {
+      o[(v >> (msb - 4)) & 15]++;
+      if (v < h->min) h->min = v;
+      if (v > h->max) h->max = v;
+      h->n++;
+      h->sum += v;
+      return;
+    }
+  }
+  gp_hist_add_slow(h, v);
+}
 /* Adds every sample of src to dst. */
 void gp_hist_merge(struct gp_hist *dst, const struct gp_hist *src);
 /* Nearest-rank percentile (p in 0..100): the ceil(p/100 * n)-th smallest

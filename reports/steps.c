@@ -1,5 +1,6 @@
 /* Statistics of the measured steps (after the warm-up): the distribution
  * of step times, rates, per-step medians and means, the slowest steps. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,44 @@ static uint64_t dur(const struct gp_step *s) {
   return s->end > s->start ? s->end - s->start : 0;
 }
 
+/* Reorders v[0..n) (k < n) so that v[k] is the k-th smallest (from 0),
+ * nothing before it larger and nothing after it smaller; returns it.
+ * Hoare's FIND (Wirth's form): linear on average, and what was sorted
+ * already (the common case of a counter) splits in the middle. */
+static uint64_t select_kth(uint64_t *v, size_t n, size_t k) {
+  ptrdiff_t l = 0, r = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+  while (l < r) {
+    uint64_t x = v[kk];
+    ptrdiff_t i = l, j = r;
+    do {
+      while (v[i] < x)
+        i++;
+      while (x < v[j])
+        j--;
+      if (i <= j) {
+        uint64_t t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    } while (i <= j);
+    if (j < kk) l = i;
+    if (kk < i) r = j;
+  }
+  return v[k];
+}
+
+/* The median as median() gives it of the sorted v, without sorting: v is
+ * reordered. */
+static uint64_t median_unsorted(uint64_t *v, size_t n) {
+  if (!n) return 0;
+  uint64_t hi = select_kth(v, n, n / 2);
+  if (n % 2) return hi;
+  uint64_t lo = v[0]; /* the largest of v[0 .. n/2): the one below hi */
+  for (size_t i = 1; i < n / 2; i++)
+    if (v[i] > lo) lo = v[i];
+  return lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2;
+}
+
 /* Median and mean of one field over the measured steps, through buf. */
 static void field_stats(const struct gp_steps_res *s, uint64_t *buf,
                         size_t off, uint64_t *med, double *mean) {
@@ -59,8 +98,7 @@ static void field_stats(const struct gp_steps_res *s, uint64_t *buf,
     buf[i] = *(const uint64_t *)((const char *)&s->v[s->warmup + i] + off);
     sum += (double)buf[i];
   }
-  qsort(buf, m, sizeof *buf, cmp_u64);
-  *med = median(buf, m);
+  *med = median_unsorted(buf, m);
   *mean = m ? sum / (double)m : 0;
 }
 

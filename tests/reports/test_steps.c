@@ -2,6 +2,7 @@
  * the statistics over the measured ones. Every expected number is worked
  * out in the comment above its check (ns, half-open intervals). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tl.h"
@@ -359,6 +360,52 @@ static void test_pageable(void) {
   tl_free(&t);
 }
 
+/* The per-step medians of gp_steps_derive, straight from a hand-made step
+ * list: odd and even counts, repeated values, reversed order, and the
+ * warm-up left out. Each expected value is the middle of the sorted list
+ * (the two middle ones averaged, rounded down, when the count is even). */
+static uint64_t derive_med(const uint64_t *x, size_t n, size_t warmup) {
+  struct gp_steps_res s;
+  memset(&s, 0, sizeof s);
+  s.n = n;
+  s.warmup = warmup;
+  s.ndev = 1;
+  s.v = calloc(n, sizeof *s.v);
+  for (size_t i = 0; i < n; i++) {
+    s.v[i].start = 1000 * i;
+    s.v[i].end = 1000 * i + 10;
+    s.v[i].c[GP_SC_kernel_ns] = x[i];
+    s.v[i].cat[GP_CAT_KERNEL] = x[n - 1 - i];
+  }
+  EQ(gp_steps_derive(&s), 0);
+  uint64_t m = s.c_med[GP_SC_kernel_ns];
+  free(s.v);
+  return m;
+}
+
+static void test_medians(void) {
+  /* 1 1 3 4 5 -> 3 */
+  EQ(derive_med((const uint64_t[]){5, 1, 4, 1, 3}, 5, 0), 3);
+  /* 2 2 3 7 8 9 -> (3 + 7) / 2 */
+  EQ(derive_med((const uint64_t[]){7, 2, 9, 2, 8, 3}, 6, 0), 5);
+  /* 1 2 3 4 -> 2.5 rounded down */
+  EQ(derive_med((const uint64_t[]){4, 3, 2, 1}, 4, 0), 2);
+  /* the warm-up's 100 left out: 6 7 -> 6.5 rounded down */
+  EQ(derive_med((const uint64_t[]){100, 7, 6}, 3, 1), 6);
+  EQ(derive_med((const uint64_t[]){9, 9, 9, 9}, 4, 0), 9);
+  /* one value: itself */
+  EQ(derive_med((const uint64_t[]){42}, 1, 0), 42);
+  /* 1001 .. 1 reversed and 1 .. 1000 with every value twice */
+  uint64_t big[2000];
+  for (size_t i = 0; i < 1001; i++)
+    big[i] = 1001 - i;
+  EQ(derive_med(big, 1001, 0), 501);
+  for (size_t i = 0; i < 2000; i++)
+    big[i] = 1 + (i * 7919 % 2000) / 2;
+  /* sorted: 1 1 2 2 ... 1000 1000; the middle two are both 500 */
+  EQ(derive_med(big, 2000, 0), 500);
+}
+
 int main(void) {
   test_named();
   test_by_correlation();
@@ -368,6 +415,7 @@ int main(void) {
   test_items();
   test_detail();
   test_pageable();
+  test_medians();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }
