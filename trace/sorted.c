@@ -2,10 +2,11 @@
  * frame headers, indexes frames by source and decodes only the metadata
  * frames (source 0) for their strings; pass 2 emits the untimed metadata in
  * file order, then merges the sources by `start` with a binary heap holding
- * one decoded frame per source, then the summary. Records are handed out
- * where the decoder left them (in their source's decoding state), and a
- * source's next record is decoded only when the caller asks for the next
- * one.
+ * one decoded frame per source (a sorted array of the sources' heads
+ * instead of the heap when there are few), then the summary. Records are
+ * handed out where the decoder left them (in their source's decoding
+ * state), and a source's next record is decoded only when the caller asks
+ * for the next one.
  *
  * Memory: the decoded frames held at once are bounded (docs/format.md,
  * section 5). A frame of up to HOLD_SMALL bytes (what the writer makes) is
@@ -123,6 +124,10 @@ struct gp_sorted {
    * sorts before it, that source stays on top and the heap is left alone
    * (runs of records from one source are the rule). */
   gp_ord lim;
+  /* At most SORTED_SMALL sources when the merge began: `heap` is kept
+   * sorted instead (a source that no longer sorts first moves up past the
+   * ones before it, typically one). */
+  int linear;
   int phase;
   struct gpuphase_record sum; /* the SUMMARY record handed out last */
   int advance; /* the heap top was returned: refill it on the next call */
@@ -760,6 +765,11 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
   h[i] = e;
 }
 
+/* Up to this many sources, a sorted array beats the heap: a top that
+ * falls behind usually moves by one place, against a sift-down and the
+ * choice of the smaller child on each level. */
+#define SORTED_SMALL 8
+
 static void set_limit(struct gp_sorted *s) {
   const struct heap_ent *h = s->heap;
   uint32_t c = s->nheap > 2 && less(&h[2], &h[1]) ? 2 : 1;
@@ -778,6 +788,15 @@ static int start_merge(gpuphase_reader *r) {
         (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), i};
     sift_up(s->heap, s->nheap++);
   }
+  s->linear = s->nheap <= SORTED_SMALL;
+  if (s->linear) /* insertion sort of the few */
+    for (uint32_t i = 1; i < s->nheap; i++) {
+      struct heap_ent e = s->heap[i];
+      uint32_t j = i;
+      for (; j > 0 && less(&e, &s->heap[j - 1]); j--)
+        s->heap[j] = s->heap[j - 1];
+      s->heap[j] = e;
+    }
   set_limit(s);
   return GPUPHASE_OK;
 }
@@ -786,6 +805,20 @@ static int start_merge(gpuphase_reader *r) {
  * source is used up (rc 0). */
 static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   struct heap_ent *h = s->heap;
+  if (s->linear) {
+    uint32_t n = s->nheap, j = 1;
+    if (rc == 0) {
+      memmove(h, h + 1, (n - 1) * sizeof *h);
+      s->nheap = --n;
+    } else {
+      struct heap_ent e = h[0];
+      for (; j < n && less(&h[j], &e); j++)
+        h[j - 1] = h[j];
+      h[j - 1] = e;
+    }
+    s->lim = n > 1 ? h[1].ord : ~(gp_ord)0;
+    return GPUPHASE_OK;
+  }
   if (rc == 0) h[0] = h[--s->nheap];
   if (s->nheap > 1) sift_down(h, s->nheap, 0);
   set_limit(s);
