@@ -260,8 +260,9 @@ static size_t random_known(uint8_t *b, struct gp_delta *d, uint64_t *rng,
    * fields they are read as those fields' deltas, the rest is what a
    * newer writer would have added */
   const uint8_t *p = one;
-  uint64_t kind, len;
-  CHECK(!gp_get_varint(&p, one + n, &kind) && !gp_get_varint(&p, one + n, &len));
+  uint64_t kind = 0, len = 0;
+  CHECK(!gp_get_varint(&p, one + n, &kind));
+  CHECK(!gp_get_varint(&p, one + n, &len));
   uint8_t pl[sizeof one + sizeof bytes];
   memcpy(pl, p, len);
   memset(pl + len, 0x7f, extra);
