@@ -131,16 +131,23 @@ static struct outcome same_on_threads(const char *path, const char *what) {
          one.msg[0] ? ": " : "", one.msg);
   CHECK_EQ_U(one.served, 0);
   for (size_t i = 0; i < sizeof th / sizeof th[0]; i++) {
-    struct outcome o = read_with(path, th[i]);
-    printf("  %d threads: %llu records, %llu frames from the workers, %llu "
-           "of them decoded ahead\n",
-           th[i], (unsigned long long)o.n, (unsigned long long)o.served,
-           (unsigned long long)o.decoded);
-    CHECK_EQ_U(o.n, one.n);
-    CHECK_EQ_U(o.hash, one.hash);
-    CHECK_EQ_U(o.rc, one.rc);
-    CHECK_EQ_U(o.truncated, one.truncated);
-    CHECK(!strcmp(o.msg, one.msg));
+    /* On a loaded machine a worker may get no CPU before the merge has
+     * decompressed every frame itself: then the read is repeated (a few
+     * times; each outcome must agree). */
+    struct outcome o;
+    for (int a = 0; a < 5; a++) {
+      o = read_with(path, th[i]);
+      printf("  %d threads: %llu records, %llu frames from the workers, "
+             "%llu of them decoded ahead\n",
+             th[i], (unsigned long long)o.n, (unsigned long long)o.served,
+             (unsigned long long)o.decoded);
+      CHECK_EQ_U(o.n, one.n);
+      CHECK_EQ_U(o.hash, one.hash);
+      CHECK_EQ_U(o.rc, one.rc);
+      CHECK_EQ_U(o.truncated, one.truncated);
+      CHECK(!strcmp(o.msg, one.msg));
+      if (o.served > 0 && o.decoded > 0) break;
+    }
     CHECK(o.served > 0);
     CHECK(o.decoded > 0);
   }
