@@ -99,8 +99,8 @@ static const char usage[] =
     "  -j, --jobs N       threads reading the files (default: the CPUs\n"
     "                     available): up to N files at once, one thread each,\n"
     "                     and with fewer files than N the others decompress\n"
-    "                     each file's frames ahead (up to 4 a file); the\n"
-    "                     output is the same for any N\n"
+    "                     and decode each file's frames ahead (up to 4 a\n"
+    "                     file); the output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -406,7 +406,7 @@ static int read_all(int n, char **files, const struct opts *o,
   char(*err)[512] = calloc((size_t)n, sizeof *err);
   if (!err) return fputs("gpuphase-report: out of memory\n", stderr), 1;
   /* a thread per file; threads beyond one per file are shared out among
-   * the files, to decompress their frames ahead */
+   * the files, to decompress and decode their frames ahead */
   int threads = o->threads ? o->threads : gp_par_default();
   struct opts per_file = *o;
   per_file.ro.read_threads = threads > n ? threads / n : 1;

@@ -228,16 +228,18 @@ static inline int varint_long(const uint8_t **pp, const uint8_t *end,
   return gp_get_varint(pp, end, v);
 }
 
-/* varint_long for the field loop, with the position passed and returned
- * (NULL: malformed), so that it stays in a register: the checked loop
- * behind it takes its address out of line. */
+/* The checked loop for the field decoders, with the position passed and
+ * returned (NULL: malformed), so that it stays in a register: the loop
+ * takes its address out of line. */
 static const uint8_t *__attribute__((noinline))
 varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v) {
   return gp_get_varint(&p, end, v) ? NULL : p;
 }
 
-static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
-                                       uint64_t *v) {
+/* varint_long for the field decoders, out of line: varints of four to
+ * eight bytes from one load, longer ones by varint_slow. */
+static const uint8_t *__attribute__((noinline))
+varint_wide(const uint8_t *p, const uint8_t *end, uint64_t *v) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   uint64_t w;
   memcpy(&w, p, 8);
@@ -255,36 +257,75 @@ static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
   return varint_slow(p, end, v);
 }
 
-/* One field's delta: 0 past the end of the payload. A varint that runs
- * past the end is caught once, after the last field. In a kind without
- * blobs, the fields past the end of the payload keep their values (delta
- * 0), so the first of them jumps to the end (`rest`), and a delta of 0
- * leaves its field alone. */
-#define IN_DELTA(z)                                                            \
-  uint64_t z = 0;                                                              \
+/* A varint whose first byte at p has the continuation bit. Time deltas
+ * take two or three bytes: those are put together byte by byte (p[1] and
+ * p[2] are readable: the padding), wider ones go to varint_wide. */
+static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
+                                       uint64_t *v) {
+  uint64_t lo = p[0] & 0x7fu, b1 = p[1];
+  if (b1 < 0x80) {
+    *v = lo | b1 << 7;
+    return p + 2;
+  }
+  uint64_t b2 = p[2];
+  if (b2 < 0x80) {
+    *v = lo | (b1 & 0x7f) << 7 | b2 << 14;
+    return p + 3;
+  }
+  return varint_wide(p, end, v);
+}
+
+/* The zigzag-decoded delta of a one-byte varint (0..127): one load instead
+ * of the shift, mask and exclusive-or, on the path most fields take. */
+#define UZ1(i) ((i) & 1 ? -((i) >> 1) - 1 : (i) >> 1)
+#define UZ4(i) UZ1(i), UZ1(i + 1), UZ1(i + 2), UZ1(i + 3)
+#define UZ16(i) UZ4(i), UZ4(i + 4), UZ4(i + 8), UZ4(i + 12)
+#define UZ64(i) UZ16(i), UZ16(i + 16), UZ16(i + 32), UZ16(i + 48)
+static const int8_t unzz7[128] = {UZ64(0), UZ64(64)};
+
+/* One field's delta, zigzag-decoded: 0 past the end of the payload. A
+ * varint that runs past the end is caught once, after the last field. In
+ * a kind without blobs, the fields past the end of the payload keep their
+ * values (delta 0), so the first of them jumps to the end (`rest`). A
+ * delta is added whatever its value: adding 0 costs less than testing
+ * for it. */
+#define IN_DELTA(d)                                                            \
+  int64_t d = 0;                                                               \
   if (!has_blob && p >= end) goto rest;                                        \
-  if (p < end) {                                                               \
-    z = *p;                                                                    \
-    if (z < 0x80)                                                              \
+  if (!has_blob || p < end) {                                                  \
+    unsigned b_ = *p;                                                          \
+    if (__builtin_expect(b_ < 0x80, 1)) {                                      \
+      d = unzz7[b_];                                                           \
       p++;                                                                     \
-    else if (!(p = varint_at(p, end, &z)))                                     \
-      return GPUPHASE_E_CORRUPT;                                               \
+    } else {                                                                   \
+      uint64_t z_;                                                             \
+      if (!(p = varint_at(p, end, &z_))) return GPUPHASE_E_CORRUPT;            \
+      d = (int64_t)gp_unzigzag(z_);                                            \
+    }                                                                          \
   }
 #define IN_V(type, name)                                                       \
   {                                                                            \
-    IN_DELTA(z)                                                                \
-    if (z) x->name = (type)((uint64_t)x->name + gp_unzigzag(z));               \
+    IN_DELTA(d)                                                                \
+    x->name = (type)((uint64_t)x->name + (uint64_t)d);                         \
   }
 /* E fields: the delta is of end - start, so the previous duration is taken
  * before start moves (SAVE_E) and the end rebuilt after (END_E). */
 #define IN_E(type, name)                                                       \
   {                                                                            \
-    IN_DELTA(z)                                                                \
-    dur_##name += gp_unzigzag(z);                                              \
+    IN_DELTA(d)                                                                \
+    dur_##name += (uint64_t)d;                                                 \
   }
+/* B fields: a length (no zigzag), then the bytes. */
 #define IN_B(type, name)                                                       \
   {                                                                            \
-    IN_DELTA(n)                                                                \
+    uint64_t n = 0;                                                            \
+    if (p < end) {                                                             \
+      n = *p;                                                                  \
+      if (n < 0x80)                                                            \
+        p++;                                                                   \
+      else if (!(p = varint_at(p, end, &n)))                                   \
+        return GPUPHASE_E_CORRUPT;                                             \
+    }                                                                          \
     if (n > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;                    \
     x->name.data = (const char *)p;                                            \
     x->name.len = n;                                                           \
@@ -300,10 +341,12 @@ static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
 #define END_B(name)
 #define END_E(name) x->name = x->start + dur_##name;
 #define END_FIELD(code, type, name) END_##code(name)
+/* Inlined into gp_decode_next's switch: no call, and the payload bounds
+ * stay in registers. */
 #define DECODE_IN_KIND(num, UP, low, FIELDS)                                   \
-  static inline int decode_in_##low(const uint8_t *p, const uint8_t *end,      \
-                                    struct gpuphase_##low *x,                  \
-                                    uint64_t *start) {                         \
+  static inline __attribute__((always_inline)) int decode_in_##low(            \
+      const uint8_t *p, const uint8_t *end, struct gpuphase_##low *x,          \
+      uint64_t *start) {                                                       \
     typedef struct gpuphase_##low cur_t;                                       \
     const int has_blob = 0 FIELDS(IS_BLOB);                                    \
     FIELDS(SAVE_FIELD)                                                         \
@@ -337,21 +380,32 @@ int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start) {
   const uint8_t *p = *pp;
   uint64_t kind, len;
-  if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len) ||
-      len > (uint64_t)(end - p))
+  /* Both prefixes in one byte each (any kind below 128 and a payload
+   * below 128 bytes): one load of the two, which the padding allows. */
+  uint16_t w;
+  memcpy(&w, p, 2);
+  if (__builtin_expect(!(w & 0x8080), 1)) {
+    kind = p[0];
+    len = p[1];
+    p += 2;
+    if (p > end) return GPUPHASE_E_CORRUPT;
+  } else if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len)) {
     return GPUPHASE_E_CORRUPT;
+  }
+  if (len > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
   *pp = p + len;
-  int rc = 0;
+  int rc;
   switch (kind) {
 #define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \
   case num:                                                                    \
     rc = decode_in_##low(p, p + len, &s->last[num].u.low, start);             \
-    break;
+    if (num == GPUPHASE_REC_STRING && rc == num &&                             \
+        s->last[GPUPHASE_REC_STRING].u.string.id == 0)                         \
+      return GPUPHASE_E_CORRUPT;                                               \
+    return rc;
     GPUPHASE_RECORD_KINDS(DECODE_IN_CASE)
   }
-  if (rc == GPUPHASE_REC_STRING && s->last[rc].u.string.id == 0)
-    return GPUPHASE_E_CORRUPT;
-  return rc;
+  return 0;
 }
 
 uint64_t gp_record_start(const struct gpuphase_record *rec, int *has) {

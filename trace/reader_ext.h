@@ -19,9 +19,9 @@ gpuphase_reader *gp_reader_open_ex(const char *path, int mode, int *err,
 gpuphase_reader *gp_reader_open_mem(const void *data, size_t len, int mode,
                                     int *err, char *msg, size_t msglen);
 
-/* A time-ordered reader decompresses frames ahead on threads - 1 worker
- * threads (at most 4; threads <= 1: none), the records, their order and
- * any error staying those of one thread. Call before the first record is
+/* A time-ordered reader decompresses and decodes frames ahead on
+ * threads - 1 worker threads (at most 4; threads <= 1: none), the
+ * records, their order and any error staying those of one thread. Call before the first record is
  * read; later calls, and calls on a file-order reader, do nothing.
  * Returns the workers started. */
 int gp_reader_set_threads(gpuphase_reader *r, int threads);

@@ -116,10 +116,12 @@ void gp_cursor_free(struct gp_cursor *c);
 int gp_sorted_init(gpuphase_reader *r);
 int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out);
 void gp_sorted_free(struct gp_sorted *s);
-/* Decompression ahead on threads - 1 workers (at most 4), before the first
- * record is read; the workers started (0: none, all done here). */
+/* Decompression and decoding ahead on threads - 1 workers (at most 4),
+ * before the first record is read; the workers started (0: none, all
+ * done here). */
 int gp_sorted_set_threads(gpuphase_reader *r, int threads);
-/* Frames the merge took from the workers so far (tests). */
-uint64_t gp_sorted_served(gpuphase_reader *r);
+/* Frames the merge took from the workers so far, and (*decoded, unless
+ * NULL) how many of them with records decoded ahead (tests). */
+uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded);
 
 #endif

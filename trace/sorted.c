@@ -2,10 +2,11 @@
  * frame headers, indexes frames by source and decodes only the metadata
  * frames (source 0) for their strings; pass 2 emits the untimed metadata in
  * file order, then merges the sources by `start` with a binary heap holding
- * one decoded frame per source, then the summary. Records are handed out
- * where the decoder left them (in their source's decoding state), and a
- * source's next record is decoded only when the caller asks for the next
- * one.
+ * one decoded frame per source (a sorted array of the sources' heads
+ * instead of the heap when there are few), then the summary. Records are
+ * handed out where the decoder left them (in their source's decoding
+ * state), and a source's next record is decoded only when the caller asks
+ * for the next one.
  *
  * Memory: the decoded frames held at once are bounded (docs/format.md,
  * section 5). A frame of up to HOLD_SMALL bytes (what the writer makes) is
@@ -24,9 +25,12 @@
  * 2 * workers + 2 buffers of HOLD_SMALL bytes waiting to be taken, with as
  * many spare ones. The merge takes a frame from them when its source needs
  * it and decompresses it itself when no worker has started it; everything
- * else (decoding, the budgets, eviction, reload) is as without them, so the
- * records, their order and any error are the same. A worker's error is
- * kept with its frame and reported when the merge reaches that frame. */
+ * else (the budgets, eviction, reload) is as without them, so the records,
+ * their order and any error are the same. A worker's error is kept with
+ * its frame and reported when the merge reaches that frame. The workers
+ * also decode ahead what they decompress (see struct pre_kind): the merge
+ * adds each record's field changes to its decoding state instead of
+ * parsing varints. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -69,6 +73,32 @@ struct pf_ent {
   int err;
   uint8_t *buf; /* PF_READY: the payload, HOLD_SMALL + GP_DECODE_PAD */
   char *msg;    /* PF_READY with err: the message */
+  uint8_t *pre; /* PF_READY: its records decoded ahead (NULL: none) */
+  uint32_t npre; /* bytes of pre */
+};
+
+/* Decoding ahead. A worker that has decompressed a frame also turns its
+ * records, from the first on, into fixed-width deltas the merge adds to
+ * its decoding state without parsing a varint; each record becomes
+ *   u8 kind, u8 bytes of the record in the payload (prefixes included),
+ *   u8 nwide, then one int8 per field: the change of its value from the
+ *   previous record of the kind (for an E field, of the end itself), 0
+ *   where it does not fit, and nwide of those as u8 field (bit 7: 8
+ *   bytes follow, else 4) and the change;
+ * or, for a kind with a blob, an unknown kind, or a record longer than
+ * 255 bytes, one 0 byte: the merge decodes that one in place. The worker
+ * stops at the first record it cannot read (the merge decodes from there
+ * in place, and so finds any damage where one thread finds it) and when
+ * PRE_CAP bytes are written (the rest of the frame likewise). This is
+ * possible frame by frame because each frame restarts the delta state
+ * (docs/format.md, section 3): the worker decodes the frame from its
+ * start with a state of its own, the same as the merge's at every
+ * record. */
+#define PRE_CAP (3u * HOLD_SMALL)
+#define PRE_ENTRY_MAX (3 + GP_MAX_FIELDS * 10)
+
+struct pre_kind {
+  uint8_t nf; /* fields (all 8 bytes), 0: not decoded ahead */
 };
 
 struct prefetch {
@@ -83,6 +113,13 @@ struct prefetch {
   uint8_t **pool;     /* spare buffers */
   uint32_t npool;
   uint64_t served;    /* frames the merge took from the workers */
+  /* Buffers of records decoded ahead (PRE_CAP bytes each): at most
+   * pre_limit exist, waiting in entries, held by sources or spare in
+   * ppool; with none to be had, a frame is only decompressed. */
+  uint8_t **ppool;
+  uint32_t nppool, pre_out, pre_limit;
+  uint64_t pre_served; /* frames the merge took with records decoded */
+  struct pre_kind pk[GPUPHASE_REC_MAX];
 };
 
 struct source {
@@ -97,6 +134,10 @@ struct source {
   uint8_t big;     /* which held list */
   uint8_t evicted; /* c.buf dropped with the frame half read */
   uint32_t pos;    /* then: payload offset to resume at */
+  /* The frame's records decoded ahead, from c.p on (pq < pqend), each
+   * entry moving c.p past its record; pre: the buffer */
+  const uint8_t *pq, *pqend;
+  uint8_t *pre;
 };
 
 /* The merge's order: start, then source id, as one 96-bit number (one
@@ -123,6 +164,10 @@ struct gp_sorted {
    * sorts before it, that source stays on top and the heap is left alone
    * (runs of records from one source are the rule). */
   gp_ord lim;
+  /* At most SORTED_SMALL sources when the merge began: `heap` is kept
+   * sorted instead (a source that no longer sorts first moves up past the
+   * ones before it, typically one). */
+  int linear;
   int phase;
   struct gpuphase_record sum; /* the SUMMARY record handed out last */
   int advance; /* the heap top was returned: refill it on the next call */
@@ -284,6 +329,7 @@ void gp_sorted_free(struct gp_sorted *s) {
   if (!s) return;
   pf_free(s->pf);
   for (uint32_t i = 0; i < s->nsrc; i++) {
+    free(s->src[i].pre);
     free(s->src[i].frames);
     gp_cursor_free(&s->src[i].c);
   }
@@ -327,7 +373,10 @@ static int hold(struct gp_sorted *s, struct source *src) {
 
 /* Takes src's frame off the budgets before its buffer is freed or taken
  * over; a frame read to its end needs no reload. */
+static void pre_release(struct gp_sorted *s, struct source *src);
+
 static void detach(struct gp_sorted *s, struct source *src) {
+  pre_release(s, src); /* it resumes in place */
   unhold(s, src);
   if (src->c.buf && src->c.p < src->c.end) {
     src->evicted = 1;
@@ -365,6 +414,74 @@ static void make_room(struct gp_sorted *s, struct gp_cursor *dst,
 
 /* --- Decompression ahead ------------------------------------------------ */
 
+/* Buffers of records decoded ahead held by sources at once, beyond those
+ * waiting: a process's threads and streams, as a rule. */
+#define PRE_HELD 8
+
+static void pre_kinds(struct pre_kind *pk) {
+  memset(pk, 0, GPUPHASE_REC_MAX * sizeof *pk);
+  for (uint32_t k = 1; k < GPUPHASE_REC_MAX; k++) {
+    const struct gp_kind_desc *d = gp_kind_desc(k);
+    if (!d || gp_kind_in(GP_BLOB_KINDS, k)) continue;
+    for (unsigned i = 0; i < d->nfields; i++)
+      if (d->fields[i].offset != 8 * i) return; /* not as generated */
+    pk[k].nf = (uint8_t)d->nfields;
+  }
+}
+
+/* A worker's decoding ahead of the payload [p, end) into out (PRE_CAP
+ * bytes; layout above struct pre_kind), with st as its decoding state.
+ * The worker decodes every record as the merge would, and writes the
+ * change of each field (so an E field's delta already includes start's).
+ * Returns the bytes written. */
+static uint32_t precode(const struct pre_kind *pk, const uint8_t *p,
+                        const uint8_t *end, uint8_t *out,
+                        struct gp_dstate *st) {
+  gp_dstate_reset(st);
+  uint32_t n = 0;
+  while (p < end && PRE_CAP - n >= PRE_ENTRY_MAX) {
+    const uint8_t *at = p;
+    uint32_t kind = *p < GPUPHASE_REC_MAX ? *p : 0; /* a one-byte kind */
+    unsigned nf = pk[kind].nf;
+    uint64_t old[GP_MAX_FIELDS];
+    uint64_t *v = (uint64_t *)(void *)&st->last[kind].u;
+    if (nf) memcpy(old, v, nf * sizeof *old);
+    uint64_t t;
+    int k = gp_decode_next(&p, end, st, &t);
+    if (k < 0) break; /* damage: found again in place, by the merge */
+    if (!nf || (uint32_t)k != kind || p - at > 255) {
+      out[n++] = 0;
+      continue;
+    }
+    uint8_t *e = out + n, *w = e + 3 + nf;
+    unsigned nw = 0;
+    for (unsigned i = 0; i < nf; i++) {
+      int64_t x = (int64_t)(v[i] - old[i]);
+      if (x >= -128 && x <= 127) {
+        e[3 + i] = (uint8_t)x;
+        continue;
+      }
+      e[3 + i] = 0;
+      nw++;
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        int32_t y = (int32_t)x;
+        *w = (uint8_t)i;
+        memcpy(w + 1, &y, 4);
+        w += 5;
+      } else {
+        *w = (uint8_t)(i | 0x80);
+        memcpy(w + 1, &x, 8);
+        w += 9;
+      }
+    }
+    e[0] = (uint8_t)kind;
+    e[1] = (uint8_t)(p - at);
+    e[2] = (uint8_t)nw;
+    n = (uint32_t)(w - out);
+  }
+  return n;
+}
+
 static void *pf_worker(void *arg) {
   gpuphase_reader *wr = arg;
   struct prefetch *pf = wr->sorted->pf;
@@ -380,7 +497,16 @@ static void *pf_worker(void *arg) {
     pf->ahead++;
     struct gp_cursor c = {0};
     c.buf = pf->npool ? pf->pool[--pf->npool] : NULL;
+    uint8_t *pre = NULL;
+    int new_pre = 0;
+    if (pf->nppool)
+      pre = pf->ppool[--pf->nppool];
+    else if (pf->pre_out < pf->pre_limit) {
+      pf->pre_out++;
+      new_pre = 1;
+    }
     pthread_mutex_unlock(&pf->mu);
+    if (new_pre) pre = malloc(PRE_CAP);
     if (!c.buf) c.buf = malloc(HOLD_SMALL + GP_DECODE_PAD);
     c.cap = c.buf ? HOLD_SMALL : 0;
     struct gp_frame_info fi = {e->off, e->csize, e->usize, e->source,
@@ -391,7 +517,17 @@ static void *pf_worker(void *arg) {
                    : gp_reader_fail(wr, GPUPHASE_E_NOMEM, "out of memory");
     char *msg = rc ? strdup(wr->msg) : NULL;
     if (rc && !msg) rc = GPUPHASE_E_NOMEM;
+    uint32_t npre = !rc && pre ? precode(pf->pk, c.buf, c.buf + e->usize,
+                                         pre, &c.st)
+                               : 0;
     pthread_mutex_lock(&pf->mu);
+    if (new_pre && !pre) pf->pre_out--;
+    if (pre && !npre) {
+      pf->ppool[pf->nppool++] = pre;
+      pre = NULL;
+    }
+    e->pre = pre;
+    e->npre = npre;
     e->err = rc;
     e->msg = msg;
     e->buf = c.buf;
@@ -414,9 +550,13 @@ static void pf_free(struct prefetch *pf) {
     if (pf->ent[i].state == PF_READY) {
       free(pf->ent[i].buf);
       free(pf->ent[i].msg);
+      free(pf->ent[i].pre);
     }
   for (uint32_t i = 0; i < pf->npool; i++)
     free(pf->pool[i]);
+  for (uint32_t i = 0; i < pf->nppool; i++)
+    free(pf->ppool[i]);
+  free(pf->ppool);
   for (int i = 0; pf->wr && pf->wr[i]; i++) {
     ZSTD_freeDCtx(pf->wr[i]->dctx);
     free(pf->wr[i]->cbuf);
@@ -463,9 +603,12 @@ static struct prefetch *pf_start(gpuphase_reader *r, int workers) {
   pf->ent = calloc(n ? n : 1, sizeof *pf->ent);
   pf->limit = 2 * (uint32_t)workers + 2;
   pf->pool = malloc(pf->limit * sizeof *pf->pool);
+  pf->pre_limit = pf->limit + PRE_HELD;
+  pf->ppool = malloc(pf->pre_limit * sizeof *pf->ppool);
+  pre_kinds(pf->pk);
   pf->th = malloc((size_t)workers * sizeof *pf->th);
   pf->wr = calloc((size_t)workers + 1, sizeof *pf->wr);
-  if (!need || !pf->ent || !pf->pool || !pf->th || !pf->wr) {
+  if (!need || !pf->ent || !pf->pool || !pf->ppool || !pf->th || !pf->wr) {
     free(need);
     pf_free(pf);
     return NULL;
@@ -525,13 +668,26 @@ int gp_sorted_set_threads(gpuphase_reader *r, int threads) {
   return pf ? pf->nth : 0;
 }
 
-uint64_t gp_sorted_served(gpuphase_reader *r) {
+uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded) {
   struct prefetch *pf = r->sorted ? r->sorted->pf : NULL;
+  if (decoded) *decoded = 0;
   if (!pf) return 0;
   pthread_mutex_lock(&pf->mu);
   uint64_t n = pf->served;
+  if (decoded) *decoded = pf->pre_served;
   pthread_mutex_unlock(&pf->mu);
   return n;
+}
+
+/* Gives src's records decoded ahead back to the workers' pool. */
+static void pre_release(struct gp_sorted *s, struct source *src) {
+  src->pq = src->pqend = NULL;
+  if (!src->pre) return;
+  struct prefetch *pf = s->pf;
+  pthread_mutex_lock(&pf->mu);
+  pf->ppool[pf->nppool++] = src->pre; /* all pre_out of them fit */
+  pthread_mutex_unlock(&pf->mu);
+  src->pre = NULL;
 }
 
 /* The frame f of src from the workers: 1 (*rc its result), or 0 when no
@@ -548,11 +704,14 @@ static int pf_take(gpuphase_reader *r, struct source *src,
   }
   while (e->state == PF_BUSY)
     pthread_cond_wait(&pf->done, &pf->mu);
-  uint8_t *buf = e->buf, *spare = buf;
+  uint8_t *buf = e->buf, *spare = buf, *pre = e->pre;
+  uint32_t npre = e->npre;
   char *msg = e->msg;
   int err = e->err;
   e->buf = NULL;
   e->msg = NULL;
+  e->pre = NULL;
+  pf->pre_served += pre != NULL;
   e->state = PF_TAKEN;
   pf->served++;
   if (!err) spare = src->c.cap == HOLD_SMALL ? src->c.buf : NULL;
@@ -576,6 +735,9 @@ static int pf_take(gpuphase_reader *r, struct source *src,
   src->c.end = buf + f->usize;
   src->c.off = f->off;
   gp_dstate_reset(&src->c.st);
+  src->pre = pre;
+  src->pq = pre;
+  src->pqend = pre ? pre + npre : NULL;
   *rc = GPUPHASE_OK;
   return 1;
 }
@@ -586,6 +748,7 @@ static int load(gpuphase_reader *r, struct source *src, uint32_t i,
                 int resume) {
   struct gp_sorted *s = r->sorted;
   const struct frame_ref *f = &src->frames[i];
+  pre_release(s, src);
   unhold(s, src);
   int rc;
   if (!resume && f->pf && s->pf && pf_take(r, src, f, &rc)) {
@@ -643,6 +806,7 @@ static int reload(gpuphase_reader *r, struct source *src) {
 
 /* A source read to its end gives its buffer back. */
 static void finished(struct gp_sorted *s, struct source *src) {
+  pre_release(s, src);
   unhold(s, src);
   gp_cursor_free(&src->c);
 }
@@ -687,6 +851,69 @@ static int string_head(gpuphase_reader *r, struct source *src) {
   return GPUPHASE_OK;
 }
 
+/* The next record of src from its records decoded ahead (src->pq <
+ * src->pqend): its kind, its deltas added to the decoding state, c.p
+ * moved past it and src->key set; or 0: the record at c.p is to be
+ * decoded in place. One case per kind, with its number of fields and the
+ * place of start as constants. */
+#define PRE_START(code, type, name)                                            \
+  +((0 GP_IS_START(code, type, name)) ? offsetof(cur_t, name) / 8 : 0)
+#define PRE_CASE(num, UP, low, FIELDS)                                         \
+  case num: {                                                                  \
+    typedef struct gpuphase_##low cur_t;                                       \
+    enum { NF = sizeof(cur_t) / 8 };                                           \
+    const unsigned start_ = 0 FIELDS(PRE_START);                               \
+    if (0 FIELDS(GP_BLOB_FIELD)) break; /* never decoded ahead */            \
+    uint64_t *v = (uint64_t *)(void *)&src->c.st.last[num].u;                  \
+    const int8_t *d = (const int8_t *)(e + 3);                                 \
+    _Pragma("GCC unroll 32") for (unsigned i = 0; i < NF; i++)                \
+      v[i] += (uint64_t)(int64_t)d[i];                                         \
+    const uint8_t *w = e + 3 + NF;                                             \
+    for (unsigned j = e[2]; j; j--) {                                          \
+      unsigned f = *w;                                                         \
+      if (f & 0x80) {                                                          \
+        uint64_t x;                                                            \
+        memcpy(&x, w + 1, 8);                                                  \
+        v[f & 0x7f] += x;                                                      \
+        w += 9;                                                                \
+      } else {                                                                 \
+        int32_t x;                                                             \
+        memcpy(&x, w + 1, 4);                                                  \
+        v[f] += (uint64_t)(int64_t)x;                                          \
+        w += 5;                                                                \
+      }                                                                        \
+    }                                                                          \
+    src->pq = w;                                                               \
+    src->c.p += e[1];                                                          \
+    src->key = v[start_];                                                      \
+    return num;                                                                \
+  }
+static inline __attribute__((always_inline)) int
+pre_next(struct source *src) {
+  const uint8_t *e = src->pq;
+  switch (e[0]) { GPUPHASE_RECORD_KINDS(PRE_CASE) }
+  src->pq = e + 1;
+  return 0;
+}
+
+/* gp_cursor_next for a source: from its records decoded ahead while there
+ * are, one record in place for each 0 entry, then in place. */
+static int src_next(gpuphase_reader *r, struct source *src) {
+  while (src->pq < src->pqend) {
+    int k = pre_next(src);
+    if (k == 0 && src->c.p < src->c.end) {
+      const uint8_t *at = src->c.p;
+      k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
+      if (k < 0) return gp_cursor_fail(r, &src->c, at);
+    }
+    if (k > 0) {
+      src->head = &src->c.st.last[k];
+      return 1;
+    }
+  }
+  return gp_cursor_next(r, &src->c, &src->head, &src->key);
+}
+
 /* fetch_head's cases off its fast path: a record the merge does not order
  * by start (key: the source's key before it), or (rec NULL) an unknown
  * record stepped over or the end of the frame. */
@@ -707,17 +934,36 @@ fetch_slow(gpuphase_reader *r, struct source *src, uint64_t key,
       if (rc <= 0) return rc;
     }
     key = src->key;
-    int rc = gp_cursor_next(r, &src->c, &src->head, &src->key);
+    int rc = src_next(r, src);
     if (rc < 0) return rc;
     rec = rc ? src->head : NULL;
     if (rec && gp_kind_in(SORTED_KINDS, rec->kind)) return 1;
   }
 }
 
+/* fetch_head for a source with records decoded ahead: out of line, so
+ * that one thread's path saves no registers for it. */
+static int __attribute__((noinline))
+fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
+  int k = pre_next(src);
+  if (k == 0 && src->c.p < src->c.end) { /* this one in place */
+    const uint8_t *at = src->c.p;
+    k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
+    if (k < 0) return gp_cursor_fail(r, &src->c, at);
+  }
+  if (__builtin_expect(k > 0, 1)) {
+    src->head = &src->c.st.last[k];
+    if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
+    return fetch_slow(r, src, key, src->head);
+  }
+  return fetch_slow(r, src, key, NULL);
+}
+
 /* Decodes the next record of src into src->head: 1, 0 when the source is
  * exhausted, or an error. */
 static inline int fetch_head(gpuphase_reader *r, struct source *src) {
   uint64_t key = src->key;
+  if (src->pq < src->pqend) return fetch_pre(r, src, key);
   if (__builtin_expect(src->c.p < src->c.end, 1)) {
     const uint8_t *at = src->c.p;
     int k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
@@ -760,6 +1006,11 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
   h[i] = e;
 }
 
+/* Up to this many sources, a sorted array beats the heap: a top that
+ * falls behind usually moves by one place, against a sift-down and the
+ * choice of the smaller child on each level. */
+#define SORTED_SMALL 8
+
 static void set_limit(struct gp_sorted *s) {
   const struct heap_ent *h = s->heap;
   uint32_t c = s->nheap > 2 && less(&h[2], &h[1]) ? 2 : 1;
@@ -778,6 +1029,15 @@ static int start_merge(gpuphase_reader *r) {
         (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), i};
     sift_up(s->heap, s->nheap++);
   }
+  s->linear = s->nheap <= SORTED_SMALL;
+  if (s->linear) /* insertion sort of the few */
+    for (uint32_t i = 1; i < s->nheap; i++) {
+      struct heap_ent e = s->heap[i];
+      uint32_t j = i;
+      for (; j > 0 && less(&e, &s->heap[j - 1]); j--)
+        s->heap[j] = s->heap[j - 1];
+      s->heap[j] = e;
+    }
   set_limit(s);
   return GPUPHASE_OK;
 }
@@ -786,6 +1046,20 @@ static int start_merge(gpuphase_reader *r) {
  * source is used up (rc 0). */
 static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   struct heap_ent *h = s->heap;
+  if (s->linear) {
+    uint32_t n = s->nheap, j = 1;
+    if (rc == 0) {
+      memmove(h, h + 1, (n - 1) * sizeof *h);
+      s->nheap = --n;
+    } else {
+      struct heap_ent e = h[0];
+      for (; j < n && less(&h[j], &e); j++)
+        h[j - 1] = h[j];
+      h[j - 1] = e;
+    }
+    s->lim = n > 1 ? h[1].ord : ~(gp_ord)0;
+    return GPUPHASE_OK;
+  }
   if (rc == 0) h[0] = h[--s->nheap];
   if (s->nheap > 1) sift_down(h, s->nheap, 0);
   set_limit(s);

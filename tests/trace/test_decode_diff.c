@@ -143,5 +143,18 @@ int main(void) {
                           0,    0,    0,    0,    0,    0,    0,
                           0,    0,    0};
   CHECK_EQ_U(compare(skip, 7), 1);
+  /* a two- or three-byte varint cut by the end of its payload, with the
+   * next record's bytes (below 0x80) behind it: corrupt for both */
+  const uint8_t cut2[] = {GPUPHASE_REC_LOST, 0x02, 0x00, 0x85, 0x01, 0x00, 0,
+                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  CHECK_EQ_U(compare(cut2, 6), 0);
+  const uint8_t cut3[] = {GPUPHASE_REC_LOST, 0x03, 0x00, 0x85, 0x85, 0x01, 0x00,
+                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  CHECK_EQ_U(compare(cut3, 7), 0);
+  /* the same varints whole: accepted, and the record after them read */
+  const uint8_t whole[] = {GPUPHASE_REC_LOST, 0x03, 0x00, 0x85, 0x01,
+                           GPUPHASE_REC_LOST, 0x04, 0x00, 0x85, 0x85, 0x01,
+                           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  CHECK_EQ_U(compare(whole, 11), 2);
   return tt_done("decode-diff");
 }
