@@ -29,7 +29,8 @@ With --callgrind, instead: instruction counts under valgrind's callgrind
 gpuphase's own instructions per launch in the launching thread (the
 wrapped path alone: the runtime wrapper and the driver call nested under
 it), and the writer thread's instructions per API record, inclusive
-(clock conversion, encoding, zstd), each with the functions they go to."""
+(clock conversion, encoding, zstd), each with the functions they go to;
+with --cupti as well, CUPTI on (the writer per API or kernel record)."""
 import argparse
 import glob
 import os
@@ -65,37 +66,41 @@ def short(name):
     return re.sub(r"^.*/((preload|trace|cupti)/)", r"\1", name)
 
 
-def callgrind(exe, lib, sim, report, paths):
+def callgrind(exe, lib, sim, report, paths, cupti=False):
     work = tempfile.mkdtemp(prefix="gp-callgrind-")
-    env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=lib, GPUPHASE_CUPTI="0",
+    env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=lib, GPUPHASE_CUPTI="1" if cupti else "0",
                GPUPHASE_QUIET="1", GPUPHASE_OUTPUT=os.path.join(work, "t.gph"))
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
                     exe, "20000", "1", paths], env=env, cwd=work, capture_output=True, check=True)
     info = subprocess.run([report, "info", os.path.join(work, "t.gph")],
                           capture_output=True, text=True, check=True).stdout
     api = int(re.search(r"\bapi (\d+)", info).group(1))
+    if cupti:  # the writer's records: API and kernel
+        m = re.search(r"\bkernel (\d+)", info)
+        api += int(m.group(1)) if m else 0
     return api, {t: annotate(glob.glob(os.path.join(work, f"callgrind.out.*-0{t}"))[0]) for t in (1, 2)}
 
 
-def count_instructions(exe, lib, sim, report):
+def count_instructions(exe, lib, sim, report, cupti=False):
     # launching thread: the interposed path alone (22,001 launches with the
     # warm-up); what runs once (start-up, dlsym's lookups) is left out
-    _, cg = callgrind(exe, lib, sim, report, "interposed")
+    _, cg = callgrind(exe, lib, sim, report, "interposed", cupti)
     launches = 22001
     ours = [(short(n), v) for n, v in cg[1] if OURS.search(n) and v >= launches
             and "gp_wrap_lookup" not in n]
     print(f"launching thread: {sum(v for _, v in ours) / launches:.1f} instructions of gpuphase's "
-          f"per launch (cudaLaunchKernel, CUPTI off, {launches} launches)")
+          f"per launch (cudaLaunchKernel, CUPTI {'on' if cupti else 'off'}, {launches} launches)")
     for n, v in sorted(ours, key=lambda x: -x[1]):
         print(f"  {v / launches:7.1f}  {n}")
     # writer thread: both paths (the direct path's driver calls are recorded too)
-    api, cg = callgrind(exe, lib, sim, report, "both")
+    api, cg = callgrind(exe, lib, sim, report, "both", cupti)
     rows = cg[2]
     total = sum(v for _, v in rows)
     zstd = sum(v for n, v in rows if "libzstd" in n)
     mine = [(short(n), v) for n, v in rows if OURS.search(n) and "libzstd" not in n]
     own = sum(v for _, v in mine)
-    print(f"writer thread: {total / api:.1f} instructions per API record ({api} records): "
+    what = "API or kernel record" if cupti else "API record"
+    print(f"writer thread: {total / api:.1f} instructions per {what} ({api} records): "
           f"gpuphase {own / api:.1f}, zstd {zstd / api:.1f}, other {(total - own - zstd) / api:.1f}")
     for n, v in sorted(mine, key=lambda x: -x[1]):
         if v / api >= 0.5:
@@ -145,6 +150,8 @@ def main():
                     help="the call-site capture's cost (sync against off)")
     ap.add_argument("--callgrind", action="store_true",
                     help="count instructions under callgrind instead of timing")
+    ap.add_argument("--cupti", action="store_true",
+                    help="with --callgrind: CUPTI on (the writer per API or kernel record)")
     a = ap.parse_args()
     b = os.path.abspath(a.build)
     exe = os.path.join(b, "bench", "gpuphase-bench-overhead")
@@ -155,7 +162,8 @@ def main():
         if not os.path.exists(p):
             sys.exit(f"overhead.py: {p} not found; build first (meson compile -C {a.build})")
     if a.callgrind:
-        return count_instructions(exe, lib, os.path.join(b, "tests", "simcuda"), report)
+        return count_instructions(exe, lib, os.path.join(b, "tests", "simcuda"), report,
+                                  a.cupti)
     base = dict(os.environ, LD_LIBRARY_PATH=sim)
     base.pop("LD_PRELOAD", None)
     work = tempfile.mkdtemp(prefix="gp-bench-")

@@ -3,8 +3,12 @@
  * device stream. Nothing interpreted: that is the report's business. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "gp_capture.h"
+#include "encode.h"
 #include "gp_apitab.h"
 #include "gp_clock.h"
 #include "gp_describe.h"
@@ -53,8 +57,86 @@ static struct {
   uint32_t batch_source;
 } R;
 
+/* ---- repeated calls ---- */
+/* The last API record each ring handed to its source, kept as the ring
+ * event it was made from (its bytes from `stream` on, masked as
+ * call_diff compares them): a call that repeats it but for its times and
+ * a corr one more at most goes to the writer as a repeat record
+ * (gp_writer_add_repeat, the bytes the writer would make of the whole
+ * record) with no record built. Direct-mapped by ring index. A slot is
+ * valid for its ring and source: it is filled only when the record is
+ * the ring's last API record in that source and no other ring writes API
+ * records there until it is cleared (the thread's source released, or
+ * shared: SHARED_SOURCE is never kept), its stack ids keep their FRAME
+ * nodes (cleared at a new stack of the ring), and the record's API_DEF
+ * and DEVICE are written; that the writer still holds the record (not
+ * cut into an earlier frame) the writer checks. */
+#define LAST_CALLS 256
+#define SHARED_SOURCE 65535u
+struct last_call {
+  uint32_t index1; /* ring index + 1; 0: empty */
+  uint32_t source;
+  uint32_t corr;
+  uint64_t w[6];    /* gp_event bytes 16..63 */
+  uint64_t dims[4]; /* GP_EV_LAUNCH: its second slot */
+};
+static struct last_call LC[LAST_CALLS];
+
+#define DEVICE_ONLY 0xffffffff00000000ull /* of the corr|device word */
+#define LAUNCH_RET 0xffffffff00000000ull  /* of grid|ret: grid is unset */
+#define LAUNCH_KIND 0xffff0000ffffffffull /* of api..stack: block unset */
+#define DIM_Z 0xffffffffull               /* of a z word: the high half */
+
+static inline uint64_t ev_word(const struct gp_event *e, int i) {
+  uint64_t v;
+  memcpy(&v, (const char *)e + 16 + 8 * i, 8);
+  return v;
+}
+
+/* Nonzero when e differs from c in anything but t0, t1 and corr (for a
+ * GP_EV_LAUNCH, in what the record takes from its dimensions too). */
+static inline __attribute__((always_inline)) uint64_t
+call_diff(const struct last_call *c, const struct gp_event *e, int launch) {
+  uint64_t m4 = launch ? LAUNCH_RET : ~0ull, m5 = launch ? LAUNCH_KIND : ~0ull;
+  uint64_t x = (ev_word(e, 0) ^ c->w[0]) | (ev_word(e, 1) ^ c->w[1]) |
+               (ev_word(e, 2) ^ c->w[2]) |
+               ((ev_word(e, 3) & DEVICE_ONLY) ^ c->w[3]) |
+               ((ev_word(e, 4) & m4) ^ c->w[4]) |
+               ((ev_word(e, 5) & m5) ^ c->w[5]);
+  if (launch) {
+    const struct gp_launch_dims *d = (const struct gp_launch_dims *)(e + 1);
+    x |= (d->grid_xy ^ c->dims[0]) | ((d->grid_z & DIM_Z) ^ c->dims[1]) |
+         (d->block_xy ^ c->dims[2]) | ((d->block_z & DIM_Z) ^ c->dims[3]);
+  }
+  return x;
+}
+
+static void call_keep(struct last_call *c, const struct gp_event *e,
+                      int launch, uint32_t thread, uint32_t source) {
+  c->index1 = thread + 1;
+  c->source = source;
+  c->corr = e->corr;
+  c->w[0] = ev_word(e, 0);
+  c->w[1] = ev_word(e, 1);
+  c->w[2] = ev_word(e, 2);
+  c->w[3] = ev_word(e, 3) & DEVICE_ONLY;
+  c->w[4] = ev_word(e, 4) & (launch ? LAUNCH_RET : ~0ull);
+  c->w[5] = ev_word(e, 5) & (launch ? LAUNCH_KIND : ~0ull);
+  if (launch) {
+    const struct gp_launch_dims *d = (const struct gp_launch_dims *)(e + 1);
+    c->dims[0] = d->grid_xy, c->dims[1] = d->grid_z & DIM_Z;
+    c->dims[2] = d->block_xy, c->dims[3] = d->block_z & DIM_Z;
+  }
+}
+
+static void call_forget(uint32_t thread) {
+  struct last_call *c = &LC[thread & (LAST_CALLS - 1)];
+  if (c->index1 == thread + 1) c->index1 = 0;
+}
+
 int gp_records_begin(gp_writer *w) {
   R.w = w;
+  memset(LC, 0, sizeof LC);
   R.napi = gp_api_count();
   R.api_info = calloc(R.napi, sizeof *R.api_info);
   R.thread_source = calloc(65536, sizeof *R.thread_source);
@@ -78,6 +160,7 @@ void gp_records_end(void) {
 }
 
 void gp_records_reset(void) {
+  memset(LC, 0, sizeof LC);
   R.lost_total = R.cupti_lost_reported = 0;
   memset(R.streams, 0, sizeof R.streams);
   R.overflow_source = 0;
@@ -158,6 +241,7 @@ static uint32_t claim_source(struct gp_tbuf *b, uint64_t t) {
  * for threads whose first record comes after now. */
 static void release_source(struct gp_tbuf *b) {
   uint32_t *s = &R.thread_source[b->index];
+  call_forget(b->index);
   if (*s && R.spare_tail - R.spare_head < SPARE_SOURCES) {
     R.spare[R.spare_tail % SPARE_SOURCES] = (struct spare){*s, gp_mono_ns()};
     R.spare_tail++;
@@ -236,8 +320,9 @@ static inline void describe_device(uint32_t dev) {
 /* ---- host rings ---- */
 /* The API record is built field by field in the batch (the record's other
  * kinds are left alone: the writer reads only the API struct); the batch
- * goes to the writer in one call per BATCH records. */
-static inline __attribute__((always_inline)) void
+ * goes to the writer in one call per BATCH records. Returns whether the
+ * record may stand for the calls that repeat it (struct last_call). */
+static inline __attribute__((always_inline)) int
 emit_api(const struct gp_event *e, uint32_t thread,
          const struct gp_clock_line *clock, uint32_t grid, uint16_t block,
          const uint32_t *stacks) {
@@ -271,6 +356,9 @@ emit_api(const struct gp_event *e, uint32_t thread,
   a->ptr = info & GPUPHASE_API_LAUNCH ? 0 : e->aux;
   a->stack = e->stack && stacks ? stacks[e->stack] : 0;
   if (++R.nbatch == BATCH) batch_flush();
+  return !a->flags && !(info & API_CAPTURE) &&
+         (e->device < 0 ||
+          (e->device < 64 && (R.devices_done >> e->device & 1)));
 }
 
 /* x * y * z of a dim3 in its two words (gp_launch_dims), modulo 2^64 and
@@ -281,13 +369,111 @@ static inline uint32_t dim_words_total(uint64_t xy, uint64_t z) {
   return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) int
 emit_launch(const struct gp_event *e, uint32_t thread,
             const struct gp_clock_line *clock, const uint32_t *stacks) {
   const struct gp_launch_dims *d = (const struct gp_launch_dims *)(e + 1);
   uint32_t block = dim_words_total(d->block_xy, d->block_z);
-  emit_api(e, thread, clock, dim_words_total(d->grid_xy, d->grid_z),
-           (uint16_t)(block > UINT16_MAX ? UINT16_MAX : block), stacks);
+  return emit_api(e, thread, clock, dim_words_total(d->grid_xy, d->grid_z),
+                  (uint16_t)(block > UINT16_MAX ? UINT16_MAX : block), stacks);
+}
+
+/* Whether e repeats the ring's last call (c, valid) for a repeat record:
+ * the corr step in *dc. */
+static inline __attribute__((always_inline)) int
+repeats(const struct last_call *c, const struct gp_event *e, int launch,
+        uint32_t *dc) {
+  uint64_t d = (uint64_t)e->corr - c->corr; /* 64-bit, as in the record */
+  *dc = (uint32_t)d;
+  return !(call_diff(c, e, launch) | (d > 1) | gp_capture_streams);
+}
+
+/* call_diff on 16 bytes at a time, the slot's words in vector registers
+ * (SSE2 on x86-64, NEON on AArch64, pairs of words elsewhere). */
+typedef uint64_t gp_v2 __attribute__((vector_size(16)));
+static inline gp_v2 v2_load(const void *p) {
+  gp_v2 v;
+  memcpy(&v, p, 16);
+  return v;
+}
+
+/* Whether any bit of x is set. */
+static inline int v2_any(gp_v2 x) {
+#if defined(__SSE2__)
+  __m128i v = (__m128i)x;
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) != 0xffff;
+#else
+  return (x[0] | x[1]) != 0;
+#endif
+}
+
+/* The repeats of c from ring position t on into the run r, while they
+ * are of c's type (launch or not) and take the repeat form; returns the
+ * position of the first event not put. */
+static inline __attribute__((always_inline)) uint64_t
+repeat_loop(struct gp_repeat_run *out, const struct gp_event *ev,
+            uint64_t mask, uint64_t t, uint64_t h, struct last_call *c,
+            const struct gp_clock_line *line, int launch) {
+  /* gp_repeat_put on the run's fields in registers; the records put and
+   * their corr steps are worked out at the end from the positions and
+   * corr values passed */
+  const struct gp_clock_line l = *line;
+  uint8_t *p = out->p, *const stop = out->stop;
+  uint64_t pend = out->end, pdur = out->dur;
+  const unsigned tag = out->tag;
+  const gp_v2 c0 = {c->w[0], c->w[1]}, c1 = {c->w[2], c->w[3]},
+              c2 = {c->w[4], c->w[5]}, d0 = {c->dims[0], c->dims[1]},
+              d1 = {c->dims[2], c->dims[3]};
+  const gp_v2 m1 = {~0ull, DEVICE_ONLY},
+              m2 = {launch ? LAUNCH_RET : ~0ull, launch ? LAUNCH_KIND : ~0ull},
+              mz = {~0ull, DIM_Z};
+  const uint64_t corr0 = c->corr, from = t;
+  uint64_t corr = corr0;
+  while (t < h) {
+    const struct gp_event *e = &ev[t & mask];
+    const char *b = (const char *)e;
+    gp_v2 x = (v2_load(b + 16) ^ c0) | ((v2_load(b + 32) & m1) ^ c1) |
+              ((v2_load(b + 48) & m2) ^ c2);
+    if (launch) /* the second slot */
+      x |= (v2_load(b + 64) ^ d0) | ((v2_load(b + 80) & mz) ^ d1);
+    uint64_t dc = (uint64_t)e->corr - corr; /* 64-bit, as in the record */
+    if (v2_any(x) || dc > out->corr_max || gp_capture_streams) break;
+    uint64_t start = gp_clock_line_ns(&l, e->t0);
+    uint64_t end = gp_clock_line_ns(&l, e->t1);
+    if (start < pend) break;
+    end = end < start ? start : end;
+    uint64_t dur = end - start;
+    p += gp_put_repeat(p, tag | (unsigned)dc * GP_REPEAT_CORR, start - pend,
+                       gp_zigzag(dur - pdur));
+    pend = end;
+    pdur = dur;
+    corr += dc;
+    t += 1 + (uint64_t)launch;
+    if (p >= stop) break;
+  }
+  out->p = p;
+  out->end = pend;
+  out->dur = pdur;
+  out->corr += corr - corr0;
+  out->n += (t - from) / (1 + (uint64_t)launch);
+  c->corr = (uint32_t)corr;
+  return t;
+}
+
+/* The loop as functions of their own, whose registers hold the run, the
+ * kept event and the clock (inline in the drain loop, they would be
+ * spilled to the stack around every call it makes). */
+static __attribute__((noinline)) uint64_t
+repeat_calls(struct gp_repeat_run *out, const struct gp_event *ev,
+             uint64_t mask, uint64_t t, uint64_t h, struct last_call *c,
+             const struct gp_clock_line *clock) {
+  return repeat_loop(out, ev, mask, t, h, c, clock, 0);
+}
+static __attribute__((noinline)) uint64_t
+repeat_launches(struct gp_repeat_run *out, const struct gp_event *ev,
+                uint64_t mask, uint64_t t, uint64_t h, struct last_call *c,
+                const struct gp_clock_line *clock) {
+  return repeat_loop(out, ev, mask, t, h, c, clock, 1);
 }
 
 static void emit_range(struct gp_tbuf *b, const struct gp_event *e,
@@ -352,16 +538,42 @@ void gp_records_drain(struct gp_tbuf *b) {
   const uint64_t mask = b->mask;
   const uint32_t thread = b->index;
   const uint32_t *stacks = b->stk_nodes;
+  const uint32_t source = R.batch_source;
+  struct last_call *last = &LC[thread & (LAST_CALLS - 1)];
+  int valid = last->index1 == thread + 1 && last->source == source;
+  /* repeated calls go to the writer as runs, the event that ends one
+   * (at no_run) in full */
+  uint64_t no_run = h;
   while (t < h) {
     const struct gp_event *e = &ev[t & mask];
     uint64_t used = 1;
-    if (__builtin_expect(e->type == GP_EV_API, 1))
-      emit_api(e, thread, &clock, e->grid, e->block, stacks);
-    else if (e->type == GP_EV_LAUNCH) {
-      /* its second slot follows in memory (the spare one past the end) */
-      emit_launch(e, thread, &clock, stacks);
-      used = 2;
-    } else if (e->type == GP_EV_RANGE) {
+    uint32_t type = e->type, dc;
+    if (__builtin_expect(type == GP_EV_API || type == GP_EV_LAUNCH, 1)) {
+      int launch = type == GP_EV_LAUNCH;
+      used += (uint64_t)launch; /* its second slot follows in memory */
+      struct gp_repeat_run run;
+      if (valid && t != no_run && repeats(last, e, launch, &dc)) {
+        if (R.nbatch) batch_flush();
+        if (!gp_writer_repeat_begin(R.w, source, GPUPHASE_REC_API, &run)) {
+          uint64_t from = t;
+          t = launch ? repeat_launches(&run, ev, mask, t, h, last, &clock)
+                     : repeat_calls(&run, ev, mask, t, h, last, &clock);
+          R.added += run.n;
+          gp_writer_repeat_end(R.w, &run);
+          no_run = t;
+          if (t != from) continue;
+        }
+      }
+      valid = (launch ? emit_launch(e, thread, &clock, stacks)
+                      : emit_api(e, thread, &clock, e->grid, e->block,
+                                 stacks)) &&
+              source != SHARED_SOURCE;
+      if (valid) call_keep(last, e, launch, thread, source);
+      else call_forget(thread);
+      t += used;
+      continue;
+    }
+    if (e->type == GP_EV_RANGE) {
       emit_range(b, e, t);
       used += (e->bytes + 63) / 64;
     } else if (e->type == GP_EV_ITEMS)
@@ -371,6 +583,8 @@ void gp_records_drain(struct gp_tbuf *b) {
        * record that names the stack */
       batch_flush();
       used = gp_stacks_drain_event(b, e, t);
+      valid = 0; /* a stack id may name another FRAME node now */
+      call_forget(thread);
     }
     t += used;
   }

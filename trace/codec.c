@@ -101,7 +101,7 @@ size_t gp_record_bound(const struct gpuphase_record *rec) {
 
 size_t gp_encode_record(uint8_t *dst, struct gp_delta *d,
                         const struct gpuphase_record *rec) {
-  return gp_encode_inline(dst, d, rec);
+  return gp_encode_inline(dst, d, rec, 1);
 }
 
 /* Most deltas fit in one byte: test that before the general loop. */
@@ -169,9 +169,44 @@ static int decode_payload(uint32_t kind, const uint8_t *p, const uint8_t *end,
   return 0;
 }
 
+/* Repeat records (format version 5; codec.h): the fields of the previous
+ * record of the kind, start and end moved, corr advanced by the tag's bit;
+ * the record is then built like one whose deltas are all 0. A kind that
+ * cannot take the form is corrupt, an unknown kind skipped (its length is
+ * that of its two varints). */
+#define REP_INDICES(FIELDS)                                                    \
+  const unsigned rs = 0 FIELDS(GP_REP_START), re = 0 FIELDS(GP_REP_END),      \
+                 rc = 0 FIELDS(GP_REP_CORR);                                   \
+  const unsigned si = rs ? rs - 1 : 0, ei = re ? re - 1 : 0,                   \
+                 ci = rc ? rc - 1 : 0;                                         \
+  if (!rs || !re || (c && !rc)) return GPUPHASE_E_CORRUPT;
+#define REPEAT_CASE(num, UP, low, FIELDS)                                      \
+  case num: {                                                                  \
+    typedef struct gpuphase_##low cur_t;                                       \
+    REP_INDICES(FIELDS)                                                        \
+    uint64_t *prev = d->prev + GP_SLOT_##UP;                                   \
+    prev[si] += prev[ei] + g;                                                  \
+    prev[ei] += gp_unzigzag(z);                                                \
+    if (rc) prev[ci] += c;                                                     \
+    out->kind = num;                                                           \
+    return decode_##low(p, p, prev, &out->u.low);                              \
+  }
+static int decode_repeat(const uint8_t **pp, const uint8_t *end,
+                         struct gp_delta *d, struct gpuphase_record *out) {
+  const uint8_t *p = *pp;
+  unsigned tag = *p++;
+  uint64_t g, z, c = (tag & GP_REPEAT_CORR) != 0;
+  if (read_varint(&p, end, &g) || read_varint(&p, end, &z))
+    return GPUPHASE_E_CORRUPT;
+  *pp = p;
+  switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_CASE) }
+  return 0;
+}
+
 int gp_decode_record(const uint8_t **pp, const uint8_t *end, struct gp_delta *d,
                      struct gpuphase_record *out) {
   const uint8_t *p = *pp;
+  if (p < end && *p >= GP_REPEAT_TAG) return decode_repeat(pp, end, d, out);
   uint64_t kind, len;
   if (read_varint(&p, end, &kind) || read_varint(&p, end, &len) ||
       len > (uint64_t)(end - p))
@@ -376,9 +411,35 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
   return 0;
 }
 
+/* A repeat record in place: the kind's last record is the previous one. */
+#define REPEAT_IN_CASE(num, UP, low, FIELDS)                                   \
+  case num: {                                                                  \
+    typedef struct gpuphase_##low cur_t;                                       \
+    REP_INDICES(FIELDS)                                                        \
+    uint64_t *f = (uint64_t *)&s->last[num].u.low;                             \
+    uint64_t dur = f[ei] - f[si] + gp_unzigzag(z);                             \
+    f[si] = f[ei] + g;                                                         \
+    f[ei] = f[si] + dur;                                                       \
+    if (rc) f[ci] += c;                                                        \
+    *start = f[si];                                                            \
+    return num;                                                                \
+  }
+static int decode_repeat_in(const uint8_t **pp, const uint8_t *end,
+                            struct gp_dstate *s, uint64_t *start) {
+  const uint8_t *p = *pp + 1;
+  unsigned tag = **pp;
+  uint64_t g, z, c = (tag & GP_REPEAT_CORR) != 0;
+  if (prefix_varint(&p, end, &g) || prefix_varint(&p, end, &z))
+    return GPUPHASE_E_CORRUPT;
+  *pp = p;
+  switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
+  return 0;
+}
+
 int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start) {
   const uint8_t *p = *pp;
+  if (*p >= GP_REPEAT_TAG) return decode_repeat_in(pp, end, s, start);
   uint64_t kind, len;
   /* Both prefixes in one byte each (any kind below 128 and a payload
    * below 128 bytes): one load of the two, which the padding allows. */

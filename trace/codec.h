@@ -92,6 +92,35 @@ size_t gp_record_bound(const struct gpuphase_record *rec);
 #define GP_BLOB_KINDS (0 GPUPHASE_RECORD_KINDS(GP_BLOB_KIND_BIT))
 _Static_assert(GPUPHASE_REC_MAX <= 64, "kind masks hold 64 kinds");
 
+/* Repeat records (format version 5, docs/format.md "Repeat records"): a
+ * record of a kind with `start` and an E field `end` whose other fields
+ * are those of the previous record of its kind in the frame (`corr` the
+ * same or one more) takes a tag byte, 0x80 | GP_REPEAT_CORR (corr one
+ * more) | kind, and two varints: start - the previous end, and the
+ * zigzag of the change of end - start. Per kind, from the table: the
+ * 8-byte index + 1 of start, of end and of corr (0: none). */
+#define GP_REPEAT_TAG 0x80u
+#define GP_REPEAT_CORR 0x40u
+#define GP_REPEAT_KIND_MASK 0x3fu
+#define GP_NAME_IS_END(s)                                                      \
+  (sizeof(s) == 4 && (s)[0] == 'e' && (s)[1] == 'n' && (s)[2] == 'd')
+#define GP_NAME_IS_CORR(s)                                                     \
+  (sizeof(s) == 5 && (s)[0] == 'c' && (s)[1] == 'o' && (s)[2] == 'r' &&        \
+   (s)[3] == 'r')
+#define GP_REP_START(code, type, name)                                         \
+  +(0 GP_IS_START(code, type, name) ? offsetof(cur_t, name) / 8 + 1 : 0)
+#define GP_REP_END(code, type, name)                                           \
+  +((#code)[0] == 'E' && GP_NAME_IS_END(#name) ? offsetof(cur_t, name) / 8 + 1 \
+                                               : 0)
+#define GP_REP_CORR(code, type, name)                                          \
+  +(GP_NAME_IS_CORR(#name) ? offsetof(cur_t, name) / 8 + 1 : 0)
+#define GP_HAS_E_END(code, type, name)                                         \
+  | ((#code)[0] == 'E' && GP_NAME_IS_END(#name))
+#define GP_REPEAT_KIND_BIT(num, UP, low, FIELDS)                               \
+  | ((uint64_t)((0 FIELDS(GP_IS_START)) && (0 FIELDS(GP_HAS_E_END))) << num)
+/* kinds that may take the repeat form */
+#define GP_REPEAT_KINDS (0 GPUPHASE_RECORD_KINDS(GP_REPEAT_KIND_BIT))
+
 static inline int gp_kind_in(uint64_t mask, uint32_t kind) {
   return kind < 64 && (mask >> kind & 1);
 }

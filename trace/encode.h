@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "writer.h"
 
 /* One encoder per kind, generated from the table like the decoders in
  * codec.c:
@@ -60,7 +61,10 @@ put_field(uint8_t *f, uint64_t z, size_t left) {
   {                                                                            \
     enum { idx = offsetof(cur_t, name) / 8 };                                  \
     uint64_t *pv = &prev[idx], d = (value) - *pv;                              \
+    if ((unsigned)idx + 1 == rep_e) rep_dend = d;                                      \
+    if ((unsigned)idx + 1 == rep_c) rep_dcorr = d;                                      \
     if (d) { /* the subtraction is the test; the value is not kept */          \
+      changed |= UINT64_C(1) << idx;                                           \
       *pv += d;                                                                \
       uint8_t *f = q + idx;                                                    \
       size_t n = put_field(f, gp_zigzag(d), nf - idx - 1);                     \
@@ -72,15 +76,40 @@ put_field(uint8_t *f, uint64_t z, size_t left) {
 #define ENC_E(name) ENC_NUM(x->name - x->start, name)
 #define ENC_B(name) (void)x->name; /* never called: see ENCODE_CASE */
 #define ENC_FIELD(code, type, name) ENC_##code(name)
+/* A record that may take the repeat form (codec.h) and does: rep->tag is
+ * its tag, else 0. Decided on what the field encoding found: no field
+ * changed but start, end and corr, corr by 0 or 1, and start not before
+ * the previous end. */
+struct gp_rep {
+  unsigned tag;
+  uint64_t g, z;
+};
+#define REP_BIT(i) (UINT64_C(1) << (((i) - 1) & 63))
 #define ENCODE_KIND(num, UP, low, FIELDS)                                      \
   static inline __attribute__((always_inline))                                 \
   uint8_t *encode_##low(uint8_t *restrict p, uint64_t *restrict prev,          \
-                        const struct gpuphase_##low *restrict x) {             \
+                        const struct gpuphase_##low *restrict x,               \
+                        struct gp_rep *rep) {                                  \
     typedef struct gpuphase_##low cur_t;                                       \
     enum { nf = sizeof(cur_t) / 8 };                                           \
+    const unsigned rep_s = 0 FIELDS(GP_REP_START), rep_e = 0 FIELDS(GP_REP_END), \
+                   rep_c = 0 FIELDS(GP_REP_CORR);                              \
+    const unsigned si = rep_s ? rep_s - 1 : 0, ei = rep_e ? rep_e - 1 : 0;     \
+    uint64_t old_end = rep_s && rep_e ? prev[si] + prev[ei] : 0;               \
+    uint64_t changed = 0, rep_dend = 0, rep_dcorr = 0;                         \
     memset(p, 0, ZERO_AHEAD(nf));                                              \
     uint8_t *q = p, *last = p;                                                 \
     FIELDS(ENC_FIELD)                                                          \
+    rep->tag = 0;                                                              \
+    if (rep_s && rep_e &&                                                      \
+        !(changed & ~(REP_BIT(rep_s) | REP_BIT(rep_e) |                        \
+                      (rep_c ? REP_BIT(rep_c) : 0))) &&                        \
+        rep_dcorr <= 1 && prev[si] >= old_end) {                               \
+      rep->tag = GP_REPEAT_TAG | (unsigned)rep_dcorr * GP_REPEAT_CORR | num;   \
+      rep->g = prev[si] - old_end;                                             \
+      rep->z = gp_zigzag(rep_dend);                                            \
+    }                                                                          \
+    (void)x;                                                                   \
     return last;                                                               \
   }
 GPUPHASE_RECORD_KINDS(ENCODE_KIND)
@@ -133,22 +162,54 @@ static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
   }
 GPUPHASE_RECORD_KINDS(ENCODE_SEQ_KIND)
 
-/* The payload is encoded right after a one-byte length, which holds every
+/* The repeat record tag | g, z at dst; returns its length (at most
+ * 1 + 2 * GP_VARINT_MAX). */
+static inline __attribute__((always_inline)) size_t
+gp_put_repeat(uint8_t *dst, unsigned tag, uint64_t g, uint64_t z) {
+  dst[0] = (uint8_t)tag;
+  uint8_t *p = put_varint(dst + 1, g);
+  return (size_t)(put_varint(p, z) - dst);
+}
+
+/* The next record of a run (struct gp_repeat_run, writer.h): 1 when put;
+ * 0 when it must be added whole (start before the last record's end, or
+ * corr_step too large). */
+static inline __attribute__((always_inline)) int
+gp_repeat_put(struct gp_repeat_run *r, uint64_t corr_step, uint64_t start,
+              uint64_t end) {
+  if (start < r->end || corr_step > r->corr_max) return 0;
+  uint64_t dur = end - start;
+  r->p += gp_put_repeat(r->p, r->tag | (unsigned)corr_step * GP_REPEAT_CORR,
+                        start - r->end, gp_zigzag(dur - r->dur));
+  r->end = end;
+  r->dur = dur;
+  r->corr += corr_step;
+  r->n++;
+  return 1;
+}
+
+/* repeat = 0: the full form only (what version 4 wrote; for tests).
+ * The payload is encoded right after a one-byte length, which holds every
  * record of a kind without blobs but the rare one with large deltas in
  * most fields; a longer length moves the payload up. Kind numbers are
  * below 128: one byte. */
 _Static_assert(GPUPHASE_REC_MAX <= 128, "kinds take one byte");
 static inline __attribute__((always_inline)) size_t
 gp_encode_inline(uint8_t *dst, struct gp_delta *d,
-                 const struct gpuphase_record *rec) {
+                 const struct gpuphase_record *rec, int repeat) {
   uint8_t *payload = dst + 2, *end;
   switch (rec->kind) {
 #define ENCODE_CASE(num, UP, low, FIELDS)                                      \
   case num:                                                                    \
     dst[0] = num;                                                              \
-    end = (0 FIELDS(GP_BLOB_FIELD))                                            \
-              ? encode_seq_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low) \
-              : encode_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low);    \
+    if (0 FIELDS(GP_BLOB_FIELD)) {                                             \
+      end = encode_seq_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low);    \
+    } else {                                                                   \
+      struct gp_rep rep;                                                       \
+      end = encode_##low(payload, d->prev + GP_SLOT_##UP, &rec->u.low, &rep);  \
+      if (rep.tag && repeat)                                                   \
+        return gp_put_repeat(dst, rep.tag, rep.g, rep.z);                      \
+    }                                                                          \
     break;
     GPUPHASE_RECORD_KINDS(ENCODE_CASE)
   default:
@@ -172,6 +233,7 @@ gp_encode_inline(uint8_t *dst, struct gp_delta *d,
 #undef ENC_B
 #undef ENC_FIELD
 #undef ENCODE_KIND
+#undef REP_BIT
 #undef SEQ_NUM
 #undef SEQ_V
 #undef SEQ_E

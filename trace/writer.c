@@ -32,6 +32,7 @@ struct buf {
 struct source {
   uint32_t id;
   struct buf b;
+  uint64_t kinds; /* bit k: the pending frame holds a record of kind k */
   struct gp_delta d;
 };
 
@@ -68,11 +69,19 @@ struct chunk {
   char data[];
 };
 
+/* Delta slots of start, end and corr per kind that may take the repeat
+ * form (has_corr 0: corr points at start, never changed). */
+struct rep_slots {
+  uint16_t s, e, c;
+  uint8_t ok, has_corr;
+};
 struct gp_writer {
   int fd;
   int err; /* first sticky error, GPUPHASE_OK while healthy */
   int saved_errno;
   size_t frame_bytes;
+  int full_only; /* gp_writer_set_repeat(w, 0) */
+  struct rep_slots rep[GPUPHASE_REC_MAX];
   ZSTD_CCtx *cctx;
   struct buf out;
   struct source *src; /* src[0] is source 0 (metadata) */
@@ -151,6 +160,7 @@ static int write_source(gp_writer *w, struct source *s) {
   if (!s->b.len) return w->err;
   int rc = write_frame(w, GP_FRAME_RECORDS, s->id, s->b.p, s->b.len);
   s->b.len = 0;
+  s->kinds = 0;
   gp_delta_reset(&s->d);
   return rc;
 }
@@ -175,7 +185,8 @@ static int append_slow(gp_writer *w, struct source *s,
   if (s->b.len + bound > GP_FRAME_WRITE_MAX && write_source(w, s))
     return w->err;
   if (reserve(&s->b, bound)) return fail(w, GPUPHASE_E_NOMEM);
-  s->b.len += gp_encode_record(s->b.p + s->b.len, &s->d, rec);
+  s->b.len += gp_encode_inline(s->b.p + s->b.len, &s->d, rec, !w->full_only);
+  s->kinds |= UINT64_C(1) << rec->kind;
   if (s->b.len >= w->frame_bytes) return write_source(w, s);
   return GPUPHASE_OK;
 }
@@ -190,7 +201,8 @@ append(gp_writer *w, struct source *s, const struct gpuphase_record *rec) {
                            b->cap - b->len < GP_RECORD_FIXED_MAX,
                        0))
     return append_slow(w, s, rec);
-  b->len += gp_encode_inline(b->p + b->len, &s->d, rec);
+  b->len += gp_encode_inline(b->p + b->len, &s->d, rec, !w->full_only);
+  s->kinds |= UINT64_C(1) << rec->kind;
   if (__builtin_expect(b->len >= w->frame_bytes, 0)) return write_source(w, s);
   return GPUPHASE_OK;
 }
@@ -280,6 +292,70 @@ int gp_writer_add_n(gp_writer *w, uint32_t source,
     if (rc == GPUPHASE_OK) w->events++;
   }
   return rc;
+}
+
+#define REP_SLOTS_CASE(num, UP, low, FIELDS)                                   \
+  case num: {                                                                  \
+    typedef struct gpuphase_##low cur_t;                                       \
+    unsigned rs = 0 FIELDS(GP_REP_START), re = 0 FIELDS(GP_REP_END),           \
+             rc = 0 FIELDS(GP_REP_CORR);                                       \
+    if (!rs || !re) return;                                                    \
+    *k = (struct rep_slots){(uint16_t)(GP_SLOT_##UP + rs - 1),                 \
+                            (uint16_t)(GP_SLOT_##UP + re - 1),                 \
+                            (uint16_t)(GP_SLOT_##UP + (rc ? rc : rs) - 1), 1,  \
+                            rc != 0};                                          \
+    return;                                                                    \
+  }
+static void rep_slots_of(uint32_t kind, struct rep_slots *k) {
+  memset(k, 0, sizeof *k);
+  switch (kind) { GPUPHASE_RECORD_KINDS(REP_SLOTS_CASE) }
+}
+
+int gp_writer_repeat_begin(gp_writer *w, uint32_t source, uint32_t kind,
+                           struct gp_repeat_run *r) {
+  if (!w || w->err || w->full_only || kind >= GPUPHASE_REC_MAX ||
+      !w->rep[kind].ok)
+    return GP_WRITER_NOT_REPEAT;
+  uint32_t i;
+  if (find_source(w, source, &i) != GPUPHASE_OK) return GP_WRITER_NOT_REPEAT;
+  struct source *s = &w->src[i];
+  if (!(s->kinds >> kind & 1)) return GP_WRITER_NOT_REPEAT;
+  /* room for every record up to the frame's cut and the one that
+   * crosses it: the run checks nothing but stop */
+  size_t room = w->frame_bytes - s->b.len + 1 + 2 * GP_VARINT_MAX;
+  if (s->b.len >= w->frame_bytes || reserve(&s->b, room)) {
+    if (s->b.len < w->frame_bytes) fail(w, GPUPHASE_E_NOMEM);
+    return GP_WRITER_NOT_REPEAT;
+  }
+  const struct rep_slots *k = &w->rep[kind];
+  const uint64_t *prev = s->d.prev;
+  r->p = s->b.p + s->b.len;
+  r->stop = s->b.p + w->frame_bytes;
+  r->end = prev[k->s] + prev[k->e];
+  r->dur = prev[k->e];
+  r->corr = r->n = 0;
+  r->tag = GP_REPEAT_TAG | kind;
+  r->corr_max = k->has_corr;
+  r->src = s;
+  r->kind = kind;
+  return GPUPHASE_OK;
+}
+
+int gp_writer_repeat_end(gp_writer *w, struct gp_repeat_run *r) {
+  struct source *s = r->src;
+  const struct rep_slots *k = &w->rep[r->kind];
+  uint64_t *prev = s->d.prev;
+  s->b.len = (size_t)(r->p - s->b.p);
+  prev[k->s] = r->end - r->dur;
+  prev[k->e] = r->dur;
+  prev[k->c] += r->corr;
+  w->events += r->n;
+  if (s->b.len >= w->frame_bytes) return write_source(w, s);
+  return w->err;
+}
+
+void gp_writer_set_repeat(gp_writer *w, int on) {
+  if (w) w->full_only = !on;
 }
 
 static inline uint64_t load64(const char *s) {
@@ -466,6 +542,8 @@ static int setup(gp_writer *w, size_t frame_bytes) {
   w->frame_bytes = frame_bytes ? frame_bytes : GP_FRAME_DEFAULT;
   if (w->frame_bytes > GP_FRAME_WRITE_MAX / 2)
     w->frame_bytes = GP_FRAME_WRITE_MAX / 2;
+  for (uint32_t k = 0; k < GPUPHASE_REC_MAX; k++)
+    rep_slots_of(k, &w->rep[k]);
   w->cctx = ZSTD_createCCtx();
   if (!w->cctx ||
       ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,

@@ -45,6 +45,39 @@ int gp_writer_add(gp_writer *w, uint32_t source,
 int gp_writer_add_n(gp_writer *w, uint32_t source,
                     const struct gpuphase_record *recs, size_t n);
 
+/* Records that repeat the last record of their kind in a source but for
+ * start, end and corr (one more at most), appended without a record to
+ * build: what gp_writer_add of each whole record would write, byte for
+ * byte, frame cuts included (the repeat form, codec.h). Between begin and
+ * end the caller makes no other call on the writer and changes nothing
+ * in *r but through gp_repeat_put. */
+struct gp_repeat_run {
+  uint8_t *p, *stop; /* the next record's place; the run ends at stop */
+  uint64_t end, dur; /* the last record's end and end - start */
+  uint64_t corr, n;  /* corr steps taken and records put so far */
+  unsigned tag, corr_max;
+  void *src;
+  uint32_t kind;
+};
+
+/* Opens a run of `kind` (one of GP_REPEAT_KINDS) in `source`: 0, or
+ * GP_WRITER_NOT_REPEAT when the pending frame holds no record of the kind
+ * (none since the frame was cut) or the writer cannot take records. */
+#define GP_WRITER_NOT_REPEAT 1
+int gp_writer_repeat_begin(gp_writer *w, uint32_t source, uint32_t kind,
+                           struct gp_repeat_run *r);
+
+/* The caller puts each record at r->p with gp_repeat_put (encode.h),
+ * which keeps the other fields up to date, and ends the run when a record
+ * is not taken (it is then added whole) or when r->p reached r->stop. */
+/* Closes the run: its records count as added, and the frame is cut if it
+ * reached its size. Returns the writer's state (GPUPHASE_OK or its error). */
+int gp_writer_repeat_end(gp_writer *w, struct gp_repeat_run *r);
+
+/* Tests: on = 0 writes every record in full form, as format version 4
+ * did (repeat records are the writer's choice; the records are the same). */
+void gp_writer_set_repeat(gp_writer *w, int on);
+
 /* Returns the id of s (len bytes), emitting a STRING record into the
  * current frame the first time it is seen. 0 for an empty string. */
 uint64_t gp_writer_intern(gp_writer *w, const char *s, size_t len);

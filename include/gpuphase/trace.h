@@ -13,8 +13,8 @@
 extern "C" {
 #endif
 
-#define GPUPHASE_FORMAT_VERSION 4u
-#define GPUPHASE_FORMAT_MIN_READER 1u
+#define GPUPHASE_FORMAT_VERSION 5u
+#define GPUPHASE_FORMAT_MIN_READER 5u
 
 /* Error codes: pinned values, never renumbered. */
 enum gpuphase_error {

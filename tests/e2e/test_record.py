@@ -993,6 +993,59 @@ def t_launch_dims():
             check(len(ls) == n and lost == 0, f"{len(ls)} launches recorded of {n}, {lost} lost")
 
 
+def t_repeats():
+    """A launch loop whose calls mostly repeat the one before but for their
+    times and corr (the recorder writes those as repeat records, straight
+    from the ring event), now and then a call with other dimensions of the
+    same total, another stream, shared memory or function (prog_repeat.c):
+    every call's record has the fields of its own call, worked out here from
+    its index, corr increasing (one more in most calls), each kernel linked
+    to its call; with
+    short flushes (many runs and frames) and CUPTI, and without CUPTI."""
+    n = 5000
+    for extra in ({"GPUPHASE_FLUSH_MS": "5"},
+                  {"GPUPHASE_CUPTI": "0", "GPUPHASE_QUIET": "1"}):
+        d = workdir()
+        p = run([prog("e2e-prog-repeat"), str(n)], d, extra, timeout=100)
+        check(p.returncode == 0 and p.stdout.strip() == f"launches {n}",
+              f"program: {p.stdout!r} {p.stderr!r}")
+        recs, _ = dump(traces(d)[0])
+        lost = sum(r["count"] for r in by_kind(recs, "lost"))
+        ls = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
+        check(len(ls) == n and lost == 0, f"{len(ls)} launches recorded, {lost} lost, of {n}")
+        cupti = "GPUPHASE_CUPTI" not in extra
+        # the calls in order: i from the position where none is lost
+        func = {}
+        streams = {}
+        prev = None
+        steps = 0
+        for i, c in enumerate(ls):
+            check(c["grid"] == (2 if i % 10 in (4, 5) else 1) and c["block"] == 32,
+                  f"call {i}: grid {c['grid']} block {c['block']}")
+            check(c["bytes"] == (64 if i % 17 == 3 else 0), f"call {i}: bytes {c['bytes']}")
+            fk = i % 19 == 11
+            check(func.setdefault(fk, c["func"]) == c["func"], f"call {i}: func {c['func']}")
+            sk = i % 13 == 7
+            check(streams.setdefault(sk, c["stream"]) == c["stream"],
+                  f"call {i}: stream {c['stream']}")
+            check(c["ret"] == 0 and c["end"] >= c["start"], f"call {i}: {c}")
+            if prev is not None:
+                check(c["start"] >= prev["end"], f"call {i} starts before call {i - 1} ended")
+                if cupti:
+                    check(c["corr"] > prev["corr"], f"call {i}: corr {c['corr']} after {prev['corr']}")
+                    steps += c["corr"] == prev["corr"] + 1
+            prev = c
+        check(len(func) == 2 and func[True] != func[False], f"functions {func}")
+        check(len(streams) == 2 and streams[True] != streams[False], f"streams {streams}")
+        if cupti:
+            check(steps > n // 2, f"corr one more in {steps} of {n} calls")
+            kernels = by_kind(recs, "kernel")
+            corrs = {c["corr"] for c in ls}
+            check(len(kernels) == n, f"{len(kernels)} kernels")
+            bad = [k for k in kernels if k["corr"] not in corrs]
+            check(not bad, f"{len(bad)} kernels without their call, e.g. {bad[:1]}")
+
+
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
@@ -1002,7 +1055,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
          "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
-         "exit_thread": t_exit_thread, "launch_dims": t_launch_dims,
+         "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
          "thread_names": t_thread_names}
 

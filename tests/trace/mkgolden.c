@@ -1,7 +1,7 @@
 /* Writes a small trace with fixed contents through the trace writer of the
  * tree it is compiled against (used once, with an old commit's writer, to
- * make tests/trace/golden-v1.gph, -v2.gph and -v3.gph; test_golden.c lists
- * the contents by hand). Built by hand, not by meson: gcc [-DV2 [-DV3]] -Iinclude
+ * make tests/trace/golden-v1.gph .. -v4.gph; test_golden.c lists the
+ * contents by hand). Built by hand, not by meson: gcc [-DV2 [-DV3 [-DV4]]] -Iinclude
  * -Itrace -Ibuild mkgolden.c trace/codec.c trace/writer.c trace/strtab.c
  * (trace/reader.c trace/sorted.c from format 2 on) -lzstd. */
 #include <fcntl.h>
@@ -82,6 +82,35 @@ int main(int argc, char **argv) {
   r.kind = GPUPHASE_REC_ITEMS;
   r.u.items.thread = 0, r.u.items.start = 17000, r.u.items.count = 32;
   gp_writer_add(w, 1, &r);
+#endif
+#ifdef V4
+  /* two more calls that repeat the last but for their times and corr, and
+   * the measured counters: a metric, its sampler, two samples */
+  for (int i = 0; i < 2; i++) {
+    memset(&r, 0, sizeof r);
+    r.kind = GPUPHASE_REC_API;
+    r.u.api.thread = 0, r.u.api.api = 3, r.u.api.device = 0;
+    r.u.api.start = 17500 + 4000 * (uint64_t)i;
+    r.u.api.end = r.u.api.start + 3500, r.u.api.corr = 7 + (uint64_t)i;
+    gp_writer_add(w, 1, &r);
+  }
+  memset(&r, 0, sizeof r);
+  r.kind = GPUPHASE_REC_METRIC;
+  r.u.metric.metric = 1, r.u.metric.device = 0, r.u.metric.source = 1;
+  r.u.metric.name = gp_writer_intern(w, "gpu_util", 8);
+  r.u.metric.scale = 1;
+  gp_writer_add(w, 0, &r);
+  memset(&r, 0, sizeof r);
+  r.kind = GPUPHASE_REC_SAMPLER;
+  r.u.sampler.start = 6000, r.u.sampler.device = 0, r.u.sampler.source = 1;
+  gp_writer_add(w, 3, &r);
+  for (int i = 0; i < 2; i++) {
+    memset(&r, 0, sizeof r);
+    r.kind = GPUPHASE_REC_SAMPLE;
+    r.u.sample.metric = 1, r.u.sample.start = 8000 + 10000 * (uint64_t)i;
+    r.u.sample.end = r.u.sample.start + 10000, r.u.sample.value = 40 + 50 * i;
+    gp_writer_add(w, 3, &r);
+  }
 #endif
   struct gpuphase_summary s = {.events = 0, .lost = 0, .flags = 0, .end = 20000};
   s.events = gp_writer_events(w);

@@ -127,7 +127,7 @@ static void test_info(const char *good) {
   CHECK(run("info", good, NULL, NULL) == 0);
   CHECK(err[0] == 0);
   CHECK(has(out, "host:         testhost\n"));
-  CHECK(has(out, "format:       version 4 (readable by readers >= 1)"));
+  CHECK(has(out, "format:       version 5 (readable by readers >= 5)"));
   CHECK(has(out, "process:      pid 4242, ppid 1\n"));
   CHECK(has(out, "rank:         3 (local rank unknown)\n"));
   CHECK(has(out, "command:      python train.py --epochs 2\n"
@@ -210,7 +210,7 @@ static void test_unreadable(const uint8_t *file, size_t len, const char *bad) {
   copy[10] = 9; /* min_reader 9 */
   tt_write_file(bad, copy, len);
   CHECK(run("info", bad, NULL, NULL) == 1);
-  CHECK(has(err, ": written by a newer gpuphase: format version 4 needs a "
+  CHECK(has(err, ": written by a newer gpuphase: format version 5 needs a "
                  "reader of version >= 9"));
   free(copy);
 }

@@ -75,8 +75,9 @@ static const uint8_t example[] = {
     /* first API record: every field against 0 */
     0x05, 0x12, 0x02, 0x0e, 0xd0, 0x0f, 0xac, 0x02, 0x00, 0x54, 0x00, 0x00,
     0x00, 0x00, 0x80, 0x40, 0x80, 0x01, 0x80, 0x04,
-    /* second: deltas against the first, zero tail left out */
-    0x05, 0x07, 0x00, 0x00, 0x90, 0x03, 0x77, 0x00, 0x02};
+    /* second: a repeat of the first (corr one more): start - the first's
+     * end, 50; duration 90 - 150 = -60, zigzag 119 */
+    0xc5, 0x32, 0x77};
 
 static void test_example(void) {
   struct gpuphase_record a = api(1000, 1150, 42), b = api(1200, 1290, 43);
@@ -120,10 +121,21 @@ static void test_malformed(void) {
   /* string id 0 */
   const uint8_t id0[] = {0x01, 0x03, 0x00, 0x01, 'a'};
   CHECK(decode1(id0, sizeof id0, &r, NULL) == GPUPHASE_E_CORRUPT);
-  /* an 11-byte kind */
-  const uint8_t long_kind[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                               0x80, 0x80, 0x80, 0x80, 0x01, 0x00};
-  CHECK(decode1(long_kind, sizeof long_kind, &r, NULL) == GPUPHASE_E_CORRUPT);
+  /* repeat records: an 11-byte varint, a varint past the end, a kind
+   * without start and end (STRING, THREAD), corr advanced in a kind
+   * without corr (SAMPLE) */
+  const uint8_t long_g[] = {0x85, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                            0x80, 0x80, 0x80, 0x80, 0x01, 0x00};
+  CHECK(decode1(long_g, sizeof long_g, &r, NULL) == GPUPHASE_E_CORRUPT);
+  const uint8_t rep_past[] = {0x85, 0x05, 0x80};
+  CHECK(decode1(rep_past, sizeof rep_past, &r, NULL) == GPUPHASE_E_CORRUPT);
+  CHECK(decode1(rep_past, 2, &r, NULL) == GPUPHASE_E_CORRUPT);
+  const uint8_t rep_string[] = {0x81, 0x00, 0x00};
+  CHECK(decode1(rep_string, sizeof rep_string, &r, NULL) == GPUPHASE_E_CORRUPT);
+  const uint8_t rep_thread[] = {0xc2, 0x00, 0x00};
+  CHECK(decode1(rep_thread, sizeof rep_thread, &r, NULL) == GPUPHASE_E_CORRUPT);
+  const uint8_t rep_sample[] = {0xd3, 0x00, 0x00};
+  CHECK(decode1(rep_sample, sizeof rep_sample, &r, NULL) == GPUPHASE_E_CORRUPT);
   /* a field varint cut by its record's length */
   const uint8_t cut_field[] = {0x05, 0x01, 0x80, 0x01};
   CHECK(decode1(cut_field, sizeof cut_field, &r, NULL) == GPUPHASE_E_CORRUPT);
@@ -138,6 +150,18 @@ static void test_compat(void) {
   const uint8_t unknown[] = {0x63, 0x02, 0xaa, 0xbb, 0x05, 0x00};
   CHECK(decode1(unknown, sizeof unknown, &r, &next) == 0);
   CHECK(next == unknown + 4);
+  /* a repeat record of an unknown kind (40): skipped, tag and two
+   * varints; of SAMPLE: the fields of the zero state, times moved */
+  const uint8_t rep_unknown[] = {0xe8, 0x81, 0x01, 0x00, 0x05};
+  CHECK(decode1(rep_unknown, sizeof rep_unknown, &r, &next) == 0);
+  CHECK(next == rep_unknown + 4);
+  const uint8_t rep_first[] = {0x93, 0xe8, 0x07, 0x14};
+  CHECK(decode1(rep_first, sizeof rep_first, &r, &next) == 1);
+  CHECK(next == rep_first + sizeof rep_first);
+  CHECK_EQ_U(r.kind, GPUPHASE_REC_SAMPLE);
+  CHECK_EQ_U(r.u.sample.start, 1000);
+  CHECK_EQ_U(r.u.sample.end, 1010);
+  CHECK(r.u.sample.metric == 0 && r.u.sample.value == 0);
   /* SUMMARY with two extra fields a newer writer appended */
   const uint8_t extra[] = {0x0d, 0x06, 0x14, 0x02, 0x00, 0x06, 0x7f, 0x01};
   CHECK(decode1(extra, sizeof extra, &r, &next) == 1);

@@ -14,7 +14,7 @@ struct ref_field {
   char coding;
   uint64_t v;
   const gpuphase_blob *b;
-  int is_start;
+  int is_start, is_end, is_corr;
 };
 
 struct ref_rec {
@@ -25,7 +25,9 @@ struct ref_rec {
 static void ref_collect(void *ctx, const char *name, char coding, uint64_t v,
                         const gpuphase_blob *b) {
   struct ref_rec *r = ctx;
-  r->f[r->n++] = (struct ref_field){coding, v, b, !strcmp(name, "start")};
+  r->f[r->n++] = (struct ref_field){coding, v, b, !strcmp(name, "start"),
+                                    coding == 'E' && !strcmp(name, "end"),
+                                    !strcmp(name, "corr")};
 }
 
 static size_t ref_varint(uint8_t *p, uint64_t v) {
@@ -50,8 +52,18 @@ static size_t ref_encode(uint8_t *out, struct ref_state *st,
   struct ref_rec r = {.n = 0};
   CHECK(gp_record_fields(rec, ref_collect, &r) > 0);
   uint64_t start = 0, z[GP_MAX_FIELDS];
-  for (int i = 0; i < r.n; i++)
-    if (r.f[i].is_start) start = r.f[i].v;
+  int si = -1, ei = -1, ci = -1;
+  for (int i = 0; i < r.n; i++) {
+    if (r.f[i].is_start) start = r.f[i].v, si = i;
+    if (r.f[i].is_end) ei = i;
+    if (r.f[i].is_corr) ci = i;
+  }
+  /* the repeat form (format version 5): a kind with start and end, no
+   * other field changed but corr, by 0 or 1, start not before the
+   * previous end */
+  int repeat = si >= 0 && ei >= 0;
+  uint64_t prev_end = 0, dcorr = 0;
+  if (repeat) prev_end = st->prev[rec->kind][si] + st->prev[rec->kind][ei];
   int used = 0;
   for (int i = 0; i < r.n; i++) {
     uint64_t *prev = &st->prev[rec->kind][i];
@@ -62,8 +74,15 @@ static size_t ref_encode(uint8_t *out, struct ref_state *st,
       uint64_t d = x - *prev;
       z[i] = (d << 1) ^ (uint64_t)((int64_t)d >> 63);
       *prev = x;
+      if (i == ci) dcorr = d;
+      else if (d && i != si && i != ei) repeat = 0;
     }
     if (z[i]) used = i + 1; /* trailing zero deltas and empty blobs go */
+  }
+  if (repeat && dcorr <= 1 && start >= prev_end) {
+    out[0] = (uint8_t)(0x80 | dcorr << 6 | rec->kind);
+    size_t n = 1 + ref_varint(out + 1, start - prev_end);
+    return n + ref_varint(out + n, z[ei]);
   }
   static uint8_t payload[1 << 20];
   size_t plen = 0;
@@ -113,17 +132,21 @@ static struct gpuphase_record kernel(uint64_t corr, uint64_t start) {
  * corr 1 -> 02, start 10000 -> 20000 = a0 9c 01, end x = 9000 -> 18000 =
  * d0 8c 01, name 1 -> 02, grid_x 4096 -> 8192 = 80 40, grid_y/z 1 -> 02,
  * block_x 256 -> 512 = 80 04, block_y/z 02, regs 32 -> 64 = 40; the
- * smem, graph_id and flags zeros are left out: 19 bytes. The second:
- * device and stream 00, corr +1 = 02, start +10000 = a0 9c 01, and from
- * end on (same duration) only zero deltas, left out: 6 bytes. */
+ * smem, graph_id and flags zeros are left out: 19 bytes. The second
+ * repeats the first but for its times and corr (+1): tag 80 | 40 | 6 =
+ * c6, start - the first's end = 1000 = e8 07, the same duration 00. A
+ * third with corr +2 is written in full: device and stream 00, corr +2 =
+ * 04, start +10000 = a0 9c 01, the rest zero deltas, left out. */
 static void test_kernel_bytes(void) {
   static const uint8_t want[] = {
       0x06, 0x13, 0x00, 0x1a, 0x02, 0xa0, 0x9c, 0x01, 0xd0, 0x8c, 0x01,
       0x02, 0x80, 0x40, 0x02, 0x02, 0x80, 0x04, 0x02, 0x02, 0x40, /* 1 */
-      0x06, 0x06, 0x00, 0x00, 0x02, 0xa0, 0x9c, 0x01};            /* 2 */
-  struct gpuphase_record r[2] = {kernel(1, 10000), kernel(2, 20000)};
+      0xc6, 0xe8, 0x07, 0x00,                                     /* 2 */
+      0x06, 0x06, 0x00, 0x00, 0x04, 0xa0, 0x9c, 0x01};            /* 3 */
+  struct gpuphase_record r[3] = {kernel(1, 10000), kernel(2, 20000),
+                                 kernel(4, 30000)};
   uint8_t buf[1024];
-  size_t n = encode_all(buf, r, 2);
+  size_t n = encode_all(buf, r, 3);
   CHECK_EQ_U(n, sizeof want);
   CHECK(!memcmp(buf, want, sizeof want));
 }
@@ -250,6 +273,23 @@ static void step(struct gpuphase_record *r, const struct gpuphase_record *prev,
     r->u.string.id = 1; /* id 0 is corrupt by definition */
 }
 
+/* Records that may take the repeat form: a third of them repeat the
+ * previous record but for start, end and corr (the same, one more, or
+ * another step). */
+static void repeat_step(struct gpuphase_record *r,
+                        const struct gpuphase_record *prev, uint64_t *rng) {
+  *r = *prev;
+  const struct gp_kind_desc *k = gp_kind_desc(r->kind);
+  for (unsigned i = 0; i < k->nfields; i++) {
+    uint64_t *f = (uint64_t *)((char *)&r->u + k->fields[i].offset);
+    const char *name = k->fields[i].name;
+    if (!strcmp(name, "corr"))
+      *f += tt_rand(rng) % 3;
+    else if (!strcmp(name, "start") || !strcmp(name, "end"))
+      *f = next_value(*f, rng);
+  }
+}
+
 /* One record: the encoder's bytes must be the reference's, stay within
  * gp_record_bound (the canary after it), and decode back to the record. */
 static int check_one(const struct gpuphase_record *rec, struct gp_delta *enc,
@@ -295,6 +335,8 @@ static void test_random(void) {
     uint32_t kind = 1 + (uint32_t)(tt_rand(&rng) % (GPUPHASE_REC_MAX - 1));
     struct gpuphase_record r;
     step(&r, &last[kind], &rng);
+    if (gp_kind_in(GP_REPEAT_KINDS, kind) && tt_rand(&rng) % 3 == 0)
+      repeat_step(&r, &last[kind], &rng);
     last[kind] = r;
     seen[kind]++;
     fails += !check_one(&r, &enc, &ref, &dec);

@@ -1,6 +1,7 @@
 /* Old traces stay readable: golden-v1.gph was written by the format-1
- * writer (commit 7deb90b^), golden-v2.gph by the format-2 writer and
- * golden-v3.gph by the format-3 writer (commit e9c1c91), all from
+ * writer (commit 7deb90b^), golden-v2.gph by the format-2 writer,
+ * golden-v3.gph by the format-3 writer (commit e9c1c91) and golden-v4.gph
+ * by the format-4 writer (commit 058e290), all from
  * mkgolden.c; the expected contents below are what mkgolden.c put in,
  * listed by hand, with the defaults docs/format.md section 7 gives for
  * fields a file predates (run_id "", step_items 0, DEVICE versions 0, no
@@ -15,6 +16,8 @@ struct want {
   uint64_t step_items, driver, runtime;
   int items;
   int stacks; /* format 3: a MODULE, two FRAMEs, the first API's stack */
+  int counters; /* format 4: two more API calls, a METRIC, a SAMPLER and
+                   two SAMPLEs */
 };
 
 static void check_file(const char *dir, const char *name,
@@ -42,10 +45,13 @@ static void check_file(const char *dir, const char *name,
   CHECK(tt_read_all(r, rec, 32, &n) == 0);
   gpuphase_reader_close(r);
   /* 4 strings, thread, api_def, device, kernel, 2 api, (items), summary;
-   * (a fifth string, module, 2 frames) */
-  CHECK_EQ_U(n, 11 + (size_t)w->items + 4 * (size_t)w->stacks);
+   * (a fifth string, module, 2 frames); (a string, 2 api, metric, sampler,
+   * 2 samples) */
+  CHECK_EQ_U(n, 11 + (size_t)w->items + 4 * (size_t)w->stacks +
+                    7 * (size_t)w->counters);
+  size_t samples = 0;
   size_t counts[GPUPHASE_REC_MAX] = {0};
-  uint64_t api_start[2] = {0, 0};
+  uint64_t api_start[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     const struct gpuphase_record *x = &rec[i];
     if (x->kind < GPUPHASE_REC_MAX) counts[x->kind]++;
@@ -68,7 +74,7 @@ static void check_file(const char *dir, const char *name,
       break;
     case GPUPHASE_REC_API: {
       size_t k = counts[GPUPHASE_REC_API] - 1;
-      if (k < 2) api_start[k] = x->u.api.start;
+      if (k < 4) api_start[k] = x->u.api.start;
       CHECK_EQ_U(x->u.api.end - x->u.api.start, 3500);
       CHECK_EQ_U(x->u.api.corr, 5 + k);
       /* 0 in files that predate format 3 */
@@ -89,42 +95,69 @@ static void check_file(const char *dir, const char *name,
       /* metadata comes before the records that refer to it */
       CHECK_EQ_U(counts[GPUPHASE_REC_API], 0);
       break;
+    case GPUPHASE_REC_METRIC:
+      CHECK(x->u.metric.metric == 1 && x->u.metric.device == 0);
+      CHECK(x->u.metric.source == 1 && x->u.metric.scale == 1);
+      CHECK(x->u.metric.name != 0 && x->u.metric.unit == 0);
+      break;
+    case GPUPHASE_REC_SAMPLER:
+      CHECK(x->u.sampler.start == 6000 && x->u.sampler.device == 0);
+      CHECK(x->u.sampler.source == 1 && x->u.sampler.status == 0);
+      break;
+    case GPUPHASE_REC_SAMPLE:
+      CHECK(x->u.sample.metric == 1);
+      CHECK_EQ_U(x->u.sample.start, 8000 + 10000 * samples);
+      CHECK_EQ_U(x->u.sample.end, x->u.sample.start + 10000);
+      CHECK(x->u.sample.value == 40 + 50 * (int64_t)samples);
+      samples++;
+      break;
     case GPUPHASE_REC_ITEMS:
       CHECK(x->u.items.start == 17000 && x->u.items.count == 32);
       break;
     case GPUPHASE_REC_SUMMARY:
       CHECK_EQ_U(x->u.summary.end, 20000);
       CHECK_EQ_U(x->u.summary.events,
-                 6 + (uint64_t)w->items + 3 * (uint64_t)w->stacks);
+                 6 + (uint64_t)w->items + 3 * (uint64_t)w->stacks +
+                     6 * (uint64_t)w->counters);
       CHECK(i == n - 1);
       break;
     case GPUPHASE_REC_STRING: break;
     default: CHECK(!"unexpected kind");
     }
   }
-  CHECK_EQ_U(counts[GPUPHASE_REC_STRING], 4 + (size_t)w->stacks);
-  CHECK_EQ_U(counts[GPUPHASE_REC_API], 2);
+  CHECK_EQ_U(counts[GPUPHASE_REC_STRING],
+             4 + (size_t)w->stacks + (size_t)w->counters);
+  CHECK_EQ_U(counts[GPUPHASE_REC_API], 2 + 2 * (size_t)w->counters);
+  CHECK_EQ_U(counts[GPUPHASE_REC_METRIC], (size_t)w->counters);
+  CHECK_EQ_U(counts[GPUPHASE_REC_SAMPLER], (size_t)w->counters);
+  CHECK_EQ_U(samples, 2 * (size_t)w->counters);
   CHECK_EQ_U(counts[GPUPHASE_REC_ITEMS], w->items);
   CHECK_EQ_U(counts[GPUPHASE_REC_MODULE], (size_t)w->stacks);
   CHECK_EQ_U(counts[GPUPHASE_REC_FRAME], 2 * (size_t)w->stacks);
   CHECK_EQ_U(counts[GPUPHASE_REC_PYCODE], 0);
   CHECK_EQ_U(api_start[0], 9000);
   CHECK_EQ_U(api_start[1], 13000);
+  if (w->counters) {
+    CHECK_EQ_U(api_start[2], 17500);
+    CHECK_EQ_U(api_start[3], 21500);
+  }
   for (size_t i = 0; i < n; i++) tt_rec_free(&rec[i]);
 }
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: test_golden DIR (holding golden-v1.gph .. golden-v3.gph)\n");
+    fprintf(stderr, "usage: test_golden DIR (holding golden-v1.gph .. golden-v4.gph)\n");
     return 2;
   }
-  const struct want v1 = {1, "", 0, 0, 0, 0, 0};
-  const struct want v2 = {2, "run42", 8, 13000, 12080, 1, 0};
-  const struct want v3 = {3, "run42", 8, 13000, 12080, 1, 1};
+  const struct want v1 = {1, "", 0, 0, 0, 0, 0, 0};
+  const struct want v2 = {2, "run42", 8, 13000, 12080, 1, 0, 0};
+  const struct want v3 = {3, "run42", 8, 13000, 12080, 1, 1, 0};
+  const struct want v4 = {4, "run42", 8, 13000, 12080, 1, 1, 1};
   for (int sorted = 0; sorted < 2; sorted++) {
     check_file(argv[1], "golden-v1.gph", &v1, sorted);
     check_file(argv[1], "golden-v2.gph", &v2, sorted);
     check_file(argv[1], "golden-v3.gph", &v3, sorted);
+    check_file(argv[1], "golden-v4.gph", &v4, sorted);
   }
   return tt_done("trace-golden");
 }

@@ -161,8 +161,8 @@ static void write_trace(const char *path, struct expect *e) {
 static void check_header(gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
   struct gp_process_info in = tt_info();
-  CHECK_EQ_U(h->version, 4);
-  CHECK_EQ_U(h->min_reader, 1);
+  CHECK_EQ_U(h->version, 5);
+  CHECK_EQ_U(h->min_reader, 5);
   CHECK_EQ_U(h->pid, in.pid);
   CHECK_EQ_U(h->ppid, in.ppid);
   CHECK(h->rank == 3 && h->local_rank == -1);

@@ -526,7 +526,7 @@ static void test_v2_roundtrip(const char *path) {
     if (!rd) continue;
     const struct gpuphase_header *h = gpuphase_reader_header(rd);
     CHECK_EQ_U(h->version, GPUPHASE_FORMAT_VERSION);
-    CHECK_EQ_U(h->min_reader, 1);
+    CHECK_EQ_U(h->min_reader, GPUPHASE_FORMAT_MIN_READER);
     CHECK(!strcmp(h->run_id, "9f86d081884c7d65"));
     CHECK_EQ_U(h->step_items, 32);
     CHECK(!strcmp(h->host, "testhost") && !strcmp(h->clock, "clock_gettime"));

@@ -194,9 +194,16 @@ static uint32_t count_records(const uint8_t *z, size_t zlen, uint32_t usize) {
   if (!ZSTD_isError(n)) {
     const uint8_t *p = buf, *end = buf + n;
     uint64_t kind, len;
-    while (p < end && !varint(&p, end, &kind) && !varint(&p, end, &len) &&
-           len <= (uint64_t)(end - p)) {
-      p += len;
+    while (p < end) {
+      if (*p >= 0x80) { /* a repeat record: tag, two varints */
+        p++;
+        if (varint(&p, end, &kind) || varint(&p, end, &len)) break;
+      } else if (!varint(&p, end, &kind) && !varint(&p, end, &len) &&
+                 len <= (uint64_t)(end - p)) {
+        p += len;
+      } else {
+        break;
+      }
       count++;
     }
   }

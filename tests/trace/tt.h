@@ -62,7 +62,8 @@ void tt_write_file(const char *path, const void *data, size_t len);
 struct tt_frame {
   uint64_t off, end; /* header offset, offset after the payload */
   uint32_t type, source, csize, usize;
-  uint32_t nrecords; /* records in the payload, by length prefixes */
+  uint32_t nrecords; /* records in the payload, by length prefixes (a
+                      * repeat record: its tag and two varints) */
 };
 /* Walks the frames of a native-order file; returns the number found (at
  * most max) and the header size in *hdr_size. */
