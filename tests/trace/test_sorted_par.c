@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "encode.h"
 #include "format.h"
 #include "reader_ext.h"
 #include "reader_int.h"
@@ -258,11 +259,13 @@ static size_t random_known(uint8_t *b, struct gp_delta *d, uint64_t *rng,
   }
   if (r.kind == GPUPHASE_REC_STRING && !r.u.string.id) r.u.string.id = 1;
   uint8_t one[GP_RECORD_FIXED_MAX + 64];
-  size_t n = gp_encode_record(one, d, &r);
-  if (!extra) {
+  if (!extra) { /* the writer's choice: a repeat record where it may */
+    size_t n = gp_encode_record(one, d, &r);
     memcpy(b, one, n);
     return n;
   }
+  /* the full form, whose payload gets the extra bytes */
+  size_t n = gp_encode_inline(one, d, &r, 0);
   /* the same fields followed by more bytes: where the writer dropped
    * fields they are read as those fields' deltas, the rest is what a
    * newer writer would have added */
@@ -309,11 +312,12 @@ static size_t crafted_payload(uint32_t s, uint32_t f, uint8_t *buf,
       n += gp_encode_record(buf + n, &d, &r);
     } else if (c < 80) {
       n += random_known(buf + n, &d, rng, 0);
-    } else if (c < 88) { /* unknown kinds, one- and two-byte */
+    } else if (c < 88) { /* unknown kinds (below 0x80: a first byte from
+                            * 0x80 on is a repeat record's tag) */
       uint8_t pl[12];
       for (size_t i = 0; i < sizeof pl; i++)
         pl[i] = (uint8_t)tt_rand(rng);
-      n += put_raw(buf + n, c & 1 ? 60 : 300, pl, c % 12);
+      n += put_raw(buf + n, c & 1 ? 60 : 127, pl, c % 12);
     } else { /* known kinds with bytes after their fields, some past 255 */
       n += random_known(buf + n, &d, rng, c & 1 ? 5 : 280);
     }
