@@ -115,7 +115,11 @@ def t_launch():
 
 def t_saturated():
     """One-block kernels back to back: nvidia-smi high, SMs nearly idle."""
-    r, d, txt, _ = busy_run(["launch", 800], {"GPUSIM_API_NS": "1000"}, 80)
+    # 100 us kernels: 256 of them queue 25.6 ms of work per synchronisation,
+    # so the host's gaps between launches leave the device idle only at the
+    # synchronisations
+    r, d, txt, _ = busy_run(["launch", 800], {"GPUSIM_API_NS": "1000",
+                                              "GPUSIM_WAVE_NS": "100000"}, 80)
     m = d["measured"]
     busy = m["device_busy_pct"]
     check(abs(m["nvml_gpu_util_pct"] - busy) <= 4,
@@ -140,7 +144,7 @@ def t_bandwidth():
     """Full-grid memory-bound kernels (DRAM 0.9, no tensor) back to back."""
     r, d, txt, _ = busy_run(["tensor", 800],
                             {"GPUSIM_KERNEL_PROFILE": "gemm*:dram=0.9",
-                             "GPUSIM_API_NS": "1000"}, 70)
+                             "GPUSIM_API_NS": "1000", "GPUSIM_WAVE_NS": "100000"}, 70)
     m = d["measured"]
     busy = m["device_busy_pct"]
     near(m["dram_bw_pct"], 0.9 * busy, 0.12, "DRAM bandwidth")
