@@ -132,18 +132,23 @@ static void finish(void) {
 
 /* ---- fork ----
  * A pass allocates (the trace's buffers and string arenas grow, zstd sizes
- * its workspace). A fork while this thread is inside the allocator leaves
- * the child with an allocator lock that no thread of the child will
- * release, unless the allocator takes its locks around fork itself:
- * glibc's malloc does, the AddressSanitizer runtime of GCC 12 does not,
- * and the child's first allocation of that size then waits for ever. So a
- * pass holds pass_lock, and fork takes it first (pthread_atfork), waiting
- * at most FORK_WAIT_MS: the child then starts with this thread between two
+ * its workspace), and so does a sanitizer's runtime while it starts the
+ * thread, before thread_main runs. A fork while this thread is inside the
+ * allocator leaves the child with an allocator lock that no thread of the
+ * child will release, unless the allocator takes its locks around fork
+ * itself: glibc's malloc does, the AddressSanitizer runtime of GCC 12 does
+ * not, and the child's first allocation of that size then waits for ever.
+ * So a pass holds pass_lock, and fork first waits for the thread to have
+ * started and then takes pass_lock (pthread_atfork), both within
+ * FORK_WAIT_MS: the child then starts with this thread between two
  * passes. Past that wait the fork goes on as it would without it. */
 #define FORK_WAIT_MS 200
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_locked;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+static int thread_starting; /* created, thread_main not yet running */
 
 static void fork_prepare(void) {
   int saved = errno;
@@ -151,6 +156,11 @@ static void fork_prepare(void) {
   clock_gettime(CLOCK_REALTIME, &dl);
   dl.tv_nsec += FORK_WAIT_MS * 1000000L;
   if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&start_lock);
+  while (thread_starting &&
+         pthread_cond_timedwait(&start_cond, &start_lock, &dl) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&start_lock);
   fork_locked = pthread_mutex_timedlock(&pass_lock, &dl) == 0;
   errno = saved;
 }
@@ -158,7 +168,11 @@ static void fork_parent(void) {
   if (fork_locked) pthread_mutex_unlock(&pass_lock);
 }
 static void fork_child(void) {
-  pthread_mutex_init(&pass_lock, NULL); /* the thread is the parent's */
+  /* the thread is the parent's */
+  pthread_mutex_init(&pass_lock, NULL);
+  pthread_mutex_init(&start_lock, NULL);
+  pthread_cond_init(&start_cond, NULL);
+  thread_starting = 0;
 }
 static void fork_arm(void) {
   pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -168,6 +182,10 @@ static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
   gp_ts.depth = 1;
+  pthread_mutex_lock(&start_lock);
+  thread_starting = 0;
+  pthread_cond_broadcast(&start_cond);
+  pthread_mutex_unlock(&start_lock);
   for (;;) {
     uint32_t seen = gp_doorbell_seen();
     /* Wakes early when a producer or a stop request rings. */
@@ -198,12 +216,19 @@ void gp_writer_wake(void) {
 static int start_thread(void) {
   sigset_t all, old;
   pthread_once(&fork_once, fork_arm);
+  pthread_mutex_lock(&start_lock);
+  thread_starting = 1;
+  pthread_mutex_unlock(&start_lock);
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = pthread_create(&W.thread, NULL, thread_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0)
+  if (rc != 0) {
+    pthread_mutex_lock(&start_lock);
+    thread_starting = 0;
+    pthread_mutex_unlock(&start_lock);
     gp_warn("cannot start the writer thread: %s; not recording", strerror(rc));
+  }
   return rc;
 }
 
