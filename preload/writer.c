@@ -141,10 +141,12 @@ static void finish(void) {
  * So a pass holds pass_lock, and fork first waits for the thread to have
  * started and then takes pass_lock (pthread_atfork), both within
  * FORK_WAIT_MS: the child then starts with this thread between two
- * passes. Past that wait the fork goes on as it would without it. */
+ * passes. Past that wait the fork goes on as it would without it, and the
+ * child says so on stderr (one line). */
 #define FORK_WAIT_MS 200
+#define FORK_WAIT_TEXT "200 ms" /* for the child's line: no formatting there */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fork_locked;
+static int fork_locked, fork_settled;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
@@ -160,8 +162,10 @@ static void fork_prepare(void) {
   while (thread_starting &&
          pthread_cond_timedwait(&start_cond, &start_lock, &dl) != ETIMEDOUT)
     ;
+  fork_settled = !thread_starting;
   pthread_mutex_unlock(&start_lock);
   fork_locked = pthread_mutex_timedlock(&pass_lock, &dl) == 0;
+  fork_settled &= fork_locked;
   errno = saved;
 }
 static void fork_parent(void) {
@@ -173,6 +177,12 @@ static void fork_child(void) {
   pthread_mutex_init(&start_lock, NULL);
   pthread_cond_init(&start_cond, NULL);
   thread_starting = 0;
+  if (!fork_settled) {
+    int saved = errno;
+    gp_warn("forked while the trace writer was busy (waited " FORK_WAIT_TEXT
+            "): an allocator that is not fork-safe may block this child");
+    errno = saved;
+  }
 }
 static void fork_arm(void) {
   pthread_atfork(fork_prepare, fork_parent, fork_child);
