@@ -741,18 +741,30 @@ static void finish_nvml(void) {
 /* A reading holds tick_lock; fork takes it first (pthread_atfork), for at
  * most FORK_WAIT_MS, so that a child never starts with NVML's own locks,
  * or an allocator's, held by a reading that was under way in the parent.
- * A child forked while a reading did not finish in time gets no sampler. */
+ * A child forked while a reading did not finish in time gets no sampler.
+ * Before that, within the same time, fork waits for a thread still
+ * starting, whose start a sanitizer's runtime allocates in (writer.c). */
 #define FORK_WAIT_MS 200
 static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_locked, fork_tainted;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void) {
-  struct timespec dl;
+  int saved = errno;
+  struct timespec dl, mdl;
   clock_gettime(CLOCK_REALTIME, &dl);
+  clock_gettime(CLOCK_MONOTONIC, &mdl); /* S.cond's clock */
   dl.tv_nsec += FORK_WAIT_MS * 1000000L;
   if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+  mdl.tv_nsec += FORK_WAIT_MS * 1000000L;
+  if (mdl.tv_nsec >= 1000000000L) mdl.tv_sec++, mdl.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&S.lock);
+  while (S.running && !S.started &&
+         pthread_cond_timedwait(&S.cond, &S.lock, &mdl) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&S.lock);
   fork_locked = pthread_mutex_timedlock(&tick_lock, &dl) == 0;
+  errno = saved;
 }
 static void fork_parent(void) {
   if (fork_locked) pthread_mutex_unlock(&tick_lock);
@@ -835,7 +847,6 @@ void gp_sampler_start(void) {
     atomic_store(&S.mode, 2);
     return;
   }
-  S.running = 1;
   /* Until the thread runs: its start (a sanitizer's allocations for it, say)
    * is then over before the application goes on, and may fork. */
   struct timespec dl;
@@ -843,6 +854,7 @@ void gp_sampler_start(void) {
   dl.tv_nsec += 100 * 1000000L;
   if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
   pthread_mutex_lock(&S.lock);
+  S.running = 1; /* under S.lock: fork_prepare reads it */
   while (!S.started && pthread_cond_timedwait(&S.cond, &S.lock, &dl) != ETIMEDOUT)
     ;
   pthread_mutex_unlock(&S.lock);

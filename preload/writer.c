@@ -2,6 +2,7 @@
  * timer or when a producer rings, writes compressed frames at the flush
  * interval, and the summary at the end. Everything costly that the hot
  * path avoided happens here (records.c), never on an application thread. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,10 +130,72 @@ static void finish(void) {
   gp_records_end();
 }
 
+/* ---- fork ----
+ * A pass allocates (the trace's buffers and string arenas grow, zstd sizes
+ * its workspace), and so does a sanitizer's runtime while it starts the
+ * thread, before thread_main runs. A fork while this thread is inside the
+ * allocator leaves the child with an allocator lock that no thread of the
+ * child will release, unless the allocator takes its locks around fork
+ * itself: glibc's malloc does, the AddressSanitizer runtime of GCC 12 does
+ * not, and the child's first allocation of that size then waits for ever.
+ * So a pass holds pass_lock, and fork first waits for the thread to have
+ * started and then takes pass_lock (pthread_atfork), both within
+ * FORK_WAIT_MS: the child then starts with this thread between two
+ * passes. Past that wait the fork goes on as it would without it, and the
+ * child says so on stderr (one line). */
+#define FORK_WAIT_MS 200
+#define FORK_WAIT_TEXT "200 ms" /* for the child's line: no formatting there */
+static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_locked, fork_settled;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+static int thread_starting; /* created, thread_main not yet running */
+
+static void fork_prepare(void) {
+  int saved = errno;
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_nsec += FORK_WAIT_MS * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&start_lock);
+  while (thread_starting &&
+         pthread_cond_timedwait(&start_cond, &start_lock, &dl) != ETIMEDOUT)
+    ;
+  fork_settled = !thread_starting;
+  pthread_mutex_unlock(&start_lock);
+  fork_locked = pthread_mutex_timedlock(&pass_lock, &dl) == 0;
+  fork_settled &= fork_locked;
+  errno = saved;
+}
+static void fork_parent(void) {
+  if (fork_locked) pthread_mutex_unlock(&pass_lock);
+}
+static void fork_child(void) {
+  /* the thread is the parent's */
+  pthread_mutex_init(&pass_lock, NULL);
+  pthread_mutex_init(&start_lock, NULL);
+  pthread_cond_init(&start_cond, NULL);
+  thread_starting = 0;
+  if (!fork_settled) {
+    int saved = errno;
+    gp_warn("forked while the trace writer was busy (waited " FORK_WAIT_TEXT
+            "): an allocator that is not fork-safe may block this child");
+    errno = saved;
+  }
+}
+static void fork_arm(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
   gp_ts.depth = 1;
+  pthread_mutex_lock(&start_lock);
+  thread_starting = 0;
+  pthread_cond_broadcast(&start_cond);
+  pthread_mutex_unlock(&start_lock);
   for (;;) {
     uint32_t seen = gp_doorbell_seen();
     /* Wakes early when a producer or a stop request rings. */
@@ -140,11 +203,15 @@ static void *thread_main(void *arg) {
     if (atomic_load(&W.stop_req)) break;
     uint64_t now = gp_mono_ns();
     int flush = now - W.last_flush_ns >= gp_cfg.flush_ms * 1000000ull;
+    pthread_mutex_lock(&pass_lock);
     pass(flush);
+    pthread_mutex_unlock(&pass_lock);
     if (flush) W.last_flush_ns = now;
   }
+  pthread_mutex_lock(&pass_lock);
   final_pass();
   finish();
+  pthread_mutex_unlock(&pass_lock);
   int sig = atomic_load(&W.deliver_sig);
   if (sig) gp_signals_deliver(sig);
   return NULL;
@@ -158,12 +225,20 @@ void gp_writer_wake(void) {
  * the application blocks or receive its asynchronous signals. */
 static int start_thread(void) {
   sigset_t all, old;
+  pthread_once(&fork_once, fork_arm);
+  pthread_mutex_lock(&start_lock);
+  thread_starting = 1;
+  pthread_mutex_unlock(&start_lock);
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = pthread_create(&W.thread, NULL, thread_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0)
+  if (rc != 0) {
+    pthread_mutex_lock(&start_lock);
+    thread_starting = 0;
+    pthread_mutex_unlock(&start_lock);
     gp_warn("cannot start the writer thread: %s; not recording", strerror(rc));
+  }
   return rc;
 }
 

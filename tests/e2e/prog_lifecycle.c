@@ -10,6 +10,14 @@
  *            that has neither LD_PRELOAD nor GPUPHASE_*
  *   spawn    CUDA work, then posix_spawn of itself ("after") likewise
  *   after    CUDA work (2 launches)
+ *   forkchain N [T S]  a chain of N processes: each one's first CUDA call
+ *            starts the profiler and right after it, while the profiler's
+ *            threads write their first records, it forks the next one.
+ *            Each waits for its child at most T + S x (the levels below
+ *            the child) seconds from the fork (default T 5, S 0.3), and S
+ *            less than its parent waits for it; past that it prints
+ *            "hung: child PID at level L of N", kills the child and fails
+ *            (exit 2). Prints "chain N" at the top.
  *   none     never calls CUDA
  */
 #include <cuda_runtime_api.h>
@@ -18,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 void k_life(void) {}
@@ -29,6 +39,42 @@ static int work(int launches) {
     if (cudaLaunchKernel((const void *)k_life, g, b, NULL, 0, 0) != cudaSuccess)
       return 1;
   return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Level `level` (0 at the top) of a chain of `n` processes. A level waits
+ * for its child until `limit` at most (its parent's limit, less a margin):
+ * the parent of a hung process tells it and kills it, and no process is
+ * killed while it still waits for its own child. */
+static int fork_chain(int level, int n, double t, double per_level, double limit) {
+  if (work(2)) return 1;
+  if (level + 1 >= n) return 0;
+  fflush(stdout);
+  double until = mono_s() + t + per_level * (n - 2 - level);
+  if (until > limit) until = limit;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) exit(fork_chain(level + 1, n, t, per_level, until - per_level));
+  int st;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    if (r < 0) return 1;
+    if (mono_s() > until) {
+      fprintf(stderr, "hung: child %d at level %d of %d\n", (int)pid, level + 1, n);
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return 2;
+    }
+    usleep(2000);
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st)) return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  return work(1);
 }
 
 int main(int argc, char **argv) {
@@ -48,6 +94,12 @@ int main(int argc, char **argv) {
       return 1;
     printf("child %d\n", (int)pid);
     return work(2);
+  }
+  if (!strcmp(mode, "forkchain")) {
+    int r = fork_chain(0, n, argc > 3 ? atof(argv[3]) : 5.0,
+                       argc > 4 ? atof(argv[4]) : 0.3, 1e300);
+    if (r == 0) printf("chain %d\n", n);
+    return r;
   }
   if (!strcmp(mode, "exec") || !strcmp(mode, "spawn")) {
     if (work(3)) return 1;

@@ -135,6 +135,49 @@ def t_fork():
           "child header must name the parent pid")
 
 
+def t_forkchain():
+    """Forks while the shim's writer thread is busy: a chain of 30
+    processes, each forking the next right after its first CUDA call, when
+    its writer thread writes its first records (and allocates for them).
+    Before the writer's fork handler, a child under GCC 12's ASan (whose
+    allocator does not take its locks at fork) inherited an allocator lock
+    held by the parent's writer thread and hung at its first allocation of
+    that size. Each process waits for its child a bounded time (the
+    program's "hung" line names the deepest hung one), the first at most
+    25 s, so the test ends in about 30 s at most. Every process writes a
+    complete trace: 2 launches, and 1 more after its child returned (all
+    but the last)."""
+    n = 30
+    d = workdir()
+    # its own process group, so that nothing of a hung chain outlives the
+    # test; output to files, which a hung process left behind cannot hold open
+    with open(os.path.join(d, "out"), "w+") as fo, open(os.path.join(d, "err"), "w+") as fe:
+        p = subprocess.Popen([prog("e2e-prog-lifecycle"), "forkchain", str(n), "5", "0.3"],
+                             cwd=d, env=env(), stdout=fo, stderr=fe, start_new_session=True)
+        try:
+            p.wait(timeout=25)
+        except subprocess.TimeoutExpired:
+            fe.write("the chain's first process did not end in 25 s\n")
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    hung = [line for line in err.splitlines() if line.startswith("hung:")]
+    check(p.returncode == 0 and f"chain {n}" in out,
+          f"chain failed {p.returncode}: {hung[0] if hung else err.strip()[-400:]}")
+    files = traces(d)
+    check(len(files) == n, f"{n} traces expected, got {len(files)}")
+    recs = [dump(f)[0] for f in files]
+    kernels = sorted(len(by_kind(r, "kernel")) for r in recs)
+    check(kernels == [2] + [3] * (n - 1), f"kernels per trace {kernels}")
+    check(all(len(by_kind(r, "summary")) == 1 for r in recs), "a trace without its summary")
+
+
 def t_forknocuda():
     d = workdir()
     p = run([prog("e2e-prog-lifecycle"), "forknocuda"], d)
@@ -1047,6 +1090,7 @@ def t_repeats():
 
 
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
+         "forkchain": t_forkchain,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
