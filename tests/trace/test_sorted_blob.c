@@ -16,7 +16,11 @@
  *   reused: source 50's frame (60 MB) is larger than the others' (50 MB),
  *           so one of them decodes into its buffer (wrong bytes before);
  *   last:   as freed, with the MODULE the last record of its frame (the
- *           frame was read to its end when it was evicted).
+ *           frame was read to its end when it was evicted);
+ *   two:    as freed, and before it a frame of source 40 ending with
+ *           another MODULE, its API record in a second frame of 60 MB:
+ *           source 50's MODULE comes on top once source 40 has moved on
+ *           to that frame (the merge's heap, not its start).
  * Frames are mostly an unknown record of zeros, a few kilobytes each in
  * the file. Each case is read on one thread and with gp_reader_set_threads
  * (the frames are too big for the workers: the same path).
@@ -34,18 +38,21 @@
 
 #define NOTHER 5
 #define BLOB_SRC 50
+#define SECOND_SRC 40
 #define BUILD_ID_LEN 20
 
 struct blob_case {
   const char *name;
   uint32_t blob_usize, other_usize;
   int module_last; /* the MODULE ends its frame, no API record after it */
+  int second;      /* source 40 first, with MODULE 8 (case two) */
 };
 
 static const struct blob_case cases[] = {
-    {"freed", 40000000, 60000000, 0},
-    {"reused", 60000000, 50000000, 0},
-    {"last", 40000000, 60000000, 1},
+    {"freed", 40000000, 60000000, 0, 0},
+    {"reused", 60000000, 50000000, 0, 0},
+    {"last", 40000000, 60000000, 1, 0},
+    {"two", 40000000, 60000000, 0, 1},
 };
 
 static size_t put_varint(uint8_t *p, uint64_t v) {
@@ -83,11 +90,11 @@ static void build_id(uint8_t *b) {
     b[i] = (uint8_t)(0xa0 + 7 * i);
 }
 
-static struct gpuphase_record module_rec(const uint8_t *id) {
+static struct gpuphase_record module_rec(const uint8_t *id, uint64_t module) {
   struct gpuphase_record rec;
   memset(&rec, 0, sizeof rec);
   rec.kind = GPUPHASE_REC_MODULE;
-  rec.u.module.module = 7;
+  rec.u.module.module = module;
   rec.u.module.path = 0;
   rec.u.module.build_id.data = (const char *)id;
   rec.u.module.build_id.len = BUILD_ID_LEN;
@@ -157,8 +164,14 @@ static void write_case(const struct blob_case *bc, const char *path) {
   ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
   uint8_t id[BUILD_ID_LEN];
   build_id(id);
-  struct gpuphase_record m = module_rec(id), tail = api_rec(BLOB_SRC, 1000);
-  size_t n = bc->module_last ? payload(buf, bc->blob_usize, NULL, &m)
+  struct gpuphase_record m = module_rec(id, 7), tail = api_rec(BLOB_SRC, 1000);
+  size_t n;
+  if (bc->second) {
+    struct gpuphase_record m8 = module_rec(id, 8);
+    n = payload(buf, bc->blob_usize, NULL, &m8);
+    put_frame(f, cc, SECOND_SRC, buf, n);
+  }
+  n = bc->module_last ? payload(buf, bc->blob_usize, NULL, &m)
                              : payload(buf, bc->blob_usize, &m, &tail);
   put_frame(f, cc, BLOB_SRC, buf, n);
   for (uint32_t s = 1; s <= NOTHER; s++) {
@@ -166,13 +179,18 @@ static void write_case(const struct blob_case *bc, const char *path) {
     n = payload(buf, bc->other_usize, &a, &b);
     put_frame(f, cc, s, buf, n);
   }
+  if (bc->second) {
+    struct gpuphase_record a = api_rec(SECOND_SRC, 500);
+    n = payload(buf, bc->other_usize, NULL, &a);
+    put_frame(f, cc, SECOND_SRC, buf, n);
+  }
   ZSTD_freeCCtx(cc);
   free(buf);
   if (fclose(f)) exit(1);
 }
 
-/* Reads the case: the MODULE first, with its fields and build_id bytes,
- * then the API records by start. */
+/* Reads the case: the MODULEs first (8 before 7: source 40 before 50),
+ * with their fields and build_id bytes, then the API records by start. */
 static void read_case(const struct blob_case *bc, const char *path,
                       int threads) {
   int err = 0;
@@ -188,30 +206,36 @@ static void read_case(const struct blob_case *bc, const char *path,
   uint8_t id[BUILD_ID_LEN];
   build_id(id);
   /* expected API starts, in order */
-  uint64_t want[2 * NOTHER + 1];
+  uint64_t want[2 * NOTHER + 2];
   uint32_t nwant = 0;
   for (uint32_t s = 1; s <= NOTHER; s++)
     want[nwant++] = s;
   for (uint32_t s = 1; s <= NOTHER; s++)
     want[nwant++] = 100 + s;
+  if (bc->second) want[nwant++] = 500;
   if (!bc->module_last) want[nwant++] = 1000;
   struct gpuphase_record rec;
-  uint32_t n = 0, napi = 0;
-  int rc, module_ok = 0, order_ok = 1;
+  uint32_t n = 0, napi = 0, nmod = 0, modules = bc->second ? 2 : 1;
+  int rc, module_ok = 1, order_ok = 1;
   while ((rc = gpuphase_reader_next(r, &rec)) == 1) {
     if (rec.kind == GPUPHASE_REC_MODULE) {
       const struct gpuphase_module *m = &rec.u.module;
-      module_ok = n == 0 && m->module == 7 && m->base == 0x400000 &&
-                  m->size == 0x21000 && m->start == 3 &&
-                  m->build_id.len == BUILD_ID_LEN &&
-                  !memcmp(m->build_id.data, id, BUILD_ID_LEN);
-      if (!module_ok)
+      int ok = n == nmod && nmod < modules &&
+               m->module == (nmod + 1 < modules ? 8u : 7u) &&
+               m->base == 0x400000 && m->size == 0x21000 && m->start == 3 &&
+               m->build_id.len == BUILD_ID_LEN &&
+               !memcmp(m->build_id.data, id, BUILD_ID_LEN);
+      module_ok &= ok;
+      nmod++;
+      if (!ok)
         fprintf(stderr, "  %s: MODULE %u handed out with wrong fields or "
                         "build_id bytes\n", bc->name, n);
     } else if (rec.kind == GPUPHASE_REC_API) {
       uint64_t s = rec.u.api.start;
       order_ok &= napi < nwant && s == want[napi] && rec.u.api.end == s + 5 &&
-                  rec.u.api.thread == (s == 1000 ? BLOB_SRC : s % 100);
+                  rec.u.api.thread == (s == 1000  ? BLOB_SRC
+                                       : s == 500 ? SECOND_SRC
+                                                  : s % 100);
       napi++;
     }
     n++;
@@ -219,6 +243,7 @@ static void read_case(const struct blob_case *bc, const char *path,
   if (rc < 0) fprintf(stderr, "  %s: %s\n", bc->name, gpuphase_reader_errmsg(r));
   CHECK_EQ_U(rc, 0);
   CHECK(module_ok);
+  CHECK_EQ_U(nmod, modules);
   CHECK(order_ok);
   CHECK_EQ_U(napi, nwant);
   gpuphase_reader_close(r);
