@@ -13,7 +13,9 @@
  * held while its source waits; larger ones share BIG_BUDGET, and all of
  * them ALL_BUDGET. To load a frame past a budget, other sources' frames are
  * dropped (evicted) and decoded again when their source is next read, from
- * the payload offset where it stood (its decoding state stays). Reloading
+ * the payload offset where it stood (its decoding state stays); a head
+ * waiting in the merge whose blobs point into a dropped frame has it
+ * decoded again before it is handed out (detach, rehead). Reloading
  * is bounded too: past twice the file's decoded bytes plus RELOAD_SLACK the
  * reader gives up with GPUPHASE_E_NOMEM instead of thrashing.
  *
@@ -48,6 +50,13 @@ enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
 /* Decompression ahead: the merge takes what one or two workers decompress;
  * more only hold more buffers. */
 #define PF_MAX_WORKERS 4
+
+/* Blob fields of one kind, at most (MODULE, PYCODE and STRING have one). */
+#define HEAD_BLOBS 4
+#define BLOB_COUNT(code, type, name) +GP_IS_BLOB_##code
+#define BLOB_BOUND(num, UP, low, FIELDS)                                       \
+  _Static_assert((0 FIELDS(BLOB_COUNT)) <= HEAD_BLOBS, "blobs of " #low);
+GPUPHASE_RECORD_KINDS(BLOB_BOUND)
 
 /* Sources holding a decoded frame, small (0) or big (1); evictions take
  * them in turn (a clock hand), which does not degrade on cyclic use. */
@@ -133,7 +142,9 @@ struct source {
   uint32_t hpos;   /* index in its held list */
   uint8_t big;     /* which held list */
   uint8_t evicted; /* c.buf dropped with the frame half read */
+  uint8_t rehead;  /* and head's blobs pointed into it: see detach */
   uint32_t pos;    /* then: payload offset to resume at */
+  uint32_t boff[HEAD_BLOBS]; /* rehead: each blob's offset in the frame */
   /* The frame's records decoded ahead, from c.p on (pq < pqend), each
    * entry moving c.p past its record; pre: the buffer */
   const uint8_t *pq, *pqend;
@@ -177,6 +188,7 @@ struct gp_sorted {
   uint64_t held[2];  /* bytes held, small and big frames */
   uint64_t decoded;  /* usize of every records frame (pass 1) */
   uint64_t reloaded; /* bytes decoded again after evictions */
+  uint32_t reheads;  /* sources with rehead set */
   struct prefetch *pf; /* NULL: every frame decompressed here */
 };
 
@@ -375,11 +387,39 @@ static int hold(struct gp_sorted *s, struct source *src) {
  * over; a frame read to its end needs no reload. */
 static void pre_release(struct gp_sorted *s, struct source *src);
 
+/* The blobs of src's head that point into its frame (not a STRING's,
+ * which points into the string table): their offsets in src->boff; 0 when
+ * there are none. */
+static int head_blobs(struct source *src) {
+  const struct gpuphase_record *h = src->head;
+  if (!h || !src->c.buf || !gp_kind_in(GP_BLOB_KINDS, h->kind)) return 0;
+  const struct gp_kind_desc *d = gp_kind_desc(h->kind);
+  uintptr_t lo = (uintptr_t)src->c.buf, hi = lo + src->c.cap + GP_DECODE_PAD;
+  int any = 0;
+  for (unsigned i = 0, j = 0; i < d->nfields; i++) {
+    if (d->fields[i].coding != 'B') continue;
+    const gpuphase_blob *b =
+        (const gpuphase_blob *)(const void *)((const char *)&h->u +
+                                              d->fields[i].offset);
+    uintptr_t p = (uintptr_t)b->data;
+    src->boff[j] = p >= lo && p < hi ? (uint32_t)(p - lo) : UINT32_MAX;
+    any |= src->boff[j++] != UINT32_MAX;
+  }
+  return any;
+}
+
+/* A head waiting in the merge (an untimed record outside source 0, handed
+ * out where it stands) may have blobs pointing into the frame being
+ * dropped: the frame is decoded again (rehead) before that head is handed
+ * out, and the blobs pointed into it again. */
 static void detach(struct gp_sorted *s, struct source *src) {
   pre_release(s, src); /* it resumes in place */
   unhold(s, src);
-  if (src->c.buf && src->c.p < src->c.end) {
+  int blobs = head_blobs(src);
+  if (src->c.buf && (src->c.p < src->c.end || blobs)) {
     src->evicted = 1;
+    src->rehead = (uint8_t)blobs;
+    s->reheads += (uint32_t)blobs;
     src->pos = (uint32_t)(src->c.p - src->c.buf);
   }
 }
@@ -804,6 +844,27 @@ static int reload(gpuphase_reader *r, struct source *src) {
   return 1;
 }
 
+/* Before src's head is handed out: its frame, evicted with the head's
+ * blobs pointing into it, decoded again and the blobs pointed into it. */
+static int __attribute__((noinline)) rehead(gpuphase_reader *r,
+                                            struct source *src) {
+  src->rehead = 0;
+  r->sorted->reheads--;
+  int rc = reload(r, src);
+  if (rc < 0) return rc;
+  struct gpuphase_record *h = &src->c.st.last[src->head->kind];
+  const struct gp_kind_desc *d = gp_kind_desc(h->kind);
+  for (unsigned i = 0, j = 0; i < d->nfields; i++) {
+    if (d->fields[i].coding != 'B') continue;
+    gpuphase_blob *b =
+        (gpuphase_blob *)(void *)((char *)&h->u + d->fields[i].offset);
+    if (src->boff[j] != UINT32_MAX)
+      b->data = (const char *)src->c.buf + src->boff[j];
+    j++;
+  }
+  return GPUPHASE_OK;
+}
+
 /* A source read to its end gives its buffer back. */
 static void finished(struct gp_sorted *s, struct source *src) {
   pre_release(s, src);
@@ -1017,6 +1078,14 @@ static void set_limit(struct gp_sorted *s) {
   s->lim = s->nheap > 1 ? h[c].ord : ~(gp_ord)0;
 }
 
+/* The source now on top: its head decoded again if its frame was evicted
+ * under its blobs (detach). */
+static inline int new_top(gpuphase_reader *r, struct gp_sorted *s) {
+  if (__builtin_expect(!s->reheads, 1)) return GPUPHASE_OK;
+  struct source *top = s->nheap ? &s->src[s->heap[0].idx] : NULL;
+  return top && top->rehead ? rehead(r, top) : GPUPHASE_OK;
+}
+
 static int start_merge(gpuphase_reader *r) {
   struct gp_sorted *s = r->sorted;
   s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
@@ -1039,7 +1108,7 @@ static int start_merge(gpuphase_reader *r) {
       s->heap[j] = e;
     }
   set_limit(s);
-  return GPUPHASE_OK;
+  return new_top(r, s);
 }
 
 /* The heap once the top source's head no longer sorts first (rc 1) or the
@@ -1077,7 +1146,8 @@ static inline int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
     h[0].ord = ord_of(top->key, top->id);
     if (h[0].ord < s->lim) return GPUPHASE_OK;
   }
-  return reheap(s, rc);
+  reheap(s, rc);
+  return new_top(r, s);
 }
 
 static inline __attribute__((always_inline)) int
