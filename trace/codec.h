@@ -108,7 +108,7 @@ _Static_assert(GPUPHASE_REC_MAX <= 64, "kind masks hold 64 kinds");
   (sizeof(s) == 5 && (s)[0] == 'c' && (s)[1] == 'o' && (s)[2] == 'r' &&        \
    (s)[3] == 'r')
 #define GP_REP_START(code, type, name)                                         \
-  +(0 GP_IS_START(code, type, name) ? offsetof(cur_t, name) / 8 + 1 : 0)
+  +((0 GP_IS_START(code, type, name)) ? offsetof(cur_t, name) / 8 + 1 : 0)
 #define GP_REP_END(code, type, name)                                           \
   +((#code)[0] == 'E' && GP_NAME_IS_END(#name) ? offsetof(cur_t, name) / 8 + 1 \
                                                : 0)
