@@ -55,36 +55,6 @@ static const struct blob_case cases[] = {
     {"two", 40000000, 60000000, 0, 1},
 };
 
-static size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  for (; v >= 0x80; v >>= 7)
-    p[n++] = (uint8_t)(v | 0x80);
-  p[n++] = (uint8_t)v;
-  return n;
-}
-
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7)
-    n++;
-  return n;
-}
-
-/* Unknown records (kind 100) of zeros filling [p, p + n), n >= 2. */
-static void put_padding(uint8_t *p, size_t n) {
-  for (size_t h = 1; h <= 10 && h + 1 <= n; h++) {
-    size_t len = n - 1 - h;
-    if (varint_len(len) != h) continue;
-    p[0] = 100;
-    put_varint(p + 1, len);
-    memset(p + 1 + h, 0, len);
-    return;
-  }
-  p[0] = 100;
-  p[1] = 0;
-  put_padding(p + 2, n - 2);
-}
-
 static void build_id(uint8_t *b) {
   for (int i = 0; i < BUILD_ID_LEN; i++)
     b[i] = (uint8_t)(0xa0 + 7 * i);
@@ -124,7 +94,7 @@ static size_t payload(uint8_t *buf, uint32_t usize,
   size_t n = first ? gp_encode_record(buf, &d, first) : 0;
   uint8_t one[256];
   size_t len = last ? gp_encode_record(one, &d, last) : 0;
-  put_padding(buf + n, usize - n - len);
+  tt_put_padding(buf + n, usize - n - len);
   memcpy(buf + usize - len, one, len);
   return usize;
 }

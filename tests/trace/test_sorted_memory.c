@@ -120,49 +120,19 @@ static uint64_t start_of(const struct shape *sh, uint32_t s, uint32_t j) {
   return (uint64_t)j * sh->nsrc + s + 1;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  for (; v >= 0x80; v >>= 7)
-    p[n++] = (uint8_t)(v | 0x80);
-  p[n++] = (uint8_t)v;
-  return n;
-}
-
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7)
-    n++;
-  return n;
-}
-
-/* Unknown records (kind 100) of zeros filling [p, p + n), n >= 2. */
-static void put_padding(uint8_t *p, size_t n) {
-  for (size_t h = 1; h <= 10 && h + 1 <= n; h++) {
-    size_t len = n - 1 - h;
-    if (varint_len(len) != h) continue;
-    p[0] = 100;
-    put_varint(p + 1, len);
-    memset(p + 1 + h, 0, len);
-    return;
-  }
-  p[0] = 100; /* no length fits exactly: an empty record first */
-  p[1] = 0;
-  put_padding(p + 2, n - 2);
-}
-
 /* STRING id 1 whose text fills the frame: kind, payload length, id
  * (zigzag of 1), text length, text. */
 static size_t big_string(const struct shape *sh, uint8_t *buf) {
   size_t len = sh->usize, plen;
   do {
     len--;
-    plen = 1 + varint_len(len) + len;
-  } while (1 + varint_len(plen) + plen > sh->usize);
+    plen = 1 + tt_varint_len(len) + len;
+  } while (1 + tt_varint_len(plen) + plen > sh->usize);
   size_t h = 1;
   buf[0] = GPUPHASE_REC_STRING;
-  h += put_varint(buf + h, plen);
+  h += gp_put_varint(buf + h, plen);
   buf[h++] = 2;
-  h += put_varint(buf + h, len);
+  h += gp_put_varint(buf + h, len);
   memset(buf + h, 'x', len);
   return h + len;
 }
@@ -193,7 +163,7 @@ static size_t payload(const struct shape *sh, uint32_t s, uint8_t *buf) {
     rec.u.api.end = rec.u.api.start + 5;
     size_t len = gp_encode_record(one, &d, &rec);
     size_t pad = j == 0 ? 0 : j + 1 < sh->nrec ? gap : sh->usize - n - len;
-    if (pad) put_padding(buf + n, pad);
+    if (pad) tt_put_padding(buf + n, pad);
     n += pad;
     memcpy(buf + n, one, len);
     n += len;

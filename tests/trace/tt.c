@@ -7,6 +7,8 @@
 
 #include <zstd.h>
 
+#include "codec.h"
+
 int tt_failures;
 
 int tt_done(const char *name) {
@@ -240,4 +242,25 @@ int tt_read_all(gpuphase_reader *r, struct gpuphase_record *out, size_t max,
     ++*count;
   }
   return rc;
+}
+
+size_t tt_varint_len(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7)
+    n++;
+  return n;
+}
+
+void tt_put_padding(uint8_t *p, size_t n) {
+  for (size_t h = 1; h <= 10 && h + 1 <= n; h++) {
+    size_t len = n - 1 - h;
+    if (tt_varint_len(len) != h) continue;
+    p[0] = 100;
+    gp_put_varint(p + 1, len);
+    memset(p + 1 + h, 0, len);
+    return;
+  }
+  p[0] = 100; /* no length fits exactly: an empty record first */
+  p[1] = 0;
+  tt_put_padding(p + 2, n - 2);
 }

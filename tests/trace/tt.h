@@ -75,4 +75,9 @@ size_t tt_frames(const uint8_t *file, size_t len, uint32_t *hdr_size,
 int tt_read_all(gpuphase_reader *r, struct gpuphase_record *out, size_t max,
                 size_t *count);
 
+/* Bytes of a varint of v. */
+size_t tt_varint_len(uint64_t v);
+/* Unknown records (kind 100) of zeros filling [p, p + n), n >= 2. */
+void tt_put_padding(uint8_t *p, size_t n);
+
 #endif
