@@ -123,12 +123,28 @@ enum { GP_TB_FREE = 0, GP_TB_CLAIMED = 1, GP_TB_ALIVE = 2, GP_TB_DEAD = 3 };
 #define GP_DEPTH_LOST 2
 
 /* Per-thread state, in TLS. */
+/* Call-site capture's per-thread decision state (stacks.c, gp_stacks.h),
+ * kept in the thread state so that the launch path reaches both with one
+ * TLS offset. */
+struct gp_stk_tls {
+  /* raw clock at the end of the thread's last call; 0 after a blocking
+   * call (its next submission is captured, as after 1 ms away) */
+  uint64_t last_end;
+  /* launches until the next sampled one; decremented by the launch fast
+   * path before the cold path decides; 1 when the thread's ring is made,
+   * so that its first launch goes to the cold path, which sets it */
+  uint32_t countdown;
+  uint32_t tokens;
+  uint64_t refill; /* rate cap: raw time of the last token refill */
+};
+
 struct gp_tstate {
   struct gp_tbuf *buf;
   int depth;        /* >0 while inside one of our wrappers: re-entry passes */
   uint32_t corr;    /* set by the CUPTI callback during the real call */
   int32_t device;   /* current device as set through cudaSetDevice */
   int internal;     /* our own threads: never record */
+  struct gp_stk_tls stk;
 };
 
 enum gp_state {
@@ -139,6 +155,10 @@ enum gp_state {
 };
 
 extern GP_HIDDEN _Atomic int gp_state;
+/* gp_state where the clock is the TSC (gp_clock_tsc), GP_IDLE while
+ * running on CLOCK_MONOTONIC: the launch fast path's one test of both
+ * (wrap.c). Stored with gp_state (shim.c). */
+extern GP_HIDDEN _Atomic int gp_fast_state;
 /* 1: raw clock is the TSC, else CLOCK_MONOTONIC */
 extern GP_HIDDEN int gp_clock_tsc;
 

@@ -34,21 +34,18 @@ enum {
   GP_STKP_ALWAYS = 4  /* GPUPHASE_STACKS=all */
 };
 
-/* Per-thread decision state (TLS). */
-struct gp_stk_tls {
-  uint64_t last_end;  /* raw clock at the end of the thread's last call */
-  uint32_t countdown; /* launches until the next sampled one */
-  uint32_t after_block; /* a blocking call returned since the last submit */
-  uint64_t refill;    /* rate cap: raw time of the last token refill */
-  uint32_t tokens;
-  uint16_t pending;   /* the launch path: 0x8000 | the stack its cold path
-                         took (0x8000 alone: none), 0 outside it */
-};
-
-extern GP_TLS GP_HIDDEN struct gp_stk_tls gp_stk;
+/* The per-thread decision state is gp_ts.stk (struct gp_stk_tls,
+ * gp_shim.h). */
 /* indexed by api id (which fits 16 bits: wrap.c); filled at start-up */
 extern GP_HIDDEN uint8_t gp_stk_policy[65536];
 extern GP_HIDDEN uint64_t gp_stk_idle_ticks;
+/* The launch fast path's threshold, by mode, for the runtime's dim3
+ * launches (class LAUNCH | ASYNC, the wrappers of variant L in wrap.c): a
+ * launch that starts less than this many raw ticks after the thread's
+ * last call ended, and is not its 64th, is not captured. Sampled: the idle
+ * time plus one tick; off and sync (policy NONE): UINT64_MAX, all: 0; 0
+ * (every launch decided by the cold path) until the rates are set. */
+extern GP_HIDDEN uint64_t gp_stk_launch_quiet_below;
 
 /* At the start of recording, before the writer thread starts: reads the
  * mode, builds the policy table, sets libunwind's caching policy, finds
@@ -63,20 +60,28 @@ void gp_stacks_after_fork(void);
  * whose ring is b: the stack id for gp_event.stack, 0 when not captured. */
 uint16_t gp_stack_on_call(struct gp_tbuf *b, uint32_t p);
 
-/* The launch fast path's test: whether this launch may be captured (the
- * cold path then calls gp_stack_on_call, which decides). */
-static inline __attribute__((always_inline)) int gp_stk_launch_due(uint32_t id) {
-  struct gp_stk_tls *s = &gp_stk;
-  uint32_t p = gp_stk_policy[id];
-  if (GP_LIKELY(p == GP_STKP_NONE)) return 0;
-  if (p != GP_STKP_LAUNCH) return 1;
-  if (GP_LIKELY(s->countdown > 1 && !s->after_block &&
-                gp_now() - s->last_end <= gp_stk_idle_ticks)) {
-    s->countdown--;
-    return 0;
-  }
-  return 1;
+/* The launch fast path's test, after the real call (t0: the call's start,
+ * in raw clock ticks): whether this launch is not captured, without
+ * looking at its policy (gp_stk_launch_quiet_below holds the mode's). The call site
+ * is the same after the call as before it, and deciding from the call's
+ * own start makes the idle rule exact (docs/callsites.md). When it returns
+ * 0, the launch's event is complete but unpublished and
+ * gp_stack_after_launch finishes it. */
+static inline __attribute__((always_inline)) int
+gp_stk_launch_quiet(uint64_t t0) {
+  struct gp_stk_tls *s = &gp_ts.stk;
+  return GP_LIKELY(--s->countdown != 0 &&
+                   t0 - s->last_end < gp_stk_launch_quiet_below);
 }
+
+/* The cold path of a launch gp_stk_launch_quiet did not let pass, of
+ * policy p, whose two-slot event (complete, times and result included) is
+ * reserved at the ring's head and not yet published: decides as
+ * gp_stack_on_call does at the call's start, captures, moves the event
+ * behind any event the capture published (a new stack), names the stack
+ * in it, and publishes it (or counts it lost if the ring can no longer
+ * take it). Sets the thread's last_end to the call's end. */
+void gp_stack_after_launch(struct gp_tbuf *b, uint32_t p);
 
 /* Ring memory of the per-thread table (created with the ring, freed with
  * it). */

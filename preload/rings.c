@@ -114,6 +114,9 @@ static struct gp_tbuf *tbuf_create(void) {
 struct gp_tbuf *gp_ring_create(void) {
   struct gp_tbuf *b = tbuf_create();
   if (b == NULL) atomic_fetch_add(&lost_no_buffer, 1);
+  /* the calling thread's: its first launch decides its call site in the
+   * cold path (gp_stacks.h), which starts the countdown */
+  gp_ts.stk.countdown = 1;
   return b;
 }
 

@@ -23,6 +23,15 @@
 #include "gp_writer_thread.h"
 
 _Atomic int gp_state = GP_IDLE;
+_Atomic int gp_fast_state = GP_IDLE;
+
+/* gp_state and gp_fast_state: the latter drops before and rises after the
+ * former, so that it never says running when gp_state does not. */
+static void set_state(int st) {
+  if (st != GP_RUNNING) atomic_store(&gp_fast_state, st);
+  atomic_store(&gp_state, st);
+  if (st == GP_RUNNING && gp_clock_tsc) atomic_store(&gp_fast_state, st);
+}
 extern int gp_dlsym_ready; /* resolve.c */
 
 static int disabled;      /* GPUPHASE_DISABLE=1 */
@@ -41,7 +50,7 @@ __attribute__((constructor(101))) static void gp_init(void) {
   const char *d = getenv("GPUPHASE_DISABLE");
   if (d && *d && strcmp(d, "0") != 0) {
     disabled = 1;
-    atomic_store(&gp_state, GP_STOPPED);
+    set_state(GP_STOPPED);
   } else {
     gp_settings_run_id();
   }
@@ -82,7 +91,7 @@ struct gp_tstate *gp_enter_slow(void) {
       ts->depth = 1; /* our setup's own CUDA calls pass through */
       int ok = start_process() == 0;
       ts->depth = 0;
-      atomic_store(&gp_state, ok ? GP_RUNNING : GP_STOPPED);
+      set_state(ok ? GP_RUNNING : GP_STOPPED);
       st = ok ? GP_RUNNING : GP_STOPPED;
     } else {
       st = atomic_load(&gp_state);
@@ -132,7 +141,7 @@ static void shutdown_all(void) {
     /* Other threads go on recording while the writer's last pass takes
      * their calls (and counts the ones under way): stopped only after. */
     gp_writer_stop(-1);
-    atomic_store(&gp_state, GP_STOPPED);
+    set_state(GP_STOPPED);
     gp_dev_stop();
     gp_ts.depth = was;
   }
@@ -150,7 +159,7 @@ void gp_restart_after_exec(void) {
   if (shutdown_done && !disabled && atomic_load(&gp_state) == GP_STOPPED) {
     gp_writer_child_reset();
     shutdown_done = 0;
-    atomic_store(&gp_state, GP_IDLE);
+    set_state(GP_IDLE);
   }
   pthread_mutex_unlock(&shutdown_lock);
 }
@@ -206,7 +215,7 @@ static int complete_for_signal(int sig, int fault) {
     } else {
       gp_ts.depth = 1;
       gp_writer_stop(SIGNAL_WAIT_MS);
-      atomic_store(&gp_state, GP_STOPPED);
+      set_state(GP_STOPPED);
     }
   }
   pthread_mutex_unlock(&shutdown_lock);
@@ -222,6 +231,6 @@ static void atfork_child(void) {
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);
   gp_writer_child_reset();
-  atomic_store(&gp_state, disabled ? GP_STOPPED : GP_IDLE);
+  set_state(disabled ? GP_STOPPED : GP_IDLE);
   errno = saved;
 }

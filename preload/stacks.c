@@ -52,9 +52,9 @@ GP_PY_WEAK int gp_py_describe(uint64_t code, struct gp_pycode_desc *d);
 GP_PY_WEAK int gp_py_eval_ranges(uintptr_t *lo, uintptr_t *hi, int max);
 GP_PY_WEAK void gp_py_after_fork(void);
 
-GP_TLS struct gp_stk_tls gp_stk;
 uint8_t gp_stk_policy[65536];
 uint64_t gp_stk_idle_ticks = UINT64_MAX;
+uint64_t gp_stk_launch_quiet_below;
 
 static struct {
   int mode;
@@ -194,10 +194,19 @@ static void set_rates(void) {
   gp_stk_idle_ticks = (uint64_t)(GP_STK_IDLE_US * 1000.0 / ns_per_tick);
   S.ticks_per_token = (uint64_t)(1e9 / GP_STK_RATE_PER_S / ns_per_tick);
   if (!S.ticks_per_token) S.ticks_per_token = 1;
+  switch (policy_of(GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC)) {
+  case GP_STKP_NONE: gp_stk_launch_quiet_below = UINT64_MAX; break;
+  case GP_STKP_LAUNCH:
+    gp_stk_launch_quiet_below = gp_stk_idle_ticks == UINT64_MAX
+                                    ? UINT64_MAX
+                                    : gp_stk_idle_ticks + 1;
+    break;
+  default: gp_stk_launch_quiet_below = 0; /* every launch decided cold */
+  }
 }
 
 void gp_stacks_after_fork(void) {
-  memset(&gp_stk, 0, sizeof gp_stk);
+  memset(&gp_ts.stk, 0, sizeof gp_ts.stk);
   S.py_asked = 0;
   S.python = 0;
   atomic_store(&S.full_warned, 0);
@@ -385,29 +394,32 @@ static int take_token(struct gp_stk_tls *s, uint64_t now) {
   return 1;
 }
 
-uint16_t gp_stack_on_call(struct gp_tbuf *b, uint32_t p) {
-  struct gp_stk_tls *s = &gp_stk;
+/* The decision of a call of policy p at raw time now (its start), and the
+ * capture when it is due. */
+static uint16_t decide(struct gp_tbuf *b, uint32_t p, uint64_t now,
+                       int counted) {
+  struct gp_stk_tls *s = &gp_ts.stk;
   if (GP_UNLIKELY(s->refill == 0)) { /* the thread's first decision */
-    s->countdown = GP_STK_LAUNCH_EVERY;
+    s->countdown = GP_STK_LAUNCH_EVERY - (counted ? 1 : 0);
     s->tokens = GP_STK_BURST;
-    s->refill = gp_now();
+    s->refill = now;
   }
-  uint64_t now = gp_now();
   int due;
   switch (p) {
-  case GP_STKP_BLOCK:
-    s->after_block = 1;
-    due = 1;
-    break;
+  case GP_STKP_BLOCK: due = 1; break; /* last_end 0 after it: wrap.c */
   case GP_STKP_ALWAYS: due = 1; break;
   case GP_STKP_LAUNCH:
   case GP_STKP_SUBMIT:
-    due = s->after_block || now - s->last_end > gp_stk_idle_ticks;
-    if (p == GP_STKP_LAUNCH && --s->countdown == 0) {
+    /* also true after a blocking call, which leaves last_end 0 */
+    due = now - s->last_end > gp_stk_idle_ticks;
+    /* a countdown past its range (the ring made without setting it) is
+     * due too */
+    if (p == GP_STKP_LAUNCH &&
+        (uint32_t)((counted ? s->countdown : --s->countdown) - 1) >=
+            GP_STK_LAUNCH_EVERY) {
       s->countdown = GP_STK_LAUNCH_EVERY;
       due = 1;
     }
-    s->after_block = 0;
     s->last_end = now; /* the thread is back in CUDA */
     if (due) due = take_token(s, now);
     break;
@@ -420,6 +432,38 @@ uint16_t gp_stack_on_call(struct gp_tbuf *b, uint32_t p) {
   uint16_t id = capture(b, now);
   errno = saved;
   return id;
+}
+
+uint16_t gp_stack_on_call(struct gp_tbuf *b, uint32_t p) {
+  return decide(b, p, gp_now(), 0);
+}
+
+void gp_stack_after_launch(struct gp_tbuf *b, uint32_t p) {
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
+  uint64_t entered = atomic_load_explicit(&b->entered, memory_order_relaxed);
+  /* the ring's spare slot keeps the two slots contiguous */
+  struct gp_event ev[2];
+  memcpy(ev, &b->ev[h & b->mask], sizeof ev);
+  /* a launch policy's countdown was decremented by the fast path */
+  uint16_t id = decide(b, p, ev[0].t0, p == GP_STKP_LAUNCH);
+  gp_ts.stk.last_end = ev[0].t1;
+  /* under another policy (the mode is not sampled) the countdown means
+   * nothing: it keeps this path away */
+  if (p != GP_STKP_LAUNCH) gp_ts.stk.countdown = UINT32_MAX;
+  struct gp_event *slot = &b->ev[h & b->mask];
+  if (atomic_load_explicit(&b->head, memory_order_relaxed) != h) {
+    /* a new stack's events went first: the launch follows them */
+    slot = gp_slot_n(b, 2);
+    if (slot == NULL) return; /* counted lost */
+    memcpy(slot, ev, sizeof ev);
+    /* still under way (CUPTI's mark) until published, at its new place */
+    if (entered == h + 1)
+      atomic_store_explicit(
+          &b->entered, atomic_load_explicit(&b->head, memory_order_relaxed) + 1,
+          memory_order_release);
+  }
+  slot->stack = id;
+  gp_publish(b, 2);
 }
 
 /* ---- dlclose: the object described before it goes ---- */

@@ -329,7 +329,8 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     ev->t1 = gp_mono_ns();                                                     \
   }                                                                            \
   ev->ret = (int32_t)r;                                                        \
-  gp_stk.last_end = ev->t1;                                                    \
+  /* 0 after a blocking call: its next submission is captured */              \
+  ts->stk.last_end = gp_stk_policy[ID] == GP_STKP_BLOCK ? 0 : ev->t1;          \
   gp_event_corr_device(ev, ts);                                                \
   {                                                                            \
     enum { gp_post_ = 1 };                                                     \
@@ -466,9 +467,8 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
 
 typedef cudaError_t(*launch_words_fn) GP_LAUNCH_PARAMS;
 
-/* The call and its two timestamps where the clock is CLOCK_MONOTONIC, out
- * of the fast path (whose registers it would take). */
-static __attribute__((noinline, cold)) cudaError_t
+/* The call and its two timestamps where the clock is CLOCK_MONOTONIC. */
+static inline __attribute__((always_inline)) cudaError_t
 launch_mono(struct gp_event *ev, void *fn) {
   struct gp_launch_dims *d = (struct gp_launch_dims *)(ev + 1);
   ev->t0 = gp_mono_ns();
@@ -477,22 +477,63 @@ launch_mono(struct gp_event *ev, void *fn) {
   return r;
 }
 
+/* The TSC's. */
+#define GP_LAUNCH_TSC(NAME)                                                    \
+  ev->t0 = gp_tsc();                                                           \
+  r = ((NAME##_fn)__atomic_load_n(&real_##NAME,                                \
+                                  __ATOMIC_RELAXED))GP_LAUNCH_ARGS;            \
+  ev->t1 = gp_tsc();
+#define GP_LAUNCH_MONO(NAME)                                                   \
+  /* the arguments are read back from the slot, not kept across the clock */ \
+  ev->t1 = (uintptr_t)args; /* the call's end overwrites it */                \
+  __asm__ volatile("" ::: "memory");                                           \
+  r = launch_mono(ev, __atomic_load_n(&real_##NAME, __ATOMIC_RELAXED));
+
+/* A launch recorded, the ring and process ready: the slot reserved (FULL
+ * when the ring cannot take it), filled from the arguments, the call timed
+ * by TIMED, the call site decided from the call's start (gp_stacks.h), the
+ * event published. */
+#define GP_LAUNCH_RECORD(NAME, ID, b, FULL, TIMED)                             \
+  uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);           \
+  if (GP_UNLIKELY(h >= atomic_load_explicit(&b->limit, memory_order_acquire))) \
+    return FULL GP_LAUNCH_ARGS;                                                \
+  gp_ts.depth = 1;                                                             \
+  gp_ts.corr = 0;                                                              \
+  struct gp_event *ev = &b->ev[h & b->mask];                                   \
+  struct gp_launch_dims *d = (struct gp_launch_dims *)(ev + 1);                \
+  ev->aux = (uintptr_t)f;                                                      \
+  d->grid_xy = gxy;                                                            \
+  d->grid_z = gz;                                                              \
+  d->block_xy = bxy;                                                           \
+  d->block_z = bz;                                                             \
+  ev->bytes = (uint64_t)smem;                                                  \
+  ev->stream = (uintptr_t)stream;                                              \
+  gp_event_kind(ev, ID, GP_EV_LAUNCH);                                         \
+  ev->block = 0; /* with the kind, one store */                               \
+  ev->stack = 0;                                                               \
+  cudaError_t r;                                                               \
+  TIMED                                                                        \
+  if (GP_LIKELY(gp_stk_launch_quiet(ev->t0))) {                                \
+    ev->ret = (int32_t)r;                                                      \
+    gp_event_corr_device(ev, &gp_ts);                                          \
+    gp_ts.stk.last_end = ev->t1;                                               \
+    gp_publish(gp_ts.buf, 2);                                                  \
+  } else {                                                                     \
+    ev->ret = (int32_t)r;                                                      \
+    gp_event_corr_device(ev, &gp_ts);                                          \
+    gp_stack_after_launch(gp_ts.buf, gp_stk_policy[ID]);                       \
+  }                                                                            \
+  gp_leave(&gp_ts);                                                            \
+  return r;
+
 #define GP_WRAPPER_LAUNCH(NAME, ID)                                            \
   GP_WRAPPER_STUBS(cudaError_t, cudaErrorSharedObjectSymbolNotFound,           \
                    GPUPHASE_LAYER_RUNTIME, NAME, GP_LAUNCH_PARAMS,             \
                    GP_LAUNCH_ARGS)                                             \
   /* Off the fast path, as calls of their own that the fast path jumps to,     \
    * so that it keeps no argument across a call but the real one: the          \
-   * thread or process not ready (the first call starts recording), and a      \
-   * full ring (counted lost). */                                              \
-  static __attribute__((noinline, cold))                                       \
-  cudaError_t slow_##NAME GP_LAUNCH_PARAMS {                                   \
-    if (gp_enter_slow() == NULL)                                               \
-      return ((NAME##_fn)__atomic_load_n(&real_##NAME,                         \
-                                         __ATOMIC_RELAXED))GP_LAUNCH_ARGS;     \
-    gp_leave(&gp_ts); /* ready now: the fast path records it */                \
-    return rec_##NAME GP_LAUNCH_ARGS;                                          \
-  }                                                                            \
+   * thread or process not ready (the first call starts recording), the         \
+   * CLOCK_MONOTONIC clock, and a full ring (counted lost). */                 \
   static __attribute__((noinline, cold))                                       \
   cudaError_t full_##NAME GP_LAUNCH_PARAMS {                                   \
     gp_ts.depth = 1;                                                           \
@@ -502,61 +543,40 @@ launch_mono(struct gp_event *ev, void *fn) {
     gp_leave(&gp_ts);                                                          \
     return r;                                                                  \
   }                                                                            \
-  /* A launch whose call site is due: captured here, then recorded by the     \
-   * fast path, which finds it in gp_stk.pending. */                          \
-  static cudaError_t rec_##NAME GP_LAUNCH_PARAMS;                              \
   static __attribute__((noinline, cold))                                       \
-  cudaError_t stk_##NAME GP_LAUNCH_PARAMS {                                    \
-    /* bit 15: decided (the fast path does not ask again) */                   \
-    gp_stk.pending =                                                           \
-        (uint16_t)(0x8000u | gp_stack_on_call(gp_ts.buf, gp_stk_policy[ID]));  \
-    cudaError_t r = rec_##NAME GP_LAUNCH_ARGS;                                 \
-    gp_stk.pending = 0;                                                        \
-    return r;                                                                  \
+  cudaError_t mono_##NAME GP_LAUNCH_PARAMS {                                   \
+    struct gp_tbuf *b = gp_ts.buf;                                             \
+    GP_LAUNCH_RECORD(NAME, ID, b, full_##NAME, GP_LAUNCH_MONO(NAME))           \
   }                                                                            \
+  /* the fast path's recording, for a call the slow path let through while    \
+   * gp_fast_state and gp_state differ (recording starting or stopping) */     \
+  static __attribute__((noinline, cold))                                       \
+  cudaError_t tsc_##NAME GP_LAUNCH_PARAMS {                                    \
+    struct gp_tbuf *b = gp_ts.buf;                                             \
+    GP_LAUNCH_RECORD(NAME, ID, b, full_##NAME, GP_LAUNCH_TSC(NAME))            \
+  }                                                                            \
+  /* The thread or process not ready (the first call starts recording), or     \
+   * the clock CLOCK_MONOTONIC: recorded by the clock's path, never by the      \
+   * fast path again (which would come back here while the two states          \
+   * differ). */                                                               \
+  static __attribute__((noinline, cold))                                       \
+  cudaError_t slow_##NAME GP_LAUNCH_PARAMS {                                   \
+    if (gp_enter_slow() == NULL)                                               \
+      return ((NAME##_fn)__atomic_load_n(&real_##NAME,                         \
+                                         __ATOMIC_RELAXED))GP_LAUNCH_ARGS;     \
+    gp_leave(&gp_ts);                                                          \
+    if (gp_clock_tsc) return tsc_##NAME GP_LAUNCH_ARGS;                        \
+    return mono_##NAME GP_LAUNCH_ARGS;                                         \
+  }                                                                            \
+  /* The fast path: one test (gp_fast_state) for the process running and its \
+   * clock the TSC. */                                                         \
   static __attribute__((noinline)) cudaError_t rec_##NAME GP_LAUNCH_PARAMS {   \
     struct gp_tbuf *b = gp_ts.buf;                                             \
     if (GP_UNLIKELY(b == NULL ||                                               \
-                    atomic_load_explicit(&gp_state, memory_order_relaxed) !=   \
-                        GP_RUNNING))                                           \
+                    atomic_load_explicit(&gp_fast_state,                       \
+                                         memory_order_relaxed) != GP_RUNNING)) \
       return slow_##NAME GP_LAUNCH_ARGS;                                       \
-    if (GP_UNLIKELY(!gp_stk.pending && gp_stk_launch_due(ID)))                 \
-      return stk_##NAME GP_LAUNCH_ARGS;                                        \
-    uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);         \
-    if (GP_UNLIKELY(h >=                                                       \
-                    atomic_load_explicit(&b->limit, memory_order_acquire)))    \
-      return full_##NAME GP_LAUNCH_ARGS;                                       \
-    gp_ts.depth = 1;                                                           \
-    gp_ts.corr = 0;                                                            \
-    struct gp_event *ev = &b->ev[h & b->mask];                                 \
-    struct gp_launch_dims *d = (struct gp_launch_dims *)(ev + 1);              \
-    ev->aux = (uintptr_t)f;                                                    \
-    d->grid_xy = gxy;                                                          \
-    d->grid_z = gz;                                                            \
-    d->block_xy = bxy;                                                         \
-    d->block_z = bz;                                                           \
-    ev->t1 = (uintptr_t)args;                                                  \
-    ev->bytes = (uint64_t)smem;                                                \
-    ev->stream = (uintptr_t)stream;                                            \
-    gp_event_kind(ev, ID, GP_EV_LAUNCH);                                       \
-    ev->stack = gp_stk.pending & 0x7fff;                                       \
-    /* the arguments are read back from the slot from here on */               \
-    __asm__ volatile("" ::: "memory");                                         \
-    cudaError_t r;                                                             \
-    if (GP_LIKELY(gp_clock_tsc)) {                                             \
-      ev->t0 = gp_tsc();                                                       \
-      r = ((NAME##_fn)__atomic_load_n(                                         \
-          &real_##NAME, __ATOMIC_RELAXED))GP_LAUNCH_FROM_SLOT(ev, d);          \
-      ev->t1 = gp_tsc();                                                       \
-    } else {                                                                   \
-      r = launch_mono(ev, __atomic_load_n(&real_##NAME, __ATOMIC_RELAXED));    \
-    }                                                                          \
-    gp_stk.last_end = ev->t1;                                                  \
-    ev->ret = (int32_t)r;                                                      \
-    gp_event_corr_device(ev, &gp_ts);                                          \
-    gp_publish(gp_ts.buf, 2);                                                  \
-    gp_leave(&gp_ts);                                                          \
-    return r;                                                                  \
+    GP_LAUNCH_RECORD(NAME, ID, b, full_##NAME, GP_LAUNCH_TSC(NAME))            \
   }                                                                            \
   GP_EXPORT cudaError_t gp_launch_##NAME GP_LAUNCH_PARAMS __asm__(#NAME);      \
   GP_EXPORT cudaError_t gp_launch_##NAME GP_LAUNCH_PARAMS GP_WRAPPER_ENTRY(    \

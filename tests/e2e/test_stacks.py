@@ -76,14 +76,14 @@ def api_calls(recs):
     return [dict(r, fn=names.get(r["api"], "?")) for r in by_kind(recs, "api")]
 
 
-def record(mode, stacks, args=(), warn_ok=False):
+def record(mode, stacks, args=(), warn_ok=False, env=None):
     d = workdir()
-    record_to(d, mode, stacks, args, warn_ok)
+    record_to(d, mode, stacks, args, warn_ok, env)
     return [dump(t) for t in traces(d)]
 
 
-def record_to(d, mode, stacks, args=(), warn_ok=False):
-    extra = {"GPUPHASE_OUTPUT": os.path.join(d, "t-%p.gph")}
+def record_to(d, mode, stacks, args=(), warn_ok=False, env=None):
+    extra = {"GPUPHASE_OUTPUT": os.path.join(d, "t-%p.gph"), **(env or {})}
     if stacks is not None:
         extra["GPUPHASE_STACKS"] = stacks
     p = run([EXE, mode, *args], d, extra)
@@ -233,13 +233,21 @@ def t_counts():
     check(launches[11]["stack"] != 0, "the launch after 5 ms away has no stack")
     if launches[12]["start"] - launches[11]["end"] < IDLE_NS * 0.8:
         check(launches[12]["stack"] == 0, "the launch right after another has a stack")
-    # the launches alone: 640 with no blocking call among them
-    recs = record("main", "sampled")[0]
-    calls = api_calls(recs)
-    launches = [r for r in calls if r["fn"] == "cudaLaunchKernel"]
-    check(len(launches) == N_LAUNCH, f"{len(launches)} launches")
-    got = sum(1 for r in launches if r["stack"])
-    check(got >= N_LAUNCH // EVERY, f"{got} launches with a stack")
+    # the launches alone: 640 with no blocking call among them; with the
+    # TSC and with CLOCK_MONOTONIC (the launch wrapper's other path)
+    for clock in (None, "monotonic"):
+        recs = record("main", "sampled",
+                      env={"GPUPHASE_CLOCK": clock} if clock else None)[0]
+        calls = api_calls(recs)
+        launches = [r for r in calls if r["fn"] == "cudaLaunchKernel"]
+        check(len(launches) == N_LAUNCH, f"clock {clock}: {len(launches)} launches")
+        got = sum(1 for r in launches if r["stack"])
+        check(got >= N_LAUNCH // EVERY, f"clock {clock}: {got} launches with a stack")
+        why = []
+        lo, hi = expected(recs, "sampled", why)
+        got = sum(1 for r in by_kind(recs, "api") if r["stack"])
+        check(lo <= got <= hi, f"clock {clock}: {got} calls with a stack, "
+              f"expected {lo}..{hi}; " + "; ".join(why[:5]))
 
 
 def t_sites():
