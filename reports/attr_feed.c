@@ -93,6 +93,7 @@ struct thr *gp_attr_thr_add(struct gp_attr *a, uint64_t index) {
   struct thr *t = &a->thr[a->nthr];
   memset(t, 0, sizeof *t);
   t->index = index;
+  t->pend_t = UINT64_MAX;
   t->seg_t = a->wstart; /* not in CUDA since the window began */
   if (put_idx(a, &a->thr_map, index, a->nthr) < 0) return NULL;
   a->nthr++;
@@ -574,8 +575,19 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
     return;
   }
   if (cl == CALL_BLK) def->blocked += end - r->start, def->nblocked++;
-  gp_call_count(a, ti, dev, cl, 1);
-  gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+  struct thr *t = &a->thr[ti];
+  if (dev != NODEV && a->dev[dev].busy_end >= end &&
+      (t->pend_t == UINT64_MAX || t->pend_t <= a->T)) {
+    /* The device runs a kernel or a copy past the call's end: the call
+     * changes neither its category nor its counters' meaning, only the
+     * thread's (its end: gp_thr_settle). */
+    gp_call_count_thr(a, t, cl, 1);
+    t->pend_t = end;
+    t->pend_cl = (uint32_t)cl;
+  } else {
+    gp_call_count(a, ti, dev, cl, 1);
+    gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+  }
   if (r->stack || a->cs_on)
     gp_cs_call(a->cs, r->stack, api, dev, r->start, end, cl == CALL_BLK,
                launch, 1, s);
@@ -697,6 +709,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     d->n_occ++;
     d->occ_rate += occ_fix;
   }
+  if (end > d->busy_end) d->busy_end = end;
   gp_sweep_push(a, end, HEV_KERNEL, flags, (uint32_t)(d - a->dev), cov,
                 occ_fix);
 }
@@ -740,6 +753,7 @@ static void xfer_begin(struct gp_attr *a, struct dev *d, int x, uint64_t s,
   gp_flush_dev(a, d, s);
   d->n_xfer++;
   d->n_xk[x]++;
+  if (end > d->busy_end) d->busy_end = end;
   gp_sweep_push(a, end, HEV_XFER, 0, (uint32_t)(d - a->dev), (uint32_t)x, 0);
 }
 

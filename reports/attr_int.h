@@ -33,6 +33,9 @@ struct dev {
   uint32_t n_call[CALL_N];     /* host calls naming this device, by CALL_* */
   uint64_t cov_rate, occ_rate; /* sums over running kernels, FIX_ONE based */
   uint64_t seg_t;              /* accounted up to here */
+  /* the latest end of the kernels and copies queued in the sweep: while it
+   * lies ahead, the device runs something until then */
+  uint64_t busy_end;
   /* what was accounted */
   struct gp_breakdown tot, snap; /* snap: tot when the epoch began */
   size_t wcur;                   /* the window of seg_t, and its end */
@@ -54,6 +57,12 @@ struct dev {
 struct thr {
   uint64_t index, tid, name;
   uint32_t n_call[CALL_N];
+  /* The end of a call (its class pend_cl) that is not in the sweep's heap:
+   * its device was busy until after it, so its end changes only this
+   * thread's counters, which nothing else reads; it is applied when the
+   * thread is next accounted (gp_thr_settle). UINT64_MAX: none. */
+  uint64_t pend_t;
+  uint32_t pend_cl;
   uint64_t seg_t, cpu, submit, blocked, calls;
   /* its first call's start and its last call's end (when seen): the part
    * of the window the thread is known to have lived in */
@@ -328,25 +337,41 @@ static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
   if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
 }
 
-/* Accounts what the change will affect up to now, then changes it. Always
- * inline: out of line, its call to gp_flush_dev_to made it save and
- * restore every register, twice per API call. */
+/* Applies the thread's pending call end (pend_t), as popping it from the
+ * heap at pend_t would have. */
+static inline void gp_thr_settle(struct gp_attr *a, struct thr *th) {
+  uint64_t t = th->pend_t;
+  gp_flush_thr(a, th, t);
+  th->n_call[th->pend_cl]--;
+  th->last = t;
+  th->pend_t = UINT64_MAX;
+}
+
+/* The thread's part of gp_call_count. */
 static inline __attribute__((always_inline)) void
-gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
-              int delta) {
-  struct thr *th = &a->thr[thread];
+gp_call_count_thr(struct gp_attr *a, struct thr *th, int state, int delta) {
+  if (th->pend_t <= a->T) gp_thr_settle(a, th);
   gp_flush_thr(a, th, a->T);
   if (delta > 0 && !th->seen) {
     th->seen = 1;
     th->first = a->T;
   }
   if (delta < 0) th->last = a->T;
+  th->n_call[state] += (uint32_t)delta;
+}
+
+/* Accounts what the change will affect up to now, then changes it. Always
+ * inline: out of line, its call to gp_flush_dev_to made it save and
+ * restore every register, twice per API call. */
+static inline __attribute__((always_inline)) void
+gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
+              int delta) {
+  gp_call_count_thr(a, &a->thr[thread], state, delta);
   if (dev != NODEV)
     gp_flush_if_idle(a, &a->dev[dev]);
   else
     for (size_t i = 0; i < a->ndev; i++)
       gp_flush_if_idle(a, &a->dev[i]);
-  th->n_call[state] += (uint32_t)delta;
   if (dev == NODEV)
     a->w_call[state] += (uint32_t)delta;
   else
