@@ -61,6 +61,8 @@ struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id) {
   d->id = id;
   d->win = NULL;
   d->capwin = 0;
+  d->kq = NULL;
+  d->kq_head = d->kq_n = d->kq_cap = 0;
   if (w->capwin) {
     if (!gp_win_at(a, d, w->capwin - 1)) return NULL;
     memcpy(d->win, w->win, w->capwin * sizeof *w->win);
@@ -181,7 +183,7 @@ void gp_attr_free(gp_attr *a) {
   for (size_t i = 0; i < a->nthr; i++)
     free(a->thr[i].stk);
   for (size_t i = 0; i < a->ndev; i++)
-    free(a->dev[i].win);
+    free(a->dev[i].win), free(a->dev[i].kq);
   for (size_t i = 0; i < a->nk; i++)
     gp_hist_free(&a->k[i].dur);
   for (size_t i = 0; i < a->nph; i++) {
@@ -230,7 +232,12 @@ timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
     a->diag.late++;
     return a->T;
   }
-  gp_sweep_advance(a, s);
+  /* the usual record has no end due (they wait on their threads and
+   * devices): no call */
+  if (a->hold_t <= s || (a->nheap && a->heap[0].t <= s))
+    gp_sweep_advance(a, s);
+  else
+    a->T = s;
   return s;
 }
 
@@ -664,6 +671,23 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
   }
 }
 
+/* Doubles the ring of queued kernel ends, unwrapping it. */
+static int kq_grow(struct gp_attr *a, struct dev *d) {
+  size_t cap = d->kq_cap ? 2 * d->kq_cap : 16;
+  struct kend *v = malloc(cap * sizeof *v);
+  if (!v) {
+    a->oom = 1;
+    return -1;
+  }
+  for (size_t i = 0; i < d->kq_n; i++)
+    v[i] = d->kq[(d->kq_head + i) & (d->kq_cap - 1)];
+  free(d->kq);
+  d->kq = v;
+  d->kq_cap = cap;
+  d->kq_head = 0;
+  return 0;
+}
+
 static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t end = r->end >= r->start ? r->end : r->start;
   a->n_devrec++;
@@ -710,6 +734,18 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     d->occ_rate += occ_fix;
   }
   if (end > d->busy_end) d->busy_end = end;
+  /* kernels of one stream end in order: their ends wait on the device
+   * (with call-site records, gp_cs_seg wants each stretch in time) */
+  if (!a->cs_on &&
+      (!d->kq_n || end >= d->kq[(d->kq_head + d->kq_n - 1) & (d->kq_cap - 1)].t)) {
+    if (d->kq_n == d->kq_cap && kq_grow(a, d) < 0) return;
+    struct kend *q = &d->kq[(d->kq_head + d->kq_n++) & (d->kq_cap - 1)];
+    q->t = end;
+    q->cov = cov;
+    q->occ = occ_fix;
+    q->flags = flags;
+    return;
+  }
   gp_sweep_push(a, end, HEV_KERNEL, flags, (uint32_t)(d - a->dev), cov,
                 occ_fix);
 }
@@ -945,6 +981,13 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   case GPUPHASE_REC_MODULE:
   case GPUPHASE_REC_PYCODE:
   case GPUPHASE_REC_FRAME:
+    if (rec->kind == GPUPHASE_REC_FRAME && !a->cs_on) {
+      /* from here on the accounting tells call sites the time of each
+       * stretch: what ended by now is booked, the rest waits in the heap */
+      for (size_t i = 0; i < a->ndev; i++)
+        if (gp_dev_due(&a->dev[i], a->T)) gp_dev_settle(a, &a->dev[i], a->T);
+      gp_dev_unqueue(a);
+    }
     if (gp_cs_meta(a->cs, rec) < 0) a->oom = 1;
     a->cs_on |= rec->kind == GPUPHASE_REC_FRAME;
     break;

@@ -36,6 +36,15 @@ struct dev {
   /* the latest end of the kernels and copies queued in the sweep: while it
    * lies ahead, the device runs something until then */
   uint64_t busy_end;
+  /* Ends of kernels queued here instead of in the sweep's heap, in the
+   * order they end (a ring of kq_cap, a power of two): nothing but this
+   * device's own accounting depends on them, so they are applied when
+   * the device is next accounted (gp_dev_settle). */
+  struct kend {
+    uint64_t t;
+    uint32_t cov, occ, flags;
+  } * kq;
+  size_t kq_head, kq_n, kq_cap;
   /* what was accounted */
   struct gp_breakdown tot, snap; /* snap: tot when the epoch began */
   size_t wcur;                   /* the window of seg_t, and its end */
@@ -303,9 +312,17 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
 int gp_hold_push(struct gp_attr *a, struct hev ev);
 /* Accounts device d up to t (t > d->seg_t). */
 void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t);
+/* Applies the queued kernel ends of d up to t, each where it ends. */
+void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t);
+static inline int gp_dev_due(const struct dev *d, uint64_t t) {
+  return d->kq_n && d->kq[d->kq_head].t <= t;
+}
 static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
+  if (gp_dev_due(d, t)) gp_dev_settle(a, d, t);
   if (a->started && t > d->seg_t) gp_flush_dev_to(a, d, t);
 }
+/* Moves the queued kernel ends of every device into the sweep's heap. */
+void gp_dev_unqueue(struct gp_attr *a);
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
 void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
 static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
@@ -334,6 +351,7 @@ uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
 /* While a device runs a kernel or a copy, host calls do not change what its
  * time is booked as: the stretch goes on unbroken. */
 static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
+  if (gp_dev_due(d, a->T)) gp_dev_settle(a, d, a->T);
   if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
 }
 

@@ -142,6 +142,10 @@ static void win_limit(struct gp_attr *a) {
  * from the same origin), so it is safe wherever no caller holds an index. */
 void gp_win_fit(struct gp_attr *a) {
   uint64_t most = max_windows(a);
+  /* what the queued kernel ends up to now book goes to the windows as
+   * they were (the sums of a merged window are taken in the same order) */
+  for (size_t i = 0; i < a->ndev; i++)
+    if (gp_dev_due(&a->dev[i], a->T)) gp_dev_settle(a, &a->dev[i], a->T);
   while (a->wend > a->wstart &&
          (a->wend - a->wstart) / a->o.window_ns >= most &&
          a->o.window_ns <= UINT64_MAX / 2) {
@@ -305,6 +309,42 @@ void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t) {
   d->seg_t = t;
 }
 
+static void kend_apply(struct dev *d, uint32_t cov, uint32_t occ,
+                       uint32_t flags) {
+  d->n_kern--;
+  d->cov_rate -= cov;
+  if (flags & HF_COMM) d->n_comm--;
+  if (flags & HF_SMALL) d->n_small--;
+  if (flags & HF_OCC) {
+    d->n_occ--;
+    d->occ_rate -= occ;
+  }
+}
+
+void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t) {
+  size_t mask = d->kq_cap - 1;
+  while (d->kq_n && d->kq[d->kq_head].t <= t) {
+    const struct kend *k = &d->kq[d->kq_head];
+    if (k->t > d->seg_t) gp_flush_dev_to(a, d, k->t);
+    kend_apply(d, k->cov, k->occ, k->flags);
+    d->kq_head = (d->kq_head + 1) & mask;
+    d->kq_n--;
+  }
+}
+
+void gp_dev_unqueue(struct gp_attr *a) {
+  for (size_t i = 0; i < a->ndev; i++) {
+    struct dev *d = &a->dev[i];
+    for (; d->kq_n; d->kq_n--) {
+      const struct kend *k = &d->kq[d->kq_head];
+      if (gp_sweep_push(a, k->t, HEV_KERNEL, (uint16_t)k->flags, (uint32_t)i,
+                        k->cov, k->occ) < 0)
+        return;
+      d->kq_head = (d->kq_head + 1) & (d->kq_cap - 1);
+    }
+  }
+}
+
 /* slot NODEV: every device, the "any device" timeline included */
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t) {
   if (slot != NODEV) {
@@ -425,14 +465,7 @@ static inline __attribute__((always_inline)) void
 kernel_end(struct gp_attr *a, const struct hev *e) {
   struct dev *d = &a->dev[e->slot];
   gp_flush_dev(a, d, e->t);
-  d->n_kern--;
-  d->cov_rate -= e->a;
-  if (e->flags & HF_COMM) d->n_comm--;
-  if (e->flags & HF_SMALL) d->n_small--;
-  if (e->flags & HF_OCC) {
-    d->n_occ--;
-    d->occ_rate -= e->b;
-  }
+  kend_apply(d, e->a, e->b, e->flags);
 }
 
 static void acall_end(struct gp_attr *a, const struct hev *e) {
