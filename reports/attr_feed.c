@@ -923,6 +923,15 @@ static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   if (a->oom) return -1;
   a->diag.records++;
+  /* the two kinds nearly every record is, first */
+  if (rec->kind == GPUPHASE_REC_KERNEL) {
+    on_kernel(a, &rec->u.kernel);
+    return a->oom ? -1 : 0;
+  }
+  if (rec->kind == GPUPHASE_REC_API) {
+    on_api(a, &rec->u.api);
+    return a->oom ? -1 : 0;
+  }
   switch (rec->kind) {
   case GPUPHASE_REC_STRING:
     on_string(a, &rec->u.string);
