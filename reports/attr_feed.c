@@ -539,9 +539,21 @@ static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
   return blk ? CALL_BLK : CALL_NB;
 }
 
+/* The slot of a table's entry for key, added when first seen (add returns
+ * the entry or NULL), as an index: no pointer difference to divide. */
+#define IDX_OF(a, map, tab, key, add, out)                                     \
+  do {                                                                         \
+    if (!gp_idx_get(&(a)->map, (key), &(out))) {                               \
+      const void *e_ = (add);                                                  \
+      if (!e_) return;                                                         \
+      (out) = (uint32_t)((a)->n##tab - 1);                                     \
+    }                                                                          \
+  } while (0)
+
 static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
-  struct apidef *def = api_get(a, r->api);
-  if (!def) return;
+  uint32_t api;
+  IDX_OF(a, api_map, api, r->api, api_add(a, r->api), api);
+  struct apidef *def = &a->api[api];
   uint64_t end = r->end >= r->start ? r->end : r->start;
   if (r->end < r->start) a->diag.bad_interval++;
   def->count++;
@@ -552,14 +564,13 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
   uint64_t s = timed(a, r->start, end, is_cuda);
   if (!is_cuda || !a->started) return;
-  uint32_t api = (uint32_t)(def - a->api);
-  struct thr *th = gp_attr_thr(a, r->thread);
-  struct dev *d = r->device >= 0 ? gp_attr_dev(a, r->device) : NULL;
-  if (!th || (r->device >= 0 && !d)) return;
   /* indices, not pointers: on_mem may add a device and move the table */
-  uint32_t ti = (uint32_t)(th - a->thr);
-  uint32_t dev = d ? (uint32_t)(d - a->dev) : NODEV;
-  th->calls++;
+  uint32_t ti, dev = NODEV;
+  IDX_OF(a, thr_map, thr, r->thread, gp_attr_thr_add(a, r->thread), ti);
+  if (r->device >= 0)
+    IDX_OF(a, dev_map, dev, (uint64_t)r->device,
+           gp_attr_dev_add(a, r->device), dev);
+  a->thr[ti].calls++;
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
