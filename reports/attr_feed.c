@@ -225,8 +225,7 @@ timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
     if (!opens_window) return UINT64_MAX;
     gp_sweep_start(a, s);
   }
-  if (end > a->wend) a->wend = end;
-  if (s > a->wend) a->wend = s;
+  if (end > a->wend) a->wend = end; /* every caller's end is >= s */
   if (a->wend >= a->wlimit) gp_win_fit(a);
   if (s < a->T) {
     a->diag.late++;
