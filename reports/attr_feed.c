@@ -593,7 +593,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   }
   if (cl == CALL_BLK) def->blocked += end - r->start, def->nblocked++;
   struct thr *t = &a->thr[ti];
-  if (dev != NODEV && a->dev[dev].busy_end >= end &&
+  if (dev != NODEV && a->dev[dev].busy_end >= end && end != UINT64_MAX &&
       (t->pend_t == UINT64_MAX || t->pend_t <= a->T)) {
     /* The device runs a kernel or a copy past the call's end: the call
      * changes neither its category nor its counters' meaning, only the

@@ -69,7 +69,8 @@ struct thr {
   /* The end of a call (its class pend_cl) that is not in the sweep's heap:
    * its device was busy until after it, so its end changes only this
    * thread's counters, which nothing else reads; it is applied when the
-   * thread is next accounted (gp_thr_settle). UINT64_MAX: none. */
+   * thread is next accounted (gp_thr_settle). UINT64_MAX: none (a call
+   * ending then goes to the heap). */
   uint64_t pend_t;
   uint32_t pend_cl;
   uint64_t seg_t, cpu, submit, blocked, calls;
@@ -359,6 +360,7 @@ static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
  * heap at pend_t would have. */
 static inline void gp_thr_settle(struct gp_attr *a, struct thr *th) {
   uint64_t t = th->pend_t;
+  if (t == UINT64_MAX) return; /* none: the sweep reached the last time */
   gp_flush_thr(a, th, t);
   th->n_call[th->pend_cl]--;
   th->last = t;

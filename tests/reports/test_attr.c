@@ -1066,6 +1066,38 @@ static void test_frame_midway(void) {
   tl_free(&t);
 }
 
+/* Times up to UINT64_MAX (a hostile trace): the sweep reaches the last
+ * possible time with nothing queued on the device or pending on the
+ * threads. Device 0: T1 launch [0,40), kernel [50,1000), T1 launch
+ * [100,200) (its end kept on the thread: the kernel runs past it); T2 a
+ * query [MAX-10, MAX). Window [0, MAX):
+ *   dev0: launch 40, kernel 950, host the rest, 10 of it in the query;
+ *   T1: submit 140, life 200, cpu 60; T2: submit 10, life 10, cpu 0. */
+static void test_end_of_time(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_api(&t, 1, LAUNCH, 0, 40, 0, 0);
+  tl_kernel(&t, 0, 50, 1000, S_GEMM, 10, 128);
+  tl_api(&t, 1, LAUNCH, 100, 200, 0, 0);
+  tl_api(&t, 2, QUERY, UINT64_MAX - 10, UINT64_MAX, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->bd.cat[GP_CAT_KERNEL], 950);
+  EQ(d->bd.cat[GP_CAT_LAUNCH], 40);
+  EQ(d->bd.cat[GP_CAT_SYNC_IDLE], 0);
+  EQ(d->bd.cat[GP_CAT_HOST_WAIT], UINT64_MAX - 990);
+  EQ(d->bd.sub[GP_SUB_HOST_API], 10);
+  EQ(tl_thr(r, 1)->submit, 140);
+  EQ(tl_thr(r, 1)->life, 200);
+  EQ(tl_thr(r, 1)->cpu, 60);
+  EQ(tl_thr(r, 2)->submit, 10);
+  EQ(tl_thr(r, 2)->life, 10);
+  EQ(tl_thr(r, 2)->cpu, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -1098,6 +1130,7 @@ int main(void) {
   test_sync_over_launch_degraded();
   test_busy_device_calls();
   test_frame_midway();
+  test_end_of_time();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }
