@@ -61,6 +61,8 @@ struct dev *gp_attr_dev_add(struct gp_attr *a, int64_t id) {
   d->id = id;
   d->win = NULL;
   d->capwin = 0;
+  d->kq = NULL;
+  d->kq_head = d->kq_n = d->kq_cap = 0;
   if (w->capwin) {
     if (!gp_win_at(a, d, w->capwin - 1)) return NULL;
     memcpy(d->win, w->win, w->capwin * sizeof *w->win);
@@ -93,6 +95,7 @@ struct thr *gp_attr_thr_add(struct gp_attr *a, uint64_t index) {
   struct thr *t = &a->thr[a->nthr];
   memset(t, 0, sizeof *t);
   t->index = index;
+  t->pend_t = UINT64_MAX;
   t->seg_t = a->wstart; /* not in CUDA since the window began */
   if (put_idx(a, &a->thr_map, index, a->nthr) < 0) return NULL;
   a->nthr++;
@@ -180,7 +183,7 @@ void gp_attr_free(gp_attr *a) {
   for (size_t i = 0; i < a->nthr; i++)
     free(a->thr[i].stk);
   for (size_t i = 0; i < a->ndev; i++)
-    free(a->dev[i].win);
+    free(a->dev[i].win), free(a->dev[i].kq);
   for (size_t i = 0; i < a->nk; i++)
     gp_hist_free(&a->k[i].dur);
   for (size_t i = 0; i < a->nph; i++) {
@@ -222,14 +225,18 @@ timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
     if (!opens_window) return UINT64_MAX;
     gp_sweep_start(a, s);
   }
-  if (end > a->wend) a->wend = end;
-  if (s > a->wend) a->wend = s;
+  if (end > a->wend) a->wend = end; /* every caller's end is >= s */
   if (a->wend >= a->wlimit) gp_win_fit(a);
   if (s < a->T) {
     a->diag.late++;
     return a->T;
   }
-  gp_sweep_advance(a, s);
+  /* the usual record has no end due (they wait on their threads and
+   * devices): no call */
+  if (a->hold_t <= s || (a->nheap && a->heap[0].t <= s))
+    gp_sweep_advance(a, s);
+  else
+    a->T = s;
   return s;
 }
 
@@ -531,9 +538,21 @@ static int call_class(struct gp_attr *a, const struct gpuphase_api *r,
   return blk ? CALL_BLK : CALL_NB;
 }
 
+/* The slot of a table's entry for key, added when first seen (add returns
+ * the entry or NULL), as an index: no pointer difference to divide. */
+#define IDX_OF(a, map, tab, key, add, out)                                     \
+  do {                                                                         \
+    if (!gp_idx_get(&(a)->map, (key), &(out))) {                               \
+      const void *e_ = (add);                                                  \
+      if (!e_) return;                                                         \
+      (out) = (uint32_t)((a)->n##tab - 1);                                     \
+    }                                                                          \
+  } while (0)
+
 static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
-  struct apidef *def = api_get(a, r->api);
-  if (!def) return;
+  uint32_t api;
+  IDX_OF(a, api_map, api, r->api, api_add(a, r->api), api);
+  struct apidef *def = &a->api[api];
   uint64_t end = r->end >= r->start ? r->end : r->start;
   if (r->end < r->start) a->diag.bad_interval++;
   def->count++;
@@ -544,14 +563,13 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   int is_cuda = def->layer != GPUPHASE_LAYER_NVTX;
   uint64_t s = timed(a, r->start, end, is_cuda);
   if (!is_cuda || !a->started) return;
-  uint32_t api = (uint32_t)(def - a->api);
-  struct thr *th = gp_attr_thr(a, r->thread);
-  struct dev *d = r->device >= 0 ? gp_attr_dev(a, r->device) : NULL;
-  if (!th || (r->device >= 0 && !d)) return;
   /* indices, not pointers: on_mem may add a device and move the table */
-  uint32_t ti = (uint32_t)(th - a->thr);
-  uint32_t dev = d ? (uint32_t)(d - a->dev) : NODEV;
-  th->calls++;
+  uint32_t ti, dev = NODEV;
+  IDX_OF(a, thr_map, thr, r->thread, gp_attr_thr_add(a, r->thread), ti);
+  if (r->device >= 0)
+    IDX_OF(a, dev_map, dev, (uint64_t)r->device,
+           gp_attr_dev_add(a, r->device), dev);
+  a->thr[ti].calls++;
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
@@ -574,8 +592,19 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
     return;
   }
   if (cl == CALL_BLK) def->blocked += end - r->start, def->nblocked++;
-  gp_call_count(a, ti, dev, cl, 1);
-  gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+  struct thr *t = &a->thr[ti];
+  if (dev != NODEV && a->dev[dev].busy_end >= end && end != UINT64_MAX &&
+      (t->pend_t == UINT64_MAX || t->pend_t <= a->T)) {
+    /* The device runs a kernel or a copy past the call's end: the call
+     * changes neither its category nor its counters' meaning, only the
+     * thread's (its end: gp_thr_settle). */
+    gp_call_count_thr(a, t, cl, 1);
+    t->pend_t = end;
+    t->pend_cl = (uint32_t)cl;
+  } else {
+    gp_call_count(a, ti, dev, cl, 1);
+    gp_sweep_push(a, end, HEV_CALL, 0, ti, dev, (uint32_t)cl);
+  }
   if (r->stack || a->cs_on)
     gp_cs_call(a->cs, r->stack, api, dev, r->start, end, cl == CALL_BLK,
                launch, 1, s);
@@ -652,6 +681,23 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
   }
 }
 
+/* Doubles the ring of queued kernel ends, unwrapping it. */
+static int kq_grow(struct gp_attr *a, struct dev *d) {
+  size_t cap = d->kq_cap ? 2 * d->kq_cap : 16;
+  struct kend *v = malloc(cap * sizeof *v);
+  if (!v) {
+    a->oom = 1;
+    return -1;
+  }
+  for (size_t i = 0; i < d->kq_n; i++)
+    v[i] = d->kq[(d->kq_head + i) & (d->kq_cap - 1)];
+  free(d->kq);
+  d->kq = v;
+  d->kq_cap = cap;
+  d->kq_head = 0;
+  return 0;
+}
+
 static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t end = r->end >= r->start ? r->end : r->start;
   a->n_devrec++;
@@ -697,6 +743,19 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     d->n_occ++;
     d->occ_rate += occ_fix;
   }
+  if (end > d->busy_end) d->busy_end = end;
+  /* kernels of one stream end in order: their ends wait on the device
+   * (with call-site records, gp_cs_seg wants each stretch in time) */
+  if (!a->cs_on &&
+      (!d->kq_n || end >= d->kq[(d->kq_head + d->kq_n - 1) & (d->kq_cap - 1)].t)) {
+    if (d->kq_n == d->kq_cap && kq_grow(a, d) < 0) return;
+    struct kend *q = &d->kq[(d->kq_head + d->kq_n++) & (d->kq_cap - 1)];
+    q->t = end;
+    q->cov = cov;
+    q->occ = occ_fix;
+    q->flags = flags;
+    return;
+  }
   gp_sweep_push(a, end, HEV_KERNEL, flags, (uint32_t)(d - a->dev), cov,
                 occ_fix);
 }
@@ -740,6 +799,7 @@ static void xfer_begin(struct gp_attr *a, struct dev *d, int x, uint64_t s,
   gp_flush_dev(a, d, s);
   d->n_xfer++;
   d->n_xk[x]++;
+  if (end > d->busy_end) d->busy_end = end;
   gp_sweep_push(a, end, HEV_XFER, 0, (uint32_t)(d - a->dev), (uint32_t)x, 0);
 }
 
@@ -873,6 +933,15 @@ static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   if (a->oom) return -1;
   a->diag.records++;
+  /* the two kinds nearly every record is, first */
+  if (rec->kind == GPUPHASE_REC_KERNEL) {
+    on_kernel(a, &rec->u.kernel);
+    return a->oom ? -1 : 0;
+  }
+  if (rec->kind == GPUPHASE_REC_API) {
+    on_api(a, &rec->u.api);
+    return a->oom ? -1 : 0;
+  }
   switch (rec->kind) {
   case GPUPHASE_REC_STRING:
     on_string(a, &rec->u.string);
@@ -931,6 +1000,13 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   case GPUPHASE_REC_MODULE:
   case GPUPHASE_REC_PYCODE:
   case GPUPHASE_REC_FRAME:
+    if (rec->kind == GPUPHASE_REC_FRAME && !a->cs_on) {
+      /* from here on the accounting tells call sites the time of each
+       * stretch: what ended by now is booked, the rest waits in the heap */
+      for (size_t i = 0; i < a->ndev; i++)
+        if (gp_dev_due(&a->dev[i], a->T)) gp_dev_settle(a, &a->dev[i], a->T);
+      gp_dev_unqueue(a);
+    }
     if (gp_cs_meta(a->cs, rec) < 0) a->oom = 1;
     a->cs_on |= rec->kind == GPUPHASE_REC_FRAME;
     break;

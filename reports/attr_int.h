@@ -33,6 +33,18 @@ struct dev {
   uint32_t n_call[CALL_N];     /* host calls naming this device, by CALL_* */
   uint64_t cov_rate, occ_rate; /* sums over running kernels, FIX_ONE based */
   uint64_t seg_t;              /* accounted up to here */
+  /* the latest end of the kernels and copies queued in the sweep: while it
+   * lies ahead, the device runs something until then */
+  uint64_t busy_end;
+  /* Ends of kernels queued here instead of in the sweep's heap, in the
+   * order they end (a ring of kq_cap, a power of two): nothing but this
+   * device's own accounting depends on them, so they are applied when
+   * the device is next accounted (gp_dev_settle). */
+  struct kend {
+    uint64_t t;
+    uint32_t cov, occ, flags;
+  } * kq;
+  size_t kq_head, kq_n, kq_cap;
   /* what was accounted */
   struct gp_breakdown tot, snap; /* snap: tot when the epoch began */
   size_t wcur;                   /* the window of seg_t, and its end */
@@ -54,6 +66,13 @@ struct dev {
 struct thr {
   uint64_t index, tid, name;
   uint32_t n_call[CALL_N];
+  /* The end of a call (its class pend_cl) that is not in the sweep's heap:
+   * its device was busy until after it, so its end changes only this
+   * thread's counters, which nothing else reads; it is applied when the
+   * thread is next accounted (gp_thr_settle). UINT64_MAX: none (a call
+   * ending then goes to the heap). */
+  uint64_t pend_t;
+  uint32_t pend_cl;
   uint64_t seg_t, cpu, submit, blocked, calls;
   /* its first call's start and its last call's end (when seen): the part
    * of the window the thread is known to have lived in */
@@ -294,9 +313,17 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
 int gp_hold_push(struct gp_attr *a, struct hev ev);
 /* Accounts device d up to t (t > d->seg_t). */
 void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t);
+/* Applies the queued kernel ends of d up to t, each where it ends. */
+void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t);
+static inline int gp_dev_due(const struct dev *d, uint64_t t) {
+  return d->kq_n && d->kq[d->kq_head].t <= t;
+}
 static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
+  if (gp_dev_due(d, t)) gp_dev_settle(a, d, t);
   if (a->started && t > d->seg_t) gp_flush_dev_to(a, d, t);
 }
+/* Moves the queued kernel ends of every device into the sweep's heap. */
+void gp_dev_unqueue(struct gp_attr *a);
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
 void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
 static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
@@ -325,7 +352,32 @@ uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
 /* While a device runs a kernel or a copy, host calls do not change what its
  * time is booked as: the stretch goes on unbroken. */
 static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
+  if (gp_dev_due(d, a->T)) gp_dev_settle(a, d, a->T);
   if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
+}
+
+/* Applies the thread's pending call end (pend_t), as popping it from the
+ * heap at pend_t would have. */
+static inline void gp_thr_settle(struct gp_attr *a, struct thr *th) {
+  uint64_t t = th->pend_t;
+  if (t == UINT64_MAX) return; /* none: the sweep reached the last time */
+  gp_flush_thr(a, th, t);
+  th->n_call[th->pend_cl]--;
+  th->last = t;
+  th->pend_t = UINT64_MAX;
+}
+
+/* The thread's part of gp_call_count. */
+static inline __attribute__((always_inline)) void
+gp_call_count_thr(struct gp_attr *a, struct thr *th, int state, int delta) {
+  if (th->pend_t <= a->T) gp_thr_settle(a, th);
+  gp_flush_thr(a, th, a->T);
+  if (delta > 0 && !th->seen) {
+    th->seen = 1;
+    th->first = a->T;
+  }
+  if (delta < 0) th->last = a->T;
+  th->n_call[state] += (uint32_t)delta;
 }
 
 /* Accounts what the change will affect up to now, then changes it. Always
@@ -334,19 +386,12 @@ static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
 static inline __attribute__((always_inline)) void
 gp_call_count(struct gp_attr *a, uint32_t thread, uint32_t dev, int state,
               int delta) {
-  struct thr *th = &a->thr[thread];
-  gp_flush_thr(a, th, a->T);
-  if (delta > 0 && !th->seen) {
-    th->seen = 1;
-    th->first = a->T;
-  }
-  if (delta < 0) th->last = a->T;
+  gp_call_count_thr(a, &a->thr[thread], state, delta);
   if (dev != NODEV)
     gp_flush_if_idle(a, &a->dev[dev]);
   else
     for (size_t i = 0; i < a->ndev; i++)
       gp_flush_if_idle(a, &a->dev[i]);
-  th->n_call[state] += (uint32_t)delta;
   if (dev == NODEV)
     a->w_call[state] += (uint32_t)delta;
   else

@@ -45,6 +45,8 @@ static void close_ranges(struct gp_attr *a, uint64_t t) {
 static void end_sweep(struct gp_attr *a) {
   uint64_t t = a->wend;
   gp_sweep_advance(a, t);
+  for (size_t i = 0; i < a->nthr; i++) /* the call ends the heap left out */
+    if (a->thr[i].pend_t <= t) gp_thr_settle(a, &a->thr[i]);
   close_ranges(a, t);
   gp_flush_devs(a, NODEV, t);
   for (size_t i = 0; i < a->nthr; i++)

@@ -50,9 +50,9 @@ struct scand {
   uint32_t apos;  /* in the open list */
 };
 
-struct ringent {
+struct ringent { /* the pairs of the version a call was made in */
   uint64_t corr;
-  uint32_t ver;
+  uint32_t from, to; /* to 0: none */
 };
 
 struct gp_stepper {
@@ -63,6 +63,7 @@ struct gp_stepper {
   /* step set versions: version v (>= 1) is the list pairs[voff[v - 1] ..
    * voff[v]) of (candidate, step index) open when it was made */
   uint32_t ver;
+  uint32_t vfrom, vto; /* the pairs of version ver */
   int dirty;
   uint32_t *voff;
   size_t nver, capver;
@@ -304,7 +305,9 @@ static uint32_t version(struct gp_attr *a) {
     st->pairs[st->npairs][0] = st->open[i];
     st->pairs[st->npairs++][1] = (uint32_t)(st->c[st->open[i]].n - 1);
   }
+  st->vfrom = st->nver ? st->voff[st->nver - 1] : 0;
   st->voff[st->nver++] = (uint32_t)st->npairs;
+  st->vto = (uint32_t)st->npairs;
   st->dirty = 0;
   return st->ver = (uint32_t)st->nver;
 }
@@ -393,7 +396,8 @@ uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   if (r->corr && v) {
     struct ringent *e = &st->ring[r->corr & RING_MASK];
     e->corr = r->corr;
-    e->ver = v;
+    e->from = st->vfrom;
+    e->to = st->vto;
   }
   return v;
 }
@@ -415,9 +419,8 @@ void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
   struct gp_stepper *st = a->st;
   if (!st || !st->ring || !corr) return;
   const struct ringent *e = &st->ring[corr & RING_MASK];
-  if (e->corr != corr || !e->ver) return;
-  uint32_t from = e->ver > 1 ? st->voff[e->ver - 2] : 0;
-  for (uint32_t p = from; p < st->voff[e->ver - 1]; p++) {
+  if (e->corr != corr) return;
+  for (uint32_t p = e->from; p < e->to; p++) {
     uint32_t ci = st->pairs[p][0], si = st->pairs[p][1];
     struct scand *c = &st->c[ci];
     if (c->dropped || si >= c->n) continue;

@@ -142,6 +142,10 @@ static void win_limit(struct gp_attr *a) {
  * from the same origin), so it is safe wherever no caller holds an index. */
 void gp_win_fit(struct gp_attr *a) {
   uint64_t most = max_windows(a);
+  /* what the queued kernel ends up to now book goes to the windows as
+   * they were (the sums of a merged window are taken in the same order) */
+  for (size_t i = 0; i < a->ndev; i++)
+    if (gp_dev_due(&a->dev[i], a->T)) gp_dev_settle(a, &a->dev[i], a->T);
   while (a->wend > a->wstart &&
          (a->wend - a->wstart) / a->o.window_ns >= most &&
          a->o.window_ns <= UINT64_MAX / 2) {
@@ -305,6 +309,88 @@ void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t) {
   d->seg_t = t;
 }
 
+static void kend_apply(struct dev *d, uint32_t cov, uint32_t occ,
+                       uint32_t flags) {
+  d->n_kern--;
+  d->cov_rate -= cov;
+  if (flags & HF_COMM) d->n_comm--;
+  if (flags & HF_SMALL) d->n_small--;
+  if (flags & HF_OCC) {
+    d->n_occ--;
+    d->occ_rate -= occ;
+  }
+}
+
+/* account() for a stretch in which the device runs a kernel (n_kern > 0):
+ * the same sums in the same order, without what only idle stretches
+ * need. */
+static void account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
+                           uint64_t to) {
+  uint64_t len = to - from;
+  double cov = d->cov_rate >= FIX_ONE ? 1.0 : (double)d->cov_rate / FIX_ONE;
+  double occ = (double)d->occ_rate / FIX_ONE;
+  struct gp_breakdown *b = &d->tot;
+  b->cat[GP_CAT_KERNEL] += len;
+  b->sub[d->n_kern > d->n_comm ? GP_SUB_COMPUTE : GP_SUB_COMMUNICATION] += len;
+  if (d->n_xfer) b->kernel_xfer_overlap += len;
+  if (d->n_comm && d->n_kern > d->n_comm) b->comm_overlap += len;
+  b->kernel_nsum += len * d->n_kern;
+  b->small_nsum += len * d->n_small;
+  b->occ_nsum += len * d->n_occ;
+  b->occ_wsum += (double)len * occ;
+  b->cov_ns += (double)len * cov;
+  uint64_t t = from;
+  if (from < d->wcur_end && to <= d->wcur_end) { /* one window */
+    struct gp_win *w = &d->win[d->wcur];
+    w->cat[GP_CAT_KERNEL] += len;
+    w->cov_ns += (double)len * cov;
+    t = to;
+  }
+  while (t < to) {
+    if (t >= d->wcur_end) {
+      d->wcur = gp_win_idx(a, t);
+      d->wcur_end = gp_win_end(a, d->wcur);
+    }
+    uint64_t end = d->wcur_end < to ? d->wcur_end : to;
+    struct gp_win *w = gp_win_at(a, d, d->wcur);
+    if (!w) return;
+    w->cat[GP_CAT_KERNEL] += end - t;
+    w->cov_ns += (double)(end - t) * cov;
+    t = end;
+  }
+  if (d->idle[0].in) gp_run_close(&d->idle[0], from);
+  if (d->idle[1].in) gp_run_close(&d->idle[1], from);
+  if (a->cs_on)
+    gp_cs_seg(a->cs, (uint32_t)(d - a->dev), GP_CAT_KERNEL, from, to, a->T);
+}
+
+void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t) {
+  size_t mask = d->kq_cap - 1;
+  while (d->kq_n && d->kq[d->kq_head].t <= t) {
+    const struct kend *k = &d->kq[d->kq_head];
+    if (k->t > d->seg_t) { /* gp_flush_dev_to */
+      account_kernel(a, d, d->seg_t, k->t);
+      d->seg_t = k->t;
+    }
+    kend_apply(d, k->cov, k->occ, k->flags);
+    d->kq_head = (d->kq_head + 1) & mask;
+    d->kq_n--;
+  }
+}
+
+void gp_dev_unqueue(struct gp_attr *a) {
+  for (size_t i = 0; i < a->ndev; i++) {
+    struct dev *d = &a->dev[i];
+    for (; d->kq_n; d->kq_n--) {
+      const struct kend *k = &d->kq[d->kq_head];
+      if (gp_sweep_push(a, k->t, HEV_KERNEL, (uint16_t)k->flags, (uint32_t)i,
+                        k->cov, k->occ) < 0)
+        return;
+      d->kq_head = (d->kq_head + 1) & (d->kq_cap - 1);
+    }
+  }
+}
+
 /* slot NODEV: every device, the "any device" timeline included */
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t) {
   if (slot != NODEV) {
@@ -425,14 +511,7 @@ static inline __attribute__((always_inline)) void
 kernel_end(struct gp_attr *a, const struct hev *e) {
   struct dev *d = &a->dev[e->slot];
   gp_flush_dev(a, d, e->t);
-  d->n_kern--;
-  d->cov_rate -= e->a;
-  if (e->flags & HF_COMM) d->n_comm--;
-  if (e->flags & HF_SMALL) d->n_small--;
-  if (e->flags & HF_OCC) {
-    d->n_occ--;
-    d->occ_rate -= e->b;
-  }
+  kend_apply(d, e->a, e->b, e->flags);
 }
 
 static void acall_end(struct gp_attr *a, const struct hev *e) {

@@ -997,6 +997,107 @@ static void test_sync_over_launch_degraded(void) {
   tl_free(&t);
 }
 
+/* Calls while their device runs a kernel past their end (their end is kept
+ * on the thread, out of the sweep's heap), nested in one another, and
+ * past the kernel's end. Device 0: T1 launch [0,10), kernel [10,1000);
+ * T1 launch [100,150), launch [200,400) with a sync [250,300) inside it,
+ * launch [900,1100); T2 launch [950,990), its last call.
+ *   dev0: launch [0,10) 10 + [1000,1100) 100 = 110, kernel 990; the sync
+ *         inside the kernel is kernel time.
+ *   T1: submit 10 + 50 + 150 + 200 = 410, blocked 50, cpu [10,100) 90 +
+ *       [150,200) 50 + [400,900) 500 = 640, life 1100.
+ *   T2: submit 40, cpu 0, life 40.
+ * Device 1: kernels [0,50), [50,80) (queued on the device, in order) and
+ * [60,70) (ending before the last queued one: the heap); window [0,1100):
+ *   kernel 80, host 1020; kernel_nsum 50 + 30 + 10 = 90. */
+static void test_busy_device_calls(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_device(&t, 1, 10);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 1000, S_GEMM, 10, 128);
+  tl_api(&t, 1, LAUNCH, 100, 150, 0, 0);
+  tl_api(&t, 1, LAUNCH, 200, 400, 0, 0);
+  tl_api(&t, 1, SYNC, 250, 300, 0, 0);
+  tl_api(&t, 1, LAUNCH, 900, 1100, 0, 0);
+  tl_api(&t, 2, LAUNCH, 950, 990, 0, 0);
+  tl_kernel(&t, 1, 0, 50, S_GEMM, 10, 128);
+  tl_kernel(&t, 1, 50, 80, S_GEMM, 10, 128);
+  tl_kernel(&t, 1, 60, 70, S_GEMM, 10, 128);
+  struct gp_proc_res *r = tl_run(&t);
+  CATS(tl_dev(r, 0)->bd, 990, 0, 110, 0, 0);
+  CATS(tl_dev(r, 1)->bd, 80, 0, 0, 0, 1020);
+  EQ(tl_dev(r, 1)->bd.kernel_nsum, 90);
+  EQ(tl_thr(r, 1)->submit, 410);
+  EQ(tl_thr(r, 1)->blocked, 50);
+  EQ(tl_thr(r, 1)->cpu, 640);
+  EQ(tl_thr(r, 1)->life, 1100);
+  EQ(tl_thr(r, 2)->submit, 40);
+  EQ(tl_thr(r, 2)->cpu, 0);
+  EQ(tl_thr(r, 2)->life, 40);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* A call-site frame record arriving while kernel ends wait on their
+ * device: what ended is booked, the rest moves to the sweep's heap. Fed
+ * as added: kernels [0,100), [100,300) (launch [90,100) on T1), the frame
+ * record, then a kernel [300,400) and a sync [320,450) on T1.
+ *   dev0: kernel 400, sync idle [400,450) 50, launch [90,100) is kernel
+ *         time; window [0,450). */
+static void test_frame_midway(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_kernel(&t, 0, 0, 100, S_GEMM, 10, 128);
+  tl_api(&t, 1, LAUNCH, 90, 100, 0, 0);
+  tl_kernel(&t, 0, 100, 300, S_GEMM, 10, 128);
+  struct gpuphase_record *f = tl_add(&t, GPUPHASE_REC_FRAME);
+  f->u.frame.node = 1;
+  f->u.frame.kind = GPUPHASE_FRAME_NATIVE;
+  f->u.frame.pc = 0x1000;
+  tl_kernel(&t, 0, 300, 400, S_GEMM, 10, 128);
+  tl_api(&t, 1, SYNC, 320, 450, 0, 0);
+  struct gp_proc_res *r = tl_run_raw(&t);
+  CATS(tl_dev(r, 0)->bd, 400, 0, 0, 50, 0);
+  EQ(tl_dev(r, 0)->bd.kernel_nsum, 400);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* Times up to UINT64_MAX (a hostile trace): the sweep reaches the last
+ * possible time with nothing queued on the device or pending on the
+ * threads. Device 0: T1 launch [0,40), kernel [50,1000), T1 launch
+ * [100,200) (its end kept on the thread: the kernel runs past it); T2 a
+ * query [MAX-10, MAX). Window [0, MAX):
+ *   dev0: launch 40, kernel 950, host the rest, 10 of it in the query;
+ *   T1: submit 140, life 200, cpu 60; T2: submit 10, life 10, cpu 0. */
+static void test_end_of_time(void) {
+  struct tl t;
+  base(&t);
+  tl_device(&t, 0, 10);
+  tl_api(&t, 1, LAUNCH, 0, 40, 0, 0);
+  tl_kernel(&t, 0, 50, 1000, S_GEMM, 10, 128);
+  tl_api(&t, 1, LAUNCH, 100, 200, 0, 0);
+  tl_api(&t, 2, QUERY, UINT64_MAX - 10, UINT64_MAX, 0, 0);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->bd.cat[GP_CAT_KERNEL], 950);
+  EQ(d->bd.cat[GP_CAT_LAUNCH], 40);
+  EQ(d->bd.cat[GP_CAT_SYNC_IDLE], 0);
+  EQ(d->bd.cat[GP_CAT_HOST_WAIT], UINT64_MAX - 990);
+  EQ(d->bd.sub[GP_SUB_HOST_API], 10);
+  EQ(tl_thr(r, 1)->submit, 140);
+  EQ(tl_thr(r, 1)->life, 200);
+  EQ(tl_thr(r, 1)->cpu, 60);
+  EQ(tl_thr(r, 2)->submit, 10);
+  EQ(tl_thr(r, 2)->life, 10);
+  EQ(tl_thr(r, 2)->cpu, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_basic();
   test_overlap();
@@ -1027,6 +1128,9 @@ int main(void) {
   test_sync_nested_in_launch();
   test_sync_devices();
   test_sync_over_launch_degraded();
+  test_busy_device_calls();
+  test_frame_midway();
+  test_end_of_time();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
 }
