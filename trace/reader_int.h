@@ -123,5 +123,8 @@ int gp_sorted_set_threads(gpuphase_reader *r, int threads);
 /* Frames the merge took from the workers so far, and (*decoded, unless
  * NULL) how many of them with records decoded ahead (tests). */
 uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded);
+/* Records of the frames decoded ahead (so far) that the workers left to
+ * the merge to decode in place. */
+uint64_t gp_sorted_inplace(gpuphase_reader *r);
 
 #endif

@@ -128,6 +128,9 @@ struct prefetch {
   uint8_t **ppool;
   uint32_t nppool, pre_out, pre_limit;
   uint64_t pre_served; /* frames the merge took with records decoded */
+  /* records of frames decoded ahead that the workers left to the merge
+   * to decode in place (kinds with blobs, unknown kinds, long records) */
+  uint64_t pre_inplace;
   struct pre_kind pk[GPUPHASE_REC_MAX];
 };
 
@@ -476,12 +479,18 @@ static void pre_kinds(struct pre_kind *pk) {
  * Returns the bytes written. */
 static uint32_t precode(const struct pre_kind *pk, const uint8_t *p,
                         const uint8_t *end, uint8_t *out,
-                        struct gp_dstate *st) {
+                        struct gp_dstate *st, uint64_t *inplace) {
   gp_dstate_reset(st);
   uint32_t n = 0;
   while (p < end && PRE_CAP - n >= PRE_ENTRY_MAX) {
     const uint8_t *at = p;
-    uint32_t kind = *p < GPUPHASE_REC_MAX ? *p : 0; /* a one-byte kind */
+    /* a one-byte kind, or a repeat record's tag (format.md section 4),
+     * whose changes are start, end and corr */
+    uint32_t kind = *p < GPUPHASE_REC_MAX ? *p
+                    : (*p & GP_REPEAT_TAG) &&
+                            (*p & GP_REPEAT_KIND_MASK) < GPUPHASE_REC_MAX
+                        ? *p & GP_REPEAT_KIND_MASK
+                        : 0;
     unsigned nf = pk[kind].nf;
     uint64_t old[GP_MAX_FIELDS];
     uint64_t *v = (uint64_t *)(void *)&st->last[kind].u;
@@ -491,6 +500,7 @@ static uint32_t precode(const struct pre_kind *pk, const uint8_t *p,
     if (k < 0) break; /* damage: found again in place, by the merge */
     if (!nf || (uint32_t)k != kind || p - at > 255) {
       out[n++] = 0;
+      ++*inplace;
       continue;
     }
     uint8_t *e = out + n, *w = e + 3 + nf;
@@ -557,10 +567,12 @@ static void *pf_worker(void *arg) {
                    : gp_reader_fail(wr, GPUPHASE_E_NOMEM, "out of memory");
     char *msg = rc ? strdup(wr->msg) : NULL;
     if (rc && !msg) rc = GPUPHASE_E_NOMEM;
+    uint64_t inplace = 0;
     uint32_t npre = !rc && pre ? precode(pf->pk, c.buf, c.buf + e->usize,
-                                         pre, &c.st)
+                                         pre, &c.st, &inplace)
                                : 0;
     pthread_mutex_lock(&pf->mu);
+    if (npre) pf->pre_inplace += inplace;
     if (new_pre && !pre) pf->pre_out--;
     if (pre && !npre) {
       pf->ppool[pf->nppool++] = pre;
@@ -706,6 +718,15 @@ int gp_sorted_set_threads(gpuphase_reader *r, int threads) {
   int workers = threads - 1 < PF_MAX_WORKERS ? threads - 1 : PF_MAX_WORKERS;
   struct prefetch *pf = pf_start(r, workers);
   return pf ? pf->nth : 0;
+}
+
+uint64_t gp_sorted_inplace(gpuphase_reader *r) {
+  struct prefetch *pf = r->sorted ? r->sorted->pf : NULL;
+  if (!pf) return 0;
+  pthread_mutex_lock(&pf->mu);
+  uint64_t n = pf->pre_inplace;
+  pthread_mutex_unlock(&pf->mu);
+  return n;
 }
 
 uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded) {

@@ -73,7 +73,7 @@ static void write_trace(const char *path) {
  * truncation flag, and the frames the workers decompressed for it (and
  * how many of those with their records decoded ahead). */
 struct outcome {
-  uint64_t hash, n, served, decoded;
+  uint64_t hash, n, served, decoded, inplace;
   int rc, truncated;
   char msg[256];
 };
@@ -115,6 +115,7 @@ static struct outcome read_with(const char *path, int threads) {
     o.n++;
   }
   o.served = gp_sorted_served(r, &o.decoded);
+  o.inplace = gp_sorted_inplace(r);
   CHECK(o.decoded <= o.served);
   o.truncated = gpuphase_reader_truncated(r);
   snprintf(o.msg, sizeof o.msg, "%s", gpuphase_reader_errmsg(r));
@@ -210,6 +211,56 @@ static void test_reader(const char *path) {
   CHECK(strstr(h.msg, "bad frame magic") != NULL);
   free(bad);
   free(file);
+}
+
+/* Repeat records (format version 5): a loop's calls and kernels, each
+ * repeating the one before but for its times (corr one more), on four
+ * sources. The workers decode them ahead like any record: none is left to
+ * the merge to decode in place. */
+static void test_repeats(void) {
+  const char *path = tt_tmpfile("par-repeats");
+  int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT, 0644);
+  CHECK(fd >= 0);
+  struct gp_process_info in = tt_info();
+  gp_writer *w = gp_writer_open(fd, &in, 2000, NULL);
+  enum { N = 40000 };
+  uint64_t t[5] = {0};
+  for (uint32_t i = 0; i < N; i++) {
+    uint32_t s = 1 + i % 4;
+    t[s] += 1000 + i % 7; /* gaps and durations vary: repeat records */
+    struct gpuphase_record r;
+    memset(&r, 0, sizeof r);
+    if (s <= 2) {
+      r.kind = GPUPHASE_REC_API;
+      r.u.api = (struct gpuphase_api){.thread = s, .api = 3, .start = t[s],
+                                      .end = t[s] + 40 + i % 3,
+                                      .corr = 1 + i / 4};
+    } else {
+      r.kind = GPUPHASE_REC_KERNEL;
+      r.u.kernel = (struct gpuphase_kernel){
+          .stream = s, .start = t[s], .end = t[s] + 300 + i % 5,
+          .corr = 1 + i / 4, .grid_x = 8, .block_x = 128};
+    }
+    CHECK(gp_writer_add(w, s, &r) == GPUPHASE_OK);
+  }
+  struct gpuphase_summary sum = {N, 0, 0, 0};
+  CHECK(gp_writer_close(w, &sum) == GPUPHASE_OK);
+  close(fd);
+  struct outcome one = same_on_threads(path, "repeat records");
+  CHECK_EQ_U(one.rc, 0);
+  CHECK_EQ_U(one.n, (uint64_t)N + 1);
+  for (int a = 0; a < 5; a++) {
+    struct outcome o = read_with(path, 2);
+    CHECK_EQ_U(o.n, one.n);
+    CHECK_EQ_U(o.hash, one.hash);
+    printf("  repeat records, 2 threads: %llu frames decoded ahead, %llu "
+           "records of them left to decode in place\n",
+           (unsigned long long)o.decoded, (unsigned long long)o.inplace);
+    if (o.decoded == 0) continue; /* no worker got the CPU: again */
+    CHECK_EQ_U(o.inplace, 0);
+    return;
+  }
+  CHECK(!"no frame of the repeat records was decoded ahead in 5 reads");
 }
 
 /* --- Crafted frames: what the workers decode ahead (fixed-width changes
@@ -475,6 +526,7 @@ int main(int argc, char **argv) {
   const char *path = tt_tmpfile("par");
   test_reader(path);
   test_crafted();
+  test_repeats();
   if (argc > 1) test_report(argv[1], argc > 2 ? argv[2] : NULL, path);
   tt_cleanup();
   return tt_done("trace-sorted-par");
