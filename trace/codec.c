@@ -424,12 +424,24 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
     *start = f[si];                                                            \
     return num;                                                                \
   }
+/* One of its two varints: a one-byte one inline, two and three bytes
+ * byte by byte (varint_at); a varint that runs past the end of the payload
+ * is caught once, after both (the padding is readable). */
+static inline const uint8_t *rep_varint(const uint8_t *p, const uint8_t *end,
+                                        uint64_t *v) {
+  if (__builtin_expect(*p < 0x80, 1)) {
+    *v = *p;
+    return p + 1;
+  }
+  return varint_at(p, end, v);
+}
 static int decode_repeat_in(const uint8_t **pp, const uint8_t *end,
                             struct gp_dstate *s, uint64_t *start) {
   const uint8_t *p = *pp + 1;
   unsigned tag = **pp;
   uint64_t g, z, c = (tag & GP_REPEAT_CORR) != 0;
-  if (prefix_varint(&p, end, &g) || prefix_varint(&p, end, &z))
+  if (!(p = rep_varint(p, end, &g)) || !(p = rep_varint(p, end, &z)) ||
+      p > end)
     return GPUPHASE_E_CORRUPT;
   *pp = p;
   switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
