@@ -184,8 +184,10 @@ void gp_attr_free(gp_attr *a) {
     free(a->thr[i].stk);
   for (size_t i = 0; i < a->ndev; i++)
     free(a->dev[i].win), free(a->dev[i].kq);
-  for (size_t i = 0; i < a->nk; i++)
+  for (size_t i = 0; i < a->nk; i++) {
     gp_hist_free(&a->k[i].dur);
+    free(a->k[i].seen_more);
+  }
   for (size_t i = 0; i < a->nph; i++) {
     gp_hist_free(&a->ph[i].dur);
     free(a->ph[i].pd);

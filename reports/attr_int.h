@@ -105,12 +105,18 @@ struct apidef {
                          by its class alone (gp_steps_ones) */
 };
 
+#define GP_SEEN_MORE 28
+
 struct kst {
   uint64_t name, count, total, grid, block, regs, smem, cov_ns, occ_ns;
   uint64_t step_count, step_ns; /* in the measured steps (fixed steps) */
-  /* the steps this name was last counted in, for distinct_kernels: a few
-   * (candidate, step + 1) pairs */
+  /* the steps this name was last counted in, for distinct_kernels, as
+   * (candidate + 1, step + 1) pairs: step candidates 0..3 in seen, each
+   * its own; the others in seen_more (GP_SEEN_MORE pairs, allocated when
+   * a fifth candidate meets the name), candidate c at (c - 4) modulo
+   * GP_SEEN_MORE: exact for the first 4 + GP_SEEN_MORE candidates */
   uint32_t seen[4][2];
+  uint32_t (*seen_more)[2];
   /* the last block configuration seen and its occupancy: kernels of one
    * name are nearly always launched alike, and this spares the divisions */
   uint64_t c_threads, c_regs, c_smem;

@@ -407,7 +407,15 @@ int gp_steps_last_measured(const struct gp_attr *a) {
 }
 
 static int kernel_seen(struct kst *k, uint32_t ci, uint32_t si) {
-  uint32_t *e = k->seen[ci & 3];
+  uint32_t *e;
+  if (__builtin_expect(ci < 4, 1)) {
+    e = k->seen[ci];
+  } else {
+    if (!k->seen_more &&
+        !(k->seen_more = calloc(GP_SEEN_MORE, sizeof *k->seen_more)))
+      return 0; /* out of memory: counted as distinct */
+    e = k->seen_more[(ci - 4) % GP_SEEN_MORE];
+  }
   if (e[0] == ci + 1 && e[1] == si + 1) return 1;
   e[0] = ci + 1;
   e[1] = si + 1;

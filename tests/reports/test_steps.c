@@ -406,8 +406,52 @@ static void test_medians(void) {
   EQ(derive_med(big, 2000, 0), 500);
 }
 
+/* distinct_kernels with more step candidates open at once than a kernel
+ * name had slots for: four synchronising calls of other APIs (ids 20..23)
+ * on thread 2 at [1,2), [3,4), [5,6), [7,8) are candidates 0..3, each
+ * with a step open from its return to the end; cudaDeviceSynchronize on
+ * thread 1 is the fifth (4). Iteration i (0..7) at b = 1000(i+1) launches
+ * k1 twice ([b+10,b+20) and [b+30,b+40), corr 2i+1 and 2i+2; kernels
+ * [b+50,b+150) and [b+200,b+300)) and synchronises [b+400,b+500). The
+ * steps are the seven intervals between the eight returns of
+ * cudaDeviceSynchronize, [b+500, b+1500): each holds the two launches of
+ * the next iteration, so 2 kernels of 200 ns in all, 1 distinct (the name
+ * is counted once per step of each candidate). */
+static void test_distinct_many(void) {
+  struct tl t;
+  base(&t);
+  static const char *sn[] = {"cudaStreamSynchronize", "cudaEventSynchronize",
+                             "cudaCtxSynchronize", "cudaThreadSynchronize"};
+  for (uint64_t i = 0; i < 4; i++) {
+    tl_str(&t, 30 + i, sn[i]);
+    tl_api_def(&t, 20 + i, 30 + i, GPUPHASE_API_SYNC);
+  }
+  for (uint64_t i = 0; i < 4; i++)
+    tl_api(&t, 2, 20 + i, 1 + 2 * i, 2 + 2 * i, 0, 0);
+  for (uint64_t i = 0; i < 8; i++) {
+    uint64_t b = 1000 * (i + 1);
+    tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, 2 * i + 1);
+    tl_api(&t, 1, LAUNCH, b + 30, b + 40, 0, 2 * i + 2);
+    tl_kernel(&t, 0, b + 50, b + 150, S_K1, 200, 128)->corr = 2 * i + 1;
+    tl_kernel(&t, 0, b + 200, b + 300, S_K1, 200, 128)->corr = 2 * i + 2;
+    tl_api(&t, 1, SYNC, b + 400, b + 500, 0, 0);
+  }
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_HEURISTIC);
+  EQ(s->n, 7);
+  EQ(s->median_ns, 1000);
+  EQ(s->c_med[GP_SC_kernels], 2);
+  EQ(s->c_med[GP_SC_kernel_ns], 200);
+  EQ(s->c_med[GP_SC_distinct_kernels], 1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_named();
+  test_distinct_many();
   test_by_correlation();
   test_profiler_step();
   test_repeated();
