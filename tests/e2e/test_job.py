@@ -18,6 +18,10 @@ WAVE = 10_000
 COMPUTE, TRANSFER, EXTRA = 100 * WAVE, 10 * WAVE, 200 * WAVE
 MEASURED = STEPS - 3  # the default warm-up: max(3, 10%)
 SLACK_NS = 20_000_000  # wake-ups and calls on a loaded machine, per step
+# The ranks' skew at a collective's end is one barrier's release seen by
+# four processes; ThreadSanitizer's build (TSAN_OPTIONS, .ci/run) runs
+# them several times slower, beside other tests: 24 ms has been seen.
+RESIDUAL_SLACK_NS = SLACK_NS * (5 if "TSAN_OPTIONS" in os.environ else 1)
 
 
 def job_run(how):
@@ -64,7 +68,7 @@ def common(j):
     lo = COMPUTE + EXTRA + TRANSFER
     check(lo <= j["step_ns"]["p50"] <= lo + SLACK_NS, f"job step {j['step_ns']}")
     h = j["clock"]["hosts"][0]
-    check(h["residual_max_ns"] <= SLACK_NS, f"one host: residual {h}")
+    check(h["residual_max_ns"] <= RESIDUAL_SLACK_NS, f"one host: residual {h}")
     check(j["clock"]["clamped"] == 0 or j["notes"], "a clamp is noted")
     return {r["rank"]: r for r in j["per_rank"]}
 
