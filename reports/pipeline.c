@@ -1,11 +1,15 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attribute.h"
+#include "codec.h"
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
 #include "util.h"
@@ -53,6 +57,199 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
   return rc;
 }
 
+/* ---- Reading and the engine on two threads ----
+ * With two threads or more for one trace, one reads (the time-ordered
+ * merge, with the decompressing and decoding workers of the rest) and the
+ * calling thread feeds the engine: the records go between them in batches
+ * of copies, their blobs copied with them (a record handed out by the
+ * reader lives only until the next one). The engine sees the same records
+ * in the same order, so the output is that of one thread. */
+enum { BATCH_RECS = 2048, BATCH_BYTES = 128 * 1024, NBATCH = 4 };
+
+struct batch {
+  struct gpuphase_record *recs; /* BATCH_RECS */
+  char *bytes;                  /* BATCH_BYTES of blob copies */
+  char **extra;                 /* blobs too large for bytes */
+  size_t n, used, nextra, capextra;
+  int rc;       /* the reader's result after the last record: 1 more */
+  uint64_t off; /* the reader's offset then (progress) */
+};
+
+struct feeder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct batch b[NBATCH];
+  /* batches filled: [tail, head); stored under mu, read also outside it
+   * while a side spins before it sleeps */
+  _Atomic uint64_t head, tail;
+  _Atomic int stop;    /* the engine's side asks the reader to stop */
+  int oom;             /* the reader's side ran out of memory */
+  gpuphase_reader *rd;
+};
+
+static void batch_clear(struct batch *b) {
+  for (size_t i = 0; i < b->nextra; i++)
+    free(b->extra[i]);
+  b->n = b->used = b->nextra = 0;
+}
+
+/* A copy of blob x's bytes that lives as long as the batch's records. */
+static int blob_copy(struct batch *b, gpuphase_blob *x) {
+  if (!x->data || !x->len) return 0;
+  char *d;
+  if (x->len <= BATCH_BYTES - b->used) {
+    d = b->bytes + b->used;
+    b->used += x->len;
+  } else {
+    if (b->nextra == b->capextra) {
+      size_t cap = b->capextra ? 2 * b->capextra : 8;
+      char **e = realloc(b->extra, cap * sizeof *e);
+      if (!e) return -1;
+      b->extra = e;
+      b->capextra = cap;
+    }
+    if (!(d = malloc(x->len))) return -1;
+    b->extra[b->nextra++] = d;
+  }
+  memcpy(d, x->data, x->len);
+  x->data = d;
+  return 0;
+}
+
+static int record_copy(struct batch *b, const struct gpuphase_record *rec) {
+  struct gpuphase_record *c = &b->recs[b->n];
+  /* the kind and its struct: the rest of the union is not read */
+  memcpy(c, rec, offsetof(struct gpuphase_record, u) + gp_kind_size(rec->kind));
+  if (gp_kind_in(GP_BLOB_KINDS, rec->kind)) {
+    const struct gp_kind_desc *d = gp_kind_desc(rec->kind);
+    for (unsigned i = 0; d && i < d->nfields; i++)
+      if (d->fields[i].coding == 'B' &&
+          blob_copy(b, (gpuphase_blob *)(void *)((char *)&c->u +
+                                                 d->fields[i].offset)) < 0)
+        return -1;
+  }
+  b->n++;
+  return 0;
+}
+
+/* A side waits for the other: a short spin first, since a batch takes
+ * about as long as a sleeping thread takes to wake (tens of microseconds
+ * on a VM), then the condition variable. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SPIN_PAUSE() __builtin_ia32_pause()
+#else
+#define SPIN_PAUSE() ((void)0)
+#endif
+static int room(struct feeder *f) {
+  return atomic_load(&f->stop) ||
+         atomic_load(&f->head) - atomic_load(&f->tail) < NBATCH;
+}
+static int filled(struct feeder *f) {
+  return atomic_load(&f->head) != atomic_load(&f->tail);
+}
+static void wait_until(struct feeder *f, int (*ready)(struct feeder *)) {
+  for (int i = 0; i < 256; i++) {
+    if (ready(f)) return;
+    SPIN_PAUSE();
+  }
+  pthread_mutex_lock(&f->mu);
+  while (!ready(f)) pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void *reader_main(void *arg) {
+  struct feeder *f = arg;
+  for (;;) {
+    wait_until(f, room);
+    pthread_mutex_lock(&f->mu);
+    int stop = f->stop;
+    struct batch *b = &f->b[f->head % NBATCH];
+    pthread_mutex_unlock(&f->mu);
+    if (stop) return NULL;
+    batch_clear(b);
+    const struct gpuphase_record *rec;
+    int rc = 1, oom = 0;
+    while (b->n < BATCH_RECS && (rc = gp_reader_next_ref(f->rd, &rec)) == 1)
+      if (record_copy(b, rec) < 0) {
+        oom = 1;
+        break;
+      }
+    b->rc = oom ? 0 : rc;
+    b->off = gpuphase_reader_offset(f->rd);
+    pthread_mutex_lock(&f->mu);
+    f->oom |= oom;
+    f->head++;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    if (b->rc != 1) return NULL;
+  }
+}
+
+static void feeder_free(struct feeder *f) {
+  for (int i = 0; i < NBATCH; i++) {
+    batch_clear(&f->b[i]);
+    free(f->b[i].recs);
+    free(f->b[i].bytes);
+    free(f->b[i].extra);
+  }
+  pthread_cond_destroy(&f->cv);
+  pthread_mutex_destroy(&f->mu);
+}
+
+/* feed_all with the reading on a thread of its own; 1 if that thread
+ * could not be had (feed_all then does it all). */
+static int feed_split(gpuphase_reader *rd, gp_attr *a, const char *path,
+                      gp_progress_fn progress, void *ctx, int *oom,
+                      uint64_t *unwritten, uint64_t *meas) {
+  struct feeder f;
+  memset(&f, 0, sizeof f);
+  f.rd = rd;
+  pthread_mutex_init(&f.mu, NULL);
+  pthread_cond_init(&f.cv, NULL);
+  uint64_t n = 0, size = gpuphase_reader_file_size(rd);
+  pthread_t th;
+  int ok = 1;
+  for (int i = 0; i < NBATCH && ok; i++)
+    ok = (f.b[i].recs = malloc(BATCH_RECS * sizeof *f.b[i].recs)) &&
+         (f.b[i].bytes = malloc(BATCH_BYTES));
+  if (!ok || pthread_create(&th, NULL, reader_main, &f) != 0) {
+    feeder_free(&f);
+    return 1;
+  }
+  int rc = 1;
+  while (rc == 1) {
+    wait_until(&f, filled);
+    pthread_mutex_lock(&f.mu);
+    struct batch *b = &f.b[f.tail % NBATCH];
+    *oom |= f.oom;
+    pthread_mutex_unlock(&f.mu);
+    for (size_t i = 0; i < b->n && !*oom; i++) {
+      const struct gpuphase_record *rec = &b->recs[i];
+      if (gp_attr_feed(a, rec) < 0) {
+        *oom = 1;
+        break;
+      }
+      if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
+        *unwritten += rec->u.lost.count;
+      *meas += rec->kind == GPUPHASE_REC_METRIC ||
+               rec->kind == GPUPHASE_REC_SAMPLER;
+      if (progress && (++n & 0xffff) == 0)
+        progress(ctx, path, b->off, size, n);
+    }
+    rc = *oom ? 0 : b->rc;
+    pthread_mutex_lock(&f.mu);
+    f.tail++;
+    if (rc != 1) f.stop = 1;
+    pthread_cond_broadcast(&f.cv);
+    pthread_mutex_unlock(&f.mu);
+  }
+  pthread_join(th, NULL);
+  feeder_free(&f);
+  if (*oom) return 0;
+  if (progress) progress(ctx, path, size, size, n);
+  return rc;
+}
+
 static struct gp_proc_res *one_pass(const char *path,
                                     const struct gp_report_opts *opts,
                                     gp_progress_fn progress, void *ctx,
@@ -66,11 +263,17 @@ static struct gp_proc_res *one_pass(const char *path,
     return NULL;
   }
   ro.step_items = gpuphase_reader_header(rd)->step_items;
-  gp_reader_set_threads(rd, o->read_threads);
+  /* two threads or more: one of them feeds the engine (feed_split) */
+  int split = o->read_threads >= 2;
+  gp_reader_set_threads(rd, split ? o->read_threads - 1 : o->read_threads);
   gp_attr *a = gp_attr_new(o);
   uint64_t unwritten = 0, meas = 0;
-  int rc =
-      a ? feed_all(rd, a, path, progress, ctx, &oom, &unwritten, &meas) : 0;
+  int rc = 1;
+  if (a && split)
+    rc = feed_split(rd, a, path, progress, ctx, &oom, &unwritten, &meas);
+  if (a && rc == 1) /* one thread, or no second one to be had */
+    rc = feed_all(rd, a, path, progress, ctx, &oom, &unwritten, &meas);
+  if (!a) rc = 0;
   struct gp_proc_res *r = NULL;
   if (!a || oom) {
     snprintf(err, errlen, "%s: out of memory", path);

@@ -98,8 +98,9 @@ static const char usage[] =
     "skipped)\n"
     "  -j, --jobs N       threads reading the files (default: the CPUs\n"
     "                     available): up to N files at once, one thread each,\n"
-    "                     and with fewer files than N the others decompress\n"
-    "                     and decode each file's frames ahead (up to 4 a\n"
+    "                     and with fewer files than N the others read a\n"
+    "                     file while its own thread analyses it, and then\n"
+    "                     decompress and decode its frames ahead (up to 4 a\n"
     "                     file); the output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
