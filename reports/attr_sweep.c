@@ -238,20 +238,18 @@ void gp_run_close(struct run *r, uint64_t t) {
   }
 }
 
-/* Books [from, to) of device d, whose state has been constant since from. */
-static void account(struct gp_attr *a, struct dev *d, uint64_t from,
-                    uint64_t to) {
-  struct seg s = seg_of(a, d);
-  uint32_t slot = (uint32_t)(d - a->dev);
-  struct acall *c = s.prov ? oldest_und(a, 0, slot) : NULL;
-  bd_add(&d->tot, &s, to - from);
-  for (size_t i = 0; c && i < a->nactive; i++)
-    led_add(a, c, slot, a->active[i], 0, to - from);
+/* The windows' share of [from, to) of device d in category cat (cov:
+ * the stretch's SM coverage, for the kernel category), and, with c, the
+ * undecided call's ledger per window. 0 when a window could not be had
+ * (out of memory): the caller books nothing more. */
+static inline __attribute__((always_inline)) int
+book_windows(struct gp_attr *a, struct dev *d, uint64_t from, uint64_t to,
+             int cat, double cov, struct acall *c, uint32_t slot) {
   uint64_t t = from;
   if (!c && from < d->wcur_end && to <= d->wcur_end) { /* one window */
     struct gp_win *w = &d->win[d->wcur];
-    w->cat[s.cat] += to - from;
-    if (s.cat == GP_CAT_KERNEL) w->cov_ns += (double)(to - from) * s.cov;
+    w->cat[cat] += to - from;
+    if (cat == GP_CAT_KERNEL) w->cov_ns += (double)(to - from) * cov;
     t = to;
   }
   while (t < to) {
@@ -261,12 +259,25 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
     }
     uint64_t end = d->wcur_end < to ? d->wcur_end : to;
     struct gp_win *w = gp_win_at(a, d, d->wcur);
-    if (!w) return;
-    w->cat[s.cat] += end - t;
-    if (s.cat == GP_CAT_KERNEL) w->cov_ns += (double)(end - t) * s.cov;
+    if (!w) return 0;
+    w->cat[cat] += end - t;
+    if (cat == GP_CAT_KERNEL) w->cov_ns += (double)(end - t) * cov;
     if (c) led_add(a, c, slot, NOPHASE, d->wcur, end - t);
     t = end;
   }
+  return 1;
+}
+
+/* Books [from, to) of device d, whose state has been constant since from. */
+static void account(struct gp_attr *a, struct dev *d, uint64_t from,
+                    uint64_t to) {
+  struct seg s = seg_of(a, d);
+  uint32_t slot = (uint32_t)(d - a->dev);
+  struct acall *c = s.prov ? oldest_und(a, 0, slot) : NULL;
+  bd_add(&d->tot, &s, to - from);
+  for (size_t i = 0; c && i < a->nactive; i++)
+    led_add(a, c, slot, a->active[i], 0, to - from);
+  if (!book_windows(a, d, from, to, s.cat, s.cov, c, slot)) return;
   run_add(&d->idle[0], s.idle, from);
   run_add(&d->idle[1], s.idle_deg, from);
   if (a->cs_on) gp_cs_seg(a->cs, slot, s.cat, from, to, a->T);
@@ -339,25 +350,7 @@ static void account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
   b->occ_nsum += len * d->n_occ;
   b->occ_wsum += (double)len * occ;
   b->cov_ns += (double)len * cov;
-  uint64_t t = from;
-  if (from < d->wcur_end && to <= d->wcur_end) { /* one window */
-    struct gp_win *w = &d->win[d->wcur];
-    w->cat[GP_CAT_KERNEL] += len;
-    w->cov_ns += (double)len * cov;
-    t = to;
-  }
-  while (t < to) {
-    if (t >= d->wcur_end) {
-      d->wcur = gp_win_idx(a, t);
-      d->wcur_end = gp_win_end(a, d->wcur);
-    }
-    uint64_t end = d->wcur_end < to ? d->wcur_end : to;
-    struct gp_win *w = gp_win_at(a, d, d->wcur);
-    if (!w) return;
-    w->cat[GP_CAT_KERNEL] += end - t;
-    w->cov_ns += (double)(end - t) * cov;
-    t = end;
-  }
+  if (!book_windows(a, d, from, to, GP_CAT_KERNEL, cov, NULL, 0)) return;
   if (d->idle[0].in) gp_run_close(&d->idle[0], from);
   if (d->idle[1].in) gp_run_close(&d->idle[1], from);
   if (a->cs_on)
