@@ -32,6 +32,18 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
   r->run_id = h->run_id && *h->run_id ? dup0(h->run_id) : NULL;
 }
 
+/* One record to the engine (-1: out of memory), and the counts kept
+ * beside it. */
+static inline int feed_one(gp_attr *a, const struct gpuphase_record *rec,
+                           uint64_t *unwritten, uint64_t *meas) {
+  if (gp_attr_feed(a, rec) < 0) return -1;
+  if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
+    *unwritten += rec->u.lost.count;
+  *meas += rec->kind == GPUPHASE_REC_METRIC ||
+           rec->kind == GPUPHASE_REC_SAMPLER;
+  return 0;
+}
+
 /* Feeds every record; 0 at the end of the trace, else the reader's error.
  * *unwritten: events LOST records of source 2 count (the writes of the
  * trace file failed, e.g. a full disk). */
@@ -42,14 +54,10 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
   uint64_t n = 0, size = gpuphase_reader_file_size(rd);
   int rc;
   while ((rc = gp_reader_next_ref(rd, &rec)) == 1) {
-    if (gp_attr_feed(a, rec) < 0) {
+    if (feed_one(a, rec, unwritten, meas) < 0) {
       *oom = 1;
       return 0;
     }
-    if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
-      *unwritten += rec->u.lost.count;
-    *meas += rec->kind == GPUPHASE_REC_METRIC ||
-             rec->kind == GPUPHASE_REC_SAMPLER;
     if (progress && (++n & 0xffff) == 0)
       progress(ctx, path, gpuphase_reader_offset(rd), size, n);
   }
@@ -224,15 +232,10 @@ static int feed_split(gpuphase_reader *rd, gp_attr *a, const char *path,
     *oom |= f.oom;
     pthread_mutex_unlock(&f.mu);
     for (size_t i = 0; i < b->n && !*oom; i++) {
-      const struct gpuphase_record *rec = &b->recs[i];
-      if (gp_attr_feed(a, rec) < 0) {
+      if (feed_one(a, &b->recs[i], unwritten, meas) < 0) {
         *oom = 1;
         break;
       }
-      if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
-        *unwritten += rec->u.lost.count;
-      *meas += rec->kind == GPUPHASE_REC_METRIC ||
-               rec->kind == GPUPHASE_REC_SAMPLER;
       if (progress && (++n & 0xffff) == 0)
         progress(ctx, path, b->off, size, n);
     }
