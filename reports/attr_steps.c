@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Steps kept over all candidates found alone (not --step): past this the
- * largest candidate's steps are dropped and, if it is chosen, a second
- * pass settles it (pipeline.c). About 20 MiB. */
+/* Steps kept by the candidates found alone (not --step) other than the
+ * one that would be chosen if the trace ended now (the lead, which keeps
+ * all of its steps: the result holds them anyway): past this the largest
+ * of the others' steps are dropped and, if one of them is chosen at the
+ * end after all, a second pass settles it (pipeline.c). About 20 MiB. */
 #define STEP_CAP (1u << 16)
 #define RING_BITS 16
 #define RING_MASK ((1u << RING_BITS) - 1)
@@ -70,7 +72,9 @@ struct gp_stepper {
   uint32_t (*pairs)[2];
   size_t npairs, cappairs;
   struct ringent *ring;
-  size_t kept;
+  size_t others;  /* steps kept by candidates other than lead */
+  uint32_t lead;  /* the candidate protected from STEP_CAP (UINT32_MAX:
+                     none), chosen when the cap was last reached */
   int fixed; /* one candidate, warm-up known: kernels and APIs of the
                 measured steps are counted */
   int capped; /* steps found alone: many candidates, STEP_CAP applies */
@@ -88,6 +92,7 @@ int gp_steps_init(struct gp_attr *a) {
                  (a->o.step || a->o.step_api);
   a->st->warmup = a->o.warmup >= 0 ? (uint64_t)a->o.warmup : 0;
   a->st->capped = !a->o.step && !a->o.step_api;
+  a->st->lead = UINT32_MAX;
   return 0;
 }
 
@@ -179,20 +184,38 @@ static void drop(struct gp_attr *a, size_t i) {
   struct scand *c = &st->c[i];
   if (c->dropped) return;
   if (c->open) open_remove(a, (uint32_t)i);
-  st->kept -= c->n;
+  if (i != st->lead) st->others -= c->n;
   free(c->v);
   c->v = NULL;
   c->n = c->cap = 0;
   c->dropped = 1;
 }
 
-static void drop_largest(struct gp_attr *a) {
+static size_t best_range(const struct gp_stepper *st, uint64_t end);
+static size_t best_sync(const struct gp_stepper *st, uint64_t end);
+
+/* Past STEP_CAP steps kept by the others: the candidate that would be
+ * chosen if the trace ended at t becomes the lead, and the others' largest
+ * are dropped until they keep STEP_CAP at most. */
+static void over_cap(struct gp_attr *a, uint64_t t) {
   struct gp_stepper *st = a->st;
-  size_t best = SIZE_MAX;
+  size_t lead = st->ps && st->c[st->ps - 1].count ? st->ps - 1
+                                                  : best_range(st, t);
+  if (lead == SIZE_MAX) lead = best_sync(st, t);
+  if (lead != SIZE_MAX && st->c[lead].dropped) lead = SIZE_MAX;
+  st->lead = lead == SIZE_MAX ? UINT32_MAX : (uint32_t)lead;
+  st->others = 0;
   for (size_t i = 0; i < st->nc; i++)
-    if (!st->c[i].dropped && (best == SIZE_MAX || st->c[i].n > st->c[best].n))
-      best = i;
-  if (best != SIZE_MAX) drop(a, best);
+    if (i != lead) st->others += st->c[i].n;
+  while (st->others > STEP_CAP) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < st->nc; i++)
+      if (i != lead && !st->c[i].dropped &&
+          (best == SIZE_MAX || st->c[i].n > st->c[best].n))
+        best = i;
+    if (best == SIZE_MAX) break;
+    drop(a, best);
+  }
 }
 
 /* Once a top-level range has repeated 5 times, a synchronising call is
@@ -228,7 +251,8 @@ static void step_open(struct gp_attr *a, uint32_t ci, uint64_t thread,
   x->s.thread = thread;
   snapshot(a, t, x->creal, x->wd, &x->nreal);
   open_add(a, ci);
-  if (st->capped && ++st->kept > STEP_CAP) drop_largest(a);
+  if (st->capped && ci != st->lead && ++st->others > STEP_CAP)
+    over_cap(a, t);
 }
 
 /* What [open, close) added, in a form that stays right when devices first

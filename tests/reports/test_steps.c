@@ -449,7 +449,42 @@ static void test_distinct_many(void) {
   tl_free(&t);
 }
 
+/* More steps than the 65,536 the other candidates may keep. Thread 1 runs
+ * 70,000 top-level "step" ranges [1000i, 1000i + 600) and, between them,
+ * 70,000 top-level "data" ranges [1000i + 700, 1000i + 800): "step"
+ * covers most time (600 against 100 each) and keeps all of its steps, so
+ * one pass has them all; "data" is dropped once past the cap. Before the
+ * lead was kept, the largest candidate was the one dropped: "step" was
+ * chosen with its steps missing (incomplete, a second pass needed). */
+static void test_many_steps(void) {
+  struct tl t;
+  base(&t);
+  enum { N = 70000 };
+  for (uint64_t i = 0; i < N; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, i + 1);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 600, 0, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b + 700, S_DATA, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 800, 0, 0);
+  }
+  t.o.warmup = -1; /* the default */
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_REPEATED_RANGE);
+  EQ(s->name && !strcmp(s->name, "step"), 1);
+  EQ(s->incomplete, 0);
+  EQ(s->n, N);
+  /* warm-up max(3, 10%) = 7,000; every measured step is 600 ns */
+  EQ(s->warmup, N / 10);
+  EQ(s->median_ns, 600);
+  EQ(s->max_ns, 600);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
+  test_many_steps();
   test_named();
   test_distinct_many();
   test_by_correlation();
