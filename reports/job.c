@@ -79,17 +79,36 @@ static int cmp_coll(const void *x, const void *y) {
   return a->end < b->end ? -1 : a->end > b->end;
 }
 
-/* Index of the step of s holding t in [from, to), else -1. */
-static long step_of(const struct gp_steps_res *s, size_t from, size_t to,
-                    uint64_t t) {
-  size_t lo = from, hi = to;
-  while (lo < hi) { /* first step starting after t */
+/* The first step of [lo, hi) starting after t (hi if none). */
+static size_t first_after(const struct gp_steps_res *s, size_t lo, size_t hi,
+                          uint64_t t) {
+  while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (s->v[mid].start <= t)
       lo = mid + 1;
     else
       hi = mid;
   }
+  return lo;
+}
+
+/* Index of the step of s holding t in [from, to), else -1. *hint is
+ * where the last call's search ended (the first step starting after its
+ * t): the kernels of one stream come in start order, so the answer is
+ * most often there or a step further, and the binary search is left for
+ * the jumps (another source's frame, a long gap). */
+long gp_job_step_of(const struct gp_steps_res *s, size_t from, size_t to,
+                    uint64_t t, size_t *hint) {
+  size_t lo = *hint;
+  if (lo >= from && lo <= to && (lo == from || s->v[lo - 1].start <= t)) {
+    size_t stop = to - lo > 2 ? lo + 2 : to;
+    while (lo < stop && s->v[lo].start <= t)
+      lo++;
+    if (lo < to && s->v[lo].start <= t) lo = first_after(s, lo, to, t);
+  } else {
+    lo = first_after(s, from, to, t);
+  }
+  *hint = lo;
   if (lo == from) return -1;
   const struct gp_step *st = &s->v[lo - 1];
   return t < st->end ? (long)(lo - 1) : -1;
@@ -153,6 +172,7 @@ static int collect(const char *path, const struct gp_proc_res *p,
   in->start_real_ns = h->start_real_ns;
   const struct gpuphase_record *rec;
   int rc, out = 0;
+  size_t hint = 0;
   while (!out && (rc = gp_reader_next_ref(rd, &rec)) == 1) {
     if (rec->kind != GPUPHASE_REC_KERNEL) continue;
     const struct gpuphase_kernel *k = &rec->u.kernel;
@@ -177,7 +197,8 @@ static int collect(const char *path, const struct gp_proc_res *p,
       }
       in->c[in->nc++] = (struct gp_job_coll){k->start, k->start + ns};
     } else {
-      int insteps = has_steps && step_of(ps, ps->warmup, ps->n, k->start) >= 0;
+      int insteps = has_steps &&
+                    gp_job_step_of(ps, ps->warmup, ps->n, k->start, &hint) >= 0;
       if (add_kname(in, d, rd, k->name, ns, insteps) < 0) out = -1;
     }
   }
@@ -360,10 +381,11 @@ static int stragglers(struct gp_job *j, size_t ncoll,
   if (!acc) return -1;
   const struct gp_steps_res *rs = &procs[j->r[0].proc]->steps;
   long cur = -1;
+  size_t hint = 0;
   for (size_t k = 0; k <= ncoll; k++) {
     long st = -1;
     if (k < ncoll && sc->by_step) {
-      st = step_of(rs, sc->from, sc->to, COLL(0)[k].start);
+      st = gp_job_step_of(rs, sc->from, sc->to, COLL(0)[k].start, &hint);
       if (st < 0) continue; /* outside the measured steps */
     }
     if (sc->by_step && st != cur) { /* a step ends: its straggler */

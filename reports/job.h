@@ -53,6 +53,12 @@ struct gp_job_input {
 
 void gp_job_input_free(struct gp_job_input *in); /* its arrays */
 
+/* Index of the measured step of s (steps [from, to), sorted by start)
+ * holding t, else -1. *hint carries the search from one call to the next
+ * (0 at first): calls with t in increasing order look at a step or two. */
+long gp_job_step_of(const struct gp_steps_res *s, size_t from, size_t to,
+                    uint64_t t, size_t *hint);
+
 struct gp_job_rank {
   size_t proc;  /* index into the processes given to gp_job_build */
   int64_t rank; /* -1: unknown (then its position among the files) */

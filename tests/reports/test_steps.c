@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "tl.h"
 
 enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC };
@@ -483,7 +484,47 @@ static void test_many_steps(void) {
   tl_free(&t);
 }
 
+/* gp_job_step_of against a scan of every step: 200 steps with gaps
+ * between them (step i is [100i + g_i, 100i + 60 + g_i), g_i in 0..29),
+ * asked about times that mostly increase by a little, sometimes jump back
+ * or far ahead (another stream's kernels), and about the range's edges. */
+static void test_step_of(void) {
+  enum { NS = 200 };
+  struct gp_step v[NS];
+  memset(v, 0, sizeof v);
+  uint64_t seed = 12345;
+  for (size_t i = 0; i < NS; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i].start = 100 * i + (seed >> 33) % 30;
+    v[i].end = v[i].start + 60;
+  }
+  struct gp_steps_res s;
+  memset(&s, 0, sizeof s);
+  s.v = v;
+  s.n = NS;
+  static const size_t ranges[][2] = {{0, NS}, {20, NS}, {20, 150}, {7, 7}};
+  for (size_t r = 0; r < 4; r++) {
+    size_t from = ranges[r][0], to = ranges[r][1], hint = 0, bad = 0;
+    uint64_t t = 0;
+    for (int q = 0; q < 20000; q++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t x = seed >> 33;
+      if (x % 50 == 0)
+        t = x % (100 * NS + 200); /* a jump anywhere, back or ahead */
+      else
+        t += x % 40;
+      if (t > 100 * NS + 200) t = x % 100;
+      long want = -1;
+      for (size_t i = from; i < to; i++)
+        if (v[i].start <= t && t < v[i].end) want = (long)i;
+      bad += gp_job_step_of(&s, from, to, t, &hint) != want;
+    }
+    EQ(bad, 0);
+  }
+}
+
 int main(void) {
+  test_step_of();
   test_many_steps();
   test_named();
   test_distinct_many();
