@@ -67,10 +67,12 @@ int gp_job_wanted(struct gp_proc_res *const *procs, size_t n) {
 
 /* ---- per-rank collection ---- */
 
+#define KV_COMM UINT64_MAX
+
 struct rank_data {
   size_t capc;
-  struct gp_u64map kind;  /* string id -> 1 communication, 2 other */
-  struct gp_u64map kname; /* string id -> index + 1 into kn */
+  struct gp_u64map names; /* kernel name string id -> KV_COMM for a
+                             communication kernel, else index + 1 into kn */
 };
 
 static int cmp_coll(const void *x, const void *y) {
@@ -119,25 +121,19 @@ struct scope {
   size_t from, to; /* measured steps common to all ranks */
 };
 
-static int add_kname(struct gp_job_input *in, struct rank_data *d,
-                     const gpuphase_reader *rd, uint64_t id, uint64_t ns,
-                     int insteps) {
-  uint64_t *v = gp_u64map_get(&d->kname, id);
-  if (v) {
-    in->kn[*v - 1].ns_all += ns;
-    if (insteps) in->kn[*v - 1].ns_steps += ns;
-    return 0;
-  }
+/* The entry in in->kn of a compute kernel's name, made when it is first
+ * seen: its index + 1, 0 when out of memory. */
+static uint64_t kname_new(struct gp_job_input *in, const gpuphase_reader *rd,
+                          uint64_t id) {
   struct gp_job_kname *kn = realloc(in->kn, (in->nkn + 1) * sizeof *kn);
-  if (!kn) return -1;
+  if (!kn) return 0;
   in->kn = kn;
   const char *s = gpuphase_reader_string(rd, id);
   kn[in->nkn].name = strdup(s ? s : "?");
-  kn[in->nkn].ns_all = ns;
-  kn[in->nkn].ns_steps = insteps ? ns : 0;
-  if (!kn[in->nkn].name) return -1;
-  in->nkn++;
-  return gp_u64map_put(&d->kname, id, in->nkn);
+  kn[in->nkn].ns_all = 0;
+  kn[in->nkn].ns_steps = 0;
+  if (!kn[in->nkn].name) return 0;
+  return ++in->nkn;
 }
 
 void gp_job_input_free(struct gp_job_input *in) {
@@ -167,6 +163,8 @@ static int collect(const char *path, const struct gp_proc_res *p,
     snprintf(err, errlen, "%s: %s", path, *msg ? msg : gpuphase_strerror(code));
     return code == GPUPHASE_E_NOMEM ? -1 : -2;
   }
+  /* the file was read whole before: its other records are passed over */
+  gp_reader_only(rd, (uint64_t)1 << GPUPHASE_REC_KERNEL);
   const struct gpuphase_header *h = gpuphase_reader_header(rd);
   in->start_mono_ns = h->start_mono_ns;
   in->start_real_ns = h->start_real_ns;
@@ -176,15 +174,20 @@ static int collect(const char *path, const struct gp_proc_res *p,
   while (!out && (rc = gp_reader_next_ref(rd, &rec)) == 1) {
     if (rec->kind != GPUPHASE_REC_KERNEL) continue;
     const struct gpuphase_kernel *k = &rec->u.kernel;
-    uint64_t *kind = gp_u64map_get(&d->kind, k->name), kv;
-    if (kind)
-      kv = *kind;
-    else {
-      kv = gp_job_is_comm(gpuphase_reader_string(rd, k->name), globs) ? 1 : 2;
-      if (gp_u64map_put(&d->kind, k->name, kv) < 0) out = -1;
+    uint64_t *e = gp_u64map_get(&d->names, k->name), kv;
+    if (e) {
+      kv = *e;
+    } else {
+      kv = gp_job_is_comm(gpuphase_reader_string(rd, k->name), globs)
+               ? KV_COMM
+               : kname_new(in, rd, k->name);
+      if (!kv || gp_u64map_put(&d->names, k->name, kv) < 0) {
+        out = -1;
+        break;
+      }
     }
     uint64_t ns = k->end > k->start ? k->end - k->start : 0;
-    if (kv == 1) {
+    if (kv == KV_COMM) {
       if (in->nc == d->capc) {
         size_t cap = d->capc ? 2 * d->capc : 256;
         struct gp_job_coll *c = realloc(in->c, cap * sizeof *c);
@@ -197,9 +200,11 @@ static int collect(const char *path, const struct gp_proc_res *p,
       }
       in->c[in->nc++] = (struct gp_job_coll){k->start, k->start + ns};
     } else {
-      int insteps = has_steps &&
-                    gp_job_step_of(ps, ps->warmup, ps->n, k->start, &hint) >= 0;
-      if (add_kname(in, d, rd, k->name, ns, insteps) < 0) out = -1;
+      struct gp_job_kname *x = &in->kn[kv - 1];
+      x->ns_all += ns;
+      if (has_steps &&
+          gp_job_step_of(ps, ps->warmup, ps->n, k->start, &hint) >= 0)
+        x->ns_steps += ns;
     }
   }
   if (!out && rc < 0) {
@@ -624,8 +629,7 @@ static void collect_one(void *ctx, size_t i) {
   struct rank_data d = {0};
   t->rc[i] = collect(t->files[i], t->procs[i], t->globs, &t->in[i], &d,
                      t->err[i], sizeof t->err[i]);
-  gp_u64map_free(&d.kind);
-  gp_u64map_free(&d.kname);
+  gp_u64map_free(&d.names);
 }
 
 int gp_job_collect_all(char *const *files, struct gp_proc_res *const *procs,

@@ -481,6 +481,28 @@ int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
   return 0;
 }
 
+int gp_decode_kept(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
+                   uint64_t *start, uint64_t keep) {
+  const uint8_t *p = *pp;
+  if (*p >= GP_REPEAT_TAG) {
+    if (keep >> (*p & GP_REPEAT_KIND_MASK) & 1)
+      return decode_repeat_in(pp, end, s, start);
+    uint64_t v;
+    if (!(p = rep_varint(p + 1, end, &v)) || !(p = rep_varint(p, end, &v)) ||
+        p > end)
+      return GPUPHASE_E_CORRUPT;
+    *pp = p;
+    return 0;
+  }
+  uint64_t kind, len;
+  if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len))
+    return GPUPHASE_E_CORRUPT;
+  if (kind < 64 && (keep >> kind & 1)) return gp_decode_next(pp, end, s, start);
+  if (len > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
+  *pp = p + len;
+  return 0;
+}
+
 uint64_t gp_record_start(const struct gpuphase_record *rec, int *has) {
   const struct gp_kind_desc *k = gp_kind_desc(rec->kind);
   *has = k && k->has_start;

@@ -162,6 +162,13 @@ void gp_dstate_reset(struct gp_dstate *s);
 int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start);
 
+/* gp_decode_next for the kinds of keep (bit k: kind k) only: a record of
+ * another kind is passed over from its prefixes (or a repeat record's two
+ * varints), undecoded and unchecked, and 0 returned as for an unknown
+ * kind. Prefixes that run past end are still GPUPHASE_E_CORRUPT. */
+int gp_decode_kept(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
+                   uint64_t *start, uint64_t keep);
+
 /* Bytes of a known kind's struct (sizeof rec->u.<kind>), 0 otherwise. */
 size_t gp_kind_size(uint32_t kind);
 

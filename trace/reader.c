@@ -359,7 +359,8 @@ static int next_file_order(gpuphase_reader *r,
                            const struct gpuphase_record **out) {
   for (;;) {
     uint64_t t;
-    int rc = gp_cursor_next(r, &r->fc, out, &t);
+    int rc = r->only ? gp_cursor_next_kept(r, &r->fc, out, &t, r->only)
+                     : gp_cursor_next(r, &r->fc, out, &t);
     if (rc < 0) return rc;
     if (rc == 1) {
       const struct gpuphase_record *rec = *out;
@@ -372,6 +373,12 @@ static int next_file_order(gpuphase_reader *r,
     rc = next_frame(r);
     if (rc <= 0) return rc;
   }
+}
+
+int gp_reader_only(gpuphase_reader *r, uint64_t kinds) {
+  if (!r || r->sorted) return GPUPHASE_E_ARG;
+  r->only = kinds ? kinds | (uint64_t)1 << GPUPHASE_REC_STRING : 0;
+  return GPUPHASE_OK;
 }
 
 int gp_reader_set_threads(gpuphase_reader *r, int threads) {

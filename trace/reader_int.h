@@ -74,6 +74,8 @@ struct gpuphase_reader {
   uint64_t off;      /* frame of the record last returned */
   uint64_t next_off; /* file order: next frame header */
   struct gp_cursor fc;
+  uint64_t only; /* file order: the kinds handed out (0: all), see
+                    gp_reader_only */
   struct gp_sorted *sorted; /* NULL in file order */
 };
 
@@ -104,6 +106,21 @@ static inline int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
     const uint8_t *at = c->p;
     int k = gp_decode_next(&c->p, c->end, &c->st, start);
     if (__builtin_expect(k > 0, 1)) {
+      *out = &c->st.last[k];
+      return 1;
+    }
+    if (k < 0) return gp_cursor_fail(r, c, at);
+  }
+  return 0;
+}
+/* gp_cursor_next handing out only the kinds of keep (gp_decode_kept). */
+static inline int gp_cursor_next_kept(gpuphase_reader *r, struct gp_cursor *c,
+                                      const struct gpuphase_record **out,
+                                      uint64_t *start, uint64_t keep) {
+  while (c->p < c->end) {
+    const uint8_t *at = c->p;
+    int k = gp_decode_kept(&c->p, c->end, &c->st, start, keep);
+    if (k > 0) {
       *out = &c->st.last[k];
       return 1;
     }

@@ -26,6 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (void)gpuphase_reader_string(r, rec.u.string.id);
     gpuphase_reader_close(r);
   }
+  { /* file order, kernels only: the other records passed over */
+    int err;
+    gpuphase_reader *r = gp_reader_open_mem(data, size, 0, &err, NULL, 0);
+    struct gpuphase_record rec;
+    if (r && gp_reader_only(r, (uint64_t)1 << GPUPHASE_REC_KERNEL) == 0)
+      while (gpuphase_reader_next(r, &rec) == 1)
+        if (rec.kind != GPUPHASE_REC_KERNEL && rec.kind != GPUPHASE_REC_STRING)
+          abort();
+    gpuphase_reader_close(r);
+  }
   /* The input as a raw frame payload, through both decoders: the reader's
    * (gp_decode_next, which needs GP_DECODE_PAD readable bytes past the end)
    * must accept, reject and decode exactly what the reference does. */
@@ -47,6 +57,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (a < 0) break;
     if (p != q || (a == 1) != (b > 0)) abort();
     if (a == 1 && (uint32_t)b != rec.kind) abort();
+  }
+  /* gp_decode_kept passes over what it does not keep from the prefixes
+   * alone: wherever gp_decode_next accepts a record, it accepts it too and
+   * ends at the same place (the kinds it keeps decoded the same). */
+  static struct gp_dstate kst;
+  gp_dstate_reset(&kst);
+  gp_dstate_reset(&st);
+  const uint64_t keep = (uint64_t)1 << GPUPHASE_REC_KERNEL |
+                        (uint64_t)1 << GPUPHASE_REC_API;
+  p = q = buf;
+  while (p < end) {
+    uint64_t s1, s2;
+    int b = gp_decode_next(&q, end, &st, &s1);
+    if (b < 0) break;
+    int c = gp_decode_kept(&p, end, &kst, &s2, keep);
+    if (c < 0 || p != q) abort();
+    if (c > 0 && (c != b || !(keep >> c & 1) ||
+                  memcmp(&st.last[c], &kst.last[c], sizeof st.last[c])))
+      abort();
   }
   free(buf);
   return 0;

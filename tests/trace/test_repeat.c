@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "encode.h"
+#include "reader_ext.h"
 #include "tt.h"
 
 #define NCALLS 30000
@@ -185,6 +186,35 @@ static void same_records(const char *a, const char *b, int sorted) {
     for (size_t k = 0; k < n[i] && k < MAXREC; k++) tt_rec_free(&recs[i][k]);
 }
 
+/* gp_reader_only: a file-order read handing out some kinds only (the
+ * others passed over, repeat records among them) gives the records of a
+ * whole read of those kinds and STRING, in the same order. */
+static void only_kinds(const char *path, uint64_t keep) {
+  size_t n[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    int err = 0;
+    gpuphase_reader *r = gpuphase_reader_open(path, &err);
+    CHECK(r != NULL);
+    if (!r) return;
+    if (i) CHECK(gp_reader_only(r, keep) == GPUPHASE_OK);
+    CHECK(tt_read_all(r, recs[i], MAXREC, &n[i]) == 0);
+    gpuphase_reader_close(r);
+  }
+  uint64_t want = keep | (uint64_t)1 << GPUPHASE_REC_STRING;
+  size_t j = 0, bad = 0, kept = 0;
+  for (size_t i = 0; i < n[0] && i < MAXREC; i++) {
+    if (!(want >> recs[0][i].kind & 1)) continue;
+    kept++;
+    if (j >= n[1] || !tt_rec_equal(&recs[0][i], &recs[1][j], bad == 0)) bad++;
+    j++;
+  }
+  CHECK_EQ_U(n[1], kept);
+  CHECK_EQ_U(bad, 0);
+  CHECK(kept > 100);
+  for (int i = 0; i < 2; i++)
+    for (size_t k = 0; k < n[i] && k < MAXREC; k++) tt_rec_free(&recs[i][k]);
+}
+
 /* Runs argv with stdout to out; the exit status. */
 static int run_to(char *const argv[], const char *out) {
   pid_t pid = fork();
@@ -244,6 +274,15 @@ int main(int argc, char **argv) {
   free(u);
   same_records(full, repeat, 0);
   same_records(full, repeat, 1);
+  static const uint64_t keeps[] = {1u << GPUPHASE_REC_KERNEL,
+                                   1u << GPUPHASE_REC_API,
+                                   1u << GPUPHASE_REC_SAMPLE,
+                                   1u << GPUPHASE_REC_KERNEL |
+                                       1u << GPUPHASE_REC_SAMPLE};
+  for (int k = 0; k < 4; k++) {
+    only_kinds(repeat, keeps[k]);
+    only_kinds(full, keeps[k]);
+  }
   if (argc > 1) {
     same_report(argv[1], full, repeat, "text");
     same_report(argv[1], full, repeat, "json");
