@@ -2,12 +2,17 @@
  * the internal writer (one source per host thread and per device stream),
  * then times the whole report pipeline on it (read, decompress, attribute,
  * derive) and prints events/s and the peak resident set.
- *   gpuphase-report-bench [--events N] [--runs R] [--keep FILE]
+ *   gpuphase-report-bench [--events N] [--runs R] [--stacks] [--counters]
+ *                         [-j N[,N...]] [--keep FILE]
  *   gpuphase-report-bench --input FILE [--runs R]   (time an existing trace)
  *   gpuphase-report-bench --compare [--events N] [--runs R] [--keep PREFIX]
  * --stacks: every call carries a call site (API.stack), one of 64 stacks of
  * 12 frames over 4 modules, as GPUPHASE_STACKS records them (the trace is
  * otherwise the same: same seed, same timings).
+ * --counters: the device's measured counters too, as the recorder's
+ * sampler writes them on a source of its own: six NVML metrics every
+ * 100 ms and two GPM metrics every 200 ms of the trace's time (the report
+ * then reads the trace a second time for them, docs/counters.md).
  * The last: two such traces, the second's kernels 5% longer, compared as
  * `gpuphase-report compare` does (each read with per-step attribution,
  * reduced, freed; the verdict; the text), in a child process whose time
@@ -27,7 +32,13 @@
 #include "pipeline.h"
 #include "writer.h"
 
-enum { SRC_MAIN = 1, SRC_LOADER = 2, SRC_COMPUTE = 10, SRC_COPY = 11 };
+enum {
+  SRC_MAIN = 1,
+  SRC_LOADER = 2,
+  SRC_COMPUTE = 10,
+  SRC_COPY = 11,
+  SRC_SAMPLER = 20
+};
 enum { API_LAUNCH = 1, API_COPY_ASYNC, API_SYNC, API_MALLOC };
 /* Call sites: a trunk of 11 frames (nodes 1..11, main outermost) shared by
  * 64 innermost frames (nodes 12..75), in 4 modules. */
@@ -40,6 +51,9 @@ struct gen {
   uint64_t s_kern[8], s_nccl, s_step, s_fwd, s_bwd;
   int stacks; /* API records carry call sites */
   uint64_t calls;
+  int counters;    /* measured counters sampled */
+  uint64_t next_s; /* the next sampling time */
+  uint64_t nsamples;
 };
 
 static uint64_t rnd(struct gen *g, uint64_t n) {
@@ -102,6 +116,61 @@ static void range(struct gen *g, uint64_t op, uint64_t at, uint64_t name) {
   r.u.range =
       (struct gpuphase_range){.thread = 1, .op = op, .start = at, .name = name};
   add(g, SRC_MAIN, &r);
+}
+
+/* The measured counters: metric ids 1..6 NVML's, 7..8 GPM's (docs/format.md,
+ * "Measured counters"). */
+static const struct {
+  const char *name;
+  uint64_t src, unit, scale;
+} metrics[] = {{"gpu_util", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_PERCENT, 1},
+               {"mem_util", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_PERCENT, 1},
+               {"mem_used", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_BYTES, 1},
+               {"sm_clock", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_MHZ, 1},
+               {"power", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_WATTS, 1000},
+               {"temperature", GPUPHASE_MSRC_NVML, GPUPHASE_UNIT_CELSIUS, 1},
+               {"sm_active", GPUPHASE_MSRC_GPM, GPUPHASE_UNIT_PERCENT, 1000},
+               {"tensor_active", GPUPHASE_MSRC_GPM, GPUPHASE_UNIT_PERCENT,
+                1000}};
+enum { NMETRICS = sizeof metrics / sizeof metrics[0], SAMPLE_NS = 100000000 };
+
+static void counters_meta(struct gen *g) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_METRIC};
+  for (uint64_t i = 0; i < NMETRICS; i++) {
+    r.u.metric = (struct gpuphase_metric){i + 1, 0, metrics[i].src,
+                                          intern(g, metrics[i].name),
+                                          metrics[i].unit, metrics[i].scale};
+    add(g, 0, &r);
+  }
+  r.kind = GPUPHASE_REC_SAMPLER;
+  for (uint64_t s = GPUPHASE_MSRC_NVML; s <= GPUPHASE_MSRC_GPM; s++) {
+    r.u.sampler = (struct gpuphase_sampler){g->host, 0, s,
+                                            GPUPHASE_MSTAT_OK, 0};
+    add(g, SRC_SAMPLER, &r);
+  }
+  g->next_s = g->host + SAMPLE_NS;
+}
+
+/* The samples due by the host's time: NVML's six every 100 ms (GPU-Util
+ * an average over the period, the others instants), GPM's two every
+ * 200 ms (averages). */
+static void counters_due(struct gen *g) {
+  while (g->counters && g->next_s <= g->host) {
+    uint64_t t = g->next_s, n = g->nsamples++;
+    struct gpuphase_record r = {.kind = GPUPHASE_REC_SAMPLE};
+    for (uint64_t i = 0; i < NMETRICS; i++) {
+      int gpm = metrics[i].src == GPUPHASE_MSRC_GPM;
+      if (gpm && n % 2) continue;
+      int avg = i == 0 || i == 1 || gpm;
+      uint64_t from = avg ? t - (gpm ? 2 : 1) * (uint64_t)SAMPLE_NS : t;
+      int64_t v = (int64_t)(metrics[i].scale * (50 + rnd(g, 50)));
+      if (i == 2) v = (int64_t)(40ull << 30) + (int64_t)rnd(g, 1u << 20);
+      if (i == 3) v = 1755 + (int64_t)rnd(g, 200);
+      r.u.sample = (struct gpuphase_sample){i + 1, from, t, v};
+      add(g, SRC_SAMPLER, &r);
+    }
+    g->next_s += SAMPLE_NS;
+  }
 }
 
 static void metadata(struct gen *g) {
@@ -216,11 +285,12 @@ static uint64_t step(struct gen *g) {
   api(g, SRC_MAIN, 1, API_SYNC, t, end, ++g->corr);
   g->host = end + 200000 + rnd(g, 400000); /* optimizer bookkeeping, logging */
   range(g, GPUPHASE_RANGE_POP, g->host, 0);
+  counters_due(g);
   return events + 2 + 2 + 2;
 }
 
 static int generate(const char *path, uint64_t target, uint64_t seed,
-                    uint64_t slow_pct, int with_stacks) {
+                    uint64_t slow_pct, int with_stacks, int with_counters) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
   struct gp_process_info info = {.host = "bench-host",
                                  .pid = 4242,
@@ -234,7 +304,8 @@ static int generate(const char *path, uint64_t target, uint64_t seed,
   struct gen g = {.host = 1000000000ull,
                   .rng = seed,
                   .slow_pct = slow_pct,
-                  .stacks = with_stacks};
+                  .stacks = with_stacks,
+                  .counters = with_counters};
   if (fd < 0 || !(g.w = gp_writer_open(fd, &info, 0, &err))) {
     perror(path);
     return -1;
@@ -243,6 +314,7 @@ static int generate(const char *path, uint64_t target, uint64_t seed,
   if (with_stacks) stacks(&g);
   api(&g, SRC_MAIN, 1, API_MALLOC, g.host, g.host + 50000, 0);
   g.host += 60000;
+  if (with_counters) counters_meta(&g);
   g.dev = g.host;
   while (gp_writer_events(g.w) < target)
     step(&g);
@@ -381,7 +453,8 @@ static int compare_bench(uint64_t events, int runs, const char *keep) {
   snprintf(pb, sizeof pb, "%s-new.gph",
            keep ? keep : "/tmp/gpuphase-bench-cmp");
   double t0 = now();
-  if (generate(pa, events, 42, 0, 0) < 0 || generate(pb, events, 43, 5, 0) < 0)
+  if (generate(pa, events, 42, 0, 0, 0) < 0 ||
+      generate(pb, events, 43, 5, 0, 0) < 0)
     return 1;
   printf("generated %s and %s: %.1f s\n", pa, pb, now() - t0);
   static const struct {
@@ -417,7 +490,7 @@ int main(int argc, char **argv) {
   uint64_t events = 50000000;
   int runs = 3;
   const char *keep = NULL, *input = NULL;
-  int cmp = 0, with_stacks = 0, jobs[8] = {1}, njobs = 1;
+  int cmp = 0, with_stacks = 0, with_counters = 0, jobs[8] = {1}, njobs = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = strtoull(argv[++i], NULL, 10);
@@ -431,6 +504,8 @@ int main(int argc, char **argv) {
       cmp = 1;
     else if (!strcmp(argv[i], "--stacks"))
       with_stacks = 1;
+    else if (!strcmp(argv[i], "--counters"))
+      with_counters = 1;
     else if (!strcmp(argv[i], "-j") && i + 1 < argc) {
       char *p = argv[++i];
       for (njobs = 0; njobs < 8 && *p; njobs++) {
@@ -441,7 +516,8 @@ int main(int argc, char **argv) {
       if (!njobs) return fprintf(stderr, "report_bench: bad -j\n"), 2;
     } else {
       fprintf(stderr,
-              "usage: %s [--events N] [--runs R] [--stacks] [-j N[,N...]] "
+              "usage: %s [--events N] [--runs R] [--stacks] [--counters] "
+              "[-j N[,N...]] "
               "[--keep FILE | --input FILE]\n       %s --compare [--events N] [--runs R] [--keep "
               "PREFIX]\n",
               argv[0], argv[0]);
@@ -462,7 +538,7 @@ int main(int argc, char **argv) {
     path = tmp;
   }
   double t0 = now();
-  if (generate(path, events, 42, 0, with_stacks) < 0) return 1;
+  if (generate(path, events, 42, 0, with_stacks, with_counters) < 0) return 1;
   printf("generated %s: %.1f s\n", path, now() - t0);
   int rc = measure(path, runs, jobs, njobs);
   if (!keep) unlink(path);

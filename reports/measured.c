@@ -654,6 +654,11 @@ int gp_meas_read(struct gp_proc_res *r, const char *path, char *err,
   int code = 0;
   gpuphase_reader *rd = gp_open_sorted(path, &code, err, errlen);
   if (!rd) return -1;
+  /* the file was read whole before: only the kinds read here are decoded */
+  gp_reader_only(rd, (uint64_t)1 << GPUPHASE_REC_METRIC |
+                         (uint64_t)1 << GPUPHASE_REC_SAMPLE |
+                         (uint64_t)1 << GPUPHASE_REC_SAMPLER |
+                         (uint64_t)1 << GPUPHASE_REC_RANGE);
   struct mr x = {.r = r, .rd = rd};
   x.m = calloc(1, sizeof *x.m);
   int rc = 0;

@@ -376,7 +376,7 @@ static int next_file_order(gpuphase_reader *r,
 }
 
 int gp_reader_only(gpuphase_reader *r, uint64_t kinds) {
-  if (!r || r->sorted) return GPUPHASE_E_ARG;
+  if (!r || (r->sorted && !gp_sorted_unstarted(r))) return GPUPHASE_E_ARG;
   r->only = kinds ? kinds | (uint64_t)1 << GPUPHASE_REC_STRING : 0;
   return GPUPHASE_OK;
 }

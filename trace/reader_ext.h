@@ -26,12 +26,16 @@ gpuphase_reader *gp_reader_open_mem(const void *data, size_t len, int mode,
  * Returns the workers started. */
 int gp_reader_set_threads(gpuphase_reader *r, int threads);
 
-/* A file-order reader hands out only the records of these kinds (bit k:
- * kind k; 0: all again), and passes over the others without decoding
- * them: for a further read of a file already read whole, since damage
- * inside a record passed over goes unnoticed. STRING records are still
- * read (gpuphase_reader_string) and handed out. GPUPHASE_E_ARG on a
- * time-ordered reader. */
+/* The reader hands out only the records of these kinds (bit k: kind k;
+ * 0: all again), and passes over the others without decoding them: for a
+ * further read of a file already read whole, since damage inside a record
+ * passed over goes unnoticed. STRING records are still read
+ * (gpuphase_reader_string) and handed out; a time-ordered reader still
+ * hands out the metadata first, and the records kept in the order they
+ * have in a whole read (a record that breaks its source's order excepted:
+ * it is emitted where it stands among the records kept), on one thread
+ * (gp_reader_set_threads then does nothing). GPUPHASE_E_ARG on a
+ * time-ordered reader that has handed out a record or started workers. */
 int gp_reader_only(gpuphase_reader *r, uint64_t kinds);
 
 /* As gpuphase_reader_next, without the copy: *out points to a record held

@@ -74,8 +74,7 @@ struct gpuphase_reader {
   uint64_t off;      /* frame of the record last returned */
   uint64_t next_off; /* file order: next frame header */
   struct gp_cursor fc;
-  uint64_t only; /* file order: the kinds handed out (0: all), see
-                    gp_reader_only */
+  uint64_t only; /* the kinds handed out (0: all), see gp_reader_only */
   struct gp_sorted *sorted; /* NULL in file order */
 };
 
@@ -137,6 +136,8 @@ void gp_sorted_free(struct gp_sorted *s);
  * before the first record is read; the workers started (0: none, all
  * done here). */
 int gp_sorted_set_threads(gpuphase_reader *r, int threads);
+/* Nothing merged yet and no workers started (gp_reader_only may be set). */
+int gp_sorted_unstarted(const gpuphase_reader *r);
 /* Frames the merge took from the workers so far, and (*decoded, unless
  * NULL) how many of them with records decoded ahead (tests). */
 uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded);

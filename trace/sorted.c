@@ -41,7 +41,7 @@
 #include "format.h"
 #include "reader_int.h"
 
-enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE };
+enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE, PHASE_MERGE_KEPT };
 
 #define HOLD_SMALL (GP_FRAME_DEFAULT + (64u << 10))
 #define BIG_BUDGET (128ull << 20)
@@ -193,6 +193,7 @@ struct gp_sorted {
   uint64_t reloaded; /* bytes decoded again after evictions */
   uint32_t reheads;  /* sources with rehead set */
   struct prefetch *pf; /* NULL: every frame decompressed here */
+  int begun;           /* a metadata record was handed out */
 };
 
 static uint32_t hash_id(uint32_t id, uint32_t mask) {
@@ -713,11 +714,17 @@ static struct prefetch *pf_start(gpuphase_reader *r, int workers) {
 
 int gp_sorted_set_threads(gpuphase_reader *r, int threads) {
   struct gp_sorted *s = r->sorted;
-  if (!s || s->pf || s->heap || s->phase != PHASE_META || threads <= 1)
+  if (!s || s->pf || s->heap || s->phase != PHASE_META || threads <= 1 ||
+      r->only) /* the workers decode every kind */
     return 0;
   int workers = threads - 1 < PF_MAX_WORKERS ? threads - 1 : PF_MAX_WORKERS;
   struct prefetch *pf = pf_start(r, workers);
   return pf ? pf->nth : 0;
+}
+
+int gp_sorted_unstarted(const gpuphase_reader *r) {
+  const struct gp_sorted *s = r->sorted;
+  return s && !s->pf && !s->heap && s->phase == PHASE_META && !s->begun;
 }
 
 uint64_t gp_sorted_inplace(gpuphase_reader *r) {
@@ -909,7 +916,9 @@ static int next_meta(gpuphase_reader *r, const struct gpuphase_record **out) {
     int rc = gp_cursor_next(r, &m->c, out, &t);
     if (rc == 1) {
       if (gp_kind_in(SORTED_KINDS, (*out)->kind)) continue;
+      if (r->only && !(r->only >> (*out)->kind & 1)) continue;
       r->off = m->c.off;
+      r->sorted->begun = 1;
       return 1;
     }
     if (rc == 0) rc = load_next_frame(r, m);
@@ -993,6 +1002,8 @@ static int src_next(gpuphase_reader *r, struct source *src) {
       return 1;
     }
   }
+  if (r->only)
+    return gp_cursor_next_kept(r, &src->c, &src->head, &src->key, r->only);
   return gp_cursor_next(r, &src->c, &src->head, &src->key);
 }
 
@@ -1042,13 +1053,19 @@ fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
 }
 
 /* Decodes the next record of src into src->head: 1, 0 when the source is
- * exhausted, or an error. */
-static inline int fetch_head(gpuphase_reader *r, struct source *src) {
+ * exhausted, or an error. kept (a constant): the reader hands out the
+ * kinds of r->only alone (gp_reader_only), so the merge of one that hands
+ * out all of them tests nothing more per record. */
+static inline __attribute__((always_inline)) int
+fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
   uint64_t key = src->key;
   if (src->pq < src->pqend) return fetch_pre(r, src, key);
   if (__builtin_expect(src->c.p < src->c.end, 1)) {
     const uint8_t *at = src->c.p;
-    int k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
+    int k = kept ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
+                                  &src->key, r->only)
+                 : gp_decode_next(&src->c.p, src->c.end, &src->c.st,
+                                  &src->key);
     if (__builtin_expect(k > 0, 1)) {
       src->head = &src->c.st.last[k];
       if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
@@ -1112,7 +1129,8 @@ static int start_merge(gpuphase_reader *r) {
   s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
   if (!s->heap) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   for (uint32_t i = 0; i < s->nsrc; i++) {
-    int rc = fetch_head(r, &s->src[i]);
+    int rc = r->only ? fetch_head_k(r, &s->src[i], 1)
+                     : fetch_head_k(r, &s->src[i], 0);
     if (rc < 0) return rc;
     if (rc == 0) continue;
     s->heap[s->nheap] =
@@ -1158,10 +1176,11 @@ static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
 
 /* The top source's next record replaces its head; the heap moves only when
  * that record no longer sorts before every other source's head. */
-static inline int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
+static inline __attribute__((always_inline)) int
+advance_top(gpuphase_reader *r, struct gp_sorted *s, const int kept) {
   struct heap_ent *h = s->heap;
   struct source *top = &s->src[h[0].idx];
-  int rc = fetch_head(r, top);
+  int rc = fetch_head_k(r, top, kept);
   if (rc < 0) return rc;
   if (__builtin_expect(rc == 1, 1)) {
     h[0].ord = ord_of(top->key, top->id);
@@ -1172,11 +1191,12 @@ static inline int advance_top(gpuphase_reader *r, struct gp_sorted *s) {
 }
 
 static inline __attribute__((always_inline)) int
-next_merge(gpuphase_reader *r, const struct gpuphase_record **out) {
+next_merge(gpuphase_reader *r, const struct gpuphase_record **out,
+           const int kept) {
   struct gp_sorted *s = r->sorted;
   if (__builtin_expect(s->advance, 1)) {
     s->advance = 0;
-    int rc = advance_top(r, s);
+    int rc = advance_top(r, s, kept);
     if (rc < 0) return rc;
   }
   if (!s->nheap) return 0;
@@ -1190,7 +1210,7 @@ next_merge(gpuphase_reader *r, const struct gpuphase_record **out) {
 int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct gp_sorted *s = r->sorted;
   if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
-    int rc = next_merge(r, out);
+    int rc = next_merge(r, out, 0);
     if (rc) return rc;
     s->phase = PHASE_SUMMARY;
   }
@@ -1200,17 +1220,23 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
     case PHASE_META:
       rc = next_meta(r, out);
       if (rc == 0) {
-        s->phase = PHASE_MERGE;
+        s->phase = r->only ? PHASE_MERGE_KEPT : PHASE_MERGE;
         rc = start_merge(r);
       }
       break;
     case PHASE_MERGE:
-      rc = next_merge(r, out);
-      s->phase += rc == 0;
+      rc = next_merge(r, out, 0);
+      if (rc == 0) s->phase = PHASE_SUMMARY;
+      break;
+    case PHASE_MERGE_KEPT:
+      rc = next_merge(r, out, 1);
+      if (rc == 0) s->phase = PHASE_SUMMARY;
       break;
     case PHASE_SUMMARY:
       s->phase = PHASE_DONE;
-      if (!r->have_summary) break;
+      if (!r->have_summary ||
+          (r->only && !(r->only >> GPUPHASE_REC_SUMMARY & 1)))
+        break;
       s->sum.kind = GPUPHASE_REC_SUMMARY;
       s->sum.u.summary = r->summary;
       *out = &s->sum;

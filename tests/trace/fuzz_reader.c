@@ -26,13 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (void)gpuphase_reader_string(r, rec.u.string.id);
     gpuphase_reader_close(r);
   }
-  { /* file order, kernels only: the other records passed over */
+  for (int mode = 0; mode < 2; mode++) { /* kernels and samples only: the
+                                            other records passed over */
     int err;
-    gpuphase_reader *r = gp_reader_open_mem(data, size, 0, &err, NULL, 0);
+    gpuphase_reader *r = gp_reader_open_mem(data, size, mode, &err, NULL, 0);
+    const uint64_t keep = (uint64_t)1 << GPUPHASE_REC_KERNEL |
+                          (uint64_t)1 << GPUPHASE_REC_SAMPLE;
     struct gpuphase_record rec;
-    if (r && gp_reader_only(r, (uint64_t)1 << GPUPHASE_REC_KERNEL) == 0)
+    if (r && gp_reader_only(r, keep) == 0)
       while (gpuphase_reader_next(r, &rec) == 1)
-        if (rec.kind != GPUPHASE_REC_KERNEL && rec.kind != GPUPHASE_REC_STRING)
+        if (!(keep >> rec.kind & 1) && rec.kind != GPUPHASE_REC_STRING)
           abort();
     gpuphase_reader_close(r);
   }

@@ -186,17 +186,21 @@ static void same_records(const char *a, const char *b, int sorted) {
     for (size_t k = 0; k < n[i] && k < MAXREC; k++) tt_rec_free(&recs[i][k]);
 }
 
-/* gp_reader_only: a file-order read handing out some kinds only (the
- * others passed over, repeat records among them) gives the records of a
- * whole read of those kinds and STRING, in the same order. */
-static void only_kinds(const char *path, uint64_t keep) {
+/* gp_reader_only: a read handing out some kinds only (the others passed
+ * over, repeat records among them) gives the records of a whole read of
+ * those kinds and STRING, in the same order, in file order and in time
+ * order; a time-ordered reader refuses a filter once it has begun. */
+static void only_kinds(const char *path, uint64_t keep, int sorted) {
   size_t n[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     int err = 0;
-    gpuphase_reader *r = gpuphase_reader_open(path, &err);
+    gpuphase_reader *r = sorted ? gpuphase_reader_open_sorted(path, &err)
+                                : gpuphase_reader_open(path, &err);
     CHECK(r != NULL);
     if (!r) return;
     if (i) CHECK(gp_reader_only(r, keep) == GPUPHASE_OK);
+    /* workers decode every kind: none with a filter */
+    if (i && sorted) CHECK_EQ_U(gp_reader_set_threads(r, 3), 0);
     CHECK(tt_read_all(r, recs[i], MAXREC, &n[i]) == 0);
     gpuphase_reader_close(r);
   }
@@ -211,6 +215,15 @@ static void only_kinds(const char *path, uint64_t keep) {
   CHECK_EQ_U(n[1], kept);
   CHECK_EQ_U(bad, 0);
   CHECK(kept > 100);
+  if (sorted) {
+    int err = 0;
+    struct gpuphase_record rec;
+    gpuphase_reader *r = gpuphase_reader_open_sorted(path, &err);
+    CHECK(r && gp_reader_only(r, keep) == GPUPHASE_OK);
+    CHECK(r && gpuphase_reader_next(r, &rec) == 1);
+    CHECK(gp_reader_only(r, keep) == GPUPHASE_E_ARG);
+    gpuphase_reader_close(r);
+  }
   for (int i = 0; i < 2; i++)
     for (size_t k = 0; k < n[i] && k < MAXREC; k++) tt_rec_free(&recs[i][k]);
 }
@@ -280,8 +293,10 @@ int main(int argc, char **argv) {
                                    1u << GPUPHASE_REC_KERNEL |
                                        1u << GPUPHASE_REC_SAMPLE};
   for (int k = 0; k < 4; k++) {
-    only_kinds(repeat, keeps[k]);
-    only_kinds(full, keeps[k]);
+    for (int sorted = 0; sorted < 2; sorted++) {
+      only_kinds(repeat, keeps[k], sorted);
+      only_kinds(full, keeps[k], sorted);
+    }
   }
   if (argc > 1) {
     same_report(argv[1], full, repeat, "text");
