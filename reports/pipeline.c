@@ -126,8 +126,10 @@ static int blob_copy(struct batch *b, gpuphase_blob *x) {
 
 static int record_copy(struct batch *b, const struct gpuphase_record *rec) {
   struct gpuphase_record *c = &b->recs[b->n];
-  /* the kind and its struct: the rest of the union is not read */
-  memcpy(c, rec, offsetof(struct gpuphase_record, u) + gp_kind_size(rec->kind));
+  /* the whole record, a copy of fixed size the compiler inlines: the
+   * kinds nearly every record is (API, KERNEL) fill nearly all of it, and
+   * the reader hands out records held in whole structs */
+  *c = *rec;
   if (gp_kind_in(GP_BLOB_KINDS, rec->kind)) {
     const struct gp_kind_desc *d = gp_kind_desc(rec->kind);
     for (unsigned i = 0; d && i < d->nfields; i++)
