@@ -932,6 +932,14 @@ static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
   }
 }
 
+uint64_t gp_attr_unwritten(const gp_attr *a) {
+  return a->unwritten;
+}
+
+uint64_t gp_attr_meas_records(const gp_attr *a) {
+  return a->meas_records;
+}
+
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   if (a->oom) return -1;
   a->diag.records++;
@@ -995,6 +1003,11 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
   case GPUPHASE_REC_LOST:
     timed(a, rec->u.lost.start, rec->u.lost.start, 0);
     a->lost += rec->u.lost.count;
+    if (rec->u.lost.source == 2) a->unwritten += rec->u.lost.count;
+    break;
+  case GPUPHASE_REC_METRIC:
+  case GPUPHASE_REC_SAMPLER:
+    a->meas_records++;
     break;
   case GPUPHASE_REC_STATE:
     on_state(a, &rec->u.state);

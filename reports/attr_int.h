@@ -257,6 +257,7 @@ struct gp_attr {
   uint64_t host_cur, host_peak;
   int saw_state1, state_on, has_summary;
   uint64_t state_since, state_reason, n_devrec, lost;
+  uint64_t unwritten, meas_records; /* gp_attr_unwritten, _meas_records */
   uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
   struct gp_diag diag;
   struct gp_stepper *st; /* step candidates (attr_steps.c); NULL: none */

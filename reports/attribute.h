@@ -18,6 +18,12 @@ void gp_attr_free(gp_attr *a);                        /* accepts NULL */
  * when out of memory (the engine is then unusable). */
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec);
 
+/* What the records fed so far say beside the attribution: events whose
+ * trace writes failed (LOST records of source 2: a full disk), and the
+ * METRIC and SAMPLER records (measured counters to read, measured.h). */
+uint64_t gp_attr_unwritten(const gp_attr *a);
+uint64_t gp_attr_meas_records(const gp_attr *a);
+
 /* Ends the sweep at the last recorded event and returns the result (owned
  * by the caller, gp_res_free), derived fields included; NULL when out of
  * memory. The engine can only be freed afterwards. */

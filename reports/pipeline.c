@@ -32,29 +32,14 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
   r->run_id = h->run_id && *h->run_id ? dup0(h->run_id) : NULL;
 }
 
-/* One record to the engine (-1: out of memory), and the counts kept
- * beside it. */
-static inline int feed_one(gp_attr *a, const struct gpuphase_record *rec,
-                           uint64_t *unwritten, uint64_t *meas) {
-  if (gp_attr_feed(a, rec) < 0) return -1;
-  if (rec->kind == GPUPHASE_REC_LOST && rec->u.lost.source == 2)
-    *unwritten += rec->u.lost.count;
-  *meas += rec->kind == GPUPHASE_REC_METRIC ||
-           rec->kind == GPUPHASE_REC_SAMPLER;
-  return 0;
-}
-
-/* Feeds every record; 0 at the end of the trace, else the reader's error.
- * *unwritten: events LOST records of source 2 count (the writes of the
- * trace file failed, e.g. a full disk). */
+/* Feeds every record; 0 at the end of the trace, else the reader's error. */
 static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
-                    gp_progress_fn progress, void *ctx, int *oom,
-                    uint64_t *unwritten, uint64_t *meas) {
+                    gp_progress_fn progress, void *ctx, int *oom) {
   const struct gpuphase_record *rec;
   uint64_t n = 0, size = gpuphase_reader_file_size(rd);
   int rc;
-  while ((rc = gp_reader_next_ref(rd, &rec)) == 1) {
-    if (feed_one(a, rec, unwritten, meas) < 0) {
+  while ((rc = gp_reader_next_sorted(rd, &rec)) == 1) {
+    if (gp_attr_feed(a, rec) < 0) {
       *oom = 1;
       return 0;
     }
@@ -179,7 +164,7 @@ static void *reader_main(void *arg) {
     batch_clear(b);
     const struct gpuphase_record *rec;
     int rc = 1, oom = 0;
-    while (b->n < BATCH_RECS && (rc = gp_reader_next_ref(f->rd, &rec)) == 1)
+    while (b->n < BATCH_RECS && (rc = gp_reader_next_sorted(f->rd, &rec)) == 1)
       if (record_copy(b, rec) < 0) {
         oom = 1;
         break;
@@ -209,8 +194,7 @@ static void feeder_free(struct feeder *f) {
 /* feed_all with the reading on a thread of its own; 1 if that thread
  * could not be had (feed_all then does it all). */
 static int feed_split(gpuphase_reader *rd, gp_attr *a, const char *path,
-                      gp_progress_fn progress, void *ctx, int *oom,
-                      uint64_t *unwritten, uint64_t *meas) {
+                      gp_progress_fn progress, void *ctx, int *oom) {
   struct feeder f;
   memset(&f, 0, sizeof f);
   f.rd = rd;
@@ -234,7 +218,7 @@ static int feed_split(gpuphase_reader *rd, gp_attr *a, const char *path,
     *oom |= f.oom;
     pthread_mutex_unlock(&f.mu);
     for (size_t i = 0; i < b->n && !*oom; i++) {
-      if (feed_one(a, &b->recs[i], unwritten, meas) < 0) {
+      if (gp_attr_feed(a, &b->recs[i]) < 0) {
         *oom = 1;
         break;
       }
@@ -272,12 +256,11 @@ static struct gp_proc_res *one_pass(const char *path,
   int split = o->read_threads >= 2;
   gp_reader_set_threads(rd, split ? o->read_threads - 1 : o->read_threads);
   gp_attr *a = gp_attr_new(o);
-  uint64_t unwritten = 0, meas = 0;
   int rc = 1;
   if (a && split)
-    rc = feed_split(rd, a, path, progress, ctx, &oom, &unwritten, &meas);
+    rc = feed_split(rd, a, path, progress, ctx, &oom);
   if (a && rc == 1) /* one thread, or no second one to be had */
-    rc = feed_all(rd, a, path, progress, ctx, &oom, &unwritten, &meas);
+    rc = feed_all(rd, a, path, progress, ctx, &oom);
   if (!a) rc = 0;
   struct gp_proc_res *r = NULL;
   if (!a || oom) {
@@ -300,7 +283,8 @@ static struct gp_proc_res *one_pass(const char *path,
     *status = GP_PIPE_NOMEM;
   } else {
     identity(r, rd, path);
-    r->meas_records = meas;
+    uint64_t unwritten = gp_attr_unwritten(a);
+    r->meas_records = gp_attr_meas_records(a);
     r->truncated = gpuphase_reader_truncated(rd);
     if (r->truncated)
       gp_res_note(r, "the trace is truncated (process killed or file cut): "

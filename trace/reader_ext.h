@@ -42,6 +42,12 @@ int gp_reader_only(gpuphase_reader *r, uint64_t kinds);
  * by the reader, valid until the next call (its blobs likewise). */
 int gp_reader_next_ref(gpuphase_reader *r, const struct gpuphase_record **out);
 
+/* gp_reader_next_ref of a time-ordered reader, without its checks of the
+ * arguments and of an earlier error: for a loop that stops at the first
+ * result other than 1. */
+int gp_reader_next_sorted(gpuphase_reader *r,
+                          const struct gpuphase_record **out);
+
 /* Interned string with its length (it may hold NUL bytes); 0 if unknown. */
 int gp_reader_string_blob(const gpuphase_reader *r, uint64_t id,
                           gpuphase_blob *out);

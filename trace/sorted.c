@@ -40,6 +40,7 @@
 
 #include "format.h"
 #include "reader_int.h"
+#include "reader_ext.h"
 
 enum { PHASE_META, PHASE_MERGE, PHASE_SUMMARY, PHASE_DONE, PHASE_MERGE_KEPT };
 
@@ -1249,3 +1250,7 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
     if (rc) return rc;
   }
 }
+
+int gp_reader_next_sorted(gpuphase_reader *r,
+                          const struct gpuphase_record **out)
+    __attribute__((alias("gp_sorted_next")));
