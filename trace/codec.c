@@ -435,7 +435,8 @@ static inline const uint8_t *rep_varint(const uint8_t *p, const uint8_t *end,
   }
   return varint_at(p, end, v);
 }
-static int decode_repeat_in(const uint8_t **pp, const uint8_t *end,
+static inline __attribute__((always_inline)) int
+decode_repeat_in(const uint8_t **pp, const uint8_t *end,
                             struct gp_dstate *s, uint64_t *start) {
   const uint8_t *p = *pp + 1;
   unsigned tag = **pp;
