@@ -1,16 +1,18 @@
 /* gpuphase-report compare and check: the command lines of the CI gate.
- * Files are read one at a time and reduced to what the gate needs
- * (reports/compare.c), so the memory is that of one report plus the names
- * and steps of every run. */
+ * Files are read by -j threads at once and reduced, in the order given,
+ * to what the gate needs (reports/compare.c), so the memory is that of
+ * one report per thread plus the names and steps of every run. */
 #include "report_compare.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
+#include "job_par.h"
 #include "pipeline.h"
 #include "report_info.h"
 #include "util.h"
@@ -58,6 +60,8 @@ static const char compare_usage[] =
     "      --resamples N      bootstrap resamples (10000)\n"
     "      --seed N           the bootstrap's seed (fixed: same input, same\n"
     "                         verdict)\n"
+    "  -j, --jobs N           threads reading the files (default: the CPUs\n"
+    "                         available); the verdict is the same\n"
     "  -h, --help             show this help\n"
     "\n"
     "With --format markdown and $GITHUB_STEP_SUMMARY set, the summary is\n"
@@ -92,6 +96,7 @@ static const char check_usage[] =
     "  -f, --format FMT       text (default), markdown or json\n"
     "  -o, --output FILE      write to FILE instead of standard output\n"
     "      --junit FILE       also write JUnit XML: a testcase per budget\n"
+    "  -j, --jobs N           threads reading the files (default: the CPUs)\n"
     "  -h, --help             show this help and the metrics\n"
     "\n"
     "Exit status: 0 every budget met, 1 a budget exceeded, 2 usage or input\n"
@@ -104,6 +109,7 @@ struct cli {
   struct gp_report_opts ro;
   const char *format, *out, *junit;
   size_t top;
+  int threads; /* -j; 0: the CPUs available */
   char **files[2]; /* base, candidate */
   size_t nf[2];
   char **inputs; /* every file read (traces, budget files): no output */
@@ -281,7 +287,8 @@ enum {
   O_WARMUP,
   O_TOP,
   O_RESAMPLES,
-  O_SEED
+  O_SEED,
+  O_JOBS = 'j'
 };
 
 /* Options only compare takes. */
@@ -308,6 +315,10 @@ static int apply_num(struct cli *c, int ch, const char *arg) {
   case O_RESAMPLES:
     if ((rc = count_arg(c, "--resamples", arg, 100, 1e7, &v))) return rc;
     c->o.resamples = (size_t)v;
+    return 0;
+  case O_JOBS:
+    if ((rc = count_arg(c, "--jobs", arg, 1, 4096, &v))) return rc;
+    c->threads = (int)v;
     return 0;
   default: { /* O_SEED */
     char *end;
@@ -383,6 +394,7 @@ static const struct option longs[] = {
     {"top", required_argument, 0, O_TOP},
     {"resamples", required_argument, 0, O_RESAMPLES},
     {"seed", required_argument, 0, O_SEED},
+    {"jobs", required_argument, 0, O_JOBS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -406,7 +418,7 @@ static int parse(struct cli *c, int argc, char **argv) {
   char opt[3] = "-?";
   optind = 0; /* glibc: start afresh */
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, "-:f:o:h", longs, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "-:f:o:j:h", longs, NULL)) != -1) {
     const char *last = argv[optind - 1];
     opt[1] = (char)optopt;
     const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
@@ -443,15 +455,42 @@ static int validate(struct cli *c) {
   return 0;
 }
 
-/* Reads one side's files, reducing each result as soon as it is made. */
-static int read_side(struct cli *c, int side, struct gp_cmp_side *s) {
-  for (size_t i = 0; i < c->nf[side]; i++) {
-    const char *path = c->files[side][i];
-    char err[600];
-    int st;
-    struct gp_proc_res *r =
-        gp_report_file(path, &c->ro, NULL, NULL, &st, err, sizeof err);
-    if (!r) return input_error(c, err);
+/* Reading the files of both sides at once: each thread takes the next
+ * file, reads it, then waits for its turn to add the result to its side,
+ * so that the sides, the warnings and the first error are those of
+ * reading the files one by one in the order given. */
+struct read_task {
+  struct cli *c;
+  struct gp_cmp_side *s;
+  struct gp_report_opts ro;
+  size_t n;      /* files of both sides: the base's first */
+  size_t next;   /* the next file to add */
+  size_t failed; /* the first file that could not be added (n: none) */
+  char msg[600]; /* why */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+};
+
+static void read_one(void *ctx, size_t i) {
+  struct read_task *t = ctx;
+  struct cli *c = t->c;
+  int side = i >= c->nf[0];
+  const char *path = c->files[side][side ? i - c->nf[0] : i];
+  pthread_mutex_lock(&t->mu);
+  int skip = t->failed < i; /* a file before it failed: not needed */
+  pthread_mutex_unlock(&t->mu);
+  char err[600] = "";
+  int st;
+  struct gp_proc_res *r =
+      skip ? NULL
+           : gp_report_file(path, &t->ro, NULL, NULL, &st, err, sizeof err);
+  pthread_mutex_lock(&t->mu);
+  while (t->next != i)
+    pthread_cond_wait(&t->cv, &t->mu);
+  if (t->failed == t->n && !r) {
+    t->failed = i;
+    snprintf(t->msg, sizeof t->msg, "%s", err);
+  } else if (t->failed == t->n) {
     if (r->truncated) {
       char clean[400];
       gp_text_clean(path, clean, sizeof clean, 200);
@@ -460,11 +499,33 @@ static int read_side(struct cli *c, int side, struct gp_cmp_side *s) {
               "its last complete frame\n",
               clean);
     }
-    int rc = gp_cmp_side_add(s, r);
-    gp_res_free(r);
-    if (rc < 0) return input_error(c, "out of memory");
+    if (gp_cmp_side_add(&t->s[side], r) < 0) {
+      t->failed = i;
+      snprintf(t->msg, sizeof t->msg, "out of memory");
+    }
   }
-  return 0;
+  t->next++;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+  gp_res_free(r);
+}
+
+/* Reads the files of both sides (check: the candidate's alone), each
+ * result reduced to its run as soon as its turn comes. */
+static int read_sides(struct cli *c, struct gp_cmp_side *s) {
+  struct read_task t = {.c = c, .s = s};
+  t.n = c->nf[0] + c->nf[1];
+  t.failed = t.n;
+  t.ro = c->ro;
+  int threads = c->threads ? c->threads : gp_par_default();
+  /* threads beyond one per file decode each file's frames ahead */
+  t.ro.read_threads = (size_t)threads > t.n ? threads / (int)t.n : 1;
+  pthread_mutex_init(&t.mu, NULL);
+  pthread_cond_init(&t.cv, NULL);
+  gp_par_for(t.n, threads, read_one, &t);
+  pthread_cond_destroy(&t.cv);
+  pthread_mutex_destroy(&t.mu);
+  return t.failed < t.n ? input_error(c, t.msg) : 0;
 }
 
 typedef int (*writer_fn)(FILE *, const struct gp_cmp_out *);
@@ -529,8 +590,7 @@ static int run(struct cli *c) {
   int rc = refuse_output(c, c->out);
   if (!rc && c->junit) rc = refuse_output(c, c->junit);
   if (rc) return rc;
-  rc = c->check ? 0 : read_side(c, 0, &s[0]);
-  if (!rc) rc = read_side(c, 1, &s[1]);
+  rc = read_sides(c, s);
   c->o.budgets = &c->bud;
   if (!rc && gp_cmp_judge(c->check ? NULL : &s[0], &s[1], &c->o, &res) < 0)
     rc = input_error(c, "out of memory");

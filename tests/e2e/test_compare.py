@@ -202,6 +202,8 @@ def t_exit_codes():
                  ["compare", "--inconclusive=maybe", x, "--vs", x],
                  ["compare", "-f", "xml", x, "--vs", x], ["compare", x, "--vs", x, "--vs", x],
                  ["compare", "--top", "0", x, "--vs", x], ["compare", "--max-slowdown"],
+                 ["compare", "-j", "0", x, "--vs", x], ["compare", "--jobs", "2x", x, "--vs", x],
+                 ["check", "--budget", "busy>=1%", "-j", "-1", x],
                  ["compare", "--budget", "bogus\x1b[31m<=1", x, "--vs", x],
                  ["compare", x, "--vs", os.path.join(d, "missing.gph")],
                  ["compare", x, "--vs", empty], ["compare", junk, "--vs", x],
@@ -446,6 +448,35 @@ def t_runs():
         # the sleeping process: 1 ms + 2 ms of kernels a step at least
         check(all(r["steps"]["median_ns"] >= 1_000_000 + KERNEL_NS for r in runs),
               f"{side}: medians {[r['steps']['median_ns'] for r in runs]}")
+    # -j: the files read at once, the verdict word for word that of one
+    # thread, whatever the threads (12 files: fewer, as many, more)
+    outs = [compare(a, b, "-f", "json", "--max-slowdown", "50%", "-j", n)
+            for n in ("1", "3", "12", "40")]
+    check(all(p.returncode == 0 and p.stdout == outs[0].stdout for p in outs),
+          f"-j 1, 3, 12, 40: exits {[p.returncode for p in outs]}, "
+          f"same output {[p.stdout == outs[0].stdout for p in outs]}")
+    outs = [report_cmd(["check", "--budget", "busy>=1%", "-j", n] + b)
+            for n in ("1", "4")]
+    check(outs[0].returncode == 0 and outs[1].stdout == outs[0].stdout,
+          f"check -j 1, 4: exits {[p.returncode for p in outs]}")
+    # what is said on stderr is what one thread says: the truncated file's
+    # warning, then the first unreadable file (not the later one)
+    d = workdir()
+    cut, missing = os.path.join(d, "cut.gph"), os.path.join(d, "missing.gph")
+    with open(a[1], "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[:len(data) * 2 // 3])
+    junk = os.path.join(d, "junk.gph")
+    with open(junk, "wb") as f:
+        f.write(b"GPHTRACE" + bytes(range(256)) * 4)
+    files = [a[0], cut, a[2], missing, junk, a[3]]
+    errs = [compare(files, b, "-j", n) for n in ("1", "2", "8")]
+    check(all(p.returncode == 2 for p in errs), f"exits {[p.returncode for p in errs]}")
+    e = errs[0].stderr
+    check("cut.gph is truncated" in e and "missing.gph" in e and "junk.gph" not in e,
+          f"-j 1 stderr {e!r}")
+    check(all(p.stderr == e for p in errs), f"stderr {[p.stderr for p in errs]}")
 
 
 TESTS = {"kernels": t_kernels, "host_wait": t_host_wait, "pageable": t_pageable,
