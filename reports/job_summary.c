@@ -5,10 +5,13 @@
  * and reading alike. Layout: docs/jobs.md ("Summaries"). */
 #include "job_summary.h"
 #include "callsites.h"
+#include "job_par.h"
 #include "measured.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -817,5 +820,105 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
     snprintf(err, errlen, "%s: out of memory", path);
   }
   free(b);
+  return rc;
+}
+
+/* ---- several summaries at once ---- */
+
+struct read_all_task {
+  char *const *files;
+  struct gp_summary_set *one; /* per file, from the second on */
+  int *rc, *nomem;
+  char (*err)[512];
+  const struct gp_summary_set *first;
+  size_t failed; /* lowest failed index so far (SIZE_MAX: none) */
+  pthread_mutex_t mu;
+};
+
+static void read_one(void *ctx, size_t i) {
+  struct read_all_task *t = ctx;
+  pthread_mutex_lock(&t->mu);
+  int skip = t->failed < i; /* a summary before it failed: not needed */
+  pthread_mutex_unlock(&t->mu);
+  if (skip) return;
+  struct gp_summary_set *one = &t->one[i];
+  /* the summaries before it are the first one's options */
+  one->any = 1;
+  one->link_gbps = t->first->link_gbps;
+  if (t->first->rule && !(one->rule = strdup(t->first->rule))) {
+    t->nomem[i] = 1;
+    snprintf(t->err[i], sizeof t->err[i], "%s: out of memory", t->files[i]);
+    t->rc[i] = -1;
+  } else {
+    t->rc[i] = gp_summary_read(t->files[i], one, &t->nomem[i], t->err[i],
+                               sizeof t->err[i]);
+  }
+  if (t->rc[i] < 0) {
+    pthread_mutex_lock(&t->mu);
+    if (i < t->failed) t->failed = i;
+    pthread_mutex_unlock(&t->mu);
+  }
+}
+
+static void read_shifted(void *ctx, size_t i) {
+  read_one(ctx, i + 1);
+}
+
+/* Moves src's processes to the end of dst's; src is left empty. */
+static int set_append(struct gp_summary_set *dst, struct gp_summary_set *src) {
+  size_t want = dst->n + src->n;
+  struct gp_proc_res **p = realloc(dst->procs, (want ? want : 1) * sizeof *p);
+  if (p) dst->procs = p;
+  struct gp_job_input *in =
+      p ? realloc(dst->in, (want ? want : 1) * sizeof *in) : NULL;
+  if (in) dst->in = in;
+  if (!p || !in) return -1;
+  memcpy(dst->procs + dst->n, src->procs, src->n * sizeof *p);
+  memcpy(dst->in + dst->n, src->in, src->n * sizeof *in);
+  dst->n = want;
+  src->n = 0;
+  return 0;
+}
+
+int gp_summary_read_all(char *const *files, size_t n, int threads,
+                        struct gp_summary_set *set, int *nomem, char *err,
+                        size_t errlen) {
+  *nomem = 0;
+  if (!n) return 0;
+  if (gp_summary_read(files[0], set, nomem, err, errlen) < 0) return -1;
+  if (n == 1) return 0;
+  struct read_all_task t = {.files = files, .first = set, .failed = SIZE_MAX};
+  t.one = calloc(n, sizeof *t.one);
+  t.rc = calloc(n, sizeof *t.rc);
+  t.nomem = calloc(n, sizeof *t.nomem);
+  t.err = calloc(n, sizeof *t.err);
+  int rc = 0;
+  if (!t.one || !t.rc || !t.nomem || !t.err) {
+    *nomem = 1;
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  } else {
+    pthread_mutex_init(&t.mu, NULL);
+    /* the first is read already: the tasks are 1..n-1 */
+    gp_par_for(n - 1, threads, read_shifted, &t);
+    pthread_mutex_destroy(&t.mu);
+    for (size_t i = 1; i < n && !rc; i++) {
+      if (t.rc[i] < 0) {
+        *nomem = t.nomem[i];
+        snprintf(err, errlen, "%s", t.err[i]);
+        rc = -1;
+      } else if (set_append(set, &t.one[i]) < 0) {
+        *nomem = 1;
+        snprintf(err, errlen, "%s: out of memory", files[i]);
+        rc = -1;
+      }
+    }
+  }
+  for (size_t i = 1; t.one && i < n; i++)
+    gp_summary_set_free(&t.one[i]);
+  free(t.one);
+  free(t.rc);
+  free(t.nomem);
+  free(t.err);
   return rc;
 }

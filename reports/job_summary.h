@@ -43,4 +43,13 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
                     char *err, size_t errlen);
 void gp_summary_set_free(struct gp_summary_set *set); /* the procs too */
 
+/* Reads the summaries at files[0..n) into set, as gp_summary_read of each
+ * in turn would, up to the first that fails: the first is read alone,
+ * the others on up to `threads` threads at once, each checked against
+ * the first's options, then appended in order. 0, or -1 with the first
+ * failure's message in err (*nomem set when it is out of memory). */
+int gp_summary_read_all(char *const *files, size_t n, int threads,
+                        struct gp_summary_set *set, int *nomem, char *err,
+                        size_t errlen);
+
 #endif

@@ -31,7 +31,7 @@ static const char usage[] =
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
     "       gpuphase-report --format summary -o SUMMARY [options] FILE...\n"
-    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--color]\n"
+    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--color] [-j N]\n"
     "                             [--job|--no-job] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budgets FILE [options] NEW...\n"
@@ -101,7 +101,8 @@ static const char usage[] =
     "                     and with fewer files than N the others read a\n"
     "                     file while its own thread analyses it, and then\n"
     "                     decompress and decode its frames ahead (up to 4 a\n"
-    "                     file); the output is the same for any N\n"
+    "                     file); merge: up to N summaries at once; the\n"
+    "                     output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
@@ -508,11 +509,11 @@ static int merge(const struct opts *o, char **files, size_t n) {
   struct gp_summary_set set = {0};
   int rc = 0, nomem;
   char err[512];
-  for (size_t i = 0; i < n && !rc; i++)
-    if (gp_summary_read(files[i], &set, &nomem, err, sizeof err) < 0) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
-      rc = 1;
-    }
+  if (gp_summary_read_all(files, n, o->threads ? o->threads : gp_par_default(),
+                          &set, &nomem, err, sizeof err) < 0) {
+    fprintf(stderr, "gpuphase-report: %s\n", err);
+    rc = 1;
+  }
   struct gp_report_opts ro = o->ro;
   ro.link_gbps = set.link_gbps;
   struct gp_proc_res *sum = NULL;

@@ -292,6 +292,11 @@ def test_summaries():
                     whole = strip_timeline(whole)
                 check(whole == merged,
                       f"{name} {split} {fmt}: merge == the whole")
+                if len(parts) > 2:  # the summaries read at once
+                    for j in ("1", "3", "8"):
+                        rc3, m3, err3 = run("merge", "-j", j, "-f", fmt, *parts)
+                        check(rc3 == 0 and m3 == merged,
+                              f"{name} {split} {fmt}: merge -j {j}: {err3}")
     files = cases["steps"][0]
     a = summary(os.path.join(TMP, "unranked.gps"), files[0])
     rc, whole, _ = run("--job", "-f", "json", files[0], files[0])
@@ -340,6 +345,18 @@ def test_summary_errors():
                     "gemm*", *files)
     rc, out, err = run("merge", good, other)
     check(rc == 1 and "other options" in err, f"mixed options: {err}")
+    # read at once, the first failure in the order given is the one said,
+    # as when they are read one by one
+    cut = os.path.join(TMP, "cut.gps")
+    for order, what in (([good, good, cut, other, "/nonexistent.gps"],
+                         "cut.gps: corrupt summary"),
+                        ([good, other, cut], "other.gps: made with other options"),
+                        ([good, "/nonexistent.gps", cut], "nonexistent.gps"),
+                        ([cut, other, good], "cut.gps: corrupt summary")):
+        errs = [run("merge", "-j", j, *order) for j in ("1", "2", "5")]
+        check(all(r[0] == 1 and r[2] == errs[0][2] for r in errs) and
+              what in errs[0][2] and len(errs[0][2].strip().splitlines()) == 1,
+              f"merge {order}: {[(r[0], r[2]) for r in errs]}")
     for args in (["--warmup", "1"], ["--comm-kernels", "x*"],
                  ["-f", "summary"], ["--window", "1s"]):
         rc, out, err = run("merge", *args, good)
