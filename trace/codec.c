@@ -2,17 +2,13 @@
  * GPUPHASE_RECORD_KINDS, so adding a kind or appending a field to the table
  * needs no change here. */
 #include "codec.h"
+#include "decode_in.h"
 #include "encode.h"
 
 #include <string.h>
 
 #include "gp_api.h"
 
-/* Field names are compared at compile time: "start" anchors E fields and
- * orders the sorted reader. */
-#define IS_START(s)                                                            \
-  (sizeof(s) == 6 && (s)[0] == 's' && (s)[1] == 't' && (s)[2] == 'a' &&        \
-   (s)[3] == 'r' && (s)[4] == 't')
 #define IS_SIGNED(type) _Generic(((type){0}), int64_t : 1, default : 0)
 
 #define FIELD_DESC(code, type, fname)                                          \
@@ -20,9 +16,6 @@
 #define FIELD_CHECK(code, type, fname)                                         \
   _Static_assert(sizeof(type) == 8 || sizeof(type) == sizeof(gpuphase_blob),   \
                  "numeric record fields must be 64-bit");
-#define START_OFF(code, type, fname)                                           \
-  +(IS_START(#fname) ? offsetof(cur_t, fname) : 0)
-#define HAS_START(code, type, fname) +IS_START(#fname)
 #define IS_END(code, type, fname) +((#code)[0] == 'E')
 
 /* One case per kind; the block-scoped typedef lets the field macro name the
@@ -174,12 +167,6 @@ static int decode_payload(uint32_t kind, const uint8_t *p, const uint8_t *end,
  * the record is then built like one whose deltas are all 0. A kind that
  * cannot take the form is corrupt, an unknown kind skipped (its length is
  * that of its two varints). */
-#define REP_INDICES(FIELDS)                                                    \
-  const unsigned rs = 0 FIELDS(GP_REP_START), re = 0 FIELDS(GP_REP_END),      \
-                 rc = 0 FIELDS(GP_REP_CORR);                                   \
-  const unsigned si = rs ? rs - 1 : 0, ei = re ? re - 1 : 0,                   \
-                 ci = rc ? rc - 1 : 0;                                         \
-  if (!rs || !re || (c && !rc)) return GPUPHASE_E_CORRUPT;
 #define REPEAT_CASE(num, UP, low, FIELDS)                                      \
   case num: {                                                                  \
     typedef struct gpuphase_##low cur_t;                                       \
@@ -237,249 +224,9 @@ size_t gp_kind_size(uint32_t kind) {
   return 0;
 }
 
-/* A varint whose first byte at *pp (< end) has the continuation bit. Time
- * fields take two or three bytes, varying from record to record: up to
- * eight bytes are decoded from one unaligned load, with no branch on the
- * length (the stop bit is found by ctz and the 7-bit groups are packed in
- * three steps). Longer ones, and big-endian hosts, take the checked loop.
- * Reads 8 bytes at *pp; a varint that runs past end leaves *pp past end. */
-static inline int varint_long(const uint8_t **pp, const uint8_t *end,
-                              uint64_t *v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t w;
-  memcpy(&w, *pp, 8);
-  uint64_t stop = ~w & 0x8080808080808080ull;
-  if (__builtin_expect(stop != 0, 1)) {
-    unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 x length */
-    w &= 0x7f7f7f7f7f7f7f7full & (~0ull >> (64 - bits));
-    w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
-    w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
-    w = (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
-    *pp += bits / 8;
-    *v = w;
-    return 0;
-  }
-#endif
-  return gp_get_varint(pp, end, v);
-}
-
-/* The checked loop for the field decoders, with the position passed and
- * returned (NULL: malformed), so that it stays in a register: the loop
- * takes its address out of line. */
-static const uint8_t *__attribute__((noinline))
-varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-  return gp_get_varint(&p, end, v) ? NULL : p;
-}
-
-/* varint_long for the field decoders, out of line: varints of four to
- * eight bytes from one load, longer ones by varint_slow. */
-static const uint8_t *__attribute__((noinline))
-varint_wide(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t w;
-  memcpy(&w, p, 8);
-  uint64_t stop = ~w & 0x8080808080808080ull;
-  if (__builtin_expect(stop != 0, 1)) {
-    unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 x length */
-    w &= 0x7f7f7f7f7f7f7f7full & (~0ull >> (64 - bits));
-    w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
-    w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
-    w = (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
-    *v = w;
-    return p + bits / 8;
-  }
-#endif
-  return varint_slow(p, end, v);
-}
-
-/* A varint whose first byte at p has the continuation bit. Time deltas
- * take two or three bytes: those are put together byte by byte (p[1] and
- * p[2] are readable: the padding), wider ones go to varint_wide. */
-static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
-                                       uint64_t *v) {
-  uint64_t lo = p[0] & 0x7fu, b1 = p[1];
-  if (b1 < 0x80) {
-    *v = lo | b1 << 7;
-    return p + 2;
-  }
-  uint64_t b2 = p[2];
-  if (b2 < 0x80) {
-    *v = lo | (b1 & 0x7f) << 7 | b2 << 14;
-    return p + 3;
-  }
-  return varint_wide(p, end, v);
-}
-
-/* The zigzag-decoded delta of a one-byte varint (0..127): one load instead
- * of the shift, mask and exclusive-or, on the path most fields take. */
-#define UZ1(i) ((i) & 1 ? -((i) >> 1) - 1 : (i) >> 1)
-#define UZ4(i) UZ1(i), UZ1(i + 1), UZ1(i + 2), UZ1(i + 3)
-#define UZ16(i) UZ4(i), UZ4(i + 4), UZ4(i + 8), UZ4(i + 12)
-#define UZ64(i) UZ16(i), UZ16(i + 16), UZ16(i + 32), UZ16(i + 48)
-static const int8_t unzz7[128] = {UZ64(0), UZ64(64)};
-
-/* One field's delta, zigzag-decoded: 0 past the end of the payload. A
- * varint that runs past the end is caught once, after the last field. In
- * a kind without blobs, the fields past the end of the payload keep their
- * values (delta 0), so the first of them jumps to the end (`rest`). A
- * delta is added whatever its value: adding 0 costs less than testing
- * for it. */
-#define IN_DELTA(d)                                                            \
-  int64_t d = 0;                                                               \
-  if (!has_blob && p >= end) goto rest;                                        \
-  if (!has_blob || p < end) {                                                  \
-    unsigned b_ = *p;                                                          \
-    if (__builtin_expect(b_ < 0x80, 1)) {                                      \
-      d = unzz7[b_];                                                           \
-      p++;                                                                     \
-    } else {                                                                   \
-      uint64_t z_;                                                             \
-      if (!(p = varint_at(p, end, &z_))) return GPUPHASE_E_CORRUPT;            \
-      d = (int64_t)gp_unzigzag(z_);                                            \
-    }                                                                          \
-  }
-#define IN_V(type, name)                                                       \
-  {                                                                            \
-    IN_DELTA(d)                                                                \
-    x->name = (type)((uint64_t)x->name + (uint64_t)d);                         \
-  }
-/* E fields: the delta is of end - start, so the previous duration is taken
- * before start moves (SAVE_E) and the end rebuilt after (END_E). */
-#define IN_E(type, name)                                                       \
-  {                                                                            \
-    IN_DELTA(d)                                                                \
-    dur_##name += (uint64_t)d;                                                 \
-  }
-/* B fields: a length (no zigzag), then the bytes. */
-#define IN_B(type, name)                                                       \
-  {                                                                            \
-    uint64_t n = 0;                                                            \
-    if (p < end) {                                                             \
-      n = *p;                                                                  \
-      if (n < 0x80)                                                            \
-        p++;                                                                   \
-      else if (!(p = varint_at(p, end, &n)))                                   \
-        return GPUPHASE_E_CORRUPT;                                             \
-    }                                                                          \
-    if (n > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;                    \
-    x->name.data = (const char *)p;                                            \
-    x->name.len = n;                                                           \
-    p += n;                                                                    \
-  }
-#define IN_FIELD(code, type, name) IN_##code(type, name)
-#define IS_BLOB(code, type, name) +(#code[0] == 'B')
-#define SAVE_V(name)
-#define SAVE_B(name)
-#define SAVE_E(name) uint64_t dur_##name = x->name - x->start;
-#define SAVE_FIELD(code, type, name) SAVE_##code(name)
-#define END_V(name)
-#define END_B(name)
-#define END_E(name) x->name = x->start + dur_##name;
-#define END_FIELD(code, type, name) END_##code(name)
-/* Inlined into gp_decode_next's switch: no call, and the payload bounds
- * stay in registers. */
-#define DECODE_IN_KIND(num, UP, low, FIELDS)                                   \
-  static inline __attribute__((always_inline)) int decode_in_##low(            \
-      const uint8_t *p, const uint8_t *end, struct gpuphase_##low *x,          \
-      uint64_t *start) {                                                       \
-    typedef struct gpuphase_##low cur_t;                                       \
-    const int has_blob = 0 FIELDS(IS_BLOB);                                    \
-    FIELDS(SAVE_FIELD)                                                         \
-    FIELDS(IN_FIELD)                                                           \
-    goto rest;                                                                 \
-  rest:                                                                        \
-    if (p > end) return GPUPHASE_E_CORRUPT;                                    \
-    FIELDS(END_FIELD)                                                          \
-    if (0 FIELDS(HAS_START))                                                   \
-      *start = *(const uint64_t *)((const char *)x +                           \
-                                   (0 FIELDS(START_OFF)));                     \
-    return num;                                                                \
-  }
-GPUPHASE_RECORD_KINDS(DECODE_IN_KIND)
-
-/* The kind and length prefixes: checked like any varint. */
-static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
-                                uint64_t *v) {
-  const uint8_t *p = *pp;
-  if (p >= end) return GPUPHASE_E_CORRUPT;
-  if (*p < 0x80) {
-    *v = *p;
-    *pp = p + 1;
-    return 0;
-  }
-  if (varint_long(pp, end, v) || *pp > end) return GPUPHASE_E_CORRUPT;
-  return 0;
-}
-
-/* A repeat record in place: the kind's last record is the previous one. */
-#define REPEAT_IN_CASE(num, UP, low, FIELDS)                                   \
-  case num: {                                                                  \
-    typedef struct gpuphase_##low cur_t;                                       \
-    REP_INDICES(FIELDS)                                                        \
-    uint64_t *f = (uint64_t *)&s->last[num].u.low;                             \
-    uint64_t dur = f[ei] - f[si] + gp_unzigzag(z);                             \
-    f[si] = f[ei] + g;                                                         \
-    f[ei] = f[si] + dur;                                                       \
-    if (rc) f[ci] += c;                                                        \
-    *start = f[si];                                                            \
-    return num;                                                                \
-  }
-/* One of its two varints: a one-byte one inline, two and three bytes
- * byte by byte (varint_at); a varint that runs past the end of the payload
- * is caught once, after both (the padding is readable). */
-static inline const uint8_t *rep_varint(const uint8_t *p, const uint8_t *end,
-                                        uint64_t *v) {
-  if (__builtin_expect(*p < 0x80, 1)) {
-    *v = *p;
-    return p + 1;
-  }
-  return varint_at(p, end, v);
-}
-static inline __attribute__((always_inline)) int
-decode_repeat_in(const uint8_t **pp, const uint8_t *end,
-                            struct gp_dstate *s, uint64_t *start) {
-  const uint8_t *p = *pp + 1;
-  unsigned tag = **pp;
-  uint64_t g, z, c = (tag & GP_REPEAT_CORR) != 0;
-  if (!(p = rep_varint(p, end, &g)) || !(p = rep_varint(p, end, &z)) ||
-      p > end)
-    return GPUPHASE_E_CORRUPT;
-  *pp = p;
-  switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
-  return 0;
-}
-
 int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start) {
-  const uint8_t *p = *pp;
-  if (*p >= GP_REPEAT_TAG) return decode_repeat_in(pp, end, s, start);
-  uint64_t kind, len;
-  /* Both prefixes in one byte each (any kind below 128 and a payload
-   * below 128 bytes): one load of the two, which the padding allows. */
-  uint16_t w;
-  memcpy(&w, p, 2);
-  if (__builtin_expect(!(w & 0x8080), 1)) {
-    kind = p[0];
-    len = p[1];
-    p += 2;
-    if (p > end) return GPUPHASE_E_CORRUPT;
-  } else if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len)) {
-    return GPUPHASE_E_CORRUPT;
-  }
-  if (len > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
-  *pp = p + len;
-  int rc;
-  switch (kind) {
-#define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \
-  case num:                                                                    \
-    rc = decode_in_##low(p, p + len, &s->last[num].u.low, start);             \
-    if (num == GPUPHASE_REC_STRING && rc == num &&                             \
-        s->last[GPUPHASE_REC_STRING].u.string.id == 0)                         \
-      return GPUPHASE_E_CORRUPT;                                               \
-    return rc;
-    GPUPHASE_RECORD_KINDS(DECODE_IN_CASE)
-  }
-  return 0;
+  return gp_decode_in(pp, end, s, start);
 }
 
 int gp_decode_kept(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "decode_in.h"
 #include "reader_int.h"
 #include "reader_ext.h"
 
@@ -1065,8 +1066,8 @@ fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
     const uint8_t *at = src->c.p;
     int k = kept ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
                                   &src->key, r->only)
-                 : gp_decode_next(&src->c.p, src->c.end, &src->c.st,
-                                  &src->key);
+                 : gp_decode_in(&src->c.p, src->c.end, &src->c.st,
+                                &src->key);
     if (__builtin_expect(k > 0, 1)) {
       src->head = &src->c.st.last[k];
       if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
