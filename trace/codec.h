@@ -64,7 +64,7 @@ int gp_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v);
 static inline uint64_t gp_zigzag(uint64_t d) {
   return (d << 1) ^ (0 - (d >> 63));
 }
-static inline uint64_t gp_unzigzag(uint64_t z) {
+static inline __attribute__((always_inline)) uint64_t gp_unzigzag(uint64_t z) {
   return (z >> 1) ^ (0 - (z & 1));
 }
 

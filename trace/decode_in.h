@@ -88,7 +88,8 @@ varint_wide(const uint8_t *p, const uint8_t *end, uint64_t *v) {
 /* A varint whose first byte at p has the continuation bit. Time deltas
  * take two or three bytes: those are put together byte by byte (p[1] and
  * p[2] are readable: the padding), wider ones go to varint_wide. */
-static inline const uint8_t *varint_at(const uint8_t *p, const uint8_t *end,
+static inline __attribute__((always_inline)) const uint8_t *
+varint_at(const uint8_t *p, const uint8_t *end,
                                        uint64_t *v) {
   uint64_t lo = p[0] & 0x7fu, b1 = p[1];
   if (b1 < 0x80) {

@@ -1055,19 +1055,23 @@ fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
 }
 
 /* Decodes the next record of src into src->head: 1, 0 when the source is
- * exhausted, or an error. kept (a constant): the reader hands out the
+ * exhausted, or an error. kept (a constant): 1, the reader hands out the
  * kinds of r->only alone (gp_reader_only), so the merge of one that hands
- * out all of them tests nothing more per record. */
+ * out all of them tests nothing more per record; 0, the decoder inline
+ * (the merge's loop); 2, the decoder called (elsewhere: one inline copy
+ * of it is enough). */
 static inline __attribute__((always_inline)) int
 fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
   uint64_t key = src->key;
   if (src->pq < src->pqend) return fetch_pre(r, src, key);
   if (__builtin_expect(src->c.p < src->c.end, 1)) {
     const uint8_t *at = src->c.p;
-    int k = kept ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
-                                  &src->key, r->only)
-                 : gp_decode_in(&src->c.p, src->c.end, &src->c.st,
-                                &src->key);
+    int k = kept == 1 ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
+                                       &src->key, r->only)
+            : kept == 2 ? gp_decode_next(&src->c.p, src->c.end, &src->c.st,
+                                         &src->key)
+                        : gp_decode_in(&src->c.p, src->c.end, &src->c.st,
+                                       &src->key);
     if (__builtin_expect(k > 0, 1)) {
       src->head = &src->c.st.last[k];
       if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
@@ -1132,7 +1136,7 @@ static int start_merge(gpuphase_reader *r) {
   if (!s->heap) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   for (uint32_t i = 0; i < s->nsrc; i++) {
     int rc = r->only ? fetch_head_k(r, &s->src[i], 1)
-                     : fetch_head_k(r, &s->src[i], 0);
+                     : fetch_head_k(r, &s->src[i], 2);
     if (rc < 0) return rc;
     if (rc == 0) continue;
     s->heap[s->nheap] =
@@ -1209,13 +1213,11 @@ next_merge(gpuphase_reader *r, const struct gpuphase_record **out,
   return 1;
 }
 
-int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
+/* gp_sorted_next off its path: the metadata, the start of the merge, a
+ * filtered merge, the summary and the end. */
+static int __attribute__((noinline))
+next_other(gpuphase_reader *r, const struct gpuphase_record **out) {
   struct gp_sorted *s = r->sorted;
-  if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
-    int rc = next_merge(r, out, 0);
-    if (rc) return rc;
-    s->phase = PHASE_SUMMARY;
-  }
   for (;;) {
     int rc = 0;
     switch (s->phase) {
@@ -1227,9 +1229,7 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
       }
       break;
     case PHASE_MERGE:
-      rc = next_merge(r, out, 0);
-      if (rc == 0) s->phase = PHASE_SUMMARY;
-      break;
+      return gp_sorted_next(r, out);
     case PHASE_MERGE_KEPT:
       rc = next_merge(r, out, 1);
       if (rc == 0) s->phase = PHASE_SUMMARY;
@@ -1250,6 +1250,16 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
     }
     if (rc) return rc;
   }
+}
+
+int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
+  struct gp_sorted *s = r->sorted;
+  if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
+    int rc = next_merge(r, out, 0);
+    if (rc) return rc;
+    s->phase = PHASE_SUMMARY;
+  }
+  return next_other(r, out);
 }
 
 int gp_reader_next_sorted(gpuphase_reader *r,
