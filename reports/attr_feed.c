@@ -932,6 +932,10 @@ static void on_state(struct gp_attr *a, const struct gpuphase_state *r) {
   }
 }
 
+uint64_t gp_attr_records(const gp_attr *a) {
+  return a->diag.records;
+}
+
 uint64_t gp_attr_unwritten(const gp_attr *a) {
   return a->unwritten;
 }
@@ -940,7 +944,9 @@ uint64_t gp_attr_meas_records(const gp_attr *a) {
   return a->meas_records;
 }
 
-int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
+/* gp_attr_feed's body, inline in it and in gp_attr_feed_cb */
+static inline __attribute__((always_inline)) int
+feed(gp_attr *a, const struct gpuphase_record *rec) {
   if (a->oom) return -1;
   a->diag.records++;
   /* the two kinds nearly every record is, first */
@@ -1031,4 +1037,18 @@ int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
     break;
   }
   return a->oom ? -1 : 0;
+}
+
+int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
+  return feed(a, rec);
+}
+
+int gp_attr_feed_cb(void *a, const struct gpuphase_record *rec) {
+  return feed(a, rec);
+}
+
+int gp_attr_feed_n(gp_attr *a, const struct gpuphase_record *recs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (feed(a, &recs[i]) < 0) return -1;
+  return 0;
 }

@@ -18,9 +18,17 @@ void gp_attr_free(gp_attr *a);                        /* accepts NULL */
  * when out of memory (the engine is then unusable). */
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec);
 
+/* gp_attr_feed of recs[0..n) in turn (a loop of the engine's own). */
+int gp_attr_feed_n(gp_attr *a, const struct gpuphase_record *recs, size_t n);
+
+/* gp_attr_feed with the engine as a void pointer: a callback for
+ * gp_reader_each_sorted (reader_ext.h). */
+int gp_attr_feed_cb(void *a, const struct gpuphase_record *rec);
+
 /* What the records fed so far say beside the attribution: events whose
  * trace writes failed (LOST records of source 2: a full disk), and the
  * METRIC and SAMPLER records (measured counters to read, measured.h). */
+uint64_t gp_attr_records(const gp_attr *a); /* records fed */
 uint64_t gp_attr_unwritten(const gp_attr *a);
 uint64_t gp_attr_meas_records(const gp_attr *a);
 

@@ -33,20 +33,40 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
 }
 
 /* Feeds every record; 0 at the end of the trace, else the reader's error. */
+/* The engine and where feed_all reports progress to. */
+struct feed_ctx {
+  gp_attr *a;
+  gp_progress_fn progress;
+  void *ctx;
+  const char *path;
+  gpuphase_reader *rd;
+  uint64_t size;
+};
+
+static int feed_cb(void *arg, const struct gpuphase_record *rec) {
+  return gp_attr_feed_cb(((struct feed_ctx *)arg)->a, rec);
+}
+
+static void feed_tick(void *arg, uint64_t n) {
+  struct feed_ctx *f = arg;
+  f->progress(f->ctx, f->path, gpuphase_reader_offset(f->rd), f->size, n);
+}
+
+/* Feeds every record; 0 at the end of the trace, else the reader's error. */
 static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
                     gp_progress_fn progress, void *ctx, int *oom) {
-  const struct gpuphase_record *rec;
-  uint64_t n = 0, size = gpuphase_reader_file_size(rd);
-  int rc;
-  while ((rc = gp_reader_next_sorted(rd, &rec)) == 1) {
-    if (gp_attr_feed(a, rec) < 0) {
-      *oom = 1;
-      return 0;
-    }
-    if (progress && (++n & 0xffff) == 0)
-      progress(ctx, path, gpuphase_reader_offset(rd), size, n);
+  struct feed_ctx f = {a, progress, ctx, path, rd,
+                       gpuphase_reader_file_size(rd)};
+  int rc = progress ? gp_reader_each_sorted(rd, feed_cb, &f, feed_tick)
+                    : gp_reader_each_sorted(rd, gp_attr_feed_cb, a, NULL);
+  if (rc == 1) {
+    *oom = 1;
+    return 0;
   }
-  if (progress) progress(ctx, path, size, size, n);
+  if (progress) {
+    uint64_t n = gp_attr_records(a);
+    progress(ctx, path, f.size, f.size, n);
+  }
   return rc;
 }
 
@@ -217,14 +237,10 @@ static int feed_split(gpuphase_reader *rd, gp_attr *a, const char *path,
     struct batch *b = &f.b[f.tail % NBATCH];
     *oom |= f.oom;
     pthread_mutex_unlock(&f.mu);
-    for (size_t i = 0; i < b->n && !*oom; i++) {
-      if (gp_attr_feed(a, &b->recs[i]) < 0) {
-        *oom = 1;
-        break;
-      }
-      if (progress && (++n & 0xffff) == 0)
-        progress(ctx, path, b->off, size, n);
-    }
+    if (!*oom && gp_attr_feed_n(a, b->recs, b->n) < 0) *oom = 1;
+    if (progress && !*oom && (n + b->n) >> 16 != n >> 16)
+      progress(ctx, path, b->off, size, (n + b->n) & ~(uint64_t)0xffff);
+    n += b->n;
     rc = *oom ? 0 : b->rc;
     pthread_mutex_lock(&f.mu);
     f.tail++;

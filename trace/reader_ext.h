@@ -48,6 +48,16 @@ int gp_reader_next_ref(gpuphase_reader *r, const struct gpuphase_record **out);
 int gp_reader_next_sorted(gpuphase_reader *r,
                           const struct gpuphase_record **out);
 
+/* fn(ctx, record) for every record of a time-ordered reader, in a loop
+ * of the reader's own (the merge and the decoder inline in it), and
+ * tick(ctx, n) after every 65,536 records when tick is not NULL. Returns
+ * 0 at the end of the trace, the reader's error, or 1 when fn returned
+ * a negative value (the loop then stops). */
+int gp_reader_each_sorted(gpuphase_reader *r,
+                          int (*fn)(void *ctx,
+                                    const struct gpuphase_record *rec),
+                          void *ctx, void (*tick)(void *ctx, uint64_t n));
+
 /* Interned string with its length (it may hold NUL bytes); 0 if unknown. */
 int gp_reader_string_blob(const gpuphase_reader *r, uint64_t id,
                           gpuphase_blob *out);

@@ -1262,6 +1262,30 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
   return next_other(r, out);
 }
 
+int gp_reader_each_sorted(gpuphase_reader *r,
+                          int (*fn)(void *ctx,
+                                    const struct gpuphase_record *rec),
+                          void *ctx, void (*tick)(void *ctx, uint64_t n)) {
+  struct gp_sorted *s = r->sorted;
+  const struct gpuphase_record *rec;
+  uint64_t n = 0;
+  for (;;) {
+    int rc;
+    if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
+      rc = next_merge(r, &rec, 0);
+      if (!rc) {
+        s->phase = PHASE_SUMMARY;
+        rc = next_other(r, &rec);
+      }
+    } else {
+      rc = next_other(r, &rec);
+    }
+    if (rc != 1) return rc;
+    if (fn(ctx, rec) < 0) return 1;
+    if (tick && (++n & 0xffff) == 0) tick(ctx, n);
+  }
+}
+
 int gp_reader_next_sorted(gpuphase_reader *r,
                           const struct gpuphase_record **out)
     __attribute__((alias("gp_sorted_next")));
