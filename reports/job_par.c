@@ -1,4 +1,4 @@
-/* gp_par_for (job_par.h). */
+/* gp_par_for and gp_par_until (job_par.h). */
 #include "job_par.h"
 
 #include <pthread.h>
@@ -8,8 +8,10 @@
 
 struct par {
   size_t n, next;
+  size_t failed; /* the lowest index whose fn failed (n: none) */
   pthread_mutex_t mu;
-  void (*fn)(void *, size_t);
+  void (*fn)(void *, size_t);     /* gp_par_for */
+  int (*until)(void *, size_t);   /* gp_par_until */
   void *ctx;
 };
 
@@ -17,33 +19,50 @@ static void *worker(void *arg) {
   struct par *p = arg;
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    size_t i = p->next < p->n ? p->next++ : p->n;
+    size_t i = p->next < p->failed ? p->next++ : p->n;
     pthread_mutex_unlock(&p->mu);
     if (i == p->n) return NULL;
-    p->fn(p->ctx, i);
+    if (p->fn) {
+      p->fn(p->ctx, i);
+    } else if (p->until(p->ctx, i)) {
+      pthread_mutex_lock(&p->mu);
+      if (i < p->failed) p->failed = i;
+      pthread_mutex_unlock(&p->mu);
+    }
   }
+}
+
+static size_t run(struct par *p, int threads) {
+  if (threads < 1) threads = 1;
+  if ((size_t)threads > p->n) threads = (int)p->n;
+  if (threads <= 1) {
+    worker(p);
+    pthread_mutex_destroy(&p->mu);
+    return p->failed;
+  }
+  pthread_t *t = malloc((size_t)(threads - 1) * sizeof *t);
+  int started = 0;
+  while (t && started < threads - 1 &&
+         pthread_create(&t[started], NULL, worker, p) == 0)
+    started++;
+  worker(p);
+  for (int i = 0; i < started; i++)
+    pthread_join(t[i], NULL);
+  free(t);
+  pthread_mutex_destroy(&p->mu);
+  return p->failed;
 }
 
 void gp_par_for(size_t n, int threads, void (*fn)(void *ctx, size_t i),
                 void *ctx) {
-  if (threads < 1) threads = 1;
-  if ((size_t)threads > n) threads = (int)n;
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; i++)
-      fn(ctx, i);
-    return;
-  }
-  struct par p = {n, 0, PTHREAD_MUTEX_INITIALIZER, fn, ctx};
-  pthread_t *t = malloc((size_t)(threads - 1) * sizeof *t);
-  int started = 0;
-  while (t && started < threads - 1 &&
-         pthread_create(&t[started], NULL, worker, &p) == 0)
-    started++;
-  worker(&p);
-  for (int i = 0; i < started; i++)
-    pthread_join(t[i], NULL);
-  free(t);
-  pthread_mutex_destroy(&p.mu);
+  struct par p = {n, 0, n, PTHREAD_MUTEX_INITIALIZER, fn, NULL, ctx};
+  run(&p, threads);
+}
+
+size_t gp_par_until(size_t n, int threads, int (*fn)(void *ctx, size_t i),
+                    void *ctx) {
+  struct par p = {n, 0, n, PTHREAD_MUTEX_INITIALIZER, NULL, fn, ctx};
+  return run(&p, threads);
 }
 
 int gp_par_default(void) {

@@ -11,6 +11,11 @@
  * caller does it all. */
 void gp_par_for(size_t n, int threads, void (*fn)(void *ctx, size_t i),
                 void *ctx);
+/* gp_par_for for work that stops at a failure: fn returns 0, or non-zero
+ * when i failed; no index after the lowest failed one is started (those
+ * under way finish). Returns the lowest failed index, n if none. */
+size_t gp_par_until(size_t n, int threads, int (*fn)(void *ctx, size_t i),
+                    void *ctx);
 /* The default number of threads: the CPUs this process may run on. */
 int gp_par_default(void);
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -831,16 +830,12 @@ struct read_all_task {
   int *rc, *nomem;
   char (*err)[512];
   const struct gp_summary_set *first;
-  size_t failed; /* lowest failed index so far (SIZE_MAX: none) */
-  pthread_mutex_t mu;
 };
 
-static void read_one(void *ctx, size_t i) {
+/* Summary i + 1 (the first is read already); non-zero when it failed. */
+static int read_one(void *ctx, size_t k) {
   struct read_all_task *t = ctx;
-  pthread_mutex_lock(&t->mu);
-  int skip = t->failed < i; /* a summary before it failed: not needed */
-  pthread_mutex_unlock(&t->mu);
-  if (skip) return;
+  size_t i = k + 1;
   struct gp_summary_set *one = &t->one[i];
   /* the summaries before it are the first one's options */
   one->any = 1;
@@ -853,15 +848,7 @@ static void read_one(void *ctx, size_t i) {
     t->rc[i] = gp_summary_read(t->files[i], one, &t->nomem[i], t->err[i],
                                sizeof t->err[i]);
   }
-  if (t->rc[i] < 0) {
-    pthread_mutex_lock(&t->mu);
-    if (i < t->failed) t->failed = i;
-    pthread_mutex_unlock(&t->mu);
-  }
-}
-
-static void read_shifted(void *ctx, size_t i) {
-  read_one(ctx, i + 1);
+  return t->rc[i] < 0;
 }
 
 /* Moves src's processes to the end of dst's; src is left empty. */
@@ -887,7 +874,7 @@ int gp_summary_read_all(char *const *files, size_t n, int threads,
   if (!n) return 0;
   if (gp_summary_read(files[0], set, nomem, err, errlen) < 0) return -1;
   if (n == 1) return 0;
-  struct read_all_task t = {.files = files, .first = set, .failed = SIZE_MAX};
+  struct read_all_task t = {.files = files, .first = set};
   t.one = calloc(n, sizeof *t.one);
   t.rc = calloc(n, sizeof *t.rc);
   t.nomem = calloc(n, sizeof *t.nomem);
@@ -898,10 +885,7 @@ int gp_summary_read_all(char *const *files, size_t n, int threads,
     snprintf(err, errlen, "out of memory");
     rc = -1;
   } else {
-    pthread_mutex_init(&t.mu, NULL);
-    /* the first is read already: the tasks are 1..n-1 */
-    gp_par_for(n - 1, threads, read_shifted, &t);
-    pthread_mutex_destroy(&t.mu);
+    gp_par_until(n - 1, threads, read_one, &t);
     for (size_t i = 1; i < n && !rc; i++) {
       if (t.rc[i] < 0) {
         *nomem = t.nomem[i];

@@ -32,7 +32,6 @@ static void identity(struct gp_proc_res *r, const gpuphase_reader *rd,
   r->run_id = h->run_id && *h->run_id ? dup0(h->run_id) : NULL;
 }
 
-/* Feeds every record; 0 at the end of the trace, else the reader's error. */
 /* The engine and where feed_all reports progress to. */
 struct feed_ctx {
   gp_attr *a;

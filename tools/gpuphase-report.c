@@ -379,24 +379,16 @@ struct read_task {
   struct gp_proc_res **procs;
   struct progress *pg;
   char (*err)[512];
-  size_t failed; /* lowest failed index so far (n: none) */
-  pthread_mutex_t mu;
 };
 
-static void read_one(void *ctx, size_t i) {
+/* One file; non-zero when it failed (the files after it are not needed). */
+static int read_one(void *ctx, size_t i) {
   struct read_task *t = ctx;
-  pthread_mutex_lock(&t->mu);
-  int skip = t->failed < i; /* a file before it failed: not needed */
-  pthread_mutex_unlock(&t->mu);
-  if (skip) return;
   int st;
   t->procs[i] = gp_report_file(t->files[i], &t->o->ro,
                                t->pg->on ? on_progress : NULL, t->pg, &st,
                                t->err[i], sizeof t->err[i]);
-  if (t->procs[i]) return;
-  pthread_mutex_lock(&t->mu);
-  if (i < t->failed) t->failed = i;
-  pthread_mutex_unlock(&t->mu);
+  return !t->procs[i];
 }
 
 /* The files, read at once by o->threads threads; what is said on stderr
@@ -412,9 +404,8 @@ static int read_all(int n, char **files, const struct opts *o,
   int threads = o->threads ? o->threads : gp_par_default();
   struct opts per_file = *o;
   per_file.ro.read_threads = threads > n ? threads / n : 1;
-  struct read_task t = {files, &per_file, procs, &pg, err, (size_t)n,
-                        PTHREAD_MUTEX_INITIALIZER};
-  gp_par_for((size_t)n, threads, read_one, &t);
+  struct read_task t = {files, &per_file, procs, &pg, err};
+  gp_par_until((size_t)n, threads, read_one, &t);
   if (pg.shown) fputs("\r\033[K", stderr);
   int rc = 0;
   for (int i = 0; i < n && !rc; i++) {
