@@ -762,18 +762,15 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
   return 0;
 }
 
-int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
-                    char *err, size_t errlen) {
-  size_t len = 0;
+int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
+                        struct gp_summary_set *set, int *nomem, char *err,
+                        size_t errlen) {
   *nomem = 0;
-  uint8_t *f = slurp(path, &len, nomem, err, errlen);
-  if (!f) return -1;
   if (len < HEAD || memcmp(f, magic, 8)) {
     snprintf(err, errlen,
              "%s: not a gpuphase summary (gpuphase-report --format summary "
              "writes them)",
              path);
-    free(f);
     return -1;
   }
   uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
@@ -784,23 +781,19 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
              "versions %u to %u",
              path, (unsigned long long)ver, GP_SUMMARY_VERSION_OLDEST,
              GP_SUMMARY_VERSION);
-    free(f);
     return -1;
   }
   if (body > BODY_MAX || fsz != body) {
     snprintf(err, errlen, "%s: corrupt summary (its size)", path);
-    free(f);
     return -1;
   }
   uint8_t *b = malloc(body ? (size_t)body : 1);
   if (!b) {
     *nomem = 1;
     snprintf(err, errlen, "%s: out of memory", path);
-    free(f);
     return -1;
   }
   size_t got = ZSTD_decompress(b, (size_t)body, f + HEAD, len - HEAD);
-  free(f);
   if (ZSTD_isError(got) || got != body) {
     snprintf(err, errlen, "%s: corrupt summary (zstd: %s)", path,
              ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
@@ -819,6 +812,17 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
     snprintf(err, errlen, "%s: out of memory", path);
   }
   free(b);
+  return rc;
+}
+
+int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
+                    char *err, size_t errlen) {
+  size_t len = 0;
+  *nomem = 0;
+  uint8_t *f = slurp(path, &len, nomem, err, errlen);
+  if (!f) return -1;
+  int rc = gp_summary_read_mem(f, len, path, set, nomem, err, errlen);
+  free(f);
   return rc;
 }
 

@@ -7,6 +7,7 @@
 #define GP_JOB_SUMMARY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "job.h"
@@ -41,6 +42,10 @@ struct gp_summary_set {
  * *nomem set). */
 int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
                     char *err, size_t errlen);
+/* The same from the file's bytes f[0..len), named path in messages. */
+int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
+                        struct gp_summary_set *set, int *nomem, char *err,
+                        size_t errlen);
 void gp_summary_set_free(struct gp_summary_set *set); /* the procs too */
 
 /* Reads the summaries at files[0..n) into set, as gp_summary_read of each
