@@ -97,12 +97,12 @@ static const char usage[] =
     "                     " GP_JOB_COMM_DEFAULT ", a mangled name's _Z prefix "
     "skipped)\n"
     "  -j, --jobs N       threads reading the files (default: the CPUs\n"
-    "                     available): up to N files at once, one thread each,\n"
-    "                     and with fewer files than N the others read a\n"
-    "                     file while its own thread analyses it, and then\n"
-    "                     decompress and decode its frames ahead (up to 4 a\n"
-    "                     file); merge: up to N summaries at once; the\n"
-    "                     output is the same for any N\n"
+    "                     available, within the cgroup's CPU quota): up to N\n"
+    "                     files at once, one thread each, and with fewer\n"
+    "                     files than N the others read a file while its own\n"
+    "                     thread analyses it, and then decompress and decode\n"
+    "                     its frames ahead (up to 4 a file); merge: up to N\n"
+    "                     summaries at once; the output is the same for any N\n"
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
