@@ -2,6 +2,7 @@
  * columns; every string from a trace is cleaned (text) or escaped (HTML,
  * JSON). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "job.h"
@@ -58,6 +59,34 @@ static void wrap_text(FILE *f, const char *lead, const char *s) {
     p = sp ? sp + 1 : p + strlen(p);
   }
   fputc('\n', f);
+}
+
+/* The hosts that 'Clocks' shows when not all fit: the reference (0), then
+ * the n - 1 others with the largest residual skew, largest first (ties in
+ * host order); NULL out of memory (then the first n are shown). */
+static size_t *worst_hosts(const struct gp_job *j, size_t n) {
+  size_t *v = malloc(j->nhosts * sizeof *v);
+  if (!v) return NULL;
+  for (size_t h = 0; h < j->nhosts; h++)
+    v[h] = h;
+  for (size_t i = 1; i < n; i++) { /* selection of the n - 1 worst */
+    size_t w = i;
+    for (size_t k = i + 1; k < j->nhosts; k++)
+      if (j->hosts[v[k]].residual_max_ns > j->hosts[v[w]].residual_max_ns ||
+          (j->hosts[v[k]].residual_max_ns == j->hosts[v[w]].residual_max_ns &&
+           v[k] < v[w]))
+        w = k;
+    size_t t = v[i];
+    v[i] = v[w];
+    v[w] = t;
+  }
+  return v;
+}
+
+static int host_in(const size_t *v, size_t n, size_t h) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == h) return 1;
+  return 0;
 }
 
 void gp_job_text(FILE *f, const struct gp_job *j, int color, size_t top) {
@@ -133,7 +162,18 @@ void gp_job_text(FILE *f, const struct gp_job *j, int color, size_t top) {
   fprintf(f, "\n%sClocks%s (on ", b, off);
   clean(f, j->nhosts ? j->hosts[0].name : "?", 30, 0);
   fputs("'s monotonic clock)\n", f);
-  for (size_t h = 0; h < j->nhosts; h++) {
+  /* the reference, then at most top - 1 others: the worst aligned first
+   * (largest residual skew) when they do not all fit, else in order */
+  size_t hshown = j->nhosts <= top ? j->nhosts : top > 1 ? top : 1;
+  size_t *order = hshown < j->nhosts ? worst_hosts(j, hshown) : NULL;
+  uint64_t rest_max = 0;
+  if (order)
+    for (size_t h = 1; h < j->nhosts; h++)
+      if (!host_in(order, hshown, h) &&
+          j->hosts[h].residual_max_ns > rest_max)
+        rest_max = j->hosts[h].residual_max_ns;
+  for (size_t i = 0; i < hshown; i++) {
+    size_t h = order ? order[i] : i;
     const struct gp_job_host *o = &j->hosts[h];
     fputs("  ", f);
     clean(f, o->name, 20, 1);
@@ -150,6 +190,12 @@ void gp_job_text(FILE *f, const struct gp_job *j, int color, size_t top) {
               gp_fmt_sdur(y, sizeof y, o->residual_max_ns));
     fputc('\n', f);
   }
+  if (hshown < j->nhosts)
+    fprintf(f,
+            "  (%zu more hosts, residual skew at most %s: --top N shows "
+            "more, the JSON all)\n",
+            j->nhosts - hshown, gp_fmt_sdur(x, sizeof x, rest_max));
+  free(order);
   if (j->finding) {
     fprintf(f, "\n%sFinding%s\n", b, off);
     char lead[32];

@@ -295,11 +295,11 @@ static void json_phases(struct gp_json *j, const struct gp_proc_res *r,
       if (r->phases[k].name == mr->phase_name[i]) p = &r->phases[k];
     double busy = -1, est = -1;
     for (size_t d = 0; p && d < r->ndev; d++)
-      if (r->dev[d].id == m->id && p->union_ns) {
+      if (r->dev[d].id == m->id && p->dev[d].span_ns) {
         busy = 100.0 * (double)p->dev[d].bd.cat[GP_CAT_KERNEL] /
-               (double)p->union_ns;
+               (double)p->dev[d].span_ns;
         if (r->dev[d].sms && !r->degraded)
-          est = 100.0 * p->dev[d].bd.cov_ns / (double)p->union_ns;
+          est = 100.0 * p->dev[d].bd.cov_ns / (double)p->dev[d].span_ns;
       }
     gp_json_num(j, "device_busy_pct", busy, 2, 1);
     gp_json_num(j, "sm_active_estimate_pct", est, 2, 1);

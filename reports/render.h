@@ -13,7 +13,14 @@ struct gp_render_opts {
   int color;  /* ANSI colour in text output */
   size_t top; /* rows of the kernel/API/phase tables; 0: 15 */
   int weight_blocked; /* folded: weigh by blocked time, not GPU idle */
+  size_t procs; /* text: per-process sections printed; 0: the default
+                   (GP_TEXT_JOB_PROCS with a job view of more ranks, else
+                   all), SIZE_MAX: all */
 };
+
+/* The per-process sections the text report prints by default beside a job
+ * view: those of the first ranks in the job's order (outliers first). */
+#define GP_TEXT_JOB_PROCS 4
 
 /* What is rendered: each process, and everything together (the process
  * itself when there is one, else the sum). */

@@ -270,7 +270,7 @@ static void phases(FILE *f, const struct gp_proc_res *r, size_t top) {
         f);
   for (size_t i = 0; i < r->nphases && i < top; i++) {
     const struct gp_phase_res *p = &r->phases[i];
-    uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
+    uint64_t span = p->span_ns;
     fputs("<tr><td class=\"name\">", f);
     gp_html_esc(f, p->name);
     fputs("</td>", f);

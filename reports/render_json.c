@@ -149,8 +149,7 @@ static void phase(struct gp_json *j, const struct gp_proc_res *r,
   gp_json_u64(j, "instances_ns", p->inst_ns);
   gp_json_u64(j, "mean_ns", p->count ? p->inst_ns / p->count : 0);
   gp_json_u64(j, "p95_ns", gp_hist_pct(&p->dur, 95));
-  uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
-  breakdown(j, &p->all, span);
+  breakdown(j, &p->all, p->span_ns);
   gp_json_obj(j, "utilization");
   util(j, &p->util);
   gp_json_end(j);
@@ -158,7 +157,7 @@ static void phase(struct gp_json *j, const struct gp_proc_res *r,
   for (size_t d = 0; d < r->ndev; d++) {
     gp_json_obj(j, NULL);
     gp_json_i64(j, "id", r->dev[d].id);
-    breakdown(j, &p->dev[d].bd, p->union_ns);
+    breakdown(j, &p->dev[d].bd, p->dev[d].span_ns);
     gp_json_u64(j, "mem_peak_bytes", p->dev[d].mem_peak);
     gp_json_end(j);
   }

@@ -16,6 +16,7 @@ struct out {
   FILE *f;
   const char *bold, *warn, *bad, *dim, *off;
   size_t top;
+  size_t sum_rows; /* GPU blocks and findings of the sum (SIZE_MAX: all) */
 };
 
 /* A count in at most w (>= 7) characters: digits, or 1.8e+19 when they do
@@ -274,7 +275,7 @@ static void phases(struct out *o, const struct gp_proc_res *r) {
           "lnch", "sync", "host", "busy", "SMcov", o->off);
   for (size_t i = 0; i < r->nphases && i < o->top; i++) {
     const struct gp_phase_res *p = &r->phases[i];
-    uint64_t span = p->union_ns * (r->ndev ? r->ndev : 1);
+    uint64_t span = p->span_ns;
     char a[16], b[16], c[16], cv[16], cn[32];
     fputs("  ", o->f);
     cell(o, p->name, 18);
@@ -546,7 +547,14 @@ static void header(struct out *o, const struct gp_proc_res *r) {
 static void findings(struct out *o, const struct gp_proc_res *r) {
   if (!r->nfindings) return;
   fprintf(o->f, "\n%sFindings%s\n", o->bold, o->off);
-  for (size_t i = 0; i < r->nfindings; i++) {
+  size_t n = r->file ? r->nfindings
+             : r->nfindings < o->sum_rows ? r->nfindings
+                                          : o->sum_rows;
+  if (n < r->nfindings)
+    fprintf(o->f, "  (the first %zu of %zu; each process's own are in its "
+                  "section, and the JSON holds them all)\n",
+            n, r->nfindings);
+  for (size_t i = 0; i < n; i++) {
     char lead[48];
     snprintf(lead, sizeof lead, "  %s*%s GPU %lld: ", o->warn, o->off,
              (long long)r->findings[i].device);
@@ -563,8 +571,14 @@ static void notes(struct out *o, const struct gp_proc_res *r) {
 
 static void section(struct out *o, const struct gp_proc_res *r) {
   header(o, r);
-  for (size_t i = 0; i < r->ndev; i++)
+  size_t nd = r->file || r->ndev <= o->sum_rows ? r->ndev : o->sum_rows;
+  for (size_t i = 0; i < nd; i++)
     device(o, &r->dev[i]);
+  if (nd < r->ndev)
+    fprintf(o->f,
+            "\n%s(%zu more GPUs: --processes all prints each in its "
+            "process's section; the JSON holds them all)%s\n",
+            o->dim, r->ndev - nd, o->off);
   gp_meas_text(o->f, r, o->bold, o->off);
   if (r->file) steps(o, r);
   findings(o, r);
@@ -586,7 +600,7 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
                   c ? "\033[1;31m" : "",
                   c ? "\033[2m" : "",
                   c ? "\033[0m" : "",
-                  ro && ro->top ? ro->top : 15};
+                  ro && ro->top ? ro->top : 15, SIZE_MAX};
   size_t degraded = 0;
   for (size_t i = 0; i < s->n; i++)
     degraded += s->procs[i]->degraded != 0;
@@ -602,8 +616,28 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
             o.bad, degraded, s->n, o.off);
   fprintf(f, "%sgpuphase report%s: %zu process%s\n", o.bold, o.off, s->n,
           s->n == 1 ? "" : "es");
-  for (size_t i = 0; i < s->n; i++)
-    section(&o, s->procs[i]);
+  /* the sections: all, or the first few in the job's order (outliers
+   * first), else in the order given */
+  size_t show = ro && ro->procs ? ro->procs
+                : s->job && s->n > GP_TEXT_JOB_PROCS ? GP_TEXT_JOB_PROCS
+                                                     : SIZE_MAX;
+  if (show >= s->n) {
+    for (size_t i = 0; i < s->n; i++)
+      section(&o, s->procs[i]);
+  } else {
+    int by_job = s->job && s->job->nranks == s->n;
+    o.sum_rows = o.top; /* the sum of the many, kept as short */
+    for (size_t i = 0; i < show; i++)
+      section(&o, s->procs[by_job ? s->job->r[i].proc : i]);
+    fprintf(f,
+            "\n%s(%zu more process%s left out: the sections above are %s "
+            "%zu; --processes all prints every one, the JSON and HTML hold "
+            "them all)%s\n",
+            o.dim, s->n - show, s->n - show == 1 ? "" : "es",
+            by_job ? "the job's first ranks, outliers first (Job below):"
+                   : "those of the first files given,",
+            show, o.off);
+  }
   if (s->n > 1) section(&o, s->total);
   if (s->job) gp_job_text(f, s->job, c, o.top);
   size_t stacks = 0;

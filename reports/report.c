@@ -200,10 +200,16 @@ int gp_res_derive(struct gp_proc_res *r, const struct gp_report_opts *o) {
   for (size_t i = 0; i < r->nphases; i++) {
     struct gp_phase_res *p = &r->phases[i];
     memset(&p->all, 0, sizeof p->all);
-    for (size_t d = 0; d < r->ndev; d++)
+    p->span_ns = 0;
+    for (size_t d = 0; d < r->ndev; d++) {
       gp_breakdown_add(&p->all, &p->dev[d].bd);
-    p->util =
-        gp_util_of(&p->all, p->union_ns * (r->ndev ? r->ndev : 1), sms_known);
+      /* a process: each of its devices over the phase's union; a sum
+       * keeps what gp_res_merge added up, each process's own union */
+      if (r->nprocs <= 1) p->dev[d].span_ns = p->union_ns;
+      p->span_ns += p->dev[d].span_ns;
+    }
+    if (!r->ndev) p->span_ns = p->union_ns;
+    p->util = gp_util_of(&p->all, p->span_ns, sms_known);
   }
   /* (a sum may hold no array at all, and qsort wants one) */
   if (r->nphases) qsort(r->phases, r->nphases, sizeof *r->phases, cmp_phase);
@@ -305,6 +311,7 @@ static int merge_phase(struct gp_proc_res *d, const struct gp_phase_res *x,
   for (size_t k = 0; k < nmap; k++) {
     gp_breakdown_add(&p->dev[map[k]].bd, &x->dev[k].bd);
     p->dev[map[k]].mem_peak += x->dev[k].mem_peak;
+    p->dev[map[k]].span_ns += x->dev[k].span_ns;
   }
   return 0;
 }

@@ -131,6 +131,10 @@ struct gp_device_res {
 struct gp_phase_dev {
   struct gp_breakdown bd;
   uint64_t mem_peak;
+  /* The time the device is counted over for the phase (derived): the
+   * union_ns of the process it belongs to; in a sum of processes, summed
+   * over the processes that share the device. */
+  uint64_t span_ns;
 };
 
 struct gp_phase_res {
@@ -141,7 +145,9 @@ struct gp_phase_res {
   struct gp_hist dur;
   struct gp_phase_dev *dev; /* parallel to the result's devices */
   struct gp_breakdown all;  /* sum over devices (derived) */
-  struct gp_util util;      /* of `all` over union_ns x devices (derived) */
+  uint64_t span_ns;         /* sum of the devices' span_ns (derived): for a
+                               process, union_ns x devices */
+  struct gp_util util;      /* of `all` over span_ns (derived) */
 };
 
 struct gp_kernel_res {

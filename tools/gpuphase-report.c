@@ -31,8 +31,8 @@ static const char usage[] =
     "       gpuphase-report info FILE...\n"
     "       gpuphase-report dump FILE\n"
     "       gpuphase-report --format summary -o SUMMARY [options] FILE...\n"
-    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--color] [-j N]\n"
-    "                             [--job|--no-job] SUMMARY...\n"
+    "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--processes N]\n"
+    "                             [--color] [-j N] [--job|--no-job] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budgets FILE [options] NEW...\n"
     "\n"
@@ -70,6 +70,9 @@ static const char usage[] =
     "                     capability: >= 9.0 64, 8.x 32, older 16)\n"
     "      --top N        rows of the kernel, phase, thread and API tables "
     "(15)\n"
+    "      --processes N|all  text: per-process sections; by default all,\n"
+    "                     but with a job view of more than 4 ranks those of\n"
+    "                     its first 4 (outliers first) and the sum\n"
     "      --step NAME    each top-level occurrence of the range NAME (NVTX or\n"
     "                     gpuphase_range_push; a glob such as 'step*' works)\n"
     "                     is a step; by default: ProfilerStep#N ranges, else\n"
@@ -114,6 +117,7 @@ struct opts {
   int color; /* -1 auto, 0 never, 1 always */
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
+  int procs_opt;        /* --processes given (text only) */
   int weight_opt;       /* --weight given (folded only) */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
@@ -139,6 +143,7 @@ static int parse_num(const char *s, double lo, double hi, double *v) {
 enum {
   O_LINK = 256,
   O_TOP,
+  O_PROCS,
   O_COLOR,
   O_STEP,
   O_WARMUP,
@@ -213,6 +218,17 @@ static int apply(struct opts *o, int c, const char *arg) {
       return usage_error("invalid --top '%s': expected a count >= 1", arg);
     o->rend.top = (size_t)v;
     break;
+  case O_PROCS:
+    o->procs_opt = 1;
+    if (!strcmp(arg, "all"))
+      o->rend.procs = SIZE_MAX;
+    else if (parse_num(arg, 1, 1e9, &v) < 0 || v != (size_t)v)
+      return usage_error("invalid --processes '%s': expected a count >= 1 "
+                         "or 'all'",
+                         arg);
+    else
+      o->rend.procs = (size_t)v;
+    break;
   case O_STEP:
     o->fixed = "--step";
     if (!*arg) return usage_error("%s", "--step needs a range name or glob");
@@ -285,6 +301,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"window", required_argument, 0, 'w'},
       {"link-gbps", required_argument, 0, O_LINK},
       {"top", required_argument, 0, O_TOP},
+      {"processes", required_argument, 0, O_PROCS},
       {"step", required_argument, 0, O_STEP},
       {"warmup", required_argument, 0, O_WARMUP},
       {"html-detail", required_argument, 0, O_HDETAIL},
@@ -328,6 +345,8 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("%s", "--format summary needs -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
+  if (o->procs_opt && (o->ex.format || o->summary || strcmp(o->fmt->name, "text")))
+    return usage_error("%s", "--processes is for the text format");
   if (o->weight_opt && (o->ex.format || strcmp(o->fmt->name, "folded")))
     return usage_error("%s", "--weight is for --format folded");
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))

@@ -45,7 +45,7 @@ static void check_and_render(struct gp_proc_res *r, unsigned pick) {
   }
   struct gp_proc_res *procs[1] = {r};
   struct gp_report_set set = {procs, 1, r, NULL};
-  struct gp_render_opts ro = {0, 5, 0};
+  struct gp_render_opts ro = {.top = 5};
   FILE *f = fopen("/dev/null", "w");
   if (f) {
     int rc = pick % 4 == 0   ? gp_render_text(f, &set, &ro)

@@ -92,7 +92,7 @@ static void report(struct gp_summary_set *set, unsigned pick) {
   }
   struct gp_report_set rs = {set->procs, set->n, sum ? sum : set->procs[0],
                              job};
-  struct gp_render_opts ro = {0, 5, 0};
+  struct gp_render_opts ro = {.top = 5};
   FILE *f = fopen("/dev/null", "w");
   if (f) {
     int rc = pick % 3 == 0   ? gp_render_text(f, &rs, &ro)

@@ -472,7 +472,7 @@ static void test_hostile(void) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   struct gp_report_set set = {&r, 1, r, NULL};
-  struct gp_render_opts ro = {0, 50, 0};
+  struct gp_render_opts ro = {.top = 50};
   EQ(gp_render_text(f, &set, &ro), 0);
   EQ(gp_render_json(f, &set, &ro), 0);
   EQ(gp_render_html(f, &set, &ro), 0);
@@ -579,7 +579,7 @@ static void test_file_outputs(const char *dir) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    struct gp_render_opts ro = {0, 0, wb};
+    struct gp_render_opts ro = {.weight_blocked = wb};
     EQ(gp_render_folded(f, &set, &ro), 0);
     fclose(f);
     uint64_t sum = 0, lines = 0;
@@ -598,7 +598,7 @@ static void test_file_outputs(const char *dir) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  struct gp_render_opts ro = {0, 0, 0};
+  struct gp_render_opts ro = {.top = 0};
   EQ(gp_render_json(f, &set, &ro), 0);
   fclose(f);
   EQ(strstr(buf, "\"callsites\": [") != NULL, 1);
@@ -715,7 +715,7 @@ static void test_no_records(void) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   struct gp_report_set set = {&r, 1, r, NULL};
-  struct gp_render_opts ro = {0, 0, 0};
+  struct gp_render_opts ro = {.top = 0};
   EQ(gp_render_text(f, &set, &ro), 0);
   EQ(gp_render_json(f, &set, &ro), 0);
   fclose(f);

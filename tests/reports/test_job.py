@@ -369,6 +369,117 @@ def test_summary_errors():
     check(rc == 2 and "refusing" in err, f"merge onto its input: {err}")
 
 
+def test_sum_phases():
+    """The processes' sum: a phase's categories are shares of the time
+    each device was counted over, its own process's union of the phase
+    (the five categories partition a device's time, so the shares add up
+    to 100%), not the sum of the unions times every device of the job."""
+    files = job("phsum", "--slow", "1")
+    d = report(*files)
+    span = {}
+    for proc in d["processes"]:
+        for ph in proc["phases"]:
+            span[ph["name"]] = (span.get(ph["name"], 0) +
+                                ph["total_ns"] * len(proc["devices"]))
+    check(d["phases"] and set(span) == {p["name"] for p in d["phases"]},
+          "the sum holds the processes' phases")
+    for ph in d["phases"]:
+        bd = ph["breakdown"]
+        ns = sum(v["ns"] for v in bd.values())
+        check(ns == span[ph["name"]], f"{ph['name']}: {ns} ns in categories, "
+              f"{span[ph['name']]} ns of device time")
+        pct = sum(v["pct"] for v in bd.values())
+        check(abs(pct - 100) < 0.1, f"{ph['name']}: shares add up to {pct}")
+        check(abs(ph["utilization"]["device_busy_pct"] -
+                  bd["kernel"]["pct"]) < 0.01, "busy is the kernel share")
+        for dev in ph["devices"]:
+            pct = sum(v["pct"] for v in dev["breakdown"].values())
+            check(abs(pct - 100) < 0.1, f"{ph['name']} GPU {dev['id']}: "
+                  f"shares add up to {pct}")
+    rc, out, err = run(*files)
+    rows = re.findall(r"^  train_step\s+(\d+)\s.*?(\d+)%\s+\d+%\s+\d+%\s+"
+                      r"\d+%\s+\d+%\s+(\d+)%", out, re.M)
+    check(len(rows) == 5 and rows[-1][0] == "80" and
+          all(r[1] == rows[0][1] for r in rows), f"text phase rows: {rows}")
+
+
+def sections(out):
+    return re.findall(r"^=== Process \d+ \(parent \d+\) rank (\d+) on ",
+                      out, re.M)
+
+
+def test_large_job_text():
+    """The text of a job of many ranks stays short: the sections of the
+    job's first 4 ranks (outliers first), the sum and the job view;
+    --processes N|all for more; the clocks of the worst-aligned hosts."""
+    files = job("text12", "--slow", "7", "--per-host", "1", "--steps", "6",
+                ranks=12)
+    rc, out, err = run(*files)
+    got = sections(out)
+    check(rc == 0 and got[:1] == ["7"] and len(got) == 4,
+          f"12 ranks: the first 4 in the job's order, the straggler first: "
+          f"{got}")
+    check("(8 more processes left out" in out and
+          "=== All 12 processes together" in out and
+          "=== Job: 12 ranks on 12 hosts ===" in out, "the rest said, sum, job")
+    check(out.index("more processes left out") <
+          out.index("=== All 12 processes"), "the note before the sum")
+    # the sum of the many: --top GPU blocks (one GPU a rank here, on
+    # hosts of their own) and findings
+    rc, out, err = run("--top", "5", *files)
+    total = out[out.index("=== All 12"):out.index("=== Job")]
+    gpus = re.findall(r"^GPU 0 on (node-\d+) ", total, re.M)
+    check(gpus == [f"node-{h}" for h in range(5)] and
+          "(7 more GPUs: --processes all" in total, f"the sum's GPUs: {gpus}")
+    nf = len(re.findall(r"^  \* GPU", total, re.M))
+    check(nf <= 5 and (nf < 5 or "(the first 5 of" in total),
+          f"the sum's findings: {nf}")
+    rc, out, err = run("--processes", "all", *files)
+    total = out[out.index("=== All 12"):out.index("=== Job")]
+    check(len(re.findall(r"^GPU 0 on ", total, re.M)) == 12 and
+          "more GPUs" not in total, "--processes all: the sum's every GPU")
+    check(sections(out) == [str(r) for r in range(12)] and
+          "more processes left out" not in out,
+          "--processes all: every one, in file order")
+    rc, out, err = run("--processes", "2", *files)
+    check(len(sections(out)) == 2 and sections(out)[0] == "7", "--processes 2")
+    rc, out, err = run("--no-job", *files)
+    check(len(sections(out)) == 12, "no job view: every process")
+    rc, out, err = run("--no-job", "--processes", "3", *files)
+    check(sections(out) == ["0", "1", "2"] and
+          "the first files given" in out, "no job view: the first files")
+    rc, out, err = run(*job("text4", "--slow", "2"))
+    check(len(sections(out)) == 4 and "more processes left out" not in out,
+          "4 ranks: all of them")
+    for bad in (["--processes", "0"], ["--processes", "x"],
+                ["--processes", ""], ["-f", "json", "--processes", "2"],
+                ["-f", "html", "--processes", "all"]):
+        rc, out, err = run(*bad, files[0])
+        check(rc == 2 and "--processes" in err and
+              len(err.strip().splitlines()) == 1, f"{bad} refused: {err}")
+    s = summary(os.path.join(TMP, "text12.gps"), *files)
+    whole = run(*files)[1]
+    check(run("merge", s)[1] == whole, "merge: the same text")
+    check(len(sections(run("merge", "--processes", "all", s)[1])) == 12,
+          "merge --processes all")
+    # Clocks: the reference and the top - 1 worst aligned, the others in
+    # one line with their largest skew. Two ranks a host: host h's residual
+    # is |lat(2h + 1) - lat(2h)|, 200 400 200 200 400 200 ns for h = 0..5
+    pairs = job("clocks6", "--per-host", "2", "--steps", "6", ranks=12)
+    rc, out, err = run("--top", "3", *pairs)
+    clocks = out[out.index("\nClocks"):]
+    hosts = re.findall(r"^  (node-\d+) ", clocks, re.M)
+    check(hosts == ["node-0", "node-1", "node-4"],
+          f"--top 3: the reference and the worst 2: {hosts}")
+    check("(3 more hosts, residual skew at most 200 ns" in clocks,
+          "the hosts left out")
+    rc, out, err = run(*pairs)
+    clocks = out[out.index("\nClocks"):]
+    check(re.findall(r"^  (node-\d+) ", clocks, re.M) ==
+          [f"node-{h}" for h in range(6)] and "more hosts" not in clocks,
+          "--top 15: every host, in order")
+
+
 test_slow_kernel()
 test_summaries()
 test_summary_errors()
@@ -378,6 +489,8 @@ test_host_late_no_steps()
 test_copy()
 test_tie_across_hosts()
 test_mismatch_and_options()
+test_sum_phases()
+test_large_job_text()
 if failures:
     print(f"{failures} failure(s)", file=sys.stderr)
     sys.exit(1)

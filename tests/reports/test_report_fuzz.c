@@ -252,7 +252,7 @@ static void check_html(const char *s, size_t n, int t) {
 }
 
 static void render_all(const struct gp_report_set *set, int t) {
-  struct gp_render_opts ro = {0, 1 + (size_t)below(20), 0};
+  struct gp_render_opts ro = {.top = 1 + (size_t)below(20)};
   for (int fmt = 0; fmt < 3; fmt++) {
     char *buf = NULL;
     size_t len = 0;

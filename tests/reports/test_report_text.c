@@ -232,7 +232,7 @@ static char *rendered(struct gp_proc_res *r, int json) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   struct gp_report_set set = {&r, 1, r, NULL};
-  struct gp_render_opts ro = {0, 0, 0};
+  struct gp_render_opts ro = {.top = 0};
   EQ(json ? gp_render_json(f, &set, &ro) : gp_render_text(f, &set, &ro), 0);
   fclose(f);
   return buf;
