@@ -514,8 +514,12 @@ static double get_kname(const struct gp_job_rank *r, const void *arg) {
   return 0;
 }
 
+/* ms with two decimals; 10 s and more in seconds */
 static const char *fmt_ms(char *b, size_t n, double ns) {
-  snprintf(b, n, "%.2f ms", ns / 1e6);
+  if (ns >= 10e9)
+    snprintf(b, n, "%.2f s", ns / 1e9);
+  else
+    snprintf(b, n, "%.2f ms", ns / 1e6);
   return b;
 }
 

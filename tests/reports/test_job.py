@@ -473,6 +473,18 @@ def test_large_job_text():
           f"--top 3: the reference and the worst 2: {hosts}")
     check("(3 more hosts, residual skew at most 200 ns" in clocks,
           "the hosts left out")
+    # 512 ranks, rank 77 2 ms late to each of 50 steps (45 measured after
+    # the warm-up of max(3, 50 / 10)): per step the other 511 wait
+    # 511 x 2 ms + sum of lat_r over r != 77 - 511 x lat_77 = 1,022,000,000
+    # + 101,800 - 204,400 ns = 1021.90 ms, in all 45 times that: 45.99 s,
+    # said in seconds; the text stays short
+    big = job("big512", "--slow", "77", "--per-host", "8", "--steps", "50",
+              ranks=512)
+    rc, out, err = run(*big)
+    check(rc == 0 and "waited 45.99 s for it in all (1021.90 ms per step)"
+          in out, "the finding in seconds")
+    check(len(out.splitlines()) < 600 and sections(out)[:1] == ["77"],
+          f"512 ranks in {len(out.splitlines())} lines")
     rc, out, err = run(*pairs)
     clocks = out[out.index("\nClocks"):]
     check(re.findall(r"^  (node-\d+) ", clocks, re.M) ==
