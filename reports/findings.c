@@ -227,12 +227,13 @@ static const struct rule {
 };
 
 static int add(struct gp_proc_res *r, const char *id, int64_t dev,
-               const char *text) {
+               const char *host, const char *text) {
   struct gp_finding *v = realloc(r->findings, (r->nfindings + 1) * sizeof *v);
   if (!v) return -1;
   r->findings = v;
   v[r->nfindings].rule = id;
   v[r->nfindings].device = dev;
+  v[r->nfindings].host = host;
   v[r->nfindings].text = strdup(text);
   return v[r->nfindings++].text ? 0 : -1;
 }
@@ -248,7 +249,7 @@ int gp_findings_run(struct gp_proc_res *r) {
     char buf[512];
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
       if (rules[k].fn(&c, buf, sizeof buf) &&
-          add(r, rules[k].id, c.d->id, buf) < 0)
+          add(r, rules[k].id, c.d->id, c.d->host, buf) < 0)
         return -1;
   }
   return 0;

@@ -224,7 +224,12 @@ static void findings(FILE *f, const struct gp_proc_res *r) {
   if (!r->nfindings) return;
   fputs("<h3>Findings</h3>\n<ul>\n", f);
   for (size_t i = 0; i < r->nfindings; i++) {
-    fprintf(f, "<li>GPU %" PRId64 ": ", r->findings[i].device);
+    fprintf(f, "<li>GPU %" PRId64, r->findings[i].device);
+    if (r->findings[i].host) {
+      fputs(" on ", f);
+      gp_html_esc(f, r->findings[i].host);
+    }
+    fputs(": ", f);
     gp_html_esc(f, r->findings[i].text);
     fputs("</li>\n", f);
   }

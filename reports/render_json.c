@@ -348,6 +348,7 @@ static void proc_body(struct gp_json *j, const struct gp_proc_res *r) {
     gp_json_obj(j, NULL);
     gp_json_str(j, "rule", r->findings[i].rule);
     gp_json_i64(j, "device", r->findings[i].device);
+    gp_json_str(j, "host", r->findings[i].host);
     gp_json_str(j, "text", r->findings[i].text);
     gp_json_end(j);
   }

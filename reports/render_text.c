@@ -555,9 +555,15 @@ static void findings(struct out *o, const struct gp_proc_res *r) {
                   "section, and the JSON holds them all)\n",
             n, r->nfindings);
   for (size_t i = 0; i < n; i++) {
-    char lead[48];
-    snprintf(lead, sizeof lead, "  %s*%s GPU %lld: ", o->warn, o->off,
-             (long long)r->findings[i].device);
+    /* in a sum over hosts, which host's GPU */
+    char lead[96], host[64] = "";
+    if (r->findings[i].host) {
+      char h[40];
+      gp_text_clean(r->findings[i].host, h, sizeof h, 16);
+      snprintf(host, sizeof host, " on %s", h);
+    }
+    snprintf(lead, sizeof lead, "  %s*%s GPU %lld%s: ", o->warn, o->off,
+             (long long)r->findings[i].device, host);
     wrap(o, lead, r->findings[i].text, 4);
   }
 }

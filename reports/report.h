@@ -187,6 +187,8 @@ struct gp_thread_res {
 struct gp_finding {
   const char *rule; /* id from the findings table */
   int64_t device;   /* -1: the process */
+  const char *host; /* the device's host (the result's own string), NULL
+                       unknown */
   char *text;
 };
 

@@ -112,7 +112,8 @@ static struct gp_proc_res *fake(struct fake *f, const struct shape *s,
   f->api = (struct gp_api_res){.name = "cudaStreamSynchronize",
                                .step_count = NSTEPS,
                                .step_blocked = kern};
-  f->find = (struct gp_finding){s->finding, -1, (char *)"a <finding> & text"};
+  f->find = (struct gp_finding){.rule = s->finding, .device = -1,
+                                .text = (char *)"a <finding> & text"};
   f->r = (struct gp_proc_res){.file = (char *)file,
                               .run_id = (char *)s->run_id,
                               .cmdline = "python train.py",

@@ -434,6 +434,15 @@ def test_large_job_text():
     nf = len(re.findall(r"^  \* GPU", total, re.M))
     check(nf <= 5 and (nf < 5 or "(the first 5 of" in total),
           f"the sum's findings: {nf}")
+    # the sum's findings say whose GPU 0 (12 hosts have one); a process's
+    # do not need to
+    check(nf and nf == len(re.findall(r"^  \* GPU 0 on node-\d+: ", total,
+                                      re.M)), "the sum's findings name the host")
+    d = report(*files)
+    check(d["findings"] and
+          all(f["host"] and f["host"].startswith("node-") for f in d["findings"])
+          and all(f["host"] is None for p in d["processes"]
+                  for f in p["findings"]), "JSON: findings' host")
     rc, out, err = run("--processes", "all", *files)
     total = out[out.index("=== All 12"):out.index("=== Job")]
     check(len(re.findall(r"^GPU 0 on ", total, re.M)) == 12 and
