@@ -424,6 +424,11 @@ def test_large_job_text():
           "=== Job: 12 ranks on 12 hosts ===" in out, "the rest said, sum, job")
     check(out.index("more processes left out") <
           out.index("=== All 12 processes"), "the note before the sum")
+    # the sum's window is the processes' windows added up: said so, not
+    # as if it were one span of time
+    check(re.search(r"=== All 12 processes together .*===\n  windows \S+ \S+ "
+                    r"added up \(each process's", out) is not None,
+          "the sum's windows added up")
     # the sum of the many: --top GPU blocks (one GPU a rank here, on
     # hosts of their own) and findings
     rc, out, err = run("--top", "5", *files)
