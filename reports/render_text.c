@@ -638,14 +638,16 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
     o.sum_rows = o.top; /* the sum of the many, kept as short */
     for (size_t i = 0; i < show; i++)
       section(&o, s->procs[by_job ? s->job->r[i].proc : i]);
-    fprintf(f,
-            "\n%s(%zu more process%s left out: the sections above are %s "
-            "%zu; --processes all prints every one, the JSON and HTML hold "
-            "them all)%s\n",
-            o.dim, s->n - show, s->n - show == 1 ? "" : "es",
-            by_job ? "the job's first ranks, outliers first (Job below):"
-                   : "those of the first files given,",
-            show, o.off);
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "(%zu more process%s left out: above are the %s %zu %s; "
+             "--processes all prints every one, the JSON and HTML hold them "
+             "all)",
+             s->n - show, s->n - show == 1 ? "" : "es",
+             by_job ? "job's first" : "first", show,
+             by_job ? "ranks, outliers first (Job below)" : "files given");
+    fputc('\n', f);
+    wrap(&o, "", msg, 1); /* within the 100 columns */
   }
   if (s->n > 1) section(&o, s->total);
   if (s->job) gp_job_text(f, s->job, c, o.top);

@@ -419,7 +419,8 @@ def test_large_job_text():
     check(rc == 0 and got[:1] == ["7"] and len(got) == 4,
           f"12 ranks: the first 4 in the job's order, the straggler first: "
           f"{got}")
-    check("(8 more processes left out" in out and
+    check("(8 more processes left out: above are the job's first 4 ranks, "
+          "outliers first (Job below);" in out and
           "=== All 12 processes together" in out and
           "=== Job: 12 ranks on 12 hosts ===" in out, "the rest said, sum, job")
     check(out.index("more processes left out") <
@@ -461,7 +462,8 @@ def test_large_job_text():
     check(len(sections(out)) == 12, "no job view: every process")
     rc, out, err = run("--no-job", "--processes", "3", *files)
     check(sections(out) == ["0", "1", "2"] and
-          "the first files given" in out, "no job view: the first files")
+          "above are the first 3 files given;" in out,
+          "no job view: the first files")
     rc, out, err = run(*job("text4", "--slow", "2"))
     check(len(sections(out)) == 4 and "more processes left out" not in out,
           "4 ranks: all of them")
@@ -499,6 +501,8 @@ def test_large_job_text():
           in out, "the finding in seconds")
     check(len(out.splitlines()) < 600 and sections(out)[:1] == ["77"],
           f"512 ranks in {len(out.splitlines())} lines")
+    check(max(len(line) for line in out.splitlines()) <= 100,
+          "512 ranks: lines within 100 columns")
     rc, out, err = run(*pairs)
     clocks = out[out.index("\nClocks"):]
     check(re.findall(r"^  (node-\d+) ", clocks, re.M) ==
