@@ -20,6 +20,12 @@
 static const char magic[8] = {'G', 'P', 'S', 'U', 'M', 'M', 'R', 'Y'};
 #define HEAD 24                /* magic, version, flags, body size */
 #define BODY_MAX (16ull << 30) /* a larger body is not ours */
+/* RFC 8878: a zstd block holds at most 128 KiB of content, and one that
+ * holds any takes 4 bytes or more (its 3-byte header, then the RLE byte,
+ * the raw bytes or a compressed block's sections), so a frame of n bytes
+ * decompresses to at most n / 4 blocks of 128 KiB: a larger declared size
+ * is a forgery that must not make us allocate (40 bytes declaring 3 GiB). */
+#define ZBLOCK_MAX (128u << 10)
 #define NO_STR UINT64_MAX      /* the length of a NULL string */
 #define STEP_MAX (1ull << 62)  /* ns: longer steps are damage */
 
@@ -783,7 +789,8 @@ int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
              GP_SUMMARY_VERSION);
     return -1;
   }
-  if (body > BODY_MAX || fsz != body) {
+  if (body > BODY_MAX || fsz != body ||
+      body / ZBLOCK_MAX > (len - HEAD) / 4) {
     snprintf(err, errlen, "%s: corrupt summary (its size)", path);
     return -1;
   }

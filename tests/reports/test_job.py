@@ -14,6 +14,7 @@ Usage: test_job.py GPUPHASE_REPORT MKJOB"""
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -328,6 +329,15 @@ def test_summary_errors():
     bad("version.gps", data[:8] + b"\x07" + data[9:], "summary version 7")
     bad("cut.gps", data[:len(data) // 2], "corrupt summary")
     bad("size.gps", data[:16] + b"\xff" * 8 + data[24:], "corrupt summary")
+    # a forged size: 40 bytes whose header and zstd frame (one RLE block of
+    # 1000 bytes) both declare 3 GiB; no frame that short can hold that
+    # much (at most 128 KiB a block, 4 bytes or more each), so it is
+    # refused as such, before anything of that size is allocated
+    big = 3 << 30
+    frame = (struct.pack("<IB", 0xFD2FB528, 0xE0) + struct.pack("<Q", big) +
+             struct.pack("<I", (1000 << 3) | 3)[:3] + b"\0")
+    bad("forged.gps", data[:16] + struct.pack("<Q", big) + frame,
+        "corrupt summary (its size)")
     # damaged bytes inside the compressed body: an error or a report,
     # never a crash (the sanitizer build checks the rest)
     for k, at in enumerate(range(24, len(data), max(1, len(data) // 97))):
