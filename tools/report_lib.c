@@ -10,6 +10,8 @@
 
 #include "gp_config.h"
 #include "html_timeline.h"
+#include "job.h"
+#include "job_par.h"
 #include "pipeline.h"
 #include "render.h"
 #include "report_compare.h"
@@ -21,7 +23,11 @@ struct gpuphase_report_opts {
   struct gp_report_opts ro;
   size_t top;
   char *step; /* owned */
+  char *comm; /* owned: comm-kernels */
   struct gp_htl_opts tl; /* the HTML timeline's detail */
+  int job;     /* -1: when the traces carry ranks; 0: never; 1: always */
+  int threads; /* "jobs"; 0: the CPUs available */
+  size_t procs; /* "processes" (text); 0: the default */
 };
 
 struct gpuphase_report {
@@ -31,6 +37,7 @@ struct gpuphase_report {
   size_t npaths; /* entries of paths (those not copied yet are NULL) */
   size_t n;
   struct gp_proc_res *sum; /* NULL for one file */
+  struct gp_job *job;      /* the job view, or NULL */
 };
 
 static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
@@ -52,12 +59,14 @@ EXPORT const char *gpuphase_report_version(void) {
 EXPORT gpuphase_report_opts *gpuphase_report_opts_new(void) {
   gpuphase_report_opts *o = calloc(1, sizeof *o);
   if (o) o->ro.warmup = -1;
+  if (o) o->job = -1;
   return o;
 }
 
 EXPORT void gpuphase_report_opts_free(gpuphase_report_opts *o) {
   if (!o) return;
   free(o->step);
+  free(o->comm);
   free(o);
 }
 
@@ -119,10 +128,44 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
                   "to 10000000",
                   value);
     o->tl.budget = (uint64_t)v;
+  } else if (!strcmp(name, "job") || !strcmp(name, "no-job")) {
+    if (*value && strcmp(value, "1"))
+      return fail(U, err, errlen,
+                  "invalid %s '%.100s': a flag, set it to \"\" or \"1\"", name,
+                  value);
+    o->job = !strcmp(name, "job");
+  } else if (!strcmp(name, "comm-kernels")) {
+    const char *why = gp_job_comm_check(value);
+    if (why)
+      return fail(U, err, errlen,
+                  "invalid comm-kernels '%.100s': expected globs separated "
+                  "by commas (%s)",
+                  value, why);
+    char *c = strdup(value);
+    if (!c) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+    free(o->comm);
+    o->comm = c;
+  } else if (!strcmp(name, "jobs")) {
+    if (count(value, 1, 4096, &v) < 0)
+      return fail(U, err, errlen,
+                  "invalid jobs '%.100s': expected a count from 1 to 4096",
+                  value);
+    o->threads = (int)v;
+  } else if (!strcmp(name, "processes")) {
+    if (!strcmp(value, "all"))
+      o->procs = SIZE_MAX;
+    else if (count(value, 1, 1e9, &v) < 0)
+      return fail(U, err, errlen,
+                  "invalid processes '%.100s': expected a count >= 1 or "
+                  "'all'",
+                  value);
+    else
+      o->procs = (size_t)v;
   } else {
     return fail(U, err, errlen,
                 "unknown option '%.100s': window, link-gbps, top, step, "
-                "warmup, html-detail or html-budget",
+                "warmup, html-detail, html-budget, job, no-job, "
+                "comm-kernels, jobs or processes",
                 name);
   }
   return GPUPHASE_REPORT_OK;
@@ -133,11 +176,13 @@ EXPORT void gpuphase_report_close(gpuphase_report *r) {
   for (size_t i = 0; i < r->n; i++)
     gp_res_free(r->procs[i]);
   gp_res_free(r->sum);
+  gp_job_free(r->job);
   for (size_t i = 0; r->paths && i < r->npaths; i++)
     free(r->paths[i]);
   free(r->paths);
   free(r->procs);
   free(r->o.step);
+  free(r->o.comm);
   free(r);
 }
 
@@ -145,6 +190,50 @@ static gpuphase_report *open_fail(gpuphase_report *r, int *code, int c) {
   if (code) *code = c;
   gpuphase_report_close(r);
   return NULL;
+}
+
+static int threads_of(const gpuphase_report *r) {
+  return r->o.threads ? r->o.threads : gp_par_default();
+}
+
+struct read_task {
+  gpuphase_report *r;
+  struct gp_report_opts ro; /* with the threads for one file */
+  int *status;
+  char (*err)[512];
+};
+
+static int read_one(void *ctx, size_t i) {
+  struct read_task *t = ctx;
+  t->r->procs[i] = gp_report_file(t->r->paths[i], &t->ro, NULL, NULL,
+                                  &t->status[i], t->err[i], sizeof t->err[i]);
+  return !t->r->procs[i];
+}
+
+/* The traces, read at once as the command line reads them (a thread per
+ * file, the threads beyond one per file decoding ahead within them); the
+ * error is the first in file order. 0 or an error code. */
+static int read_all(gpuphase_report *r, char *err, size_t errlen) {
+  size_t n = r->n;
+  int threads = threads_of(r);
+  struct read_task t = {r, r->o.ro, calloc(n, sizeof *t.status),
+                        calloc(n, sizeof *t.err)};
+  if (!t.status || !t.err) {
+    free(t.status);
+    free(t.err);
+    return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+  }
+  t.ro.read_threads = (size_t)threads > n ? threads / (int)n : 1;
+  gp_par_until(n, threads, read_one, &t);
+  int c = GPUPHASE_REPORT_OK;
+  for (size_t i = 0; i < n && !c; i++)
+    if (!r->procs[i])
+      c = fail(t.status[i] == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
+                                            : GPUPHASE_REPORT_E_INPUT,
+               err, errlen, "%s", t.err[i]);
+  free(t.status);
+  free(t.err);
+  return c;
 }
 
 EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
@@ -164,29 +253,35 @@ EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
     return open_fail(
         r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   r->o.ro.warmup = -1;
+  r->o.job = -1;
   if (opts) {
     r->o = *opts;
-    r->o.step = NULL;
-    if (opts->step && !(r->o.step = strdup(opts->step)))
+    r->o.step = r->o.comm = NULL;
+    if ((opts->step && !(r->o.step = strdup(opts->step))) ||
+        (opts->comm && !(r->o.comm = strdup(opts->comm))))
       return open_fail(
           r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
   }
   r->o.ro.step = r->o.step;
-  for (; r->n < n; r->n++) {
-    int st = 0;
-    if (!(r->paths[r->n] = strdup(paths[r->n])))
+  for (size_t i = 0; i < n; i++)
+    if (!(r->paths[i] = strdup(paths[i])))
       return open_fail(
           r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
-    r->procs[r->n] =
-        gp_report_file(paths[r->n], &r->o.ro, NULL, NULL, &st, err, errlen);
-    if (!r->procs[r->n])
-      return open_fail(r, code,
-                       st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
-                                           : GPUPHASE_REPORT_E_INPUT);
-  }
+  r->n = n;
+  int c = read_all(r, err, errlen);
+  if (c) return open_fail(r, code, c);
   if (n > 1 && !(r->sum = gp_report_sum(r->procs, n, &r->o.ro)))
     return open_fail(
         r, code, fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory"));
+  if (r->o.job == 1 || (r->o.job < 0 && gp_job_wanted(r->procs, n))) {
+    struct gp_job_opts jo = {r->o.comm, threads_of(r)};
+    char e[512] = "";
+    if (!(r->job = gp_job_build(r->paths, r->procs, n, &jo, e, sizeof e)))
+      return open_fail(r, code,
+                       fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
+                                                      : GPUPHASE_REPORT_E_INPUT,
+                            err, errlen, "%s", e));
+  }
   if (code) *code = GPUPHASE_REPORT_OK;
   return r;
 }
@@ -223,9 +318,9 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
   if (!f) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
-  struct gp_render_opts ro = {.color = 0, .top = r->o.top};
+  struct gp_render_opts ro = {.color = 0, .top = r->o.top, .procs = r->o.procs};
   struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0],
-                              NULL};
+                              r->job};
   int rc = fmt->render(f, &set, &ro);
   if (fclose(f) != 0 || rc < 0) {
     free(buf);

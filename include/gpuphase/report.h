@@ -36,17 +36,25 @@ const char *gpuphase_report_version(void);
  * dashes and with the same values: "window" (a duration: "500us", "10ms",
  * "1s"), "link-gbps", "top", "step" (a range name or glob), "warmup",
  * "html-detail" (FROM..TO: the HTML timeline's full detail), "html-budget"
- * (its events at most).
- * Unset options have the command line's defaults. */
+ * (its events at most), "comm-kernels" (the job view's communication
+ * kernels: globs separated by commas), "jobs" (threads reading the traces,
+ * 1 to 4096), "processes" (text: per-process sections, a count or "all");
+ * the flags "job" and "no-job" (the job view even when the traces carry no
+ * rank, or never) take "" or "1".
+ * Unset options have the command line's defaults: the job view when the
+ * traces carry ranks, as many threads as the process may use. */
 typedef struct gpuphase_report_opts gpuphase_report_opts;
 gpuphase_report_opts *gpuphase_report_opts_new(void);    /* NULL: no memory */
 void gpuphase_report_opts_free(gpuphase_report_opts *o); /* accepts NULL */
 int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
                              const char *value, char *err, size_t errlen);
 
-/* Reads and analyses the traces (several: one by one, then added
- * together, as gpuphase-report does). NULL on failure with *code set (if
- * code is not NULL). opts may be NULL (the defaults); it is copied. */
+/* Reads and analyses the traces as gpuphase-report does: several are read
+ * in parallel, each reported, then added together, and when they carry
+ * ranks (or with "job") set side by side in the job view (docs/jobs.md).
+ * NULL on failure with *code set (if code is not NULL) and the first
+ * failing trace's message in err. opts may be NULL (the defaults); it is
+ * copied. */
 typedef struct gpuphase_report gpuphase_report;
 gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
                                       const gpuphase_report_opts *opts,

@@ -46,7 +46,8 @@ def _check(code: int, err: ctypes.Array) -> None:
 
 class Report:
     """The report of one or several traces (a parent and its children, the
-    ranks of a job: each reported, then added together).
+    ranks of a job: read in parallel, each reported, then added together;
+    ranks are also set side by side in the job view, ``data["job"]``).
 
     ``data`` is the whole JSON report as Python data (docs/report-json.md),
     ``json()`` its text, ``summary()`` the text report, ``html()`` the
@@ -55,7 +56,9 @@ class Report:
     def __init__(self, paths: Paths, *, window: Optional[str] = None,
                  step: Optional[str] = None, warmup: Optional[int] = None,
                  top: Optional[int] = None, link_gbps: Optional[float] = None,
-                 html_detail: Optional[str] = None, html_budget: Optional[int] = None):
+                 html_detail: Optional[str] = None, html_budget: Optional[int] = None,
+                 job: Optional[bool] = None, comm_kernels: Optional[str] = None,
+                 jobs: Optional[int] = None, processes: Union[int, str, None] = None):
         self.paths = expand(paths)
         lib = _native.report_lib()
         self._h = None
@@ -66,13 +69,21 @@ class Report:
         if not opts:
             raise MemoryError("out of memory")
         try:
+            if job is not None and not isinstance(job, bool):
+                raise UsageError(REPORT_E_USAGE, f"invalid job {job!r}: expected True, False or None")
             for name, value in (("window", window), ("step", step), ("warmup", warmup),
                                 ("top", top), ("link-gbps", link_gbps),
-                                ("html-detail", html_detail), ("html-budget", html_budget)):
+                                ("html-detail", html_detail), ("html-budget", html_budget),
+                                ("job" if job else "no-job", "" if job is not None else None),
+                                ("comm-kernels", comm_kernels), ("jobs", jobs),
+                                ("processes", processes)):
                 if value is None:
                     continue
-                if isinstance(value, bool) or (name in ("warmup", "top", "html-budget") and not isinstance(value, int)):
-                    raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number")
+                counts = ("warmup", "top", "html-budget", "jobs", "processes")
+                if isinstance(value, bool) or (name in counts and not isinstance(value, int)
+                                               and not (name == "processes" and value == "all")):
+                    raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number"
+                                     + (" or 'all'" if name == "processes" else ""))
                 _check(lib.gpuphase_report_opts_set(opts, name.encode(), str(value).encode(),
                                                     err, _ERRLEN), err)
             files = _native.cstrings(self.paths)
@@ -158,8 +169,12 @@ def report(paths: Paths, **options: Any) -> Report:
     """Reads and analyses traces: ``report('gpuphase-*.gph', window='10ms',
     step='train_step', warmup=2, top=20)``. Options mirror gpuphase-report's
     (window, step, warmup, top, link_gbps, html_detail, html_budget: the
-    HTML page's timeline, as --html-detail and --html-budget). Raises TraceError when a trace
-    cannot be read and UsageError for a bad option."""
+    HTML page's timeline, as --html-detail and --html-budget; job=True or
+    False: the job view even without ranks, or never, as --job and
+    --no-job; comm_kernels, as --comm-kernels; jobs: threads reading the
+    traces, as -j; processes: the text's per-process sections, a count or
+    'all', as --processes). Raises TraceError when a trace cannot be read
+    and UsageError for a bad option."""
     return Report(paths, **options)
 
 

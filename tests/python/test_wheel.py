@@ -203,6 +203,7 @@ def body(tmp):
                f"python -m gpuphase lib says {p.stdout!r}")
 
     demo = {}
+    ranks = []
 
     def t_profile_demo():
         for i in (1, 2):
@@ -213,6 +214,15 @@ def body(tmp):
             files = glob.glob(os.path.join(d, "*.gph"))
             expect(p.returncode == 0 and len(files) == 1, f"demo run {i}: rc {p.returncode}, {files}: {tail(p)}")
             demo[i] = files[0]
+        # the ranks of a job of two (RANK, WORLD_SIZE: the header's rank)
+        d = os.path.join(tmp, "ranks")
+        os.makedirs(d)
+        for r in (0, 1):
+            p = cli("gpuphase", "run", "-q", "-o", os.path.join(d, f"rank{r}-%p.gph"), "--", DEMO,
+                    env=env(LD_LIBRARY_PATH=SIM, RANK=str(r), WORLD_SIZE="2"))
+            expect(p.returncode == 0, f"rank {r}: rc {p.returncode}: {tail(p)}")
+        ranks.extend(sorted(glob.glob(os.path.join(d, "*.gph"))))
+        expect(len(ranks) == 2, f"rank traces: {ranks}")
         p = run([vpy, "-m", "gpuphase", "run", "-q", "-o", os.path.join(tmp, "demo1", "m-%p.gph"), "--",
                  DEMO], env=env(LD_LIBRARY_PATH=SIM))
         expect(p.returncode == 0 and glob.glob(os.path.join(tmp, "demo1", "m-*.gph")),
@@ -235,6 +245,17 @@ def body(tmp):
                     ["--window", "10ms", "--top", "3", "--warmup", "1"])
         j = json.loads(same_as_cli("json", [demo[1], demo[2]], [], []))
         expect(j["processes_count"] == 2, f"processes_count {j['processes_count']}")
+
+    def t_report_job():
+        # files that carry ranks: the job view without asking, as the CLI
+        j = json.loads(same_as_cli("json", ranks, [], []))
+        expect(j.get("job", {}).get("ranks") == 2, f"job view: {j.get('job')!r:.200}")
+        same_as_cli("text", ranks, ["processes=all", "jobs=1"], ["--processes", "all", "-j", "1"])
+        same_as_cli("html", ranks, ["comm_kernels=nccl*,demo*"], ["--comm-kernels", "nccl*,demo*"])
+        j = json.loads(same_as_cli("json", ranks, ["job=False"], ["--no-job"]))
+        expect("job" not in j, "job=False: a job view")
+        j = json.loads(same_as_cli("json", [demo[1], demo[2]], ["job=True"], ["--job"]))
+        expect("job" in j, "job=True: no job view")
 
     def t_report_text_html():
         same_as_cli("text", [demo[1]], ["top=5"], ["--top", "5"])
@@ -327,6 +348,8 @@ def body(tmp):
     if len(demo) == 2:
         check("report-json-equals-cli", t_report_json)
         check("report-text-html-equal-cli", t_report_text_html)
+        if len(ranks) == 2:
+            check("report-job-equals-cli", t_report_job)
         check("records-equal-dump", t_records_tuples)
         if have_np:
             check("records-numpy-pandas", t_records_numpy)

@@ -11,11 +11,12 @@ import gpuphase
 
 
 def opts(args):
-    """KEY=VALUE arguments as keyword options (ints where they look so)."""
+    """KEY=VALUE arguments as keyword options (ints where they look so,
+    True and False as booleans)."""
     out = {}
     for a in args:
         k, v = a.split("=", 1)
-        out[k] = int(v) if v.isdigit() else v
+        out[k] = int(v) if v.isdigit() else {"True": True, "False": False}.get(v, v)
     return out
 
 

@@ -1,9 +1,10 @@
 /* libgpuphase-report (include/gpuphase/report.h) against gpuphase-report:
- *   test_report_lib GPUPHASE_REPORT MKTRACE TMPDIR
- * On traces written by mktrace (a timeline worked out in mktrace.c), the
- * library's text, JSON and HTML and its compare/check verdicts must be the
- * command line's bytes and exit codes for the same options; bad input must
- * give the pinned codes and one-line messages naming what is wrong. */
+ *   test_report_lib GPUPHASE_REPORT MKTRACE MKJOB TMPDIR
+ * On traces written by mktrace (a timeline worked out in mktrace.c) and on
+ * the ranks of a job written by mkjob (the job view), the library's text,
+ * JSON and HTML and its compare/check verdicts must be the command line's
+ * bytes and exit codes for the same options; bad input must give the
+ * pinned codes and one-line messages naming what is wrong. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,11 @@ static void same(const char *what, const char *got, size_t glen,
         what, glen, wlen, i);
 }
 
-/* html_only: options the command line takes for --format html alone. */
+/* only: the one format the options are for (NULL: all three), as the
+ * command line takes --html-detail for html alone, --processes for text. */
 static void render_like_cli(const char *const *files, size_t n,
                             const char *set[][2], const char *cli_args,
-                            int html_only) {
+                            const char *only) {
   char err[512];
   int code = -1;
   gpuphase_report_opts *o = gpuphase_report_opts_new();
@@ -73,7 +75,8 @@ static void render_like_cli(const char *const *files, size_t n,
   CHECK(r && code == 0, "open: %d %s", code, err);
   if (!r) return;
   static const char *const fmts[] = {"json", "text", "html"};
-  for (size_t f = html_only ? 2 : 0; f < 3; f++) {
+  for (size_t f = 0; f < 3; f++) {
+    if (only && strcmp(only, fmts[f])) continue;
     char *out = NULL, args[2048];
     size_t len, wlen;
     int st;
@@ -129,7 +132,11 @@ static void errors(const char *good) {
                                  {"top", "0"},        {"warmup", "-1"},
                                  {"link-gbps", "x"},  {"step", ""},
                                  {"colour", "always"}, {"html-detail", "2s..1s"},
-                                 {"html-budget", "99"}};
+                                 {"html-budget", "99"}, {"jobs", "0"},
+                                 {"jobs", "4097"},    {"jobs", "two"},
+                                 {"processes", "0"},  {"processes", "some"},
+                                 {"job", "yes"},      {"no-job", "0"},
+                                 {"comm-kernels", ""}, {"comm-kernels", "a,,b"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(gpuphase_report_opts_set(o, bad[i][0], bad[i][1], err, sizeof err) ==
                   GPUPHASE_REPORT_E_USAGE &&
@@ -191,13 +198,73 @@ static void truncated(const char *good) {
   gpuphase_report_close(r);
 }
 
+/* The ranks of a job (6 ranks on 3 hosts, rank 4 slow: more than the 4
+ * ranks the text shows by default): the job view comes without asking, as
+ * on the command line, with each option of its own. */
+static void job(const char *mkjob, const char *const *two) {
+  char dir[1024], cmd[4096], files[6][1100], err[512];
+  snprintf(dir, sizeof dir, "%s/job", tmp);
+  snprintf(cmd, sizeof cmd,
+           "rm -rf '%s' && mkdir -p '%s' && '%s' --ranks 6 --per-host 2 "
+           "--slow 4 '%s'",
+           dir, dir, mkjob, dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  const char *f[6];
+  for (int i = 0; i < 6; i++) {
+    snprintf(files[i], sizeof files[i], "%s/rank-%d.gph", dir, i);
+    f[i] = files[i];
+  }
+  /* the job view is there: the comparisons below are not of two absences */
+  int code = -1;
+  gpuphase_report *r = gpuphase_report_open(f, 6, NULL, &code, err, sizeof err);
+  char *out = NULL;
+  size_t len = 0;
+  CHECK(r && gpuphase_report_render(r, "json", &out, &len, err, sizeof err) ==
+                 0 &&
+            strstr(out, "\"job\": {") && strstr(out, "\"stragglers\""),
+        "the job's JSON has no job view: %d %s", code, err);
+  gpuphase_report_buffer_free(out);
+  gpuphase_report_close(r);
+  const char *none[][2] = {{NULL, NULL}};
+  const char *nojob[][2] = {{"no-job", ""}, {NULL, NULL}};
+  const char *all[][2] = {{"processes", "all"}, {"jobs", "1"}, {NULL, NULL}};
+  const char *two_procs[][2] = {{"processes", "2"}, {NULL, NULL}};
+  const char *comm[][2] = {{"comm-kernels", "nccl*,gemm_*"},
+                           {"jobs", "3"},
+                           {NULL, NULL}};
+  const char *force[][2] = {{"job", "1"}, {NULL, NULL}};
+  render_like_cli(f, 6, none, "", NULL);
+  render_like_cli(f, 6, nojob, "--no-job", NULL);
+  render_like_cli(f, 6, all, "--processes all -j 1", "text");
+  render_like_cli(f, 6, two_procs, "--processes 2", "text");
+  render_like_cli(f, 6, comm, "--comm-kernels 'nccl*,gemm_*' -j 3", NULL);
+  render_like_cli(two, 2, force, "--job", NULL);
+  /* the first failing file in order is the one named, whatever the threads */
+  char missing[1100];
+  snprintf(missing, sizeof missing, "%s/rank-9.gph", dir);
+  const char *bad[] = {f[0], missing, f[1], "/nonexistent/x.gph"};
+  for (int j = 1; j <= 4; j *= 2) {
+    gpuphase_report_opts *o = gpuphase_report_opts_new();
+    char jv[8];
+    snprintf(jv, sizeof jv, "%d", j);
+    CHECK(o && gpuphase_report_opts_set(o, "jobs", jv, err, sizeof err) == 0,
+          "jobs %s", jv);
+    CHECK(!gpuphase_report_open(bad, 4, o, &code, err, sizeof err) &&
+              code == GPUPHASE_REPORT_E_INPUT && strstr(err, "rank-9.gph") &&
+              one_line(err),
+          "-j %d: the first failing file: %d %s", j, code, err);
+    gpuphase_report_opts_free(o);
+  }
+}
+
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: test_report_lib GPUPHASE_REPORT MKTRACE TMPDIR\n");
+  if (argc != 5) {
+    fprintf(stderr,
+            "usage: test_report_lib GPUPHASE_REPORT MKTRACE MKJOB TMPDIR\n");
     return 2;
   }
   cli = argv[1];
-  tmp = argv[3];
+  tmp = argv[4];
   char a[1024], b[1024], cmd[8192];
   snprintf(a, sizeof a, "%s/lib-a.gph", tmp);
   snprintf(b, sizeof b, "%s/lib-b.gph", tmp);
@@ -219,13 +286,15 @@ int main(int argc, char **argv) {
   const char *detail[][2] = {{"html-detail", "0..1us"},
                              {"html-budget", "100"},
                              {NULL, NULL}};
-  render_like_cli(one, 1, none, "", 0);
+  render_like_cli(one, 1, none, "", NULL);
   render_like_cli(one, 1, some,
                   "--window 200ns --top 2 --warmup 0 --step 'st*' "
                   "--link-gbps 12.5",
-                  0);
-  render_like_cli(two, 2, none, "", 0);
-  render_like_cli(two, 2, detail, "--html-detail 0..1us --html-budget 100", 1);
+                  NULL);
+  render_like_cli(two, 2, none, "", NULL);
+  render_like_cli(two, 2, detail, "--html-detail 0..1us --html-budget 100",
+                  "html");
+  job(argv[3], two);
   char args[4096];
   const char *av[] = {a, "--vs", b, "--seed=3", "-f", "json"};
   snprintf(args, sizeof args, "'%s' --vs '%s' --seed=3 -f json", a, b);
