@@ -13,13 +13,14 @@ struct gp_render_opts {
   int color;  /* ANSI colour in text output */
   size_t top; /* rows of the kernel/API/phase tables; 0: 15 */
   int weight_blocked; /* folded: weigh by blocked time, not GPU idle */
-  size_t procs; /* text: per-process sections printed; 0: the default
+  size_t procs; /* text and HTML: per-process sections; 0: the default
                    (GP_TEXT_JOB_PROCS with a job view of more ranks, else
                    all), SIZE_MAX: all */
 };
 
-/* The per-process sections the text report prints by default beside a job
- * view: those of the first ranks in the job's order (outliers first). */
+/* The per-process sections the text and HTML reports show by default
+ * beside a job view: those of the first ranks in the job's order
+ * (outliers first). */
 #define GP_TEXT_JOB_PROCS 4
 
 /* What is rendered: each process, and everything together (the process
@@ -30,6 +31,15 @@ struct gp_report_set {
   const struct gp_proc_res *total;
   const struct gp_job *job; /* the job view (job.h); NULL: none */
 };
+
+/* The per-process sections shown (gp_render_opts.procs): their indices
+ * into s->procs, in order, written to idx (room for s->n); returns how
+ * many. All of them in the order given, or the first few: in the job's
+ * order when the job view holds every process (*by_job = 1), else in the
+ * order given. by_job may be NULL. */
+size_t gp_render_shown(const struct gp_report_set *s,
+                       const struct gp_render_opts *ro, size_t *idx,
+                       int *by_job);
 
 struct gp_renderer {
   const char *name;

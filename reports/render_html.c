@@ -9,7 +9,9 @@
  * invalid UTF-8 become U+FFFD. Without scripts the rest of the page stays
  * whole. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "render.h"
@@ -220,10 +222,18 @@ static void device(FILE *f, const struct gp_proc_res *r,
   gp_meas_html(f, r, d);
 }
 
-static void findings(FILE *f, const struct gp_proc_res *r) {
+/* rows: those shown (the sum of many processes: the first --top) */
+static void findings(FILE *f, const struct gp_proc_res *r, size_t rows) {
   if (!r->nfindings) return;
-  fputs("<h3>Findings</h3>\n<ul>\n", f);
-  for (size_t i = 0; i < r->nfindings; i++) {
+  size_t n = r->nfindings < rows ? r->nfindings : rows;
+  fputs("<h3>Findings</h3>\n", f);
+  if (n < r->nfindings)
+    fprintf(f,
+            "<p class=\"sub\">The first %zu of %zu; the JSON holds them "
+            "all.</p>\n",
+            n, r->nfindings);
+  fputs("<ul>\n", f);
+  for (size_t i = 0; i < n; i++) {
     fprintf(f, "<li>GPU %" PRId64, r->findings[i].device);
     if (r->findings[i].host) {
       fputs(" on ", f);
@@ -473,8 +483,9 @@ static void timeline(FILE *f, const struct gp_timeline *t, size_t n) {
   fputs("</script>\n", f);
 }
 
+/* sum_rows: the GPU blocks and findings of a sum shown (SIZE_MAX: all) */
 static void section(FILE *f, const struct gp_proc_res *r, size_t top,
-                    size_t n) {
+                    size_t n, size_t sum_rows) {
   char w[32];
   fputs("<section>\n", f);
   if (!r->file) {
@@ -497,11 +508,17 @@ static void section(FILE *f, const struct gp_proc_res *r, size_t top,
   fprintf(f, "window %s (first CUDA call to last event)%s</p>\n",
           gp_fmt_dur(w, sizeof w, r->window_ns),
           r->truncated ? "; <strong>truncated trace</strong>" : "");
-  for (size_t i = 0; i < r->ndev; i++)
+  size_t nd = r->file || r->ndev <= sum_rows ? r->ndev : sum_rows;
+  for (size_t i = 0; i < nd; i++)
     device(f, r, &r->dev[i]);
+  if (nd < r->ndev)
+    fprintf(f,
+            "<p class=\"sub\">%zu more GPUs: --processes all shows each in "
+            "its process's section; the JSON holds them all.</p>\n",
+            r->ndev - nd);
   if (r->timeline) timeline(f, r->timeline, n);
   if (r->file) steps(f, r);
-  findings(f, r);
+  findings(f, r, r->file ? SIZE_MAX : sum_rows);
   threads(f, r, top);
   phases(f, r, top);
   kernels(f, r, top);
@@ -536,12 +553,28 @@ int gp_render_html(FILE *f, const struct gp_report_set *s,
             degraded, s->n);
   fprintf(f, "<p>%zu process%s.</p>\n", s->n, s->n == 1 ? "" : "es");
   if (s->job) gp_job_html(f, s->job);
-  int scripted = 0;
-  for (size_t i = 0; i < s->n; i++) {
-    section(f, s->procs[i], top, i);
-    scripted |= s->procs[i]->timeline != NULL;
+  /* the sections: all, or the first few in the job's order (outliers
+   * first), else in the order given (as in the text) */
+  size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
+  if (!idx) return -1;
+  int scripted = 0, by_job = 0;
+  size_t show = gp_render_shown(s, o, idx, &by_job);
+  for (size_t i = 0; i < show; i++) {
+    section(f, s->procs[idx[i]], top, idx[i], SIZE_MAX);
+    scripted |= s->procs[idx[i]]->timeline != NULL;
   }
-  if (s->n > 1) section(f, s->total, top, s->n);
+  free(idx);
+  if (show < s->n)
+    fprintf(f,
+            "<p class=\"sub\">%zu more process%s left out: above are the "
+            "%s %zu %s; --processes all shows every one, the JSON holds "
+            "them all.</p>\n",
+            s->n - show, s->n - show == 1 ? "" : "es",
+            by_job ? "job's first" : "first", show,
+            by_job ? "ranks, outliers first (the job's table has every rank)"
+                   : "files given");
+  if (s->n > 1)
+    section(f, s->total, top, s->n, show < s->n ? top : SIZE_MAX);
   if (scripted) fprintf(f, "<script>\n%s</script>\n", gp_timeline_js);
   fputs("</body>\n</html>\n", f);
   return ferror(f) ? -1 : 0;

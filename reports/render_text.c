@@ -1,6 +1,7 @@
 /* Text output for a terminal: at most 100 columns; names are cleaned of
  * control bytes (a kernel name must not be able to drive the terminal). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "demangle.h"
@@ -627,22 +628,19 @@ int gp_render_text(FILE *f, const struct gp_report_set *s,
           s->n == 1 ? "" : "es");
   /* the sections: all, or the first few in the job's order (outliers
    * first), else in the order given */
-  size_t show = ro && ro->procs ? ro->procs
-                : s->job && s->n > GP_TEXT_JOB_PROCS ? GP_TEXT_JOB_PROCS
-                                                     : SIZE_MAX;
-  if (show >= s->n) {
-    for (size_t i = 0; i < s->n; i++)
-      section(&o, s->procs[i]);
-  } else {
-    int by_job = s->job && s->job->nranks == s->n;
-    o.sum_rows = o.top; /* the sum of the many, kept as short */
-    for (size_t i = 0; i < show; i++)
-      section(&o, s->procs[by_job ? s->job->r[i].proc : i]);
+  size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
+  if (!idx) return -1;
+  int by_job = 0;
+  size_t show = gp_render_shown(s, ro, idx, &by_job);
+  if (show < s->n) o.sum_rows = o.top; /* the sum of the many, kept as short */
+  for (size_t i = 0; i < show; i++)
+    section(&o, s->procs[idx[i]]);
+  free(idx);
+  if (show < s->n) {
     char msg[256];
     snprintf(msg, sizeof msg,
              "(%zu more process%s left out: above are the %s %zu %s; "
-             "--processes all prints every one, the JSON and HTML hold them "
-             "all)",
+             "--processes all prints every one, the JSON holds them all)",
              s->n - show, s->n - show == 1 ? "" : "es",
              by_job ? "job's first" : "first", show,
              by_job ? "ranks, outliers first (Job below)" : "files given");

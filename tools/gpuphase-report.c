@@ -70,9 +70,9 @@ static const char usage[] =
     "                     capability: >= 9.0 64, 8.x 32, older 16)\n"
     "      --top N        rows of the kernel, phase, thread and API tables "
     "(15)\n"
-    "      --processes N|all  text: per-process sections; by default all,\n"
-    "                     but with a job view of more than 4 ranks those of\n"
-    "                     its first 4 (outliers first) and the sum\n"
+    "      --processes N|all  text and html: per-process sections; by default\n"
+    "                     all, but with a job view of more than 4 ranks those\n"
+    "                     of its first 4 (outliers first) and the sum\n"
     "      --step NAME    each top-level occurrence of the range NAME (NVTX or\n"
     "                     gpuphase_range_push; a glob such as 'step*' works)\n"
     "                     is a step; by default: ProfilerStep#N ranges, else\n"
@@ -83,7 +83,8 @@ static const char usage[] =
     "                     html: the timeline's full detail covers this window,\n"
     "                     offsets from the first CUDA call (e.g. 0..500ms,\n"
     "                     1.5s..2s); by default the busiest steps, or the\n"
-    "                     whole run when it fits the budget\n"
+    "                     whole run when it fits the budget (a timeline for\n"
+    "                     each process section shown: see --processes)\n"
     "      --html-budget N  html: events in full detail at most (20000); the\n"
     "                     whole run is always shown aggregated\n"
     "      --frames WHICH user (default): each call site collapsed to its\n"
@@ -117,7 +118,7 @@ struct opts {
   int color; /* -1 auto, 0 never, 1 always */
   struct gp_htl_opts tl;
   const char *html_opt; /* an html-only option given, for the error */
-  int procs_opt;        /* --processes given (text only) */
+  int procs_opt;        /* --processes given (text and html) */
   int weight_opt;       /* --weight given (folded only) */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
@@ -345,8 +346,10 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("%s", "--format summary needs -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
-  if (o->procs_opt && (o->ex.format || o->summary || strcmp(o->fmt->name, "text")))
-    return usage_error("%s", "--processes is for the text format");
+  if (o->procs_opt && (o->ex.format || o->summary ||
+                       (strcmp(o->fmt->name, "text") &&
+                        strcmp(o->fmt->name, "html"))))
+    return usage_error("%s", "--processes is for the text and html formats");
   if (o->weight_opt && (o->ex.format || strcmp(o->fmt->name, "folded")))
     return usage_error("%s", "--weight is for --format folded");
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
@@ -356,7 +359,6 @@ static int parse(int argc, char **argv, struct opts *o) {
     o->ex.out = o->out;
     return gp_export_precheck(&o->ex);
   }
-  if (!strcmp(o->fmt->name, "html")) o->ro.timeline = &o->tl;
   return -1;
 }
 
@@ -439,6 +441,46 @@ static int read_all(int n, char **files, const struct opts *o,
   }
   free(err);
   return rc;
+}
+
+struct tl_task {
+  char **files;
+  struct gp_proc_res **procs;
+  const size_t *idx;
+  const struct gp_htl_opts *tl;
+  char (*err)[512];
+};
+
+static int collect_one(void *ctx, size_t i) {
+  struct tl_task *t = ctx;
+  struct gp_proc_res *p = t->procs[t->idx[i]];
+  p->timeline = gp_htl_collect(t->files[t->idx[i]], p, t->tl, t->err[i],
+                               sizeof t->err[i]);
+  return !p->timeline;
+}
+
+/* --format html: the timelines of the process sections the page shows
+ * (one more read of each of those traces, in parallel); the first error,
+ * in the order shown, is said. */
+static int collect_timelines(const struct opts *o, char **files,
+                             struct gp_proc_res **procs, size_t n,
+                             const struct gp_job *job) {
+  struct gp_report_set set = {procs, n, procs[0], job};
+  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+  char(*err)[512] = calloc(n ? n : 1, sizeof *err);
+  if (!idx || !err) {
+    free(idx);
+    free(err);
+    return fputs("gpuphase-report: out of memory\n", stderr), 1;
+  }
+  size_t show = gp_render_shown(&set, &o->rend, idx, NULL);
+  struct tl_task t = {files, procs, idx, &o->tl, err};
+  size_t bad = gp_par_until(show, o->threads ? o->threads : gp_par_default(),
+                            collect_one, &t);
+  if (bad < show) fprintf(stderr, "gpuphase-report: %s\n", err[bad]);
+  free(idx);
+  free(err);
+  return bad < show;
 }
 
 /* The output, refused when it is one of the inputs (the same file, by
@@ -585,6 +627,8 @@ static int report(int argc, char **argv, int merging) {
       rc = 1;
     }
   }
+  if (!rc && !o.ex.format && !strcmp(o.fmt->name, "html"))
+    rc = collect_timelines(&o, argv + optind, procs, n, job);
   if (!rc && o.ex.format)
     rc = gp_export(argv + optind, n, procs, &o.ex);
   else if (!rc)

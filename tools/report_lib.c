@@ -303,24 +303,34 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
     return fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
                 "unknown format '%.100s': text, json or html",
                 format ? format : "(null)");
-  /* The HTML page's timeline, as the command line collects it for
-   * --format html: one more read of each trace, the first time. */
-  for (size_t i = 0; !strcmp(fmt->name, "html") && i < r->n; i++) {
-    struct gp_proc_res *p = r->procs[i];
-    if (p->timeline) continue;
-    char e[512] = "";
-    if (!(p->timeline = gp_htl_collect(r->paths[i], p, &r->o.tl, e, sizeof e)))
-      return fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
-                                             : GPUPHASE_REPORT_E_INPUT,
-                  err, errlen, "%s", e);
+  struct gp_render_opts ro = {.color = 0, .top = r->o.top, .procs = r->o.procs};
+  struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0],
+                              r->job};
+  /* The HTML page's timelines, as the command line collects them for
+   * --format html: one more read of each trace whose section the page
+   * shows, the first time. */
+  if (!strcmp(fmt->name, "html")) {
+    size_t *idx = malloc(r->n * sizeof *idx);
+    if (!idx) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
+    size_t show = gp_render_shown(&set, &ro, idx, NULL);
+    for (size_t k = 0; k < show; k++) {
+      struct gp_proc_res *p = r->procs[idx[k]];
+      if (p->timeline) continue;
+      char e[512] = "";
+      if (!(p->timeline =
+                gp_htl_collect(r->paths[idx[k]], p, &r->o.tl, e, sizeof e))) {
+        free(idx);
+        return fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
+                                               : GPUPHASE_REPORT_E_INPUT,
+                    err, errlen, "%s", e);
+      }
+    }
+    free(idx);
   }
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
   if (!f) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
-  struct gp_render_opts ro = {.color = 0, .top = r->o.top, .procs = r->o.procs};
-  struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0],
-                              r->job};
   int rc = fmt->render(f, &set, &ro);
   if (fclose(f) != 0 || rc < 0) {
     free(buf);

@@ -38,7 +38,8 @@ const char *gpuphase_report_version(void);
  * "html-detail" (FROM..TO: the HTML timeline's full detail), "html-budget"
  * (its events at most), "comm-kernels" (the job view's communication
  * kernels: globs separated by commas), "jobs" (threads reading the traces,
- * 1 to 4096), "processes" (text: per-process sections, a count or "all");
+ * 1 to 4096), "processes" (text and html: per-process sections, a count
+ * or "all");
  * the flags "job" and "no-job" (the job view even when the traces carry no
  * rank, or never) take "" or "1".
  * Unset options have the command line's defaults: the job view when the

@@ -172,9 +172,9 @@ def report(paths: Paths, **options: Any) -> Report:
     HTML page's timeline, as --html-detail and --html-budget; job=True or
     False: the job view even without ranks, or never, as --job and
     --no-job; comm_kernels, as --comm-kernels; jobs: threads reading the
-    traces, as -j; processes: the text's per-process sections, a count or
-    'all', as --processes). Raises TraceError when a trace cannot be read
-    and UsageError for a bad option."""
+    traces, as -j; processes: the per-process sections of the text and the
+    page, a count or 'all', as --processes). Raises TraceError when a trace
+    cannot be read and UsageError for a bad option."""
     return Report(paths, **options)
 
 

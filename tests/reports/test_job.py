@@ -479,7 +479,8 @@ def test_large_job_text():
           "4 ranks: all of them")
     for bad in (["--processes", "0"], ["--processes", "x"],
                 ["--processes", ""], ["-f", "json", "--processes", "2"],
-                ["-f", "html", "--processes", "all"]):
+                ["-f", "summary", "-o", os.path.join(TMP, "p.gps"),
+                 "--processes", "2"]):
         rc, out, err = run(*bad, files[0])
         check(rc == 2 and "--processes" in err and
               len(err.strip().splitlines()) == 1, f"{bad} refused: {err}")
@@ -520,7 +521,71 @@ def test_large_job_text():
           "--top 15: every host, in order")
 
 
-test_slow_kernel()
+def html_sections(page):
+    return re.findall(r"<h2>Process \d+ \(parent \d+\) rank (\d+) on ", page)
+
+
+def test_large_job_html():
+    """The page of a job of many ranks: as the text, the sections (each
+    with its timeline) of the job's first 4 ranks, outliers first, the job
+    table with every rank, the sum with its first --top GPUs and findings;
+    --processes N|all for more. Only the traces shown are read again for
+    their timelines: a rank file made unreadable after its summary was
+    written is not needed."""
+    files = job("html12", "--slow", "7", "--per-host", "1", "--steps", "6",
+                ranks=12)
+    rc, out, err = run("-f", "html", "--top", "5", *files)
+    got = html_sections(out)
+    check(rc == 0 and got == ["7"] + got[1:] and len(got) == 4,
+          f"html, 12 ranks: the job's first 4, the straggler first: {got}")
+    check(out.count('data-src="gp-tl-') == 4, "html: 4 timelines")
+    check("8 more processes left out: above are the job&#39;s first 4 ranks"
+          in out or "8 more processes left out: above are the job's first 4 "
+          "ranks" in out, "html: the rest said")
+    total = out[out.index("<h2>All 12 processes"):]
+    check(len(re.findall(r"<h3>GPU 0 on node-\d+", total)) == 5 and
+          "7 more GPUs: --processes all" in total, "html: the sum's GPUs")
+    check(len(re.findall(r"<li>GPU ", total)) <= 5, "html: the sum's findings")
+    job_part = out[out.index('<section id="job">'):]
+    check(all(f"node-{h}" in job_part for h in range(12)),
+          "html: the job table has every rank")
+    rc, out, err = run("-f", "html", "--processes", "all", *files)
+    check(html_sections(out) == [str(r) for r in range(12)] and
+          out.count('data-src="gp-tl-') == 12 and
+          "more processes left out" not in out and "more GPUs" not in out,
+          "html --processes all: every one, in file order")
+    rc, out, err = run("-f", "html", "--processes", "2", *files)
+    check(len(html_sections(out)) == 2 and html_sections(out)[0] == "7" and
+          out.count('data-src="gp-tl-') == 2, "html --processes 2")
+    rc, out, err = run("-f", "html", "--no-job", *files)
+    check(len(html_sections(out)) == 12, "html, no job view: every process")
+    # the traces are read again for the timelines of the sections shown
+    # only: the bytes the process read (/proc/PID/io of the exited child,
+    # before it is reaped) beyond those of the JSON report (one read of
+    # each) are about the 4 shown files', not the 12
+    def rchar(*args):
+        p = subprocess.Popen([REPORT, *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{p.pid}/io") as f:
+            n = int(re.search(r"^rchar: (\d+)", f.read(), re.M).group(1))
+        p.wait()
+        return n
+    if os.path.exists("/proc/self/io"):
+        # traces large enough that what is read besides them does not count
+        files = job("html12big", "--slow", "7", "--per-host", "1",
+                    "--steps", "2000", ranks=12)
+        size = sum(os.path.getsize(f) for f in files)
+        extra = rchar("-f", "html", *files) - rchar("-f", "json", *files)
+        check(0 < extra < size * 6 // 12,
+              f"html: {extra} more bytes read than json; all 12 files hold "
+              f"{size}: only the 4 shown are read again")
+        extra = rchar("-f", "html", "--processes", "all", *files) - \
+            rchar("-f", "json", *files)
+        check(extra >= size, f"html --processes all: {extra} more bytes "
+              f"read, the 12 files hold {size}")
+
+
 test_summaries()
 test_summary_errors()
 test_wild_clock()
@@ -531,6 +596,7 @@ test_tie_across_hosts()
 test_mismatch_and_options()
 test_sum_phases()
 test_large_job_text()
+test_large_job_html()
 if failures:
     print(f"{failures} failure(s)", file=sys.stderr)
     sys.exit(1)
