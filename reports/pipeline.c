@@ -13,7 +13,6 @@
 #include "gpuphase/trace.h"
 #include "reader_ext.h"
 #include "util.h"
-#include "html_timeline.h"
 #include "measured.h"
 
 static char *dup0(const char *s) {
@@ -341,21 +340,6 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
   }
 }
 
-/* The timeline, when asked for, from one more read of the file. */
-static struct gp_proc_res *with_timeline(struct gp_proc_res *r,
-                                         const char *path,
-                                         const struct gp_report_opts *o,
-                                         int *status, char *err,
-                                         size_t errlen) {
-  if (!r || !o->timeline) return r;
-  if (!(r->timeline = gp_htl_collect(path, r, o->timeline, err, errlen))) {
-    *status = strstr(err, "out of memory") ? GP_PIPE_NOMEM : GP_PIPE_BAD_INPUT;
-    gp_res_free(r);
-    return NULL;
-  }
-  return r;
-}
-
 static struct gp_proc_res *report_file(const char *path,
                                        const struct gp_report_opts *o,
                                        gp_progress_fn progress, void *ctx,
@@ -411,7 +395,7 @@ struct gp_proc_res *gp_report_file(const char *path,
     gp_res_free(r);
     return NULL;
   }
-  return o ? with_timeline(r, path, o, status, err, errlen) : r;
+  return r;
 }
 
 struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,

@@ -15,7 +15,6 @@
 struct gp_timeline;
 struct gp_cs_res;
 struct gp_meas_res;
-struct gp_htl_opts;
 
 /* X(UPPER, key, label): first match wins, in this order. */
 #define GP_CATEGORIES(X)                                                       \
@@ -351,8 +350,6 @@ struct gp_report_opts {
   int frames_all; /* --frames all: call sites keep every frame */
   int read_threads; /* threads reading one trace (frames decompressed ahead
                        on read_threads - 1 workers); <= 1: one */
-  /* the HTML timeline: collected after the analysis when set */
-  const struct gp_htl_opts *timeline;
 };
 
 void gp_res_free(struct gp_proc_res *r); /* accepts NULL; frees r too */

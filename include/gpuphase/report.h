@@ -68,8 +68,8 @@ int gpuphase_report_truncated(const gpuphase_report *r, size_t i);
 
 /* Renders the report as "text" (without colour), "json" or "html" into a
  * new buffer: *out (NUL-terminated) and *len (without the NUL). The first
- * "html" reads each trace once more for the page's timeline, as the
- * command line does for --format html. */
+ * "html" reads each trace whose section the page shows once more for its
+ * timeline, as the command line does for --format html. */
 int gpuphase_report_render(const gpuphase_report *r, const char *format,
                            char **out, size_t *len, char *err, size_t errlen);
 
