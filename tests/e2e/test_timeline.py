@@ -285,6 +285,30 @@ def t_browser():
         check(not errors, f"console errors: {errors}")
         b.execute_script("arguments[0].gpTimeline.set(0, 1e12)", panel)
         b.save_screenshot(os.path.join(PROGDIR, "timeline-browser.png"))
+        # a job of 6 ranks (the demo with RANK and WORLD_SIZE): the page
+        # shows the sections of the job's first 4 ranks, each with its
+        # timeline drawn (their data elements are numbered by file, not
+        # 0..3), and says how many were left out
+        jd = workdir()
+        for r in range(6):
+            p = run([os.path.join(SIMDIR, "gpuphase-demo"), "3", "5"], jd,
+                    extra={"MALLOC_PERTURB_": None, "RANK": str(r), "WORLD_SIZE": "6"})
+            check(p.returncode == 0, f"demo rank {r}: {p.stderr.strip()}")
+        jfiles = traces(jd)
+        check(len(jfiles) == 6, f"rank traces {jfiles}")
+        jpage = os.path.join(jd, "job.html")
+        html_report(jfiles, "-o", jpage)
+        b.get("file://" + jpage)
+        drawn = b.execute_script(
+            "return Array.from(document.querySelectorAll('.gp-tl')).map("
+            "p => [p.getAttribute('data-src'), !!p.gpTimeline, p.querySelectorAll('canvas').length])")
+        check(len(drawn) == 4 and all(t and c == 1 for _, t, c in drawn) and
+              len({s for s, _, _ in drawn}) == 4, f"job page: timelines {drawn}")
+        body = b.find_element("tag name", "body").text
+        check("2 more processes left out" in body and "6 ranks" in body,
+              "job page: the ranks left out said")
+        errors = [e for e in b.get_log("browser") if e.get("level") == "SEVERE"]
+        check(not errors, f"job page: console errors: {errors}")
         # without scripts: the tables and the summary line, a word on the
         # timeline, no canvas
         b.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
