@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "gpuphase/trace.h"
+#include "job_par.h"
 #include "jsonw.h"
 #include "reader_ext.h"
+#include "render.h"
 #include "report.h"
 #include "u64map.h"
 #include "util.h"
@@ -779,4 +781,42 @@ void gp_htl_summary(const struct gp_timeline *t, char *buf, size_t n) {
   ADD(". The aggregated view covers the whole run, %s per column.",
       gp_fmt_dur(a, sizeof a, t->bw));
 #undef ADD
+}
+
+struct shown_task {
+  struct gp_proc_res **procs;
+  char *const *paths;
+  const size_t *idx;
+  const struct gp_htl_opts *o;
+  char (*err)[512];
+};
+
+static int collect_one(void *ctx, size_t i) {
+  struct shown_task *t = ctx;
+  struct gp_proc_res *p = t->procs[t->idx[i]];
+  if (p->timeline) return 0;
+  p->timeline = gp_htl_collect(t->paths[t->idx[i]], p, t->o, t->err[i],
+                               sizeof t->err[i]);
+  return !p->timeline;
+}
+
+int gp_htl_collect_shown(const struct gp_report_set *s,
+                         const struct gp_render_opts *ro, char *const *paths,
+                         const struct gp_htl_opts *o, int threads, char *err,
+                         size_t errlen) {
+  size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
+  char(*e)[512] = calloc(s->n ? s->n : 1, sizeof *e);
+  if (!idx || !e) {
+    free(idx);
+    free(e);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  size_t show = gp_render_shown(s, ro, idx, NULL);
+  struct shown_task t = {s->procs, paths, idx, o, e};
+  size_t bad = gp_par_until(show, threads, collect_one, &t);
+  if (bad < show) snprintf(err, errlen, "%s", e[bad]);
+  free(idx);
+  free(e);
+  return bad < show ? -1 : 0;
 }

@@ -41,6 +41,16 @@ struct gp_timeline *gp_htl_collect(const char *path, const struct gp_proc_res *r
                                   const struct gp_htl_opts *o, char *err,
                                   size_t errlen);
 void gp_htl_free(struct gp_timeline *t); /* accepts NULL */
+struct gp_report_set;
+struct gp_render_opts;
+/* The timelines of the process sections an HTML page of s shows
+ * (gp_render_shown), those not collected yet, paths[i] being the trace of
+ * s->procs[i], on `threads` threads. 0, or -1 with the message of the
+ * first failure in the order shown in err. */
+int gp_htl_collect_shown(const struct gp_report_set *s,
+                         const struct gp_render_opts *ro, char *const *paths,
+                         const struct gp_htl_opts *o, int threads, char *err,
+                         size_t errlen);
 
 /* The JSON of the timeline (every string escaped so that no '<', '>' or
  * '&' appears: safe inside a <script> element). */

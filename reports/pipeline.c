@@ -11,6 +11,7 @@
 #include "attribute.h"
 #include "codec.h"
 #include "gpuphase/trace.h"
+#include "job_par.h"
 #include "reader_ext.h"
 #include "util.h"
 #include "measured.h"
@@ -396,6 +397,50 @@ struct gp_proc_res *gp_report_file(const char *path,
     return NULL;
   }
   return r;
+}
+
+struct files_task {
+  char *const *paths;
+  struct gp_report_opts ro;
+  gp_progress_fn progress;
+  void *ctx;
+  struct gp_proc_res **procs;
+  int *status;
+  char (*err)[512];
+};
+
+static int file_one(void *ctx, size_t i) {
+  struct files_task *t = ctx;
+  t->procs[i] = gp_report_file(t->paths[i], &t->ro, t->progress, t->ctx,
+                               &t->status[i], t->err[i], sizeof t->err[i]);
+  return !t->procs[i];
+}
+
+size_t gp_report_files(char *const *paths, size_t n,
+                       const struct gp_report_opts *o, int threads,
+                       gp_progress_fn progress, void *ctx,
+                       struct gp_proc_res **procs, int *status, char *err,
+                       size_t errlen) {
+  struct files_task t = {paths, *o, progress, ctx, procs,
+                         calloc(n ? n : 1, sizeof *t.status),
+                         calloc(n ? n : 1, sizeof *t.err)};
+  if (!t.status || !t.err) {
+    free(t.status);
+    free(t.err);
+    *status = GP_PIPE_NOMEM;
+    snprintf(err, errlen, "out of memory");
+    return 0;
+  }
+  if (threads < 1) threads = 1;
+  t.ro.read_threads = (size_t)threads > n ? threads / (int)n : 1;
+  size_t bad = gp_par_until(n, threads, file_one, &t);
+  if (bad < n) {
+    *status = t.status[bad];
+    snprintf(err, errlen, "%s", t.err[bad]);
+  }
+  free(t.status);
+  free(t.err);
+  return bad;
 }
 
 struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,

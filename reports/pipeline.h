@@ -24,6 +24,18 @@ struct gp_proc_res *gp_report_file(const char *path,
                                    gp_progress_fn progress, void *ctx,
                                    int *status, char *err, size_t errlen);
 
+/* The files paths[0..n), read at once on `threads` threads: a thread per
+ * file, those beyond one per file decoding ahead within the files
+ * (o->read_threads is set so). procs[i] receives each result. Returns the
+ * index of the first file, in order, that could not be read, with its
+ * message in err and *status set; n when all were read. Results of files
+ * after a failed one may be missing (NULL). */
+size_t gp_report_files(char *const *paths, size_t n,
+                       const struct gp_report_opts *o, int threads,
+                       gp_progress_fn progress, void *ctx,
+                       struct gp_proc_res **procs, int *status, char *err,
+                       size_t errlen);
+
 /* Everything together: the sum of n > 1 results, with a note when some
  * are degraded, derived. NULL when out of memory. */
 struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,

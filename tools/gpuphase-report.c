@@ -394,93 +394,46 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
   pthread_mutex_unlock(&p->mu);
 }
 
-struct read_task {
-  char **files;
-  const struct opts *o;
-  struct gp_proc_res **procs;
-  struct progress *pg;
-  char (*err)[512];
-};
-
-/* One file; non-zero when it failed (the files after it are not needed). */
-static int read_one(void *ctx, size_t i) {
-  struct read_task *t = ctx;
-  int st;
-  t->procs[i] = gp_report_file(t->files[i], &t->o->ro,
-                               t->pg->on ? on_progress : NULL, t->pg, &st,
-                               t->err[i], sizeof t->err[i]);
-  return !t->procs[i];
-}
-
 /* The files, read at once by o->threads threads; what is said on stderr
  * (the warnings in file order, then the first error) is what reading them
  * one by one says. */
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {
   struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
-  char(*err)[512] = calloc((size_t)n, sizeof *err);
-  if (!err) return fputs("gpuphase-report: out of memory\n", stderr), 1;
-  /* a thread per file; threads beyond one per file are shared out among
-   * the files, to decompress and decode their frames ahead */
-  int threads = o->threads ? o->threads : gp_par_default();
-  struct opts per_file = *o;
-  per_file.ro.read_threads = threads > n ? threads / n : 1;
-  struct read_task t = {files, &per_file, procs, &pg, err};
-  gp_par_until((size_t)n, threads, read_one, &t);
+  char err[512];
+  int st;
+  size_t bad = gp_report_files(files, (size_t)n, &o->ro,
+                               o->threads ? o->threads : gp_par_default(),
+                               pg.on ? on_progress : NULL, &pg, procs, &st,
+                               err, sizeof err);
   if (pg.shown) fputs("\r\033[K", stderr);
-  int rc = 0;
-  for (int i = 0; i < n && !rc; i++) {
-    if (!procs[i]) {
-      fprintf(stderr, "gpuphase-report: %s\n", err[i]);
-      rc = 1;
-    } else if (procs[i]->truncated)
+  for (size_t i = 0; i < (size_t)n; i++) {
+    if (i == bad) {
+      fprintf(stderr, "gpuphase-report: %s\n", err);
+      return 1;
+    }
+    if (procs[i]->truncated)
       fprintf(stderr,
               "gpuphase-report: warning: %s is truncated: reporting up "
               "to its last complete frame\n",
               files[i]);
   }
-  free(err);
-  return rc;
-}
-
-struct tl_task {
-  char **files;
-  struct gp_proc_res **procs;
-  const size_t *idx;
-  const struct gp_htl_opts *tl;
-  char (*err)[512];
-};
-
-static int collect_one(void *ctx, size_t i) {
-  struct tl_task *t = ctx;
-  struct gp_proc_res *p = t->procs[t->idx[i]];
-  p->timeline = gp_htl_collect(t->files[t->idx[i]], p, t->tl, t->err[i],
-                               sizeof t->err[i]);
-  return !p->timeline;
+  return 0;
 }
 
 /* --format html: the timelines of the process sections the page shows
- * (one more read of each of those traces, in parallel); the first error,
- * in the order shown, is said. */
+ * (one more read of each of those traces, in parallel). */
 static int collect_timelines(const struct opts *o, char **files,
                              struct gp_proc_res **procs, size_t n,
                              const struct gp_job *job) {
   struct gp_report_set set = {procs, n, procs[0], job};
-  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-  char(*err)[512] = calloc(n ? n : 1, sizeof *err);
-  if (!idx || !err) {
-    free(idx);
-    free(err);
-    return fputs("gpuphase-report: out of memory\n", stderr), 1;
-  }
-  size_t show = gp_render_shown(&set, &o->rend, idx, NULL);
-  struct tl_task t = {files, procs, idx, &o->tl, err};
-  size_t bad = gp_par_until(show, o->threads ? o->threads : gp_par_default(),
-                            collect_one, &t);
-  if (bad < show) fprintf(stderr, "gpuphase-report: %s\n", err[bad]);
-  free(idx);
-  free(err);
-  return bad < show;
+  char err[512];
+  if (gp_htl_collect_shown(&set, &o->rend, files, &o->tl,
+                           o->threads ? o->threads : gp_par_default(), err,
+                           sizeof err) == 0)
+    return 0;
+  fprintf(stderr, "gpuphase-report: %s\n", err);
+  return 1;
 }
 
 /* The output, refused when it is one of the inputs (the same file, by

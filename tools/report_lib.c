@@ -196,44 +196,17 @@ static int threads_of(const gpuphase_report *r) {
   return r->o.threads ? r->o.threads : gp_par_default();
 }
 
-struct read_task {
-  gpuphase_report *r;
-  struct gp_report_opts ro; /* with the threads for one file */
-  int *status;
-  char (*err)[512];
-};
-
-static int read_one(void *ctx, size_t i) {
-  struct read_task *t = ctx;
-  t->r->procs[i] = gp_report_file(t->r->paths[i], &t->ro, NULL, NULL,
-                                  &t->status[i], t->err[i], sizeof t->err[i]);
-  return !t->r->procs[i];
-}
-
-/* The traces, read at once as the command line reads them (a thread per
- * file, the threads beyond one per file decoding ahead within them); the
- * error is the first in file order. 0 or an error code. */
+/* The traces, read at once as the command line reads them; the error is
+ * the first in file order. 0 or an error code. */
 static int read_all(gpuphase_report *r, char *err, size_t errlen) {
-  size_t n = r->n;
-  int threads = threads_of(r);
-  struct read_task t = {r, r->o.ro, calloc(n, sizeof *t.status),
-                        calloc(n, sizeof *t.err)};
-  if (!t.status || !t.err) {
-    free(t.status);
-    free(t.err);
-    return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
-  }
-  t.ro.read_threads = (size_t)threads > n ? threads / (int)n : 1;
-  gp_par_until(n, threads, read_one, &t);
-  int c = GPUPHASE_REPORT_OK;
-  for (size_t i = 0; i < n && !c; i++)
-    if (!r->procs[i])
-      c = fail(t.status[i] == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
-                                            : GPUPHASE_REPORT_E_INPUT,
-               err, errlen, "%s", t.err[i]);
-  free(t.status);
-  free(t.err);
-  return c;
+  char e[512] = "";
+  int st = 0;
+  size_t bad = gp_report_files(r->paths, r->n, &r->o.ro, threads_of(r), NULL,
+                               NULL, r->procs, &st, e, sizeof e);
+  if (bad == r->n) return GPUPHASE_REPORT_OK;
+  return fail(st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
+                                  : GPUPHASE_REPORT_E_INPUT,
+              err, errlen, "%s", e);
 }
 
 EXPORT gpuphase_report *gpuphase_report_open(const char *const *paths, size_t n,
@@ -309,24 +282,13 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
   /* The HTML page's timelines, as the command line collects them for
    * --format html: one more read of each trace whose section the page
    * shows, the first time. */
-  if (!strcmp(fmt->name, "html")) {
-    size_t *idx = malloc(r->n * sizeof *idx);
-    if (!idx) return fail(GPUPHASE_REPORT_E_NOMEM, err, errlen, "out of memory");
-    size_t show = gp_render_shown(&set, &ro, idx, NULL);
-    for (size_t k = 0; k < show; k++) {
-      struct gp_proc_res *p = r->procs[idx[k]];
-      if (p->timeline) continue;
-      char e[512] = "";
-      if (!(p->timeline =
-                gp_htl_collect(r->paths[idx[k]], p, &r->o.tl, e, sizeof e))) {
-        free(idx);
-        return fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
-                                               : GPUPHASE_REPORT_E_INPUT,
-                    err, errlen, "%s", e);
-      }
-    }
-    free(idx);
-  }
+  char e[512] = "";
+  if (!strcmp(fmt->name, "html") &&
+      gp_htl_collect_shown(&set, &ro, r->paths, &r->o.tl, threads_of(r), e,
+                           sizeof e) < 0)
+    return fail(strstr(e, "out of memory") ? GPUPHASE_REPORT_E_NOMEM
+                                           : GPUPHASE_REPORT_E_INPUT,
+                err, errlen, "%s", e);
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
