@@ -117,6 +117,7 @@ struct kst {
    * GP_SEEN_MORE: exact for the first 4 + GP_SEEN_MORE candidates */
   uint32_t seen[4][2];
   uint32_t (*seen_more)[2];
+  uint32_t last_ver; /* the step set version of its last launch (steps) */
   /* the last block configuration seen and its occupancy: kernels of one
    * name are nearly always launched alike, and this spares the divisions */
   uint64_t c_threads, c_regs, c_smem;

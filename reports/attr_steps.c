@@ -9,11 +9,16 @@
  * What a step holds:
  * - its categories: the device timeline inside its wall interval, from
  *   snapshots of the device totals at its two ends;
- * - host counters: the API calls that start inside it, on any thread;
+ * - host counters: the API calls that start inside it, on any thread,
+ *   from running totals: a call adds to them once, however many steps
+ *   are open, and a step takes the difference between its two ends;
  * - device work by correlation: each call remembers the set of open steps
  *   (a version number, in a ring indexed by correlation id), and the
  *   kernels and copies it launched are added to those steps when their
- *   device records arrive, wherever they ran. */
+ *   device records arrive, wherever they ran: gathered per version
+ *   (the device records of a version arrive together as a rule) and
+ *   handed to its steps when another version takes the slot, so each
+ *   device record is added once. */
 #include "attr_int.h"
 
 #include <fnmatch.h>
@@ -50,11 +55,20 @@ struct scand {
   struct sstep *v;
   size_t n, cap;  /* v[n - 1] is the open step while open and kept */
   uint32_t apos;  /* in the open list */
+  uint64_t hc0[GP_SC_N]; /* the running host totals when it opened */
 };
 
-struct ringent { /* the pairs of the version a call was made in */
+struct ringent { /* the version a call was made in */
   uint64_t corr;
-  uint32_t from, to; /* to 0: none */
+  uint32_t ver; /* 0: none */
+};
+
+/* Device work of one version, not yet added to its steps. */
+#define VACC_N 4 /* slots, by version modulo VACC_N */
+struct vacc {
+  uint32_t ver;  /* 0: empty */
+  uint8_t meas;  /* fixed steps: the version's step is a measured one */
+  uint64_t kernels, kernel_ns, xfer_ns, pageable;
 };
 
 struct gp_stepper {
@@ -65,13 +79,15 @@ struct gp_stepper {
   /* step set versions: version v (>= 1) is the list pairs[voff[v - 1] ..
    * voff[v]) of (candidate, step index) open when it was made */
   uint32_t ver;
-  uint32_t vfrom, vto; /* the pairs of version ver */
   int dirty;
   uint32_t *voff;
   size_t nver, capver;
   uint32_t (*pairs)[2];
   size_t npairs, cappairs;
   struct ringent *ring;
+  /* host counters of the calls made while a step was open, running */
+  uint64_t hc[GP_SC_N];
+  struct vacc acc[VACC_N];
   size_t others;  /* steps kept by candidates other than lead */
   uint32_t lead;  /* the candidate protected from STEP_CAP (UINT32_MAX:
                      none), chosen when the cap was last reached */
@@ -250,6 +266,7 @@ static void step_open(struct gp_attr *a, uint32_t ci, uint64_t thread,
   x->s.start = t;
   x->s.thread = thread;
   snapshot(a, t, x->creal, x->wd, &x->nreal);
+  memcpy(c->hc0, st->hc, sizeof c->hc0);
   open_add(a, ci);
   if (st->capped && ci != st->lead && ++st->others > STEP_CAP)
     over_cap(a, t);
@@ -286,6 +303,7 @@ static void step_close(struct gp_attr *a, uint32_t ci, uint64_t t) {
   x->s.end = t > x->s.start ? t : x->s.start;
   snapshot(a, t, real, w, &n);
   snap_delta(x, real, w, n);
+  for (int k = 0; k < GP_SC_N; k++) x->s.c[k] += st->hc[k] - c->hc0[k];
   open_remove(a, ci);
 }
 
@@ -317,11 +335,9 @@ void gp_steps_boundary(struct gp_attr *a, uint32_t ci, uint64_t thread,
   step_open(a, ci, thread, t);
 }
 
-/* The current step set version, made now if the set changed. */
-static uint32_t version(struct gp_attr *a) {
+/* A new step set version, of the steps open now (0: out of memory). */
+static uint32_t __attribute__((noinline)) new_version(struct gp_attr *a) {
   struct gp_stepper *st = a->st;
-  if (!st->nopen) return 0;
-  if (!st->dirty) return st->ver;
   if (GROW(a, st->voff, st->capver, st->nver + 1) < 0 ||
       GROW(a, st->pairs, st->cappairs, st->npairs + st->nopen) < 0)
     return 0;
@@ -329,11 +345,16 @@ static uint32_t version(struct gp_attr *a) {
     st->pairs[st->npairs][0] = st->open[i];
     st->pairs[st->npairs++][1] = (uint32_t)(st->c[st->open[i]].n - 1);
   }
-  st->vfrom = st->nver ? st->voff[st->nver - 1] : 0;
   st->voff[st->nver++] = (uint32_t)st->npairs;
-  st->vto = (uint32_t)st->npairs;
   st->dirty = 0;
   return st->ver = (uint32_t)st->nver;
+}
+
+/* The current step set version, made now if the set changed. */
+static inline uint32_t version(struct gp_attr *a) {
+  struct gp_stepper *st = a->st;
+  if (!st->nopen) return 0;
+  return st->dirty ? new_version(a) : st->ver;
 }
 
 /* A call that may delimit steps: a synchronising call or a blocking copy
@@ -344,7 +365,7 @@ static int delimits(uint64_t cls, int cl) {
          ((cls & GPUPHASE_API_COPY) && cl == CALL_BLK);
 }
 
-static void sync_boundary(struct gp_attr *a, struct apidef *def,
+static void __attribute__((noinline)) sync_boundary(struct gp_attr *a, struct apidef *def,
                           const struct gpuphase_api *r, uint64_t end) {
   if (a->o.step) return;
   if (a->o.step_api) {
@@ -406,10 +427,7 @@ uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   st->last_meas = 0;
   if (!st->nopen) return 0;
   uint64_t dur = end - r->start;
-  for (size_t i = 0; i < st->nopen; i++) {
-    struct scand *c = &st->c[st->open[i]];
-    count_call(c->v[c->n - 1].s.c, def, r, cl, dur);
-  }
+  count_call(st->hc, def, r, cl, dur);
   if (st->fixed && st->c[st->open[0]].n > st->warmup) {
     st->last_meas = 1;
     def->step_count++;
@@ -420,8 +438,7 @@ uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   if (r->corr && v) {
     struct ringent *e = &st->ring[r->corr & RING_MASK];
     e->corr = r->corr;
-    e->from = st->vfrom;
-    e->to = st->vto;
+    e->ver = v;
   }
   return v;
 }
@@ -446,30 +463,79 @@ static int kernel_seen(struct kst *k, uint32_t ci, uint32_t si) {
   return 0;
 }
 
+/* Adds the device work gathered for a version to its steps, and empties
+ * the slot. */
+static void vacc_flush(struct gp_stepper *st, struct vacc *v) {
+  if (!v->ver) return;
+  uint32_t from = v->ver > 1 ? st->voff[v->ver - 2] : 0;
+  for (uint32_t p = from; p < st->voff[v->ver - 1]; p++) {
+    struct scand *c = &st->c[st->pairs[p][0]];
+    uint32_t si = st->pairs[p][1];
+    if (c->dropped || si >= c->n) continue;
+    uint64_t *x = c->v[si].s.c;
+    x[GP_SC_kernels] += v->kernels;
+    x[GP_SC_kernel_ns] += v->kernel_ns;
+    x[GP_SC_xfer_ns] += v->xfer_ns;
+    x[GP_SC_pageable_copies] += v->pageable;
+  }
+  memset(v, 0, sizeof *v);
+}
+
+/* Slot v, emptied and given to version ver. Out of line: once per
+ * version and slot, and inline it made every device record save and
+ * restore registers. */
+static struct vacc *__attribute__((noinline))
+vacc_take(struct gp_stepper *st, struct vacc *v, uint32_t ver) {
+  vacc_flush(st, v);
+  v->ver = ver;
+  /* fixed steps: one candidate, so one pair */
+  uint32_t from = ver > 1 ? st->voff[ver - 2] : 0;
+  v->meas = st->fixed && from < st->voff[ver - 1] &&
+            st->pairs[from][1] >= st->warmup;
+  return v;
+}
+
+/* The slot gathering version ver's device work. */
+static inline struct vacc *vacc_of(struct gp_stepper *st, uint32_t ver) {
+  struct vacc *v = &st->acc[ver % VACC_N];
+  return v->ver == ver ? v : vacc_take(st, v, ver);
+}
+
+/* A name's first launch in a version: counted in the version's steps that
+ * have not seen it yet. */
+static void __attribute__((noinline))
+distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
+  k->last_ver = ver;
+  uint32_t from = ver > 1 ? st->voff[ver - 2] : 0;
+  for (uint32_t p = from; p < st->voff[ver - 1]; p++) {
+    uint32_t ci = st->pairs[p][0], si = st->pairs[p][1];
+    struct scand *c = &st->c[ci];
+    if (c->dropped || si >= c->n) continue;
+    if (!kernel_seen(k, ci, si)) c->v[si].s.c[GP_SC_distinct_kernels]++;
+  }
+}
+
 void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
                      uint64_t ns, int pageable) {
   struct gp_stepper *st = a->st;
   if (!st || !st->ring || !corr) return;
   const struct ringent *e = &st->ring[corr & RING_MASK];
-  if (e->corr != corr) return;
-  for (uint32_t p = e->from; p < e->to; p++) {
-    uint32_t ci = st->pairs[p][0], si = st->pairs[p][1];
-    struct scand *c = &st->c[ci];
-    if (c->dropped || si >= c->n) continue;
-    uint64_t *x = c->v[si].s.c;
-    if (!k) {
-      x[GP_SC_xfer_ns] += ns;
-      x[GP_SC_pageable_copies] += pageable != 0;
-      continue;
-    }
-    x[GP_SC_kernels]++;
-    x[GP_SC_kernel_ns] += ns;
-    if (!kernel_seen(k, ci, si)) x[GP_SC_distinct_kernels]++;
-    if (st->fixed && si >= st->warmup) {
-      k->step_count++;
-      k->step_ns += ns;
-    }
+  if (e->corr != corr || !e->ver || e->ver > st->nver) return;
+  struct vacc *v = vacc_of(st, e->ver);
+  if (!k) {
+    v->xfer_ns += ns;
+    v->pageable += pageable != 0;
+    return;
   }
+  v->kernels++;
+  v->kernel_ns += ns;
+  if (v->meas) {
+    k->step_count++;
+    k->step_ns += ns;
+  }
+  /* Distinct kernels: the name is new to a step only if it is new to the
+   * version, which the name's previous launch tells. */
+  if (k->last_ver != e->ver) distinct(st, k, e->ver);
 }
 
 void gp_steps_blocked(struct gp_attr *a, const struct acall *cl) {
@@ -490,10 +556,7 @@ void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count) {
   (void)thread; /* like API calls: whatever thread counts them */
   if (!st) return;
   st->items_seen = 1;
-  for (size_t i = 0; i < st->nopen; i++) {
-    struct scand *c = &st->c[st->open[i]];
-    c->v[c->n - 1].s.c[GP_SC_items] += count;
-  }
+  if (st->nopen) st->hc[GP_SC_items] += count;
 }
 
 /* ---- the choice, at the end ---- */
@@ -630,6 +693,7 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   size_t pick = SIZE_MAX;
   s->source = GP_STEPS_NONE;
   if (!st) return describe(a, s, NULL, window);
+  for (size_t i = 0; i < VACC_N; i++) vacc_flush(st, &st->acc[i]);
   for (size_t i = 0; i < st->nc; i++) /* an open step is not a whole one */
     if (st->c[i].open && !st->c[i].dropped && st->c[i].n) st->c[i].n--;
   if (a->o.step) {

@@ -450,6 +450,45 @@ static void test_distinct_many(void) {
   tl_free(&t);
 }
 
+/* Device work whose records arrive long after their steps closed, in an
+ * order that mixes the steps. Steps i = 0..7 are "step" ranges [1000i,
+ * 1000i + 600) on thread 1; each launches k1 (corr 2i + 1) at [+10, +20)
+ * and k2 (corr 2i + 2) at [+30, +40). The kernels run after the last step,
+ * from 9000 on, 50 ns apart, k1 of steps 0 4 1 5 2 6 3 7 and then k2 of
+ * the same, and each lasts 10 + i (k1) or 20 + i (k2) ns. So step i holds
+ * 2 kernels, 2 distinct, 30 + 2i ns of kernel time, 2 launches. */
+static void test_late_mixed(void) {
+  struct tl t;
+  base(&t);
+  for (uint64_t i = 0; i < 8; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, 2 * i + 1);
+    tl_api(&t, 1, LAUNCH, b + 30, b + 40, 0, 2 * i + 2);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 600, 0, 0);
+  }
+  static const uint64_t order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (uint64_t j = 0; j < 16; j++) {
+    uint64_t i = order[j % 8], k2 = j >= 8, at = 9000 + 50 * j;
+    uint64_t dur = (k2 ? 20 : 10) + i;
+    tl_kernel(&t, 0, at, at + dur, k2 ? S_K2 : S_K1, 200, 128)->corr =
+        2 * i + 1 + k2;
+  }
+  t.o.warmup = 0;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_REPEATED_RANGE);
+  EQ(s->n, 8);
+  for (uint64_t i = 0; i < 8 && i < s->n; i++) {
+    EQ(s->v[i].c[GP_SC_kernels], 2);
+    EQ(s->v[i].c[GP_SC_distinct_kernels], 2);
+    EQ(s->v[i].c[GP_SC_kernel_ns], 30 + 2 * i);
+    EQ(s->v[i].c[GP_SC_launches], 2);
+  }
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* More steps than the 65,536 the other candidates may keep. Thread 1 runs
  * 70,000 top-level "step" ranges [1000i, 1000i + 600) and, between them,
  * 70,000 top-level "data" ranges [1000i + 700, 1000i + 800): "step"
@@ -528,6 +567,7 @@ int main(void) {
   test_many_steps();
   test_named();
   test_distinct_many();
+  test_late_mixed();
   test_by_correlation();
   test_profiler_step();
   test_repeated();
