@@ -1,5 +1,5 @@
 /* One handler per record kind, and the tables they look things up in. */
-#include "attr_int.h"
+#include "attr_steps.h"
 
 #include <stdlib.h>
 #include <string.h>

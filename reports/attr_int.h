@@ -420,17 +420,11 @@ void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
 /* the step counters a call of class cls adds 1 to whatever its record
  * holds, as a mask of 1 << GP_SC_* (apidef.sc_ones) */
 uint32_t gp_steps_ones(uint64_t cls);
-/* an API call (already classified) starts; returns the step set version
- * to remember for its device work */
-uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
-                       const struct gpuphase_api *r, int cl, uint64_t end);
+/* gp_steps_call and gp_steps_device: attr_steps.h */
 void gp_steps_boundary(struct gp_attr *a, uint32_t cand, uint64_t thread,
                        uint64_t t);
 /* the last gp_steps_call was made in a measured step of the fixed steps */
 int gp_steps_last_measured(const struct gp_attr *a);
-/* device work of correlation id corr (kernel: k set) */
-void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
-                     uint64_t ns, int pageable);
 /* an undecided copy turned out blocking */
 void gp_steps_blocked(struct gp_attr *a, const struct acall *c);
 void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count);

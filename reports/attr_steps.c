@@ -19,87 +19,13 @@
  *   (the device records of a version arrive together as a rule) and
  *   handed to its steps when another version takes the slot, so each
  *   device record is added once. */
-#include "attr_int.h"
+#include "attr_steps.h"
 
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Steps kept by the candidates found alone (not --step) other than the
- * one that would be chosen if the trace ended now (the lead, which keeps
- * all of its steps: the result holds them anyway): past this the largest
- * of the others' steps are dropped and, if one of them is chosen at the
- * end after all, a second pass settles it (pipeline.c). About 20 MiB. */
-#define STEP_CAP (1u << 16)
-#define RING_BITS 16
-#define RING_MASK ((1u << RING_BITS) - 1)
-
-enum { SC_RANGE, SC_SYNC };
-
-struct sstep {
-  struct gp_step s;
-  /* at open: the snapshot; at close: what the step adds (see snap_delta) */
-  uint64_t creal[GP_CAT_N], wd[GP_CAT_N];
-  uint64_t nreal;
-};
-
-struct scand {
-  uint8_t kind, dropped, open;
-  uint64_t key;   /* RANGE: phase name string id (0: a shared class); SYNC:
-                     API id */
-  uint64_t othread, ostart;
-  uint64_t count, sum, first, last; /* closed steps, dropped or not */
-  struct gp_hist dur;               /* their durations */
-  struct sstep *v;
-  size_t n, cap;  /* v[n - 1] is the open step while open and kept */
-  uint32_t apos;  /* in the open list */
-  uint64_t hc0[GP_SC_N]; /* the running host totals when it opened */
-};
-
-struct ringent { /* the version a call was made in */
-  uint64_t corr;
-  uint32_t ver; /* 0: none */
-};
-
-/* Device work of one version, not yet added to its steps. */
-#define VACC_N 4 /* slots, by version modulo VACC_N */
-struct vacc {
-  uint32_t ver;  /* 0: empty */
-  uint8_t meas;  /* fixed steps: the version's step is a measured one */
-  uint64_t kernels, kernel_ns, xfer_ns, pageable;
-};
-
-struct gp_stepper {
-  struct scand *c;
-  size_t nc, capc;
-  uint32_t *open; /* candidates with a kept open step */
-  size_t nopen, capopen;
-  /* step set versions: version v (>= 1) is the list pairs[voff[v - 1] ..
-   * voff[v]) of (candidate, step index) open when it was made */
-  uint32_t ver;
-  int dirty;
-  uint32_t *voff;
-  size_t nver, capver;
-  uint32_t (*pairs)[2];
-  size_t npairs, cappairs;
-  struct ringent *ring;
-  /* host counters of the calls made while a step was open, running */
-  uint64_t hc[GP_SC_N];
-  struct vacc acc[VACC_N];
-  size_t others;  /* steps kept by candidates other than lead */
-  uint32_t lead;  /* the candidate protected from STEP_CAP (UINT32_MAX:
-                     none), chosen when the cap was last reached */
-  int fixed; /* one candidate, warm-up known: kernels and APIs of the
-                measured steps are counted */
-  int capped; /* steps found alone: many candidates, STEP_CAP applies */
-  int sync_off; /* a range repeats: synchronising calls keep no steps */
-  uint64_t warmup;
-  uint32_t named, ps; /* candidate + 1 of --step, of ProfilerStep#N */
-  int items_seen, last_meas;
-  uint64_t overlap, unlinked;
-};
 
 int gp_steps_init(struct gp_attr *a) {
   a->st = calloc(1, sizeof *a->st);
@@ -335,8 +261,7 @@ void gp_steps_boundary(struct gp_attr *a, uint32_t ci, uint64_t thread,
   step_open(a, ci, thread, t);
 }
 
-/* A new step set version, of the steps open now (0: out of memory). */
-static uint32_t __attribute__((noinline)) new_version(struct gp_attr *a) {
+uint32_t gp_steps_new_version(struct gp_attr *a) {
   struct gp_stepper *st = a->st;
   if (GROW(a, st->voff, st->capver, st->nver + 1) < 0 ||
       GROW(a, st->pairs, st->cappairs, st->npairs + st->nopen) < 0)
@@ -350,22 +275,7 @@ static uint32_t __attribute__((noinline)) new_version(struct gp_attr *a) {
   return st->ver = (uint32_t)st->nver;
 }
 
-/* The current step set version, made now if the set changed. */
-static inline uint32_t version(struct gp_attr *a) {
-  struct gp_stepper *st = a->st;
-  if (!st->nopen) return 0;
-  return st->dirty ? new_version(a) : st->ver;
-}
-
-/* A call that may delimit steps: a synchronising call or a blocking copy
- * (not a poll). */
-static int delimits(uint64_t cls, int cl) {
-  if (cls & GPUPHASE_API_QUERY) return 0;
-  return (cls & GPUPHASE_API_SYNC) ||
-         ((cls & GPUPHASE_API_COPY) && cl == CALL_BLK);
-}
-
-static void __attribute__((noinline)) sync_boundary(struct gp_attr *a, struct apidef *def,
+void gp_steps_sync(struct gp_attr *a, struct apidef *def,
                           const struct gpuphase_api *r, uint64_t end) {
   if (a->o.step) return;
   if (a->o.step_api) {
@@ -404,43 +314,22 @@ uint32_t gp_steps_ones(uint64_t cls) {
   return m;
 }
 
-static void count_call(uint64_t *c, const struct apidef *def,
-                       const struct gpuphase_api *r, int cl, uint64_t dur) {
-  for (uint32_t m = def->sc_ones; m; m &= m - 1)
-    c[__builtin_ctz(m)]++;
-  if (cl == CALL_BLK) c[GP_SC_sync_ns] += dur;
-  if (def->cls & GPUPHASE_API_COPY) {
-    int x = xfer_of_kind(r->copy_kind);
-    if (x >= 0) {
-      c[x]++;
-      /* the bytes counters follow the copy counters in the same order */
-      c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
-    }
-  }
+void gp_steps_copy(uint64_t *c, const struct gpuphase_api *r) {
+  int x = xfer_of_kind(r->copy_kind);
+  if (x < 0) return;
+  c[x]++;
+  /* the bytes counters follow the copy counters in the same order */
+  c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
 }
 
-uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
-                       const struct gpuphase_api *r, int cl, uint64_t end) {
-  struct gp_stepper *st = a->st;
-  if (!st) return 0;
-  if (delimits(def->cls, cl)) sync_boundary(a, def, r, end);
-  st->last_meas = 0;
-  if (!st->nopen) return 0;
-  uint64_t dur = end - r->start;
-  count_call(st->hc, def, r, cl, dur);
-  if (st->fixed && st->c[st->open[0]].n > st->warmup) {
-    st->last_meas = 1;
-    def->step_count++;
-    def->step_total += dur;
-    if (cl == CALL_BLK) def->step_blocked += dur;
-  }
-  uint32_t v = version(a);
-  if (r->corr && v) {
-    struct ringent *e = &st->ring[r->corr & RING_MASK];
-    e->corr = r->corr;
-    e->ver = v;
-  }
-  return v;
+/* Fixed steps: the call's API counts in the measured steps' detail. */
+void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
+                         uint64_t dur) {
+  if (st->c[st->open[0]].n <= st->warmup) return;
+  st->last_meas = 1;
+  def->step_count++;
+  def->step_total += dur;
+  if (cl == CALL_BLK) def->step_blocked += dur;
 }
 
 int gp_steps_last_measured(const struct gp_attr *a) {
@@ -481,11 +370,8 @@ static void vacc_flush(struct gp_stepper *st, struct vacc *v) {
   memset(v, 0, sizeof *v);
 }
 
-/* Slot v, emptied and given to version ver. Out of line: once per
- * version and slot, and inline it made every device record save and
- * restore registers. */
-static struct vacc *__attribute__((noinline))
-vacc_take(struct gp_stepper *st, struct vacc *v, uint32_t ver) {
+struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
+                                 uint32_t ver) {
   vacc_flush(st, v);
   v->ver = ver;
   /* fixed steps: one candidate, so one pair */
@@ -495,16 +381,7 @@ vacc_take(struct gp_stepper *st, struct vacc *v, uint32_t ver) {
   return v;
 }
 
-/* The slot gathering version ver's device work. */
-static inline struct vacc *vacc_of(struct gp_stepper *st, uint32_t ver) {
-  struct vacc *v = &st->acc[ver % VACC_N];
-  return v->ver == ver ? v : vacc_take(st, v, ver);
-}
-
-/* A name's first launch in a version: counted in the version's steps that
- * have not seen it yet. */
-static void __attribute__((noinline))
-distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
+void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
   k->last_ver = ver;
   uint32_t from = ver > 1 ? st->voff[ver - 2] : 0;
   for (uint32_t p = from; p < st->voff[ver - 1]; p++) {
@@ -513,29 +390,6 @@ distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
     if (c->dropped || si >= c->n) continue;
     if (!kernel_seen(k, ci, si)) c->v[si].s.c[GP_SC_distinct_kernels]++;
   }
-}
-
-void gp_steps_device(struct gp_attr *a, uint64_t corr, struct kst *k,
-                     uint64_t ns, int pageable) {
-  struct gp_stepper *st = a->st;
-  if (!st || !st->ring || !corr) return;
-  const struct ringent *e = &st->ring[corr & RING_MASK];
-  if (e->corr != corr || !e->ver || e->ver > st->nver) return;
-  struct vacc *v = vacc_of(st, e->ver);
-  if (!k) {
-    v->xfer_ns += ns;
-    v->pageable += pageable != 0;
-    return;
-  }
-  v->kernels++;
-  v->kernel_ns += ns;
-  if (v->meas) {
-    k->step_count++;
-    k->step_ns += ns;
-  }
-  /* Distinct kernels: the name is new to a step only if it is new to the
-   * version, which the name's previous launch tells. */
-  if (k->last_ver != e->ver) distinct(st, k, e->ver);
 }
 
 void gp_steps_blocked(struct gp_attr *a, const struct acall *cl) {

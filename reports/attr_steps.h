@@ -1,0 +1,150 @@
+/* The step finder's state (attr_steps.c), and the two hooks that every API
+ * call and every device record go through, inline in the engine's record
+ * handlers (attr_feed.c); what they do rarely stays out of line. Internal
+ * to the attribution engine. */
+#ifndef GP_ATTR_STEPS_H
+#define GP_ATTR_STEPS_H
+
+#include "attr_int.h"
+
+/* Steps kept by the candidates found alone (not --step) other than the
+ * one that would be chosen if the trace ended now (the lead, which keeps
+ * all of its steps: the result holds them anyway): past this the largest
+ * of the others' steps are dropped and, if one of them is chosen at the
+ * end after all, a second pass settles it (pipeline.c). About 20 MiB. */
+#define STEP_CAP (1u << 16)
+#define RING_BITS 16
+#define RING_MASK ((1u << RING_BITS) - 1)
+
+enum { SC_RANGE, SC_SYNC };
+
+struct sstep {
+  struct gp_step s;
+  /* at open: the snapshot; at close: what the step adds (see snap_delta) */
+  uint64_t creal[GP_CAT_N], wd[GP_CAT_N];
+  uint64_t nreal;
+};
+
+struct scand {
+  uint8_t kind, dropped, open;
+  uint64_t key;   /* RANGE: phase name string id (0: a shared class); SYNC:
+                     API id */
+  uint64_t othread, ostart;
+  uint64_t count, sum, first, last; /* closed steps, dropped or not */
+  struct gp_hist dur;               /* their durations */
+  struct sstep *v;
+  size_t n, cap;  /* v[n - 1] is the open step while open and kept */
+  uint32_t apos;  /* in the open list */
+  uint64_t hc0[GP_SC_N]; /* the running host totals when it opened */
+};
+
+struct ringent { /* the version a call was made in */
+  uint64_t corr;
+  uint32_t ver; /* 0: none */
+};
+
+/* Device work of one version, not yet added to its steps. */
+#define VACC_N 4 /* slots, by version modulo VACC_N */
+struct vacc {
+  uint32_t ver;  /* 0: empty */
+  uint8_t meas;  /* fixed steps: the version's step is a measured one */
+  uint64_t kernels, kernel_ns, xfer_ns, pageable;
+};
+
+struct gp_stepper {
+  struct scand *c;
+  size_t nc, capc;
+  uint32_t *open; /* candidates with a kept open step */
+  size_t nopen, capopen;
+  /* step set versions: version v (>= 1) is the list pairs[voff[v - 1] ..
+   * voff[v]) of (candidate, step index) open when it was made */
+  uint32_t ver;
+  int dirty;
+  uint32_t *voff;
+  size_t nver, capver;
+  uint32_t (*pairs)[2];
+  size_t npairs, cappairs;
+  struct ringent *ring;
+  /* host counters of the calls made while a step was open, running */
+  uint64_t hc[GP_SC_N];
+  struct vacc acc[VACC_N];
+  size_t others;  /* steps kept by candidates other than lead */
+  uint32_t lead;  /* the candidate protected from STEP_CAP (UINT32_MAX:
+                     none), chosen when the cap was last reached */
+  int fixed; /* one candidate, warm-up known: kernels and APIs of the
+                measured steps are counted */
+  int capped; /* steps found alone: many candidates, STEP_CAP applies */
+  int sync_off; /* a range repeats: synchronising calls keep no steps */
+  uint64_t warmup;
+  uint32_t named, ps; /* candidate + 1 of --step, of ProfilerStep#N */
+  int items_seen, last_meas;
+  uint64_t overlap, unlinked;
+};
+
+/* The out-of-line parts of the hooks (attr_steps.c). */
+void gp_steps_sync(struct gp_attr *a, struct apidef *def,
+                   const struct gpuphase_api *r, uint64_t end);
+uint32_t gp_steps_new_version(struct gp_attr *a);
+void gp_steps_copy(uint64_t *c, const struct gpuphase_api *r);
+void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
+                         uint64_t dur);
+struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
+                                uint32_t ver);
+void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver);
+
+/* an API call (already classified) starts; returns the step set version
+ * to remember for its device work */
+static inline uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
+                                     const struct gpuphase_api *r, int cl,
+                                     uint64_t end) {
+  struct gp_stepper *st = a->st;
+  if (!st) return 0;
+  /* a synchronising call or a blocking copy (not a poll) may end steps */
+  if (!(def->cls & GPUPHASE_API_QUERY) &&
+      ((def->cls & GPUPHASE_API_SYNC) ||
+       ((def->cls & GPUPHASE_API_COPY) && cl == CALL_BLK)))
+    gp_steps_sync(a, def, r, end);
+  st->last_meas = 0;
+  if (!st->nopen) return 0;
+  /* the host counters, added once to the running totals */
+  uint64_t dur = end - r->start;
+  for (uint32_t m = def->sc_ones; m; m &= m - 1)
+    st->hc[__builtin_ctz(m)]++;
+  if (cl == CALL_BLK) st->hc[GP_SC_sync_ns] += dur;
+  if (def->cls & GPUPHASE_API_COPY) gp_steps_copy(st->hc, r);
+  if (st->fixed) gp_steps_fixed_call(st, def, cl, dur);
+  uint32_t v = st->dirty ? gp_steps_new_version(a) : st->ver;
+  if (r->corr && v) {
+    struct ringent *e = &st->ring[r->corr & RING_MASK];
+    e->corr = r->corr;
+    e->ver = v;
+  }
+  return v;
+}
+
+/* device work of correlation id corr (kernel: k set) */
+static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
+                                   struct kst *k, uint64_t ns, int pageable) {
+  struct gp_stepper *st = a->st;
+  if (!st || !st->ring || !corr) return;
+  const struct ringent *e = &st->ring[corr & RING_MASK];
+  if (e->corr != corr || !e->ver || e->ver > st->nver) return;
+  struct vacc *v = &st->acc[e->ver % VACC_N];
+  if (v->ver != e->ver) v = gp_steps_vacc_take(st, v, e->ver);
+  if (!k) {
+    v->xfer_ns += ns;
+    v->pageable += pageable != 0;
+    return;
+  }
+  v->kernels++;
+  v->kernel_ns += ns;
+  if (v->meas) {
+    k->step_count++;
+    k->step_ns += ns;
+  }
+  /* Distinct kernels: the name is new to a step only if it is new to the
+   * version, which the name's previous launch tells. */
+  if (k->last_ver != e->ver) gp_steps_distinct(st, k, e->ver);
+}
+
+#endif
