@@ -356,7 +356,7 @@ static int kernel_seen(struct kst *k, uint32_t ci, uint32_t si) {
  * the slot. */
 static void vacc_flush(struct gp_stepper *st, struct vacc *v) {
   if (!v->ver) return;
-  uint32_t from = v->ver > 1 ? st->voff[v->ver - 2] : 0;
+  uint32_t from = gp_steps_vfrom(st, v->ver);
   for (uint32_t p = from; p < st->voff[v->ver - 1]; p++) {
     struct scand *c = &st->c[st->pairs[p][0]];
     uint32_t si = st->pairs[p][1];
@@ -375,7 +375,7 @@ struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
   vacc_flush(st, v);
   v->ver = ver;
   /* fixed steps: one candidate, so one pair */
-  uint32_t from = ver > 1 ? st->voff[ver - 2] : 0;
+  uint32_t from = gp_steps_vfrom(st, ver);
   v->meas = st->fixed && from < st->voff[ver - 1] &&
             st->pairs[from][1] >= st->warmup;
   return v;
@@ -383,7 +383,7 @@ struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
 
 void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
   k->last_ver = ver;
-  uint32_t from = ver > 1 ? st->voff[ver - 2] : 0;
+  uint32_t from = gp_steps_vfrom(st, ver);
   for (uint32_t p = from; p < st->voff[ver - 1]; p++) {
     uint32_t ci = st->pairs[p][0], si = st->pairs[p][1];
     struct scand *c = &st->c[ci];
@@ -396,7 +396,7 @@ void gp_steps_blocked(struct gp_attr *a, const struct acall *cl) {
   struct gp_stepper *st = a->st;
   if (!st || !cl->sver || cl->sver > st->nver) return;
   uint64_t dur = cl->end - cl->start;
-  uint32_t from = cl->sver > 1 ? st->voff[cl->sver - 2] : 0;
+  uint32_t from = gp_steps_vfrom(st, cl->sver);
   for (uint32_t p = from; p < st->voff[cl->sver - 1]; p++) {
     struct scand *c = &st->c[st->pairs[p][0]];
     uint32_t si = st->pairs[p][1];

@@ -81,6 +81,12 @@ struct gp_stepper {
   uint64_t overlap, unlinked;
 };
 
+/* The pairs of step set version ver (>= 1): pairs[from .. voff[ver - 1]). */
+static inline uint32_t gp_steps_vfrom(const struct gp_stepper *st,
+                                      uint32_t ver) {
+  return ver > 1 ? st->voff[ver - 2] : 0;
+}
+
 /* The out-of-line parts of the hooks (attr_steps.c). */
 void gp_steps_sync(struct gp_attr *a, struct apidef *def,
                    const struct gpuphase_api *r, uint64_t end);
