@@ -220,11 +220,82 @@ static void test_verdicts(void) {
         !strcmp(gp_verdict_key(GP_INCONCLUSIVE), "inconclusive"));
 }
 
+/* gp_boot_ratio against the bootstrap written out from its definition:
+ * per resample, n values drawn (one at a time, or circular blocks of
+ * gp_block_len(n) from a start drawn with the same generator), the
+ * statistic of the values drawn, the ratio of the two sides; the
+ * interval from the sorted ratios. Every statistic, both ways of
+ * drawing, sample sizes around the block lengths, and values with ties
+ * and zeros: the same numbers exactly. */
+static double ref_side(const double *v, size_t n, int blocks,
+                       enum gp_stat st, struct gp_rng *g, double *tmp) {
+  size_t b = blocks && n > 1 ? gp_block_len(n) : 1, k = 0;
+  while (k < n) {
+    size_t at = (size_t)gp_rng_below(g, n);
+    for (size_t j = 0; j < b && k < n; j++) {
+      tmp[k++] = v[at];
+      at = at + 1 == n ? 0 : at + 1;
+    }
+  }
+  return gp_stat_of(st, tmp, n);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void test_boot_reference(void) {
+  static const size_t sizes[] = {1, 2, 3, 5, 8, 16, 17, 27, 28, 63, 100, 257};
+  static const enum gp_stat stats[] = {GP_STAT_MEDIAN, GP_STAT_MEAN,
+                                       GP_STAT_P95, GP_STAT_P99, GP_STAT_MAX};
+  enum { REPS = 300 };
+  double base[257], cand[257], tmp[257], rat[REPS];
+  uint64_t seed = 99, mismatches = 0, cases = 0;
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    size_t n = sizes[si], m = n > 3 ? n - 2 : n;
+    for (size_t t = 0; t < sizeof stats / sizeof stats[0]; t++)
+      for (int blocks = 0; blocks <= 1; blocks++) {
+        struct gp_rng v;
+        gp_rng_seed(&v, seed++);
+        for (size_t i = 0; i < n; i++) {
+          base[i] = (double)gp_rng_below(&v, 40); /* ties and zeros */
+          cand[i] = 0.5 + (double)gp_rng_below(&v, 1000) / 7;
+        }
+        struct gp_boot o = {.resamples = REPS, .seed = seed * 7 + 1,
+                            .stat = stats[t], .blocks = blocks};
+        struct gp_interval iv;
+        CHECK(gp_boot_ratio(base, n, cand, m, &o, &iv) == 0);
+        struct gp_rng g;
+        gp_rng_seed(&g, o.seed);
+        for (size_t r = 0; r < REPS; r++) {
+          double x = ref_side(base, n, blocks, stats[t], &g, tmp);
+          double y = ref_side(cand, m, blocks, stats[t], &g, tmp);
+          rat[r] = x > 0 ? y / x : y > 0 ? INFINITY : 1;
+        }
+        qsort(rat, REPS, sizeof *rat, cmp_double);
+        const double level = 0.95; /* the default, as gp_boot_ratio uses it */
+        double lo = gp_quantile_sorted(rat, REPS, (1 - level) / 2);
+        double hi = gp_quantile_sorted(rat, REPS, 1 - (1 - level) / 2);
+        cases++;
+        if (!(iv.lo == lo && iv.hi == hi)) {
+          mismatches++;
+          fprintf(stderr, "n %zu stat %d blocks %d: [%.17g, %.17g] against "
+                  "[%.17g, %.17g]\n", n, (int)stats[t], blocks, iv.lo, iv.hi,
+                  lo, hi);
+        }
+      }
+  }
+  CHECK(mismatches == 0);
+  CHECK(cases == 12 * 5 * 2);
+}
+
 int main(void) {
   test_order_statistics();
   test_rng();
   test_boot_three_runs();
   test_boot_steps();
+  test_boot_reference();
   test_verdicts();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
