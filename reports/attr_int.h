@@ -103,13 +103,19 @@ struct apidef {
   uint32_t sync_cand; /* its step candidate + 1 (synchronising calls) */
   uint32_t sc_ones;   /* step counters (1 << GP_SC_*) each call adds 1 to,
                          by its class alone (gp_steps_ones) */
+  /* steps found alone with per-step detail: the calls of step set version
+   * g_ver, not yet in the detail log (attr_steps.c, "gather") */
+  uint32_t g_ver;
+  uint64_t g_count, g_total, g_blocked;
 };
 
 #define GP_SEEN_MORE 28
 
 struct kst {
   uint64_t name, count, total, grid, block, regs, smem, cov_ns, occ_ns;
-  uint64_t step_count, step_ns; /* in the measured steps (fixed steps) */
+  /* in the measured steps (fixed steps); gathered: in version last_ver,
+   * not yet in the detail log */
+  uint64_t step_count, step_ns;
   /* the steps this name was last counted in, for distinct_kernels, as
    * (candidate + 1, step + 1) pairs: step candidates 0..3 in seen, each
    * its own; the others in seen_more (GP_SEEN_MORE pairs, allocated when

@@ -30,11 +30,15 @@
 int gp_steps_init(struct gp_attr *a) {
   a->st = calloc(1, sizeof *a->st);
   if (!a->st) return -1;
-  a->st->fixed = a->o.step_detail && a->o.warmup >= 0 &&
-                 (a->o.step || a->o.step_api);
+  /* the measured steps are known from the start only with the step and
+   * the warm-up given; otherwise their detail is gathered by version */
+  int known = a->o.warmup >= 0 && (a->o.step || a->o.step_api);
+  a->st->fixed = a->o.step_detail != 0;
+  a->st->gather = a->o.step_detail && !known;
   a->st->warmup = a->o.warmup >= 0 ? (uint64_t)a->o.warmup : 0;
   a->st->capped = !a->o.step && !a->o.step_api;
   a->st->lead = UINT32_MAX;
+  a->st->a = a;
   return 0;
 }
 
@@ -50,6 +54,7 @@ void gp_steps_free(struct gp_attr *a) {
   free(st->voff);
   free(st->pairs);
   free(st->ring);
+  free(st->glog);
   free(st);
   a->st = NULL;
 }
@@ -322,9 +327,81 @@ void gp_steps_copy(uint64_t *c, const struct gpuphase_api *r) {
   c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
 }
 
-/* Fixed steps: the call's API counts in the measured steps' detail. */
+/* An entry of the detail log; past glog_cap entries (or out of memory)
+ * the log is given up, and the detail comes from a second pass
+ * (pipeline.c). */
+static size_t glog_cap = GLOG_CAP;
+
+void gp_steps_glog_cap(size_t n) {
+  glog_cap = n ? n : GLOG_CAP;
+}
+
+static void glog_give_up(struct gp_stepper *st) {
+  free(st->glog);
+  st->glog = NULL;
+  st->nglog = st->capglog = 0;
+  st->glost = 1;
+}
+
+static void glog_add(struct gp_stepper *st, uint32_t ver, uint32_t idx,
+                     uint64_t count, uint64_t ns, uint64_t blocked) {
+  if (st->glost) return;
+  if (st->nglog >= glog_cap) {
+    glog_give_up(st);
+    return;
+  }
+  if (st->nglog == st->capglog) {
+    size_t cap = st->capglog ? 2 * st->capglog : 1024;
+    if (cap > glog_cap) cap = glog_cap;
+    struct gent *v = realloc(st->glog, cap * sizeof *v);
+    if (!v) {
+      glog_give_up(st);
+      return;
+    }
+    st->glog = v;
+    st->capglog = cap;
+  }
+  st->glog[st->nglog++] = (struct gent){ver, idx, count, ns, blocked};
+}
+
+static void gflush_api(struct gp_attr *a, struct apidef *def) {
+  if (def->g_ver)
+    glog_add(a->st, def->g_ver, GLOG_API | (uint32_t)(def - a->api),
+             def->g_count, def->g_total, def->g_blocked);
+  def->g_ver = 0;
+  def->g_count = def->g_total = def->g_blocked = 0;
+}
+
+/* Gathered: what kernel k's version last_ver added, to the log. */
+static void gflush_k(struct gp_attr *a, struct kst *k) {
+  if (k->last_ver && k->step_count)
+    glog_add(a->st, k->last_ver, (uint32_t)(k - a->k), k->step_count,
+             k->step_ns, 0);
+  k->step_count = k->step_ns = 0;
+}
+
+/* Per-step detail: the call's API counts in the measured steps' detail
+ * (fixed steps), or in its version's (gather). */
+static void __attribute__((noinline))
+gather_call(struct gp_stepper *st, struct apidef *def, int cl, uint64_t dur) {
+  /* the version gp_steps_call returns */
+  uint32_t ver = st->dirty ? gp_steps_new_version(st->a) : st->ver;
+  if (!ver) return;
+  if (def->g_ver != ver) {
+    gflush_api(st->a, def);
+    def->g_ver = ver;
+  }
+  def->g_count++;
+  def->g_total += dur;
+  if (cl == CALL_BLK) def->g_blocked += dur;
+}
+
 void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
                          uint64_t dur) {
+  if (st->gather) {
+    gather_call(st, def, cl, dur);
+    return;
+  }
   if (st->c[st->open[0]].n <= st->warmup) return;
   st->last_meas = 1;
   def->step_count++;
@@ -374,14 +451,26 @@ struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
                                  uint32_t ver) {
   vacc_flush(st, v);
   v->ver = ver;
-  /* fixed steps: one candidate, so one pair */
+  /* fixed steps: one candidate, so one pair; gathered: every version with
+   * a pair, sorted out at the end */
   uint32_t from = gp_steps_vfrom(st, ver);
   v->meas = st->fixed && from < st->voff[ver - 1] &&
-            st->pairs[from][1] >= st->warmup;
+            (st->gather || st->pairs[from][1] >= st->warmup);
   return v;
 }
 
-void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver) {
+/* ns: the duration of the kernel that brings version ver, already in
+ * k's step fields when ver has steps (gp_steps_device) */
+void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver,
+                       uint64_t ns) {
+  if (st->gather) { /* that kernel starts the new version's share */
+    int in = gp_steps_vfrom(st, ver) < st->voff[ver - 1];
+    k->step_count -= (uint64_t)in;
+    k->step_ns -= in ? ns : 0;
+    gflush_k(st->a, k);
+    k->step_count = (uint64_t)in;
+    k->step_ns = in ? ns : 0;
+  }
   k->last_ver = ver;
   uint32_t from = gp_steps_vfrom(st, ver);
   for (uint32_t p = from; p < st->voff[ver - 1]; p++) {
@@ -402,7 +491,10 @@ void gp_steps_blocked(struct gp_attr *a, const struct acall *cl) {
     uint32_t si = st->pairs[p][1];
     if (!c->dropped && si < c->n) c->v[si].s.c[GP_SC_sync_ns] += dur;
   }
-  if (cl->smeas) a->api[cl->api].step_blocked += dur;
+  if (st->gather)
+    glog_add(st, cl->sver, GLOG_API | cl->api, 0, 0, dur);
+  else if (cl->smeas)
+    a->api[cl->api].step_blocked += dur;
 }
 
 void gp_steps_items(struct gp_attr *a, uint64_t thread, uint64_t count) {
@@ -540,6 +632,52 @@ static int move_steps(struct gp_attr *a, struct gp_steps_res *s,
   return 0;
 }
 
+/* Gather: the detail of the chosen candidate's measured steps (index
+ * warmup on, the open one at the end included, as a pass with the steps
+ * fixed counts them), from the log, into the result's kernels and API
+ * calls (built already: kernel i is a->k[i], the API calls those of a->api
+ * that were called, in order). 1: done; 0: the log was given up; -1: out
+ * of memory. */
+static int gather_sum(struct gp_attr *a, struct gp_proc_res *r,
+                      uint32_t pick, size_t warmup) {
+  struct gp_stepper *st = a->st;
+  /* the kernels' fields held the last version's share (gp_steps_finish
+   * cleared the result's copy): in the log too */
+  for (size_t i = 0; i < a->nk; i++) gflush_k(a, &a->k[i]);
+  for (size_t i = 0; i < a->napi; i++) gflush_api(a, &a->api[i]);
+  if (st->glost) return 0;
+  uint8_t *meas = calloc(st->nver + 1, 1);
+  size_t *ai = calloc(a->napi ? a->napi : 1, sizeof *ai);
+  if (!meas || !ai) {
+    free(meas);
+    free(ai);
+    return -1;
+  }
+  for (uint32_t v = 1; v <= st->nver; v++)
+    for (uint32_t p = gp_steps_vfrom(st, v); p < st->voff[v - 1]; p++)
+      if (st->pairs[p][0] == pick && st->pairs[p][1] >= warmup) meas[v] = 1;
+  for (size_t i = 0, n = 0; i < a->napi; i++)
+    ai[i] = a->api[i].count ? n++ : SIZE_MAX;
+  for (size_t i = 0; i < st->nglog; i++) {
+    const struct gent *g = &st->glog[i];
+    if (g->ver > st->nver || !meas[g->ver]) continue;
+    if (g->idx & GLOG_API) {
+      size_t j = g->idx & ~GLOG_API;
+      if (j >= a->napi || ai[j] == SIZE_MAX) continue;
+      struct gp_api_res *o = &r->apis[ai[j]];
+      o->step_count += g->count;
+      o->step_total += g->ns;
+      o->step_blocked += g->blocked;
+    } else if (g->idx < r->nkernels) {
+      r->kernels[g->idx].step_count += g->count;
+      r->kernels[g->idx].step_ns += g->ns;
+    }
+  }
+  free(meas);
+  free(ai);
+  return 1;
+}
+
 int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   struct gp_stepper *st = a->st;
   struct gp_steps_res *s = &r->steps;
@@ -547,6 +685,10 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   size_t pick = SIZE_MAX;
   s->source = GP_STEPS_NONE;
   if (!st) return describe(a, s, NULL, window);
+  /* gathering, the kernels' step fields are the last version's share, not
+   * a detail: none unless gather_sum makes it */
+  for (size_t i = 0; st->gather && i < r->nkernels; i++)
+    r->kernels[i].step_count = r->kernels[i].step_ns = 0;
   for (size_t i = 0; i < VACC_N; i++) vacc_flush(st, &st->acc[i]);
   for (size_t i = 0; i < st->nc; i++) /* an open step is not a whole one */
     if (st->c[i].open && !st->c[i].dropped && st->c[i].n) st->c[i].n--;
@@ -588,7 +730,9 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
     s->n = (size_t)n;
     return 0;
   }
-  s->detail = st->fixed;
+  s->detail = st->gather ? gather_sum(a, r, (uint32_t)pick, s->warmup)
+                         : st->fixed;
+  if (s->detail < 0) return -1;
   if (move_steps(a, s, c, r->degraded) < 0) return -1;
   if (st->overlap)
     gp_res_note(r,

@@ -43,6 +43,17 @@ struct ringent { /* the version a call was made in */
   uint32_t ver; /* 0: none */
 };
 
+/* The detail log (gather): what the calls and kernels of a step set
+ * version added, by name; summed at the end over the versions whose pairs
+ * hold a measured step of the chosen candidate. */
+#define GLOG_CAP (1u << 21) /* entries (64 MiB); past it, a second pass */
+/* gp_steps_glog_cap (attribute.h) changes it, for tests */
+#define GLOG_API 0x80000000u /* idx: an apidef's index, else a kst's */
+struct gent {
+  uint32_t ver, idx;
+  uint64_t count, ns, blocked;
+};
+
 /* Device work of one version, not yet added to its steps. */
 #define VACC_N 4 /* slots, by version modulo VACC_N */
 struct vacc {
@@ -71,8 +82,15 @@ struct gp_stepper {
   size_t others;  /* steps kept by candidates other than lead */
   uint32_t lead;  /* the candidate protected from STEP_CAP (UINT32_MAX:
                      none), chosen when the cap was last reached */
-  int fixed; /* one candidate, warm-up known: kernels and APIs of the
-                measured steps are counted */
+  int fixed; /* per-step detail: kernels and APIs of the measured steps
+                are counted (one candidate, warm-up known), or gathered */
+  int gather; /* per-step detail, the steps or the warm-up not known yet:
+                 every version's detail goes to glog, and the measured
+                 steps' are summed once they are (gp_steps_finish) */
+  int glost;  /* glog ran out of room: no detail from this pass */
+  struct gp_attr *a; /* the engine (gp_steps_distinct's kernel index) */
+  struct gent *glog;
+  size_t nglog, capglog;
   int capped; /* steps found alone: many candidates, STEP_CAP applies */
   int sync_off; /* a range repeats: synchronising calls keep no steps */
   uint64_t warmup;
@@ -96,7 +114,8 @@ void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
                          uint64_t dur);
 struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
                                 uint32_t ver);
-void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver);
+void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver,
+                       uint64_t ns);
 
 /* an API call (already classified) starts; returns the step set version
  * to remember for its device work */
@@ -149,8 +168,9 @@ static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
     k->step_ns += ns;
   }
   /* Distinct kernels: the name is new to a step only if it is new to the
-   * version, which the name's previous launch tells. */
-  if (k->last_ver != e->ver) gp_steps_distinct(st, k, e->ver);
+   * version, which the name's previous launch tells. (Gathered detail:
+   * what the name's previous version added goes to the log then.) */
+  if (k->last_ver != e->ver) gp_steps_distinct(st, k, e->ver, ns);
 }
 
 #endif

@@ -37,4 +37,10 @@ uint64_t gp_attr_meas_records(const gp_attr *a);
  * memory. The engine can only be freed afterwards. */
 struct gp_proc_res *gp_attr_finish(gp_attr *a);
 
+/* Per-step detail with the steps found alone (step_detail without --step
+ * and --warmup) is gathered by step set version, at most this many
+ * entries (0: the default, 2 Mi entries of 32 bytes) per process; past it
+ * the report reads the trace a second time. For tests: not thread-safe. */
+void gp_steps_glog_cap(size_t n);
+
 #endif

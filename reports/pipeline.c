@@ -347,19 +347,19 @@ static struct gp_proc_res *report_file(const char *path,
                                        int *status, char *err, size_t errlen) {
   static const struct gp_report_opts defaults = {.warmup = -1};
   if (!o) o = &defaults;
-  struct gp_report_opts first = *o;
-  /* with a known step and warm-up, one pass attributes everything */
-  int fixed = o->step && o->warmup >= 0;
-  if (!fixed) first.step_detail = 0;
-  struct gp_proc_res *r = one_pass(path, &first, progress, ctx, status, err,
+  /* One pass attributes everything, the per-step detail included (with
+   * the steps found alone, it is gathered by step set version and summed
+   * once the steps are chosen: attr_steps.c). A second one, with the
+   * steps the first chose, only when the first had to drop steps of the
+   * chosen candidate, or gave up the detail's log. */
+  struct gp_proc_res *r = one_pass(path, o, progress, ctx, status, err,
                                    errlen);
   if (!r) return NULL;
   const struct gp_steps_res *s = &r->steps;
   int again = s->source != GP_STEPS_NONE &&
-              (s->incomplete || (o->step_detail && !fixed));
+              (s->incomplete || (o->step_detail && !s->detail));
   if (!again) return r;
   struct gp_report_opts second = *o;
-  second.step_detail = o->step_detail;
   fix_steps(&second, s);
   /* only the choice is needed from the first pass: free the rest first */
   const char *keep = second.step_api                       ? second.step_api

@@ -1,7 +1,9 @@
 /* libFuzzer entry point for the attribution engine and the renderers.
  * An input that starts with the trace magic is a whole trace: it goes
  * through the report's own pipeline (gp_report_file: the time-ordered
- * reader, steps, two passes), from a memory file. Any other input is read
+ * reader, steps with their per-step detail gathered in one pass, or, for
+ * an input of odd size, a log with room for one entry and so a second
+ * pass with the steps fixed), from a memory file. Any other input is read
  * as a frame payload (column-delta records, docs/format.md) whose records
  * are fed to the engine in that order (so out of order, with any values).
  * A whole trace is also exported (timeline.h) as Perfetto or Chrome JSON,
@@ -111,10 +113,12 @@ static void trace(const uint8_t *data, size_t size) {
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   struct gp_report_opts o = {.warmup = -1, .step_detail = 1};
   int status = -1;
+  gp_steps_glog_cap(size & 1 ? 1 : 0);
   struct gp_proc_res *r =
       done == size
           ? gp_report_file(path, &o, NULL, NULL, &status, err, sizeof err)
           : NULL;
+  gp_steps_glog_cap(0);
   if (done != size) {
     close(fd);
     return;

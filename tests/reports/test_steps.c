@@ -1,12 +1,16 @@
 /* Steps on hand-built timelines: how they are found, what each holds, and
  * the statistics over the measured ones. Every expected number is worked
  * out in the comment above its check (ns, half-open intervals). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "job.h"
+#include "pipeline.h"
 #include "tl.h"
+#include "writer.h"
 
 enum { LAUNCH = 1, SYNC, MEMCPY, MEMCPY_ASYNC };
 enum { S_STEP = 10, S_DATA, S_INIT, S_K1, S_K2, S_PS0 };
@@ -329,24 +333,256 @@ static void test_detail(void) {
   tl_free(&t);
 }
 
+/* The detail of steps found alone, or of --step without --warmup, in one
+ * pass: gathered by step set version while the trace is read, and summed
+ * over the chosen steps once they are known. 40 steps of loop() on thread
+ * 1 ([1000i, 1000i + 600)), and a range "data" [1000i - 100, 1000i +
+ * 500) on thread 2 for i = 1..39 (another candidate, open at once, and
+ * first in each version, with the step before's index; "step" covers
+ * more and is chosen). The warm-up by default is max(3, 40 / 10) = 4
+ * steps: 36 measured, each with one launch, one 200 ns k1 and one sync
+ * blocked 200 ns. Asked for with --step and --warmup (fixed steps) or
+ * gathered, the detail is the same. */
+static void gathered_loop(struct tl *t) {
+  base(t);
+  loop(t, S_STEP, 40);
+  for (uint64_t i = 1; i < 40; i++) {
+    tl_range(t, 2, GPUPHASE_RANGE_PUSH, 1000 * i - 100, S_DATA, 0);
+    tl_range(t, 2, GPUPHASE_RANGE_POP, 1000 * i + 500, 0, 0);
+  }
+  t->o.step_detail = 1;
+}
+
+static void check_loop_detail(struct gp_proc_res *r, uint64_t measured) {
+  EQ(r->steps.source != GP_STEPS_NONE, 1);
+  EQ(r->steps.name && !strcmp(r->steps.name, "step"), 1);
+  EQ(r->steps.n, 40);
+  EQ(r->steps.warmup, 40 - measured);
+  EQ(r->steps.detail, 1);
+  const struct gp_kernel_res *k = tl_kern(r, "k1");
+  EQ(k->count, 40);
+  EQ(k->step_count, measured);
+  EQ(k->step_ns, 200 * measured);
+  const struct gp_api_res *l = tl_apires(r, "cudaLaunchKernel");
+  EQ(l->step_count, measured);
+  EQ(l->step_total, 10 * measured);
+  EQ(l->step_blocked, 0);
+  const struct gp_api_res *y = tl_apires(r, "cudaDeviceSynchronize");
+  EQ(y->step_count, measured);
+  EQ(y->step_total, 200 * measured);
+  EQ(y->step_blocked, 200 * measured);
+}
+
+static void test_detail_gathered(void) {
+  static const struct {
+    const char *step;
+    long warmup;
+    int source;
+    uint64_t measured;
+  } cases[] = {
+      {"step", 4, GP_STEPS_NAMED, 36},            /* fixed steps */
+      {NULL, -1, GP_STEPS_REPEATED_RANGE, 36},    /* found alone */
+      {"step", -1, GP_STEPS_NAMED, 36},           /* --step, no --warmup */
+      {NULL, 10, GP_STEPS_REPEATED_RANGE, 30},    /* found, --warmup 10 */
+  };
+  struct tl t;
+  struct gp_proc_res *r;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    gathered_loop(&t);
+    t.o.step = cases[i].step;
+    t.o.warmup = cases[i].warmup;
+    r = tl_run(&t);
+    EQ(r->steps.source, cases[i].source);
+    check_loop_detail(r, cases[i].measured);
+    gp_res_free(r);
+    tl_free(&t);
+  }
+  /* a log with room for 3 entries (each holds a version's launches, k1s
+   * or syncs): given up, no detail from this pass (the pipeline reads
+   * the trace again with the steps fixed) */
+  gathered_loop(&t);
+  t.o.warmup = -1;
+  gp_steps_glog_cap(3);
+  r = tl_run(&t);
+  gp_steps_glog_cap(0);
+  EQ(r->steps.detail, 0);
+  EQ(tl_kern(r, "k1")->step_count, 0);
+  EQ(r->steps.n, 40);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
+/* The file: gathered_loop's 40 steps (without "data"), written by the
+ * trace writer (thread 1's calls and ranges in source 1, the kernels in
+ * source 2). gp_report_file with per-step detail and the steps found
+ * alone reads it once (the progress callback's last call, done == size,
+ * comes once a pass), and twice when the log has no room, with the same
+ * detail. */
+static gp_writer *fw;
+
+static void fadd(uint32_t src, const struct gpuphase_record *r) {
+  if (gp_writer_add(fw, src, r) != GPUPHASE_OK) {
+    fprintf(stderr, "test_steps: write failed\n");
+    exit(1);
+  }
+}
+
+static uint64_t fstr(const char *s) {
+  return gp_writer_intern(fw, s, strlen(s));
+}
+
+static void frange(uint64_t op, uint64_t at, uint64_t name) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_RANGE};
+  r.u.range.thread = 1;
+  r.u.range.op = op;
+  r.u.range.start = at;
+  r.u.range.name = name;
+  fadd(1, &r);
+}
+
+static void fapi(uint64_t api, uint64_t start, uint64_t end, uint64_t corr) {
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
+  r.u.api = (struct gpuphase_api){.thread = 1, .api = api, .start = start,
+                                  .end = end, .corr = corr, .device = 0};
+  fadd(1, &r);
+}
+
+static void write_loop(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+  struct gp_process_info info = {.host = "h", .pid = 7, .ppid = 1,
+                                 .rank = -1, .local_rank = -1,
+                                 .cmdline = "./loop", .clock = "clock_gettime"};
+  if (fd < 0 || !(fw = gp_writer_open(fd, &info, 512, &err))) {
+    perror(path);
+    exit(1);
+  }
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+  r.u.api_def = (struct gpuphase_api_def){
+      LAUNCH, fstr("cudaLaunchKernel"),
+      GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC, 0};
+  fadd(0, &r);
+  r.u.api_def = (struct gpuphase_api_def){SYNC, fstr("cudaDeviceSynchronize"),
+                                          GPUPHASE_API_SYNC, 0};
+  fadd(0, &r);
+  r = (struct gpuphase_record){.kind = GPUPHASE_REC_DEVICE};
+  r.u.device.device = 0;
+  r.u.device.name = fstr("Test GPU");
+  r.u.device.sms = 100;
+  fadd(0, &r);
+  uint64_t step = fstr("step"), k1 = fstr("k1");
+  for (uint64_t i = 0; i < 40; i++) {
+    uint64_t b = 1000000 + 1000 * i;
+    frange(GPUPHASE_RANGE_PUSH, b, step);
+    fapi(LAUNCH, b + 10, b + 20, i + 1);
+    fapi(SYNC, b + 300, b + 500, 0);
+    frange(GPUPHASE_RANGE_POP, b + 600, 0);
+    r = (struct gpuphase_record){.kind = GPUPHASE_REC_KERNEL};
+    r.u.kernel = (struct gpuphase_kernel){
+        .device = 0, .stream = 7, .corr = i + 1, .start = b + 50,
+        .end = b + 250, .name = k1, .grid_x = 200, .grid_y = 1, .grid_z = 1,
+        .block_x = 128, .block_y = 1, .block_z = 1};
+    fadd(2, &r);
+  }
+  if (gp_writer_close(fw, NULL) != GPUPHASE_OK) {
+    fprintf(stderr, "test_steps: close failed\n");
+    exit(1);
+  }
+}
+
+static void count_pass(void *ctx, const char *path, uint64_t done,
+                       uint64_t size, uint64_t records) {
+  (void)path;
+  (void)records;
+  if (size && done == size) ++*(int *)ctx;
+}
+
+static void test_one_pass(void) {
+  char dir[] = "/tmp/gp-steps-XXXXXX", path[64];
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    exit(1);
+  }
+  snprintf(path, sizeof path, "%s/loop.gph", dir);
+  write_loop(path);
+  for (int cap = 0; cap < 2; cap++) {
+    struct gp_report_opts o = {.warmup = -1, .step_detail = 1};
+    int passes = 0, status = 0;
+    char err[512] = "";
+    gp_steps_glog_cap(cap ? 3 : 0);
+    struct gp_proc_res *r =
+        gp_report_file(path, &o, count_pass, &passes, &status, err, sizeof err);
+    gp_steps_glog_cap(0);
+    if (!r) {
+      fprintf(stderr, "test_steps: %s\n", err);
+      exit(1);
+    }
+    EQ(passes, cap ? 2 : 1);
+    EQ(r->steps.source, GP_STEPS_REPEATED_RANGE);
+    check_loop_detail(r, 36);
+    gp_res_free(r);
+  }
+  unlink(path);
+  rmdir(dir);
+}
+
+/* Gathered detail of a synchronising call's steps. Iteration i (0..11)
+ * at b = 1000i: launch [b+10, b+20) corr i+1, its k2 [b+50, b+250), and
+ * cudaDeviceSynchronize [b+300, b+500). Step j (0..10) runs from the
+ * return of iteration j to that of j + 1, and holds iteration j + 1's
+ * calls and kernel; the step opened at the last return is not a whole one
+ * (11 steps). Warm-up max(3, 11 / 10) = 3: steps 3..10, iterations 4..11,
+ * 8 of each. */
+static void test_detail_gathered_sync(void) {
+  for (int fixed = 0; fixed < 2; fixed++) {
+    struct tl t;
+    base(&t);
+    for (uint64_t i = 0; i < 12; i++) {
+      uint64_t b = 1000 * i;
+      tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, i + 1);
+      tl_kernel(&t, 0, b + 50, b + 250, S_K2, 200, 128)->corr = i + 1;
+      tl_api(&t, 1, SYNC, b + 300, b + 500, 0, 0);
+    }
+    t.o.step_detail = 1;
+    t.o.warmup = fixed ? 3 : -1;
+    t.o.step_api = fixed ? "cudaDeviceSynchronize" : NULL;
+    struct gp_proc_res *r = tl_run(&t);
+    EQ(r->steps.source, GP_STEPS_HEURISTIC);
+    EQ(r->steps.n, 11);
+    EQ(r->steps.warmup, 3);
+    EQ(r->steps.detail, 1);
+    EQ(tl_kern(r, "k2")->step_count, 8);
+    EQ(tl_kern(r, "k2")->step_ns, 1600);
+    EQ(tl_apires(r, "cudaLaunchKernel")->step_count, 8);
+    const struct gp_api_res *y = tl_apires(r, "cudaDeviceSynchronize");
+    EQ(y->step_count, 8);
+    EQ(y->step_blocked, 1600);
+    gp_res_free(r);
+    tl_free(&t);
+  }
+}
+
 /* Pageable async copies: decided blocking when their device record comes,
  * counted as pageable and blocked in the step that made them. Steps
  * [0,1000) x 6 (repeated range), each with cudaMemcpyAsync [+100, +400)
  * corr 10+i whose pageable H2D copy runs [+150, +390). */
-static void test_pageable(void) {
-  struct tl t;
-  base(&t);
+static void pageable_steps(struct tl *t) {
+  base(t);
   for (uint64_t i = 0; i < 6; i++) {
     uint64_t b = 1000 * i;
-    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
-    struct gpuphase_api *a = tl_api(&t, 1, MEMCPY_ASYNC, b + 100, b + 400, 0, 10 + i);
+    tl_range(t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    struct gpuphase_api *a = tl_api(t, 1, MEMCPY_ASYNC, b + 100, b + 400, 0, 10 + i);
     a->copy_kind = GPUPHASE_COPY_HTOD;
     a->bytes = 4096;
-    tl_copy(&t, 0, b + 150, b + 390, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE,
+    tl_copy(t, 0, b + 150, b + 390, 4096, GPUPHASE_COPY_HTOD, TL_PAGEABLE,
             TL_DEVMEM, 10 + i);
-    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 1000, 0, 0);
+    tl_range(t, 1, GPUPHASE_RANGE_POP, b + 1000, 0, 0);
   }
-  t.o.warmup = 1;
+  t->o.warmup = 1;
+}
+
+static void test_pageable(void) {
+  struct tl t;
+  pageable_steps(&t);
   struct gp_proc_res *r = tl_run(&t);
   const struct gp_steps_res *s = &r->steps;
   EQ(s->n, 6);
@@ -359,6 +595,22 @@ static void test_pageable(void) {
   CATS(s->v[2], 0, 240, 0, 60, 700);
   gp_res_free(r);
   tl_free(&t);
+  /* per-step detail, fixed (--step) and gathered (found alone): the 5
+   * measured copies' calls, each 300 ns, blocking once their device
+   * record decided it */
+  for (int fixed = 0; fixed < 2; fixed++) {
+    pageable_steps(&t);
+    t.o.step_detail = 1;
+    t.o.step = fixed ? "step" : NULL;
+    r = tl_run(&t);
+    EQ(r->steps.detail, 1);
+    const struct gp_api_res *c = tl_apires(r, "cudaMemcpyAsync");
+    EQ(c->step_count, 5);
+    EQ(c->step_total, 1500);
+    EQ(c->step_blocked, 1500);
+    gp_res_free(r);
+    tl_free(&t);
+  }
 }
 
 /* The per-step medians of gp_steps_derive, straight from a hand-made step
@@ -574,6 +826,9 @@ int main(void) {
   test_heuristic();
   test_items();
   test_detail();
+  test_detail_gathered();
+  test_detail_gathered_sync();
+  test_one_pass();
   test_pageable();
   test_medians();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
