@@ -380,11 +380,10 @@ static void gflush_k(struct gp_attr *a, struct kst *k) {
   k->step_count = k->step_ns = 0;
 }
 
-/* Per-step detail: the call's API counts in the measured steps' detail
- * (fixed steps), or in its version's (gather). */
+/* Gathered: the call adds to its API's share of the version it is made
+ * in (the one gp_steps_call then returns). */
 static void __attribute__((noinline))
 gather_call(struct gp_stepper *st, struct apidef *def, int cl, uint64_t dur) {
-  /* the version gp_steps_call returns */
   uint32_t ver = st->dirty ? gp_steps_new_version(st->a) : st->ver;
   if (!ver) return;
   if (def->g_ver != ver) {
@@ -396,6 +395,8 @@ gather_call(struct gp_stepper *st, struct apidef *def, int cl, uint64_t dur) {
   if (cl == CALL_BLK) def->g_blocked += dur;
 }
 
+/* Per-step detail: the call's API counts in the measured steps' detail
+ * (fixed steps), or in its version's (gathered). */
 void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
                          uint64_t dur) {
   if (st->gather) {
