@@ -7,6 +7,7 @@
 #include "callsites.h"
 #include "job_par.h"
 #include "measured.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -605,19 +606,37 @@ static void put_le(uint8_t *p, uint64_t v, int n) {
     p[i] = (uint8_t)(v >> (8 * i));
 }
 
-int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
-                     const struct gp_job_input *in, size_t n, const char *rule,
-                     const struct gp_report_opts *o) {
+/* The analysis options (version 3 on). */
+static void v_opts(struct io *io, struct gp_summary_opts *ao) {
+  io_int(io, &ao->known);
+  io_u64(io, &ao->window_ns);
+  io_str(io, &ao->step);
+  io_i64(io, &ao->warmup);
+  io_int(io, &ao->frames_all);
+  if (io->rd && !io->bad && (ao->known & ~1 || ao->frames_all & ~1))
+    fail_at(io, "a damaged option");
+}
+
+int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
+                         const struct gp_job_input *in, size_t n,
+                         const char *rule, double link_gbps,
+                         const struct gp_summary_opts *ao, uint32_t ver) {
   char *body = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&body, &len);
   if (!m) return -1;
-  struct io io = {.rd = 0, .ver = GP_SUMMARY_VERSION, .w = m};
+  struct io io = {.rd = 0, .ver = ver, .w = m};
   v_layout(&io);
   char *r = (char *)rule;
   io_str(&io, &r);
-  double link = o ? o->link_gbps : 0;
+  double link = link_gbps;
   io_f64(&io, &link);
+  if (ver >= 3) {
+    struct gp_summary_opts x = {0};
+    if (ao) x = *ao;
+    if (!ao || !x.known) x = (struct gp_summary_opts){.warmup = -1};
+    v_opts(&io, &x);
+  }
   uint64_t np = n;
   io_u64(&io, &np);
   for (size_t i = 0; i < n; i++) {
@@ -642,12 +661,33 @@ int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
     return -1;
   }
   memcpy(z, magic, 8);
-  put_le(z + 8, GP_SUMMARY_VERSION, 4);
+  put_le(z + 8, ver, 4);
   put_le(z + 12, 0, 4);
   put_le(z + 16, len, 8);
   fwrite(z, 1, HEAD + zn, f); /* a write error: the caller's gp_out_done */
   free(z);
   return 0;
+}
+
+int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
+                     const struct gp_job_input *in, size_t n, const char *rule,
+                     const struct gp_report_opts *o) {
+  struct gp_summary_opts ao = {.known = 1, .warmup = -1};
+  if (o) {
+    ao.window_ns = o->window_ns;
+    ao.step = (char *)o->step;
+    ao.warmup = o->warmup < 0 ? -1 : o->warmup;
+    ao.frames_all = o->frames_all != 0;
+  }
+  return gp_summary_write_ver(f, procs, in, n, rule, o ? o->link_gbps : 0, &ao,
+                              GP_SUMMARY_VERSION);
+}
+
+int gp_summary_write_set(FILE *f, const struct gp_summary_set *set) {
+  struct gp_summary_opts ao = set->ao;
+  if (set->unknown) ao.known = 0;
+  return gp_summary_write_ver(f, set->procs, set->in, set->n, set->rule,
+                              set->link_gbps, &ao, GP_SUMMARY_VERSION);
 }
 
 /* ---- reading ---- */
@@ -698,7 +738,54 @@ void gp_summary_set_free(struct gp_summary_set *s) {
   free(s->procs);
   free(s->in);
   free(s->rule);
+  free(s->ao.step);
   memset(s, 0, sizeof *s);
+}
+
+/* Parses a body into set; returns 0 or -1 (io->bad says why). */
+/* An option's value for the messages: "'x'", or "the default". */
+static const char *opt_val(char *buf, size_t n, int which,
+                           const char *rule, double link,
+                           const struct gp_summary_opts *ao) {
+  switch (which) {
+  case 0:
+    if (!rule) return "the default";
+    snprintf(buf, n, "'%s'", rule);
+    break;
+  case 1:
+    if (link <= 0) return "the default";
+    snprintf(buf, n, "%g", link);
+    break;
+  case 2:
+    if (!ao->window_ns) return "the default";
+    gp_fmt_sdur(buf, n, ao->window_ns);
+    break;
+  case 3:
+    if (!ao->step) return "the default (found alone)";
+    snprintf(buf, n, "'%s'", ao->step);
+    break;
+  case 4:
+    if (ao->warmup < 0) return "the default";
+    snprintf(buf, n, "%lld", (long long)ao->warmup);
+    break;
+  default:
+    return ao->frames_all ? "all" : "user (the default)";
+  }
+  return buf;
+}
+
+/* The first analysis option in which a summary (rule, link, ao) differs
+ * from the set before it, as 0 to 5 (the order of opt_val), or -1. */
+static int opts_differ(const struct gp_summary_set *set, const char *rule,
+                       double link, const struct gp_summary_opts *ao) {
+  if (!same_str(rule, set->rule)) return 0;
+  if (link != set->link_gbps) return 1;
+  if (!ao->known || !set->ao.known) return -1;
+  if (ao->window_ns != set->ao.window_ns) return 2;
+  if (!same_str(ao->step, set->ao.step)) return 3;
+  if (ao->warmup != set->ao.warmup) return 4;
+  if (ao->frames_all != set->ao.frames_all) return 5;
+  return -1;
 }
 
 /* Parses a body into set; returns 0 or -1 (io->bad says why). */
@@ -708,17 +795,30 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
   char *rule = NULL;
   double link = 0;
   uint64_t np = 0;
+  struct gp_summary_opts ao = {.warmup = -1};
   io_str(io, &rule);
   io_f64(io, &link);
+  if (io->ver >= 3) v_opts(io, &ao);
+  if (!ao.known) { /* nothing of it counts */
+    free(ao.step);
+    ao = (struct gp_summary_opts){.warmup = -1};
+  }
   io_u64(io, &np);
-  if (!io->bad && set->any &&
-      (!same_str(rule, set->rule) || link != set->link_gbps)) {
+  int d = io->bad || !set->any ? -1 : opts_differ(set, rule, link, &ao);
+  if (d >= 0) {
+    static const char *const name[] = {"--comm-kernels", "--link-gbps",
+                                       "--window",       "--step",
+                                       "--warmup",       "--frames"};
+    char here[96], there[96];
     snprintf(err, errlen,
-             "%s: made with other options (--comm-kernels %s, --link-gbps "
-             "%g) than the summaries before it (%s, %g)",
-             path, rule ? rule : "default", link,
-             set->rule ? set->rule : "default", set->link_gbps);
+             "%s: made with other options than the summaries before it: "
+             "%s %s, not %s (summaries merge only with the same analysis "
+             "options)",
+             path, name[d], opt_val(here, sizeof here, d, rule, link, &ao),
+             opt_val(there, sizeof there, d, set->rule, set->link_gbps,
+                     &set->ao));
     free(rule);
+    free(ao.step);
     return -1;
   }
   if (!io->bad && np > (uint64_t)(io->end - io->p) / 8)
@@ -757,14 +857,19 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
   if (!io->bad && io->p != io->end) fail_at(io, "bytes after its end");
   if (io->bad) {
     free(rule);
+    free(ao.step);
     return -1;
   }
+  if (!ao.known) set->unknown = 1;
   if (!set->any) {
     set->rule = rule;
     set->link_gbps = link;
+    set->ao = ao;
     set->any = 1;
-  } else
+  } else {
     free(rule);
+    free(ao.step);
+  }
   return 0;
 }
 
@@ -851,7 +956,10 @@ static int read_one(void *ctx, size_t k) {
   /* the summaries before it are the first one's options */
   one->any = 1;
   one->link_gbps = t->first->link_gbps;
-  if (t->first->rule && !(one->rule = strdup(t->first->rule))) {
+  one->ao = t->first->ao;
+  one->ao.step = NULL;
+  if ((t->first->rule && !(one->rule = strdup(t->first->rule))) ||
+      (t->first->ao.step && !(one->ao.step = strdup(t->first->ao.step)))) {
     t->nomem[i] = 1;
     snprintf(t->err[i], sizeof t->err[i], "%s: out of memory", t->files[i]);
     t->rc[i] = -1;
@@ -874,6 +982,7 @@ static int set_append(struct gp_summary_set *dst, struct gp_summary_set *src) {
   memcpy(dst->procs + dst->n, src->procs, src->n * sizeof *p);
   memcpy(dst->in + dst->n, src->in, src->n * sizeof *in);
   dst->n = want;
+  dst->unknown |= src->unknown;
   src->n = 0;
   return 0;
 }

@@ -14,8 +14,11 @@
 #include "report.h"
 
 /* Version 2 added the count of launches captured into graphs and the
- * measured counters; version-1 summaries still read (with neither). */
-#define GP_SUMMARY_VERSION 2u
+ * measured counters; version 3 the analysis options the summary was made
+ * with (--window, --step, --warmup, --frames), which merge checks are the
+ * same in every summary. Versions 1 and 2 still read (without what they
+ * lack; their options are not known, so not checked). */
+#define GP_SUMMARY_VERSION 3u
 #define GP_SUMMARY_VERSION_OLDEST 1u
 
 /* Writes procs[0..n) with their job inputs in[0..n) to f; rule: the
@@ -26,6 +29,16 @@ int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
                      const struct gp_job_input *in, size_t n, const char *rule,
                      const struct gp_report_opts *o);
 
+/* The analysis options a summary was made with, besides the
+ * communication rule and --link-gbps (version 3 on). */
+struct gp_summary_opts {
+  int known;          /* 0: an older summary, which did not record them */
+  uint64_t window_ns; /* --window as given; 0: the default */
+  char *step;         /* --step; NULL: found alone */
+  int64_t warmup;     /* --warmup; < 0: the default */
+  int frames_all;     /* --frames all */
+};
+
 /* What the summaries read so far hold, in the order read. */
 struct gp_summary_set {
   struct gp_proc_res **procs;
@@ -33,8 +46,21 @@ struct gp_summary_set {
   size_t n;
   char *rule;       /* NULL: the default */
   double link_gbps; /* --link-gbps of the summaries; 0: the default */
+  struct gp_summary_opts ao; /* the first summary's */
+  int unknown;      /* some summary did not record its options */
   int any;          /* a summary was read */
 };
+
+/* gp_summary_write with the options of a set of summaries (merge --format
+ * summary: a summary of summaries); set->in must not have been taken. */
+int gp_summary_write_set(FILE *f, const struct gp_summary_set *set);
+/* gp_summary_write as a summary of version ver (GP_SUMMARY_VERSION_OLDEST
+ * to GP_SUMMARY_VERSION; for the tests of older summaries); ao: NULL when
+ * the options are not known. */
+int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
+                         const struct gp_job_input *in, size_t n,
+                         const char *rule, double link_gbps,
+                         const struct gp_summary_opts *ao, uint32_t ver);
 
 /* Appends the summary at path to set: 0, or -1 with a one-line message
  * naming the file in err (not a summary, another version, corrupt,

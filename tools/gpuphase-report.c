@@ -33,6 +33,7 @@ static const char usage[] =
     "       gpuphase-report --format summary -o SUMMARY [options] FILE...\n"
     "       gpuphase-report merge [-f FMT] [-o FILE] [--top N] [--processes N]\n"
     "                             [--color] [-j N] [--job|--no-job] SUMMARY...\n"
+    "       gpuphase-report merge -f summary -o SUMMARY [-j N] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budgets FILE [options] NEW...\n"
     "\n"
@@ -54,7 +55,11 @@ static const char usage[] =
     "                     -o FILE and a name ending in .gz gzips either;\n"
     "                     summary (-o FILE): the analysed traces in one\n"
     "                     compact file that 'merge' turns into the same\n"
-    "                     report, with other summaries (docs/jobs.md)\n"
+    "                     report, with other summaries (docs/jobs.md); the\n"
+    "                     analysis options (--window, --step, --warmup,\n"
+    "                     --frames, --link-gbps, --comm-kernels) go with it\n"
+    "                     and must be the same in all the summaries merged;\n"
+    "                     merge -f summary: one summary of several\n"
     "                     folded: the call sites as collapsed stacks for\n"
     "                     flamegraph.pl or speedscope (docs/callsites.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
@@ -124,7 +129,9 @@ struct opts {
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
   int threads;              /* -j; 0: the CPUs available */
   int summary, merge;       /* --format summary; the merge command */
-  const char *fixed;        /* an option merge cannot take, for the error */
+  const char *fixed;        /* an analysis option (merge cannot take it) */
+  const char *timeline;     /* an option that needs the traces' events */
+  const char *outopt;       /* an option of the report (not of a summary) */
   struct gp_job_opts jo;
 };
 
@@ -174,12 +181,13 @@ static int apply(struct opts *o, int c, const char *arg) {
                          "summary, "
                          "perfetto or chrome",
                          arg);
-    if (o->ex.format || o->summary) o->fixed = "--format perfetto, chrome or summary";
+    if (o->ex.format) o->timeline = "--format perfetto or chrome";
     break;
   case O_FRAMES:
     if (strcmp(arg, "user") && strcmp(arg, "all"))
       return usage_error("invalid --frames '%s': user or all", arg);
     o->ro.frames_all = !strcmp(arg, "all");
+    o->fixed = "--frames";
     break;
   case O_WEIGHT:
     if (strcmp(arg, "idle") && strcmp(arg, "blocked"))
@@ -188,15 +196,15 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->weight_opt = 1;
     break;
   case O_FROM:
-    o->fixed = "--from";
+    o->timeline = "--from";
     o->ex.from = arg;
     break;
   case O_TO:
-    o->fixed = "--to";
+    o->timeline = "--to";
     o->ex.to = arg;
     break;
   case O_STEPS:
-    o->fixed = "--steps";
+    o->timeline = "--steps";
     o->ex.steps = arg;
     break;
   case 'o':
@@ -218,6 +226,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     if (parse_num(arg, 1, 1e6, &v) < 0 || v != (size_t)v)
       return usage_error("invalid --top '%s': expected a count >= 1", arg);
     o->rend.top = (size_t)v;
+    o->outopt = "--top";
     break;
   case O_PROCS:
     o->procs_opt = 1;
@@ -242,7 +251,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->ro.warmup = (long)v;
     break;
   case O_HDETAIL:
-    o->fixed = "--html-detail";
+    o->timeline = "--html-detail";
     if (gp_parse_span(arg, &o->tl.from, &o->tl.to) < 0)
       return usage_error("invalid --html-detail '%s': expected FROM..TO, "
                          "offsets such as 0..500ms or 1.5s..2s, FROM < TO",
@@ -251,7 +260,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->html_opt = "--html-detail";
     break;
   case O_HBUDGET:
-    o->fixed = "--html-budget";
+    o->timeline = "--html-budget";
     if (parse_num(arg, 100, 1e7, &v) < 0 || v != (uint64_t)v)
       return usage_error("invalid --html-budget '%s': expected a count from "
                          "100 to 10000000",
@@ -269,6 +278,7 @@ static int apply(struct opts *o, int c, const char *arg) {
   case O_JOB:
   case O_NOJOB:
     o->job = c == O_JOB;
+    o->outopt = c == O_JOB ? "--job" : "--no-job";
     break;
   case O_COMM: {
     o->fixed = "--comm-kernels";
@@ -289,6 +299,7 @@ static int apply(struct opts *o, int c, const char *arg) {
       o->color = -1;
     else
       return usage_error("invalid --color '%s': auto, always or never", arg);
+    o->outopt = "--color";
     break;
   }
   return -1;
@@ -340,6 +351,13 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("merge takes what the summaries were made with: %s "
                        "goes to --format summary",
                        o->fixed);
+  if (o->merge && o->timeline)
+    return usage_error("%s needs the traces: summaries hold no timeline",
+                       o->timeline);
+  if (o->summary && o->outopt)
+    return usage_error("%s shapes the report, not the summary: give it to "
+                       "merge",
+                       o->outopt);
   if (optind >= argc)
     return usage_error("%s", o->merge ? "no summary given" : "no trace file given");
   if (o->summary && !o->out)
@@ -477,6 +495,29 @@ static int render(const struct opts *o, char **files,
              : rc < 0;
 }
 
+/* Writes a summary of set (traces: with the analysis options of o; a
+ * merge: with the summaries' own) to -o, refused when it is one of the
+ * inputs files[0..n). */
+static int summary_out(const struct opts *o, char **files, size_t n,
+                       const struct gp_summary_set *set) {
+  const char *clash = NULL;
+  FILE *f = gp_out_open(o->out, "wb", files, n, &clash);
+  if (!f && clash) return refused(o->out, clash);
+  if (!f) {
+    fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
+    return 1;
+  }
+  int rc = 0;
+  if ((o->merge ? gp_summary_write_set(f, set)
+                : gp_summary_write(f, set->procs, set->in, set->n, set->rule,
+                                   &o->ro)) < 0) {
+    fprintf(stderr, "gpuphase-report: out of memory\n");
+    rc = 1;
+  }
+  if (gp_out_done(f, "gpuphase-report", o->out)) rc = 1;
+  return rc;
+}
+
 /* --format summary: the results and the job inputs of the files. */
 static int write_summary(const struct opts *o, char **files,
                          struct gp_proc_res **procs, size_t n) {
@@ -488,21 +529,9 @@ static int write_summary(const struct opts *o, char **files,
     fprintf(stderr, "gpuphase-report: %s\n", err);
     return 1;
   }
-  const char *clash = NULL;
-  FILE *f = gp_out_open(o->out, "wb", files, n, &clash);
-  int rc = 0;
-  if (!f && clash)
-    rc = refused(o->out, clash);
-  else if (!f) {
-    fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
-    rc = 1;
-  } else {
-    if (gp_summary_write(f, procs, in, n, jo.comm, &o->ro) < 0) {
-      fprintf(stderr, "gpuphase-report: out of memory\n");
-      rc = 1;
-    }
-    if (gp_out_done(f, "gpuphase-report", o->out)) rc = 1;
-  }
+  struct gp_summary_set set = {.procs = procs, .in = in, .n = n,
+                               .rule = (char *)jo.comm};
+  int rc = summary_out(o, files, n, &set);
   for (size_t i = 0; i < n; i++)
     gp_job_input_free(&in[i]);
   free(in);
@@ -526,6 +555,11 @@ static int merge(const struct opts *o, char **files, size_t n) {
   if (!rc && !set.n) {
     fprintf(stderr, "gpuphase-report: the summaries hold no process\n");
     rc = 1;
+  }
+  if (!rc && o->summary) { /* a summary of the summaries */
+    rc = summary_out(o, files, n, &set);
+    gp_summary_set_free(&set);
+    return rc;
   }
   if (!rc && set.n > 1 && !(sum = gp_report_sum(set.procs, set.n, &ro))) {
     fprintf(stderr, "gpuphase-report: out of memory\n");

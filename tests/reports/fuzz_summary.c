@@ -3,9 +3,10 @@
  * the renderers. A summary's body is zstd-compressed with a checksum, so
  * damage to a file almost never reaches the parser; here the input is the
  * body itself, compressed and given a header before it is read:
- *   byte 0   the summary version (its low bit: 1 or 2) and, in bit 1, the
- *            same summary read twice (two summaries merged, the second
- *            checked against the first's options);
+ *   byte 0   the summary version (bit 2 set: 3, else its low bit: 1 or
+ *            2) and, in bit 1, the same summary read twice (two
+ *            summaries merged, the second checked against the first's
+ *            options);
  *   byte 1   the output: text, JSON or HTML (value % 3), and in bit 2 the
  *            job view asked for (--job) where the ranks do not ask for it;
  *   the rest the body.
@@ -115,7 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     twice = data[0] & 2;
     pick = data[1];
-    if (!(f = wrap(1 + (data[0] & 1u), data + 2, size - 2, &len))) return 0;
+    unsigned ver = data[0] & 4u ? 3 : 1 + (data[0] & 1u);
+    if (!(f = wrap(ver, data + 2, size - 2, &len))) return 0;
   }
   const uint8_t *file = f ? f : data;
   if (!f) len = size;

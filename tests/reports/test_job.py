@@ -368,7 +368,7 @@ def test_summary_errors():
               what in errs[0][2] and len(errs[0][2].strip().splitlines()) == 1,
               f"merge {order}: {[(r[0], r[2]) for r in errs]}")
     for args in (["--warmup", "1"], ["--comm-kernels", "x*"],
-                 ["-f", "summary"], ["--window", "1s"]):
+                 ["--frames", "all"], ["--window", "1s"]):
         rc, out, err = run("merge", *args, good)
         check(rc == 2 and "summary" in err, f"merge {args} refused: {err}")
     rc, out, err = run("-f", "summary", files[0])
@@ -377,6 +377,87 @@ def test_summary_errors():
     check(rc == 2 and "refusing" in err, f"summary onto its input: {err}")
     rc, out, err = run("merge", "-o", good, good)
     check(rc == 2 and "refusing" in err, f"merge onto its input: {err}")
+
+
+def test_summary_options():
+    """Summaries keep the analysis options they were made with (version
+    3): merge refuses summaries made with another --window, --step,
+    --warmup or --frames than the first, naming the option, as reading
+    all the traces at once could not give their report. A summary of
+    summaries (merge -f summary) keeps them, and merges into the report of
+    the whole. --format summary refuses the options of the report, merge
+    those that need the traces. A version-2 summary, whose options were
+    not recorded, still merges with any."""
+    files = job("sum-opt", "--slow", "2")
+    base = summary(os.path.join(TMP, "opt-base.gps"), files[0], files[1])
+    for name, args in (("--window", ["--window", "1ms"]),
+                       ("--step", ["--step", "nomatch*"]),
+                       ("--warmup", ["--warmup", "0"]),
+                       ("--frames", ["--frames", "all"])):
+        other = summary(os.path.join(TMP, f"opt{name}.gps"), *args,
+                        files[2], files[3])
+        for order in ([base, other], [other, base]):
+            rc, out, err = run("merge", *order)
+            check(rc == 1 and "other options" in err and name in err and
+                  len(err.strip().splitlines()) == 1 and out == "",
+                  f"merge {name} {order}: {rc} {err!r}")
+        same = summary(os.path.join(TMP, f"opt{name}-same.gps"), *args,
+                       files[0], files[1])
+        rc, out, err = run("merge", same, other)
+        check(rc == 0, f"merge of two {name} summaries: {err}")
+    # staged: summaries of one file each, merged in pairs, then the pairs
+    one = [summary(os.path.join(TMP, f"opt-one{r}.gps"), f)
+           for r, f in enumerate(files)]
+    pair = []
+    for k in (0, 2):
+        out = os.path.join(TMP, f"opt-pair{k}.gps")
+        rc, _, err = run("merge", "-f", "summary", "-o", out, one[k], one[k + 1])
+        check(rc == 0 and os.path.getsize(out) > 24, f"merge -f summary: {err}")
+        pair.append(out)
+    top = os.path.join(TMP, "opt-all.gps")
+    rc, _, err = run("merge", "-f", "summary", "-o", top, *pair)
+    check(rc == 0, f"merge -f summary of summaries of summaries: {err}")
+    for fmt in ("text", "json"):
+        rc, whole, err = run("-f", fmt, *files)
+        for parts in ([top], pair, [pair[0], one[2], one[3]]):
+            rc2, merged, err2 = run("merge", "-f", fmt, *parts)
+            check(rc == rc2 == 0 and merged == whole,
+                  f"staged merge {fmt} of {parts}: {err} {err2}")
+    # the options travel with a summary of summaries
+    w = [summary(os.path.join(TMP, f"opt-w{k}.gps"), "--window", "10ms",
+                 files[k]) for k in (0, 1)]
+    ww = os.path.join(TMP, "opt-ww.gps")
+    run("merge", "-f", "summary", "-o", ww, *w)
+    rc, _, err = run("merge", ww, one[2])
+    check(rc == 1 and "--window" in err and "not 10" in err,
+          f"staged options kept: {err}")
+    rc, whole, _ = run("-f", "json", "--window", "10ms", files[0], files[1])
+    rc2, merged, err = run("merge", "-f", "json", ww)
+    check(rc == rc2 == 0 and whole == merged, f"staged --window: {err}")
+    for args in (["--top", "3"], ["--no-job"], ["--job"], ["--color=never"]):
+        rc, _, err = run("-f", "summary", *args, "-o",
+                         os.path.join(TMP, "opt-x.gps"), files[0])
+        check(rc == 2 and args[0].split("=")[0] in err and "merge" in err,
+              f"--format summary {args} refused: {rc} {err}")
+    for args in (["--from", "+0"], ["--to", "+1s"], ["--steps", "0..1"],
+                 ["--html-budget", "200"], ["-f", "perfetto"]):
+        rc, _, err = run("merge", *args, base)
+        check(rc == 2 and "needs the traces" in err,
+              f"merge {args} refused: {rc} {err}")
+    rc, _, err = run("merge", "-f", "summary", base)
+    check(rc == 2 and "-o FILE" in err, f"merge -f summary without -o: {err}")
+    # a version-2 summary of the corpus (options not recorded)
+    v2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                      "fuzz", "corpus", "summary", "job-steps.gps")
+    with open(v2, "rb") as f:
+        check(f.read(12)[8:] == b"\2\0\0\0", "the corpus holds a version 2")
+    for order in ([v2, other], [other, v2]):
+        rc, out, err = run("merge", "-f", "json", *order)
+        check(rc == 0 and '"job"' in out, f"merge of version 2 {order}: {err}")
+    vv = os.path.join(TMP, "opt-v2v3.gps")
+    rc, _, err = run("merge", "-f", "summary", "-o", vv, v2)
+    rc2, out, err2 = run("merge", "-f", "json", vv, base)
+    check(rc == rc2 == 0, f"a version 2 summary of summaries: {err} {err2}")
 
 
 def test_sum_phases():
@@ -589,6 +670,7 @@ def test_large_job_html():
 
 test_summaries()
 test_summary_errors()
+test_summary_options()
 test_wild_clock()
 test_parallel_same_bytes()
 test_host_late_no_steps()
