@@ -25,12 +25,14 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/gpuphase-demo.XXXXXX")
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU &&
    command -v nvcc >/dev/null 2>&1; then
   # A real GPU: profile a small CUDA program of known work (spin kernels,
-  # pinned and pageable copies, host sleeps; tests/gpu/truth.cu).
+  # pinned and pageable copies, host sleeps; tests/gpu/truth.cu). Its 50
+  # spins are NVTX ranges "step", named here: they cover too little of the
+  # run (the sleeps and copies) to be found as steps alone.
   echo "quickstart: a GPU is present; profiling tests/gpu/truth.cu on it"
   nvcc -O2 -o build/gpuphase-truth tests/gpu/truth.cu
   build/tools/gpuphase run -o "$out/truth-%p.gph" -- build/gpuphase-truth >/dev/null
   echo
-  build/tools/gpuphase-report "$out"/truth-*.gph
+  build/tools/gpuphase-report --step step "$out"/truth-*.gph
 elif [ ! -x build/tests/simcuda/gpuphase-demo ]; then
   echo "quickstart: no GPU here, and the simulated GPU needs CUDA 13 headers"
   echo "  (this toolkit is older): built the library and tools only"

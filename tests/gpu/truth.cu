@@ -3,7 +3,11 @@
 //   spin kernels: one block spins on %globaltimer for a set time
 //   copies: pinned and pageable host-to-device copies of known size
 //   host sleeps: the GPU idles while the host sleeps
+// Each timed spin is an NVTX range "step" (header-only NVTX 3, recorded by
+// gpuphase through NVTX_INJECTION64_PATH), so that the report shows steps:
+// 50 of 1 ms of kernel time each.
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -38,10 +42,12 @@ int main() {
   CK(cudaStreamSynchronize(s));
   double kernel_ns = 0, pinned_ns = 0, pageable_ns = 0;
   for (int i = 0; i < spins; i++) {
+    nvtxRangePushA("step");
     CK(cudaEventRecord(a, s));
     gp_spin<<<1, 1, 0, s>>>(spin_ns);
     CK(cudaEventRecord(b, s));
     kernel_ns += timed(s, a, b);
+    nvtxRangePop();
   }
   for (int i = 0; i < copies; i++) {
     CK(cudaEventRecord(a, s));
