@@ -250,6 +250,9 @@ static int parse_expr(const char *expr, struct gp_budget *b, char *err,
   if (gp_parse_quantity(val, gp_metric_kind(b->metric), &b->value, &b->pct, why,
                         sizeof why) < 0)
     return fail(err, n, "%s: %s", gp_metric_name(b->metric), why);
+  if (b->metric == GP_M_LOST_EVENTS && b->value != floor(b->value))
+    return fail(err, n, "lost_events: '%s' is not a whole number of events",
+                val);
   squeeze(expr, b->text, sizeof b->text);
   return 0;
 }

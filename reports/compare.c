@@ -143,6 +143,7 @@ static void step_figures(struct gp_cmp_run *run, const struct gp_steps_res *st,
 static int take_steps(struct gp_cmp_run *run, const struct gp_proc_res *r) {
   const struct gp_steps_res *st = &r->steps;
   size_t m = measured_of(st);
+  if (st->source != GP_STEPS_NONE) run->found += st->n;
   if (!m || (run->has_steps && (double)st->median_ns <= run->median)) return 0;
   drop_steps(run);
   int oom = 0;

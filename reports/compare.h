@@ -30,6 +30,7 @@ struct gp_cmp_run {
   size_t nfiles;
   /* the steps of its critical process: the one with the slowest median */
   int has_steps, source;
+  size_t found; /* steps found in its processes, the warm-up included */
   char *step_name;
   size_t measured;
   double *step_ns; /* measured steps' durations */
@@ -82,6 +83,10 @@ struct gp_cmp_opts {
   size_t resamples; /* 0: 10000 */
   uint64_t seed;
   int inconclusive; /* what inconclusive exits with: 3, 0 or 1 */
+  /* --step or --warmup given (NULL, -1: neither): runs without measured
+   * steps are then a mistake to name, not a reason to judge the window */
+  const char *step;
+  long warmup;
   const struct gp_budgets *budgets;
 };
 

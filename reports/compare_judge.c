@@ -24,6 +24,7 @@ void gp_cmp_opts_init(struct gp_cmp_opts *o) {
   o->resamples = 10000;
   o->seed = 0x67707068617365ull; /* "gpphase" */
   o->inconclusive = 3;
+  o->warmup = -1;
 }
 
 static void note(struct gp_cmp_result *res, const char *fmt, ...)
@@ -69,23 +70,31 @@ static const char *fmt_val(char *b, size_t n, int m, double v) {
 
 /* The words for a verdict (stats.h's gp_why). */
 static void word(struct gp_cmp_metric *x, enum gp_why why) {
-  char e[24], lo[24], hi[24], d[40], md[40], big[24];
+  char e[24], lo[24], hi[24], d[40], dh[40], md[40], big[24];
   const struct gp_rule *r = &x->rule;
   gp_fmt_change(e, sizeof e, x->slow.est);
   gp_fmt_change(lo, sizeof lo, x->slow.lo);
   gp_fmt_change(hi, sizeof hi, x->slow.hi);
   fmt_val(d, sizeof d, x->metric, x->slow.d_est);
+  fmt_val(dh, sizeof dh, x->metric, x->slow.d_hi);
   fmt_val(md, sizeof md, x->metric, r->min_delta);
   gp_fmt_change(big, sizeof big, r->large);
   char *o = x->reason;
   size_t n = sizeof x->reason;
   switch (why) {
   case GP_WHY_REGRESSION:
-    snprintf(o, n,
-             "%s [%s, %s]: above the %.0f%% noise floor and at or over the "
-             "%.0f%% threshold%s%s",
-             e, lo, hi, 100 * r->noise, 100 * r->threshold,
-             r->min_delta > 0 ? "; delta " : "", r->min_delta > 0 ? d : "");
+    if (r->advisory)
+      snprintf(o, n,
+               "%s [%s, %s]: from the steps of fewer than %d runs a side, the "
+               "lower bound is at or over %s%s%s",
+               e, lo, hi, MIN_RUNS, big, r->min_delta > 0 ? "; delta " : "",
+               r->min_delta > 0 ? d : "");
+    else
+      snprintf(o, n,
+               "%s [%s, %s]: above the %.0f%% noise floor and at or over the "
+               "%.0f%% threshold%s%s",
+               e, lo, hi, 100 * r->noise, 100 * r->threshold,
+               r->min_delta > 0 ? "; delta " : "", r->min_delta > 0 ? d : "");
     break;
   case GP_WHY_UNDER:
     snprintf(o, n, "%s [%s, %s]: the upper bound is under the %.0f%% threshold",
@@ -93,7 +102,7 @@ static void word(struct gp_cmp_metric *x, enum gp_why why) {
     break;
   case GP_WHY_TINY:
     snprintf(o, n, "%s [%s, %s]: %s a step at most, under the %s minimum delta",
-             e, lo, hi, d, md);
+             e, lo, hi, dh, md);
     break;
   case GP_WHY_VARIANCE:
     snprintf(o, n,
@@ -343,14 +352,54 @@ static double base_step_of(const struct gp_cmp_side *b) {
   return m;
 }
 
+/* With --step or --warmup given, why some runs of b (NULL: none) and c
+ * have no measured step (the name matches no range, or the warm-up takes
+ * them all), or NULL: the window must not stand in for the steps the user
+ * named. */
+static const char *steps_missing(const struct gp_cmp_side *b,
+                                 const struct gp_cmp_side *c,
+                                 const struct gp_cmp_opts *o, char *buf,
+                                 size_t n) {
+  if (!o->step && o->warmup < 0) return NULL;
+  size_t runs = 0, none = 0, unfound = 0;
+  for (int k = 0; k < 2; k++) {
+    const struct gp_cmp_side *s = k ? c : b;
+    for (size_t i = 0; s && i < s->n; i++, runs++) {
+      none += !s->v[i].has_steps;
+      unfound += !s->v[i].has_steps && !s->v[i].found;
+    }
+  }
+  if (!none) return NULL;
+  if (unfound == none && o->step)
+    snprintf(buf, n, "no range matches --step '%.60s' in %zu of %zu runs",
+             o->step, none, runs);
+  else if (unfound == none)
+    snprintf(buf, n, "no steps found in %zu of %zu runs (--warmup %ld given)",
+             none, runs, o->warmup);
+  else
+    snprintf(buf, n,
+             "no step is left after the warm-up in %zu of %zu runs "
+             "(--warmup %ld)",
+             none - unfound, runs, o->warmup < 0 ? -1 : o->warmup);
+  return buf;
+}
+
 static int judge_metrics(const struct gp_cmp_side *b,
                          const struct gp_cmp_side *c,
                          const struct gp_cmp_opts *o,
                          struct gp_cmp_result *res) {
-  int any = with_steps(b) || with_steps(c);
+  char buf[200], miss[200];
+  const char *missing = steps_missing(b, c, o, miss, sizeof miss);
+  int any = with_steps(b) || with_steps(c) || missing;
   int primary = any ? GP_M_STEP_MEDIAN : GP_M_WINDOW;
-  char buf[200];
-  const char *forced = any ? steps_unfit(b, c, buf, sizeof buf) : NULL;
+  const char *forced =
+      missing ? missing : any ? steps_unfit(b, c, buf, sizeof buf) : NULL;
+  if (missing) note(res, "%s", missing);
+  if (o->noise > o->threshold)
+    note(res,
+         "the %.0f%% noise floor is above the %.0f%% threshold: only "
+         "changes past %.0f%% can fail",
+         100 * o->noise, 100 * o->threshold, 100 * o->noise);
   size_t n = 1;
   for (int m = 0; m < GP_M_N; m++)
     n += o->m_set[m] && m != primary;
@@ -696,10 +745,18 @@ static void preflight(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
  * run for lost events and memory (one run short of data, or out of memory,
  * is what the budget guards against). */
 static void budget(const struct gp_cmp_side *c, const struct gp_budget *bu,
-                   double *t, struct gp_cmp_budget *x) {
+                   const char *missing, double *t, struct gp_cmp_budget *x) {
   const char *why = "no runs";
   size_t k = 0;
   x->b = bu;
+  /* busy is per step where there are steps: not the window instead */
+  if (missing && (step_metric(bu->metric) || bu->metric == GP_M_BUSY ||
+                  bu->metric >= GP_M_SC0 || bu->metric == GP_M_STEPS_PER_S ||
+                  bu->metric == GP_M_ITEMS_PER_S)) {
+    x->v = GP_INCONCLUSIVE;
+    snprintf(x->reason, sizeof x->reason, "%s", missing);
+    return;
+  }
   for (size_t i = 0; i < c->n; i++)
     if (gp_cmp_run_value(&c->v[i], bu->metric, bu->pct, &t[k], &why) == 0) k++;
   if (!k) {
@@ -737,8 +794,11 @@ static int budgets(const struct gp_cmp_side *c, const struct gp_cmp_opts *o,
     return -1;
   }
   res->nbud = bs->n;
+  char miss[200];
+  const char *missing = steps_missing(NULL, c, o, miss, sizeof miss);
+  if (missing && !res->has_base) note(res, "%s", missing);
   for (size_t i = 0; i < bs->n; i++) {
-    budget(c, &bs->v[i], t, &res->bud[i]);
+    budget(c, &bs->v[i], missing, t, &res->bud[i]);
     res->nbud_failed += res->bud[i].v == GP_REGRESSION;
   }
   free(t);
@@ -786,8 +846,11 @@ static void overall(struct gp_cmp_result *res, const struct gp_cmp_opts *o) {
     res->verdict = GP_INCONCLUSIVE;
   else {
     res->verdict = GP_PASS;
-    snprintf(res->reason, sizeof res->reason, "%s",
-             res->nm ? res->m[0].reason : "every budget is met");
+    if (res->nm)
+      snprintf(res->reason, sizeof res->reason, "%s: %s",
+               gp_metric_name(res->m[0].metric), res->m[0].reason);
+    else
+      snprintf(res->reason, sizeof res->reason, "every budget is met");
   }
   res->exit_code = res->verdict == GP_PASS         ? 0
                    : res->verdict == GP_REGRESSION ? 1

@@ -289,10 +289,15 @@ static void counter_row(struct sink *s, const struct gp_cmp_counter *x) {
       gp_metric_name(GP_M_SC0 + x->sc), c[1], c[2], c[3], "exact", c[5]};
   value(c[1], sizeof c[1], GP_M_SC0 + x->sc, x->base);
   value(c[2], sizeof c[2], GP_M_SC0 + x->sc, x->cand);
+  double d = x->cand - x->base;
   if (x->base == x->cand)
     snprintf(c[3], sizeof c[3], "=");
-  else
-    snprintf(c[3], sizeof c[3], "%+.4g", x->cand - x->base);
+  else if (gp_metric_kind(GP_M_SC0 + x->sc) == GP_MK_BYTES) {
+    char t[32];
+    snprintf(c[3], sizeof c[3], "%c%s", d < 0 ? '-' : '+',
+             gp_fmt_bytes(t, sizeof t, fabs(d)));
+  } else
+    snprintf(c[3], sizeof c[3], "%+.4g", d);
   if (!x->exact) cells[4] = "varies";
   snprintf(c[5], sizeof c[5], "%s", verdict_word(x->v, 0));
   row(s, cells);
@@ -317,8 +322,11 @@ static void counter_rows(struct sink *s, const struct gp_cmp_result *r) {
   if (!nsame) return;
   snprintf(b, sizeof b, "%zu exact counter%s unchanged: %s", nsame,
            nsame == 1 ? "" : "s", same);
-  out(s, s->md ? "\n%s\n" : "  %s\n",
-      cell(s, same, sizeof same, b, s->md ? 600 : 96));
+  if (s->md) {
+    out(s, "\n%s\n", cell(s, same, sizeof same, b, 600));
+    return;
+  }
+  line(s, b); /* wrapped to 100 columns */
 }
 
 static void gates(struct sink *s, const struct gp_cmp_out *o) {
@@ -326,7 +334,7 @@ static void gates(struct sink *s, const struct gp_cmp_out *o) {
   static const char *const h[6] = {"gate",   "base",         "new",
                                    "change", "95% interval", "verdict"};
   title(s, "Gates");
-  head(s, 6, h, (const int[]){16, 10, 10, 8, 18, 20});
+  head(s, 6, h, (const int[]){16, 10, 10, 10, 18, 20});
   for (size_t i = 0; i < r->nm; i++)
     gate_row(s, &r->m[i]);
   counter_rows(s, r);
@@ -477,8 +485,10 @@ static int render(FILE *f, const struct gp_cmp_out *o, int md) {
            r->has_base ? "compare" : "check", headline(r), r->exit_code);
   if (md)
     out(&s, "### %s\n\n%s\n", t, cell(&s, why, sizeof why, r->reason, 400));
-  else
-    out(&s, "%s\n  %s\n", t, cell(&s, why, sizeof why, r->reason, 400));
+  else {
+    out(&s, "%s\n", t);
+    line(&s, r->reason); /* wrapped to 100 columns */
+  }
   preflight(&s, o);
   if (r->nm || r->nbud) {
     if (r->has_base) gates(&s, o);

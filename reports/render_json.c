@@ -260,18 +260,24 @@ static void step_per(struct gp_json *j, const struct gp_steps_res *s) {
   gp_json_end(j);
 }
 
-static void step_lists(struct gp_json *j, const struct gp_steps_res *s) {
+/* "warmup_steps": the first k steps of s (NULL: none). */
+static void warmup_steps(struct gp_json *j, const struct gp_steps_res *s,
+                         size_t k) {
   uint64_t tot = 0, mx = 0;
-  for (size_t i = 0; i < s->warmup && i < s->n; i++) {
+  for (size_t i = 0; s && i < k && i < s->n; i++) {
     uint64_t d = s->v[i].end - s->v[i].start;
     tot += d;
     mx = d > mx ? d : mx;
   }
   gp_json_obj(j, "warmup_steps");
-  gp_json_u64(j, "count", s->warmup);
+  gp_json_u64(j, "count", s ? k : 0);
   gp_json_u64(j, "total_ns", tot);
   gp_json_u64(j, "max_ns", mx);
   gp_json_end(j);
+}
+
+static void step_lists(struct gp_json *j, const struct gp_steps_res *s) {
+  warmup_steps(j, s, s->warmup);
   gp_json_arr(j, "slowest");
   for (size_t i = 0; i < s->nslow; i++) {
     const struct gp_step *x = &s->v[s->slow[i]];
@@ -299,8 +305,7 @@ static void steps(struct gp_json *j, const struct gp_proc_res *r) {
   else
     gp_json_null(j, "name");
   gp_json_str(j, "how", s && s->how ? s->how : "no steps found");
-  if (r && !r->file) gp_json_i64(j, "pid", -1);
-  else if (r) gp_json_i64(j, "pid", r->pid);
+  gp_json_i64(j, "pid", r && r->file ? r->pid : -1);
   gp_json_u64(j, "count", s ? s->measured : 0);
   gp_json_u64(j, "found", s ? s->n : 0);
   gp_json_u64(j, "warmup", s ? s->warmup : 0);
@@ -309,6 +314,7 @@ static void steps(struct gp_json *j, const struct gp_proc_res *r) {
     gp_json_null(j, "p95_ns");
     gp_json_null(j, "per_s");
     gp_json_null(j, "items_per_s");
+    warmup_steps(j, s, s ? s->n : 0); /* every step found is warm-up */
     gp_json_end(j);
     return;
   }

@@ -35,7 +35,7 @@ static const char usage[] =
     "                             [--color] [-j N] [--job|--no-job] SUMMARY...\n"
     "       gpuphase-report merge -f summary -o SUMMARY [-j N] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
-    "       gpuphase-report check --budgets FILE [options] NEW...\n"
+    "       gpuphase-report check --budget EXPR|--budgets FILE [options] NEW...\n"
     "\n"
     "Says where the time of each GPU went (kernel, transfer, launch, sync "
     "idle,\n"

@@ -4,7 +4,10 @@
  * one report per thread plus the names and steps of every run. */
 #include "report_compare.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,7 +84,7 @@ static const char check_usage[] =
     "METRIC OP VALUE, OP one of <= < >= > == !=, e.g.\n"
     "  host_wait<=20%   step_p95<=120ms   mem_peak<=60GiB   lost_events==0\n"
     "  busy>=80%        steps_per_s>=50   pageable_copies==0\n"
-    "Units: % ns us ms s B KiB MiB GiB KB MB GB. A category takes a share "
+    "Units: % ns us ms s B KiB MiB GiB TiB KB MB GB TB. A category takes a share "
     "of\n"
     "the step (%) or a time per step; mem_peak a size or a share of the "
     "GPU's\n"
@@ -192,12 +195,28 @@ static int quantity(struct cli *c, const char *opt, const char *val,
   return 0;
 }
 
+/* A slowdown is a change, not a share: it may exceed 100% ("500%": six
+ * times slower). */
+static int slowdown(struct cli *c, const char *val, double *v) {
+  char *end;
+  errno = 0;
+  double x = strtod(val, &end);
+  if ((isdigit((unsigned char)*val) || *val == '.') && end != val && !errno &&
+      isfinite(x) && x > 100 && x <= 1e6 && !strcmp(end, "%")) {
+    *v = x / 100;
+    return 0;
+  }
+  if (end != val && !strcmp(end, "%") && x > 1e6)
+    return usage_error(c, "--max-slowdown: '%s': at most 1000000%%", val);
+  return quantity(c, "--max-slowdown", val, GP_MK_PCT, v);
+}
+
 static int max_slowdown(struct cli *c, const char *arg) {
   int m, rc;
   const char *val;
   double v;
   if ((rc = split_metric(c, "--max-slowdown", arg, &m, &val)) ||
-      (rc = quantity(c, "--max-slowdown", val, GP_MK_PCT, &v)))
+      (rc = slowdown(c, val, &v)))
     return rc;
   if (m < 0) {
     c->o.threshold = v;
@@ -621,6 +640,8 @@ static int command(int argc, char **argv, int check, FILE *mem, char *err,
                ? 0
                : input_error(&c, "out of memory");
   if (!rc) rc = parse(&c, argc, argv);
+  c.o.step = c.ro.step;
+  c.o.warmup = c.ro.warmup;
   if (!rc) rc = validate(&c);
   if (!rc) rc = run(&c);
   gp_budgets_free(&c.bud);

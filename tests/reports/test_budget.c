@@ -105,6 +105,7 @@ static void test_errors(void) {
   bad("step_p95<=120", "expected a duration");
   bad("step_p95<=120MB", "expected a duration");
   bad("lost_events==1ms", "expected a plain number");
+  bad("lost_events==0.5", "not a whole number of events");
   bad("host_wait<=120%", "cannot exceed 100%");
   bad("mem_peak<=60Gib", "unknown unit 'Gib'");
   bad("step_p95<=-5ms", "is not a number");

@@ -32,6 +32,7 @@ struct shape {
   unsigned pageable, phase;
   const char *kernel, *device, *step_name, *run_id;
   int no_steps;
+  int warm_all; /* the warm-up takes every step: none measured */
   const char *finding;
 };
 
@@ -83,6 +84,7 @@ static void steps(struct fake *f, const struct shape *s, uint64_t *t,
     *kern += d - h;
   }
   derive(st);
+  if (s->warm_all) st->warmup = st->n, st->measured = 0;
   st->c_med[GP_SC_launches] = 2;
   st->c_med[GP_SC_syncs] = 1;
   st->c_med[GP_SC_pageable_copies] = s->pageable;
@@ -169,8 +171,7 @@ static void done(struct pair *p) {
   gp_cmp_side_free(&p->c);
 }
 
-static const struct shape base = {10,   0.2,  0,    0, NULL,
-                                  NULL, NULL, NULL, 0, NULL};
+static const struct shape base = {.step_ms = 10, .host_frac = 0.2};
 
 /* Processes of one run id make one run, represented by the slowest;
  * traces without an id are runs of their own. */
@@ -296,6 +297,69 @@ static void test_window_and_mixed(void) {
   done(&p);
 }
 
+static void add(struct gp_budgets *bs, const char *e) {
+  char err[1400];
+  CHECK(gp_budgets_add(bs, e, "--budget", err, sizeof err) == 0);
+}
+
+/* --step or --warmup given: runs left without measured steps make the
+ * step metrics and the step budgets inconclusive, naming why, instead of
+ * the window being judged in their place (which a mistyped name would
+ * pass silently). */
+static void test_steps_asked(void) {
+  struct pair p;
+  struct shape ns = base, warm = base;
+  ns.no_steps = 1;
+  warm.warm_all = 1;
+  judge(&p, 3, ns, 3, ns);
+  run(&p);
+  CHECK(p.res.m[0].metric == GP_M_WINDOW && p.res.verdict == GP_PASS);
+  CHECK(strstr(p.res.reason, "window: ")); /* a pass names its metric */
+  done(&p);
+  judge(&p, 3, ns, 3, ns);
+  p.o.step = "stpe";
+  run(&p);
+  CHECK(p.res.m[0].metric == GP_M_STEP_MEDIAN &&
+        p.res.verdict == GP_INCONCLUSIVE && p.res.exit_code == 3);
+  CHECK(strstr(p.res.reason, "no range matches --step 'stpe' in 6 of 6 runs"));
+  CHECK(p.res.nnotes >= 1 && strstr(p.res.notes[p.res.nnotes - 1], "stpe"));
+  done(&p);
+  judge(&p, 3, base, 3, warm);
+  p.o.warmup = NSTEPS;
+  run(&p);
+  CHECK(p.res.verdict == GP_INCONCLUSIVE &&
+        strstr(p.res.reason, "no step is left after the warm-up in 3 of 6 "
+                             "runs (--warmup 40)"));
+  done(&p);
+  /* steps that are there: --step changes nothing */
+  judge(&p, 3, base, 3, base);
+  p.o.step = "step";
+  run(&p);
+  CHECK(p.res.verdict == GP_PASS && strstr(p.res.reason, "step_median: "));
+  done(&p);
+  /* check: the step budgets and busy, not the others */
+  struct gp_cmp_side c = {0};
+  side(&c, 3, ns);
+  struct gp_budgets bs = {0};
+  add(&bs, "busy>=10%");
+  add(&bs, "lost_events==0");
+  struct gp_cmp_opts o;
+  gp_cmp_opts_init(&o);
+  o.budgets = &bs;
+  struct gp_cmp_result res;
+  CHECK(gp_cmp_judge(NULL, &c, &o, &res) == 0);
+  CHECK(res.verdict == GP_PASS);
+  gp_cmp_result_free(&res);
+  o.step = "stpe";
+  CHECK(gp_cmp_judge(NULL, &c, &o, &res) == 0);
+  CHECK(res.verdict == GP_INCONCLUSIVE && res.bud[0].v == GP_INCONCLUSIVE &&
+        res.bud[1].v == GP_PASS &&
+        strstr(res.reason, "budget busy>=10%: no range matches --step"));
+  gp_cmp_result_free(&res);
+  gp_budgets_free(&bs);
+  gp_cmp_side_free(&c);
+}
+
 static void test_devices(void) {
   struct pair p;
   struct shape other = base;
@@ -358,11 +422,6 @@ static void test_gated_category(void) {
   CHECK(p.res.verdict == GP_REGRESSION &&
         strstr(p.res.reason, "host_wait: +15"));
   done(&p);
-}
-
-static void add(struct gp_budgets *bs, const char *e) {
-  char err[1400];
-  CHECK(gp_budgets_add(bs, e, "--budget", err, sizeof err) == 0);
 }
 
 static void test_budgets(void) {
@@ -466,6 +525,7 @@ int main(void) {
   test_runs();
   test_advisory();
   test_window_and_mixed();
+  test_steps_asked();
   test_devices();
   test_counters();
   test_gated_category();
