@@ -668,6 +668,72 @@ int gp_job_collect_all(char *const *files, struct gp_proc_res *const *procs,
   return rc < 0 ? -1 : 0;
 }
 
+/* Traces of more than one run, some of them sharing one: two runs
+ * reported as one job? (One `gpuphase run` per rank gives every rank its
+ * own id: no note then.) j->r in rank order. */
+static int run_ids_note(struct gp_job *j, struct gp_proc_res *const *procs) {
+  const char *first = NULL, *other = NULL;
+  int64_t rf = -1, ro = -1;
+  size_t ids = 0, shared = 0;
+  for (size_t i = 0; i < j->nranks; i++) {
+    const char *id = procs[j->r[i].proc]->run_id;
+    if (!id || !*id) continue;
+    size_t k = 0, same_before = 0;
+    for (; k < i; k++) {
+      const char *x = procs[j->r[k].proc]->run_id;
+      if (x && !strcmp(x, id)) same_before++;
+    }
+    if (!same_before) {
+      ids++;
+      if (!first)
+        first = id, rf = j->r[i].rank;
+      else if (!other)
+        other = id, ro = j->r[i].rank;
+    } else if (same_before == 1)
+      shared++;
+    if (ids > 64) break; /* enough to say so; bounded work */
+  }
+  if (ids < 2 || !shared) return 0;
+  return note(j,
+              "the traces carry %s%zu run ids (%.20s from rank %lld, %.20s "
+              "from rank %lld): are they of one job? (each `gpuphase run` "
+              "makes its own; set GPUPHASE_RUN_ID for the job to share one)",
+              ids > 64 ? "more than " : "", ids > 64 ? (size_t)64 : ids, first,
+              (long long)rf, other, (long long)ro);
+}
+
+/* A realtime clock that reads no plausible date (before 2000 or after
+ * 2200) leaves a host to the collective ends alone; a residual skew over
+ * 1 ms, far over a link's latency, says that the ranks of one host name do
+ * not share a clock (several machines, or containers, of one name). */
+#define SKEW_ODD_NS 1000000ull
+static int clock_notes(struct gp_job *j) {
+  for (size_t h = 0; h < j->nhosts; h++) {
+    const struct gp_job_host *o = &j->hosts[h];
+    const struct gp_job_rank *r = NULL;
+    for (size_t i = 0; i < j->nranks && !r; i++)
+      if (j->r[i].host_idx == h) r = &j->r[i];
+    uint64_t real = r ? r->in->start_real_ns : 0;
+    if (r && (real < 946684800000000000ull || real > 7258118400000000000ull) &&
+        note(j,
+             "host %.60s: its header's realtime clock reads no plausible "
+             "date: its offset comes from the collective ends alone",
+             o->name ? o->name : "(unknown)") < 0)
+      return -1;
+    if (o->residual_max_ns > SKEW_ODD_NS) {
+      char x[32];
+      if (note(j,
+               "host %.60s: its ranks disagree by up to %s after alignment: "
+               "do several machines (or containers) share the name? The "
+               "waits are right; the arrival lags are not",
+               o->name ? o->name : "(unknown)",
+               gp_fmt_dur(x, sizeof x, o->residual_max_ns)) < 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
 struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
                            struct gp_job_input *in, size_t n, const char *rule,
                            char *err, size_t errlen) {
@@ -743,6 +809,8 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
     return fail(j, err, errlen);
   if (align(j, ncoll) < 0 || stragglers(j, ncoll, procs, &sc) < 0 ||
       job_steps(j, procs, &sc) < 0)
+    return fail(j, err, errlen);
+  if (run_ids_note(j, procs) < 0 || clock_notes(j) < 0)
     return fail(j, err, errlen);
   j->units = sc.by_step ? sc.to - sc.from : j->collectives;
   per_unit(j, procs);

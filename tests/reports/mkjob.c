@@ -14,6 +14,8 @@
  *   --wild-clock   the headers of host 1's ranks hold a hostile clock
  *                  pair: realtime = monotonic + 2^63, an offset of -2^63
  *                  as a signed number (the records keep their times)
+ *   --one-name     every host is named "node-X" (their clocks still differ)
+ *   --run-id ID    the run id of every header (ID%d: rank d's own)
  * Time, on the job's clock G: step i starts at g = 1 ms + i x 10 ms. Each
  * rank launches its compute kernel "gemm_kernel" at g (+NS when its host is
  * late), which runs [launch + 10 us, + C) with C = 1 ms (+NS when its
@@ -121,7 +123,8 @@ static void device(int64_t dev) {
 
 int main(int argc, char **argv) {
   int ranks = 4, per_host = 2, steps = 20, nosteps = 0, slow = -1, slow2 = -1;
-  int host_late = 0, copy = 0, wild = 0;
+  int host_late = 0, copy = 0, wild = 0, one_name = 0;
+  const char *run_id = NULL;
   uint64_t extra = 2 * MS;
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
@@ -130,6 +133,10 @@ int main(int argc, char **argv) {
       nosteps = 1;
     else if (!strcmp(a, "--wild-clock"))
       wild = 1;
+    else if (!strcmp(a, "--one-name"))
+      one_name = 1;
+    else if (v && !strcmp(a, "--run-id"))
+      run_id = v, i++;
     else if (v && !strcmp(a, "--ranks"))
       ranks = atoi(v), i++;
     else if (v && !strcmp(a, "--per-host"))
@@ -155,7 +162,13 @@ int main(int argc, char **argv) {
     uint64_t M = (uint64_t)h * 5000 * MS, eps = (uint64_t)h * 50 * US;
     char path[4096], host[32];
     snprintf(path, sizeof path, "%s/rank-%d.gph", dir, r);
-    snprintf(host, sizeof host, "node-%d", h);
+    char id[64] = "";
+    snprintf(host, sizeof host, one_name ? "node-X" : "node-%d", h);
+    if (run_id && strstr(run_id, "%d"))
+      snprintf(id, sizeof id, "%.*s%d", (int)(strstr(run_id, "%d") - run_id),
+               run_id, r);
+    else if (run_id)
+      snprintf(id, sizeof id, "%.60s", run_id);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
     struct gp_process_info info = {0};
     info.host = host;
@@ -163,6 +176,7 @@ int main(int argc, char **argv) {
     info.ppid = 1;
     info.rank = r;
     info.local_rank = r % per_host;
+    if (run_id) info.run_id = id;
     info.cmdline = "./train";
     info.start_mono_ns = base - 100 * US + M;
     info.start_real_ns = 1700000000000000000ull + base - 100 * US + eps;

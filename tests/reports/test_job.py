@@ -251,6 +251,32 @@ def test_wild_clock():
     for fmt in ("text", "html"):
         rc, out, err = run("-f", fmt, "--warmup", "0", *files)
         check(rc == 0 and not err, f"{fmt}: exits 0 quietly: {rc} {err}")
+    check(any("node-1: its header's realtime clock reads no plausible date"
+              in n for n in j["notes"]), f"wild clock noted: {j['notes']}")
+    plain = report(*job("tame", "--slow", "3"))["job"]["notes"]
+    check(not any("plausible" in n or "disagree" in n for n in plain),
+          f"no clock note for a plain job: {plain}")
+
+
+def test_job_notes():
+    """Notes on what a job view cannot check alone: two hosts of one name
+    whose clocks differ (node-1's monotonic clock is 5 s ahead, which the
+    alignment cannot undo for ranks it takes for one host), and traces of
+    two runs whose ranks make one job (two run ids, each shared by two
+    ranks); none where every rank has its own run id (a `gpuphase run` per
+    rank) or all share one."""
+    files = job("one-name", "--slow", "3", "--one-name")
+    notes = report(*files)["job"]["notes"]
+    check(any("host node-X: its ranks disagree by up to 5.000 s" in n
+              for n in notes), f"one name, two clocks: {notes}")
+    a = job("run-a", "--run-id", "aaaa1111")
+    b = job("run-b", "--run-id", "bbbb2222")
+    notes = report(a[0], a[1], b[2], b[3])["job"]["notes"]
+    check(any("2 run ids (aaaa1111 from rank 0, bbbb2222 from rank 2)" in n
+              for n in notes), f"two runs: {notes}")
+    for files in (a, job("run-own", "--run-id", "r%d")):
+        notes = report(*files)["job"]["notes"]
+        check(not any("run ids" in n for n in notes), f"one run: {notes}")
 
 
 def strip_timeline(html):
@@ -672,6 +698,7 @@ test_summaries()
 test_summary_errors()
 test_summary_options()
 test_wild_clock()
+test_job_notes()
 test_parallel_same_bytes()
 test_host_late_no_steps()
 test_copy()
