@@ -595,8 +595,11 @@ static int cmp_outlier(const void *x, const void *y) {
   const struct gp_job_rank *a = x, *b = y;
   if (a->others_wait_ns != b->others_wait_ns)
     return a->others_wait_ns < b->others_wait_ns ? 1 : -1;
-  if (a->step_p50 != b->step_p50) return a->step_p50 < b->step_p50 ? 1 : -1;
+  /* compute before the step: the ranks of a job step together, their
+   * medians differ by the link latency; a rank as slow as the straggler
+   * but never last (a tie) shows in its compute */
   if (a->compute != b->compute) return a->compute < b->compute ? 1 : -1;
+  if (a->step_p50 != b->step_p50) return a->step_p50 < b->step_p50 ? 1 : -1;
   return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
