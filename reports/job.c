@@ -525,7 +525,7 @@ static const char *fmt_ms(char *b, size_t n, double ns) {
 
 /* The finding: the worst straggler and what it did differently from the
  * median rank, per unit. */
-static int finding(struct gp_job *j) {
+static int finding(struct gp_job *j, struct gp_proc_res *const *procs) {
   if (!j->nstrag) return 0;
   const struct gp_job_rank *w = &j->r[j->strag[0]];
   double *tmp = malloc(j->nranks * sizeof *tmp);
@@ -547,14 +547,29 @@ static int finding(struct gp_job *j) {
              "kernels or any category: it may start its collectives late "
              "for another reason (another stream, the CPU)",
              unit);
-  else if (what >= 0)
+  else if (what >= 0) {
+    /* a transfer: its kind, the one of most of the rank's copy time */
+    char kind[96] = "";
+    const struct gp_proc_res *p = procs[w->proc];
+    double most = 0;
+    int x = -1;
+    for (int k = 0; what == GP_CAT_TRANSFER && k < GP_XFER_N; k++) {
+      double t = 0;
+      for (size_t g = 0; g < p->ndev; g++)
+        t += (double)p->dev[g].bd.sub[GP_SUB_XFER + k];
+      if (t > most) most = t, x = k;
+    }
+    if (x >= 0)
+      snprintf(kind, sizeof kind, " (most of it %s%s)", gp_xfer_label[x],
+               x == GP_XFER_MEMSET ? "s" : " copies");
     snprintf(detail, sizeof detail,
              "; per %s it spent %s more than the median rank in %s%s", unit,
              fmt_ms(a, sizeof a, best), gp_cat_label[what],
              what == GP_CAT_HOST_WAIT
                  ? " (the GPU idle while its host did other work: data "
                    "loading, Python, the CPU)"
-                 : "");
+                 : kind);
+  }
   else {
     /* the compute kernel it ran longest beyond the median rank */
     const char *kn = NULL;
@@ -834,7 +849,7 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
     return fail(j, err, errlen);
   for (size_t i = 0, m = 0; i < n; i++)
     if (j->r[i].last_count) j->strag[m++] = i;
-  if (finding(j) < 0) return fail(j, err, errlen);
+  if (finding(j, procs) < 0) return fail(j, err, errlen);
   return j;
 }
 
