@@ -100,7 +100,8 @@ static int immediate(int sig, const siginfo_t *info) {
 /* The lifecycle chose to finish the trace after this handler returns (the
  * interrupted CUDA call may hold locks the writer needs) and to deliver the
  * signal then. Should it not, the kernel does, in 5 s: the process dies by
- * this signal whatever happens. */
+ * this signal whatever happens (it comes after the grace period below, so
+ * it acts at once). */
 static void watchdog(int sig) {
   struct sigevent ev;
   memset(&ev, 0, sizeof ev);
@@ -111,23 +112,52 @@ static void watchdog(int sig) {
   if (timer_create(CLOCK_MONOTONIC, &ev, &t) == 0) timer_settime(t, 0, &in, NULL);
 }
 
-static void on_signal(int sig, siginfo_t *info, void *uctx) {
-  (void)uctx;
-  int saved = errno;
-  int (*complete)(int, int) = atomic_load(&complete_hook);
-  if (complete && complete(sig, immediate(sig, info))) {
-    watchdog(sig); /* SA_RESETHAND left SIG_DFL: that is what it meets */
-    errno = saved;
-    return;
-  }
+/* When the first terminating signal came (CLOCK_MONOTONIC ns, odd), 0
+ * before. Another one within GRACE_NS of it is taken for a copy of it and
+ * waits for the completion under way: a process group signalled (a
+ * terminal closed, `timeout`, a batch scheduler) reaches the program both
+ * directly and through `gpuphase run`, which passes SIGTERM and SIGHUP on,
+ * microseconds apart, and in a threaded program the copy would find
+ * another thread to kill the process on. One that comes later (a second
+ * ^C) or a fault that would come back at once acts at once. */
+#define GRACE_NS 500000000ull
+static _Atomic uint64_t first_ns;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) | 1;
+}
+
+/* The signal as the application would have had it: its disposition back
+ * and, unless the faulting instruction raises it again, raised. */
+static void act_now(int sig, const siginfo_t *info) {
   real_sigaction(sig, &view[sig], NULL);
-  errno = saved;
   if (refaults(sig, info)) return;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sig);
   pthread_sigmask(SIG_UNBLOCK, &set, NULL);
   raise(sig);
+}
+
+static void on_signal(int sig, siginfo_t *info, void *uctx) {
+  (void)uctx;
+  int saved = errno;
+  uint64_t now = mono_ns(), first = 0;
+  if (!atomic_compare_exchange_strong(&first_ns, &first, now)) {
+    if (immediate(sig, info) || now - first >= GRACE_NS) act_now(sig, info);
+    errno = saved;
+    return;
+  }
+  int (*complete)(int, int) = atomic_load(&complete_hook);
+  if (complete && complete(sig, immediate(sig, info))) {
+    watchdog(sig);
+    errno = saved;
+    return;
+  }
+  errno = saved;
+  act_now(sig, info);
 }
 
 /* Puts ours in place of the default disposition `app` (what the
@@ -137,10 +167,10 @@ static int install(int sig, const struct sigaction *app) {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_signal;
   sigemptyset(&sa.sa_mask);
-  /* RESETHAND: a second such signal acts at once (a second ^C kills);
-   * NODEFER: it is not held back while we complete; ONSTACK: a stack
-   * overflow reaches us on the application's alternate stack, if any. */
-  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+  /* NODEFER: a second signal is not held back while we complete (it acts
+   * at once after the grace period: on_signal); ONSTACK: a stack overflow
+   * reaches us on the application's alternate stack, if any. */
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   view[sig] = *app;
   return real_sigaction(sig, &sa, NULL);
 }
@@ -161,8 +191,8 @@ void gp_signals_arm(int (*complete)(int sig, int fault)) {
 
 void gp_signals_deliver(int sig) {
   struct sigaction cur;
-  /* still SIG_DFL as the handler left it: the application's flags back */
-  if (real_sigaction(sig, NULL, &cur) == 0 && is_default(&cur))
+  /* still ours (or SIG_DFL): the application's disposition back */
+  if (real_sigaction(sig, NULL, &cur) == 0 && (ours(&cur) || is_default(&cur)))
     real_sigaction(sig, &view[sig], NULL);
   kill(getpid(), sig);
 }

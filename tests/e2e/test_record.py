@@ -800,6 +800,40 @@ def t_signals():
         corrs = {c["corr"] for c in by_kind(recs, "api")}
         orphans = [k for k in by_kind(recs, "kernel") if k["corr"] not in corrs]
         check(len(orphans) <= summ[0]["lost"], f"spin: {len(orphans)} kernels without their call")
+    # Two terminating signals back to back (a process group signalled
+    # reaches the program directly and through `gpuphase run`, which passes
+    # SIGTERM on): the second, within the grace period, waits for the
+    # completion instead of killing the threaded program on another thread
+    # first; the program dies by the first delivered (pending signals are
+    # delivered lowest number first).
+    for sigs in ((signal.SIGTERM, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)):
+        d = workdir()
+        pr = subprocess.Popen([prog(HARDEN), "spin"], cwd=d, env=env(NO_SAN_HANDLERS),
+                              restore_signals=True, preexec_fn=default_dispositions)
+        time.sleep(0.15)
+        for sg in sigs:
+            pr.send_signal(sg)
+        pr.wait(timeout=30)
+        what = "+".join(signal.Signals(x).name for x in sigs)
+        check(pr.returncode in [-x for x in sigs], f"{what}: returned {pr.returncode}")
+        st = info(traces(d)[0]).stdout  # not dump: spin's traces are large
+        check("status:       complete" in st, f"{what}: trace not completed: {st}")
+    # the process group of `gpuphase run` signalled, as `timeout` or a
+    # closed terminal does
+    for sg in (signal.SIGTERM, signal.SIGHUP):
+        d = workdir()
+        pr = subprocess.Popen([RUN, "run", "-q", "-o", os.path.join(d, "g-%p.gph"), "--",
+                               prog(HARDEN), "spin"], cwd=d, env=env(NO_SAN_HANDLERS, preload=False),
+                              restore_signals=True, preexec_fn=default_dispositions,
+                              start_new_session=True)
+        time.sleep(0.3)
+        os.killpg(pr.pid, sg)
+        pr.wait(timeout=30)
+        name = signal.Signals(sg).name
+        check(pr.returncode in (-sg, 128 + sg), f"group {name}: returned {pr.returncode}")
+        files = traces(d)
+        check(len(files) == 1 and "status:       complete" in info(files[0]).stdout,
+              f"group {name}: no complete trace in {files}")
 
 
 def t_handlers():
