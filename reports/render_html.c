@@ -161,7 +161,7 @@ static void chart(FILE *f, const struct gp_device_res *d) {
           gp_fmt_dur(t, sizeof t, d->idle_longest_at));
   if (d->busy_run)
     fprintf(f, "; longest run above 90%% busy %s at +%s",
-            gp_fmt_dur(w, sizeof w, d->busy_run * d->win_ns),
+            gp_fmt_dur(w, sizeof w, d->busy_run_ns),
             gp_fmt_dur(t, sizeof t, d->busy_run_at * d->win_ns));
   fprintf(f, ".</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
              "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "

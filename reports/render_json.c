@@ -105,7 +105,7 @@ static void windows(struct gp_json *j, const struct gp_device_res *d) {
   gp_json_end(j);
   gp_json_obj(j, "longest_busy_run");
   gp_json_u64(j, "windows", d->busy_run);
-  gp_json_u64(j, "ns", d->busy_run * d->win_ns);
+  gp_json_u64(j, "ns", d->busy_run_ns);
   gp_json_u64(j, "start_offset_ns", d->busy_run_at * d->win_ns);
   gp_json_end(j);
   series(j, d);

@@ -202,7 +202,7 @@ static void time_lines(struct out *o, const struct gp_device_res *d) {
   if (d->busy_run && k > 0 && (size_t)k < sizeof line)
     snprintf(line + k, sizeof line - (size_t)k,
              "; longest run > 90%% busy %s at +%s",
-             gp_fmt_dur(c, sizeof c, d->busy_run * d->win_ns),
+             gp_fmt_dur(c, sizeof c, d->busy_run_ns),
              gp_fmt_dur(w, sizeof w, d->busy_run_at * d->win_ns));
   wrap(o, "    ", line, 6);
   spark(o, d);

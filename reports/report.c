@@ -138,6 +138,11 @@ static int derive_windows(struct gp_device_res *d) {
       d->busy_run_at = i + 1 - run;
     }
   }
+  if (d->busy_run) {
+    uint64_t from = d->busy_run_at * d->win_ns,
+             to = (d->busy_run_at + d->busy_run) * d->win_ns;
+    d->busy_run_ns = (to < d->window_ns ? to : d->window_ns) - from;
+  }
   qsort(busy, d->nwin, sizeof *busy, cmp_dbl);
   d->busy_p5 = nearest_rank(busy, d->nwin, 5);
   d->busy_p50 = nearest_rank(busy, d->nwin, 50);
@@ -194,7 +199,7 @@ int gp_res_derive(struct gp_proc_res *r, const struct gp_report_opts *o) {
   for (size_t i = 0; i < r->ndev; i++) {
     derive_dev(r, &r->dev[i], o);
     if (!r->dev[i].sms) sms_known = 0;
-    r->dev[i].busy_run = r->dev[i].busy_run_at = 0;
+    r->dev[i].busy_run = r->dev[i].busy_run_at = r->dev[i].busy_run_ns = 0;
     if (derive_windows(&r->dev[i]) < 0) return -1;
   }
   for (size_t i = 0; i < r->nphases; i++) {

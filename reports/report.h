@@ -120,6 +120,7 @@ struct gp_device_res {
   struct gp_win *win;
   uint64_t idle_longest, idle_longest_at; /* at: offset from window start */
   uint64_t busy_run, busy_run_at;         /* windows > 90% busy, first index */
+  uint64_t busy_run_ns; /* their length (the last window may be partial) */
   /* derived by gp_res_derive */
   struct gp_util util;
   double mem_peak_pct, mem_mean, mem_mean_pct; /* pct -1 when total unknown */

@@ -108,6 +108,27 @@ static void test_basic(void) {
  *   24/64 = 0.375; time-weighted (500x0.5 + 600x0.375)/1100 = 0.431818.
  * Windows of 500: busy 400/500, 500/500, 0/500 -> p5 0, p50 80, p95 100;
  *   one window > 90%, at index 1. Longest idle run [2200,2500) at +1200. */
+/* The longest run of busy windows ends with the window: the last window
+ * is partial (700 ns of window in 500 ns windows: [0,500) 98% busy,
+ * [500,700) 100%), so the run is 700 ns long, not two whole windows. */
+static void test_busy_run_partial(void) {
+  struct tl t;
+  base(&t);
+  t.o.window_ns = 500;
+  tl_device(&t, 0, 100);
+  tl_api(&t, 1, LAUNCH, 1000, 1010, 0, 0);
+  tl_kernel(&t, 0, 1010, 1700, S_GEMM, 200, 256);
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_device_res *d = tl_dev(r, 0);
+  EQ(d->window_ns, 700);
+  EQ(d->nwin, 2);
+  EQ(d->busy_run, 2);
+  EQ(d->busy_run_at, 0);
+  EQ(d->busy_run_ns, 700);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 static void test_overlap(void) {
   struct tl t;
   base(&t);
@@ -1101,6 +1122,7 @@ static void test_end_of_time(void) {
 int main(void) {
   test_basic();
   test_overlap();
+  test_busy_run_partial();
   test_pageable_open();
   test_pageable_late();
   test_pageable_epochs();
