@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "gp_clock.h"
+#include "gp_settings.h"
 #include "gp_shim.h"
 
 int gp_clock_tsc;
@@ -43,6 +44,8 @@ static int tsc_usable(void) {
 #if defined(__x86_64__)
   const char *force = getenv("GPUPHASE_CLOCK");
   if (force && strcmp(force, "monotonic") == 0) return 0;
+  if (force && *force && strcmp(force, "tsc") != 0)
+    gp_warn("ignoring GPUPHASE_CLOCK=%s (expected monotonic or tsc)", force);
   char buf[64] = "";
   int fd = open("/sys/devices/system/clocksource/clocksource0/"
                 "current_clocksource", O_RDONLY | O_CLOEXEC);

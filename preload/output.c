@@ -211,10 +211,13 @@ int gp_output_open(struct gp_output *o) {
     return -1;
   }
   int err = 0;
+  errno = 0;
   o->w = open_writer(fd, &err);
   if (!o->w) {
+    /* an I/O error's reason is errno's (ENOSPC: a full disk) */
     gp_warn("cannot write trace file %s: %s; not recording", o->path,
-            gpuphase_strerror(err));
+            err == GPUPHASE_E_IO && errno ? strerror(errno)
+                                          : gpuphase_strerror(err));
     close(fd);
     unlink(o->path);
     manifest_line("!", o->path);

@@ -181,9 +181,9 @@ struct gpuphase_reader *gp_open_sorted(const char *path, int *code, char *err,
       gp_reader_open_ex(path, GP_OPEN_SORTED, code, msg, sizeof msg);
   if (!rd)
     snprintf(err, errlen, "%s: %s", path,
-             *code == GPUPHASE_E_IO ? strerror(errno)
-             : *msg                 ? msg
-                                    : gpuphase_strerror(*code));
+             *msg                     ? msg
+             : *code == GPUPHASE_E_IO ? strerror(errno)
+                                      : gpuphase_strerror(*code));
   return rd;
 }
 

@@ -341,8 +341,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     const char *last = argv[optind - 1];
     opt[1] = (char)optopt;
     const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
-    if (c == 'h') return fputs(usage, stdout) == EOF;
-    if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION) < 0;
+    /* a write error: main's check of standard output names it */
+    if (c == 'h') return fputs(usage, stdout), 0;
+    if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION), 0;
     if (c == ':') return usage_error("option '%s' needs a value", name);
     if (c == '?') return usage_error("unknown option '%s'", name);
     if ((rc = apply(o, c, optarg)) >= 0) return rc;

@@ -47,6 +47,15 @@ static const char usage_text[] =
     "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
     "cannot be run, 2 for a usage error.\n";
 
+/* The help or the version written: 0, or 1 with a line saying why when
+ * standard output could not take it (a full disk, a closed pipe). */
+static int printed(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  fprintf(stderr, "gpuphase: cannot write to standard output: %s\n",
+          strerror(errno));
+  return 1;
+}
+
 static int usage_error(const char *msg) {
   fprintf(stderr, "gpuphase: %s\n", msg);
   fprintf(stderr, "Try 'gpuphase --help'.\n");
@@ -209,7 +218,7 @@ static int run(int argc, char **argv) {
       quiet = 1;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(usage_text, stdout);
-      return 0;
+      return printed();
     } else if (a[0] == '-' && a[1]) {
       char msg[256];
       snprintf(msg, sizeof msg, "unknown option '%s'", a);
@@ -299,11 +308,11 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
       strcmp(cmd, "help") == 0) {
     fputs(usage_text, stdout);
-    return 0;
+    return printed();
   }
   if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
     printf("gpuphase %s\n", GP_VERSION);
-    return 0;
+    return printed();
   }
   if (strcmp(cmd, "run") == 0) return run(argc - 2, argv + 2);
   char msg[256];

@@ -485,9 +485,10 @@ static gpuphase_reader *open_failed(int code, int *err, char *msg,
   return NULL;
 }
 
-/* pread needs a regular file: directories and pipes are named plainly. */
+/* pread needs a regular file: directories and pipes are named plainly.
+ * O_NONBLOCK: a FIFO without a writer would block open() for ever. */
 static int open_regular(const char *path, uint64_t *size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return -1;
   struct stat st;
   int e = 0;
@@ -510,7 +511,10 @@ gpuphase_reader *gp_reader_open_ex(const char *path, int mode, int *err,
   uint64_t size = 0;
   int fd = open_regular(path, &size);
   if (fd < 0)
-    return open_failed(GPUPHASE_E_IO, err, msg, msglen, strerror(errno));
+    return open_failed(GPUPHASE_E_IO, err, msg, msglen,
+                       errno == ESPIPE ? "not a regular file (a trace is read "
+                                         "from a file, not a pipe or a device)"
+                                       : strerror(errno));
   gpuphase_reader *r = new_reader();
   if (!r) {
     close(fd);

@@ -936,6 +936,19 @@ def t_disk_full():
         r = subprocess.run([REPORT, f], capture_output=True, text=True, env=env(preload=False))
         check(r.returncode == 0 and "killed or file cut" not in r.stdout + r.stderr
               and "could not be written" in r.stdout, f"report: {r.stdout[-800:]} {r.stderr}")
+        # full before the first byte: the same reason, and no recording
+        with open(os.path.join(mnt, "fill"), "wb") as fill:
+            try:
+                while True:
+                    fill.write(b"\0" * 65536)
+            except OSError:
+                pass
+        p = run([prog("e2e-prog-lifecycle"), "exit", "0"], mnt,
+                dict(extra, GPUPHASE_OUTPUT="full2.gph"))
+        lines = [l for l in p.stderr.splitlines() if l.startswith("gpuphase:")]
+        check(p.returncode == 0 and len(lines) == 1 and
+              "No space left on device; not recording" in lines[0],
+              f"a full disk at the start: {p.returncode} {p.stderr!r}")
     finally:
         subprocess.run(["umount", mnt])
 
@@ -947,7 +960,8 @@ def t_warn_long():
     long_dir = "/nonexistent" + ("/" + "d" * 100) * 7  # ENOENT, not ENAMETOOLONG
     cases = [({"GPUPHASE_OUTPUT": long_dir + "/t.gph"},
               ["cannot create trace file", "No such file or directory", "not recording"]),
-             ({"GPUPHASE_BUFFER_KB": "9" * 900}, ["ignoring GPUPHASE_BUFFER_KB", "(expected 64..1048576)"])]
+             ({"GPUPHASE_BUFFER_KB": "9" * 900}, ["ignoring GPUPHASE_BUFFER_KB", "(expected 64..1048576)"]),
+             ({"GPUPHASE_CLOCK": "bogus"}, ["ignoring GPUPHASE_CLOCK=bogus", "monotonic or tsc"])]
     for extra, parts in cases:
         p = run([prog("e2e-prog-lifecycle"), "exit", "0"], d, extra)
         check(p.returncode == 0, f"program failed: {p.stderr!r}")

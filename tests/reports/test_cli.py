@@ -197,6 +197,18 @@ def test_errors():
         f.write("not a trace at all, just text\n" * 10)
     rc, _, err = run(junk)
     check(rc == 1 and one_line(err) and junk in err, f"not a trace: {err!r}")
+    # a FIFO without a writer: refused at once, not waited on for ever
+    fifo = os.path.join(TMP, "fifo.gph")
+    os.mkfifo(fifo)
+    for args in ([fifo], ["info", fifo], ["-f", "chrome", "-o",
+                                          os.path.join(TMP, "f.json"), fifo]):
+        try:
+            p = subprocess.run([REPORT, *args], capture_output=True, timeout=20)
+            err = p.stderr.decode()
+            check(p.returncode == 1 and one_line(err) and
+                  "not a regular file" in err, f"{args}: {p.returncode} {err!r}")
+        except subprocess.TimeoutExpired:
+            check(False, f"{args}: hangs on a FIFO")
 
 
 def test_damaged():
