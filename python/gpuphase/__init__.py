@@ -22,6 +22,8 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module 'gpuphase' has no attribute {name!r}")
 
 
+# gpuphase.range is public, but not in __all__: `from gpuphase import *`
+# must not hide the builtin range.
 __all__ = ["Error", "TraceError", "UsageError", "Report", "Comparison", "Records",
-           "report", "compare", "check", "records", "range", "step", "items",
+           "report", "compare", "check", "records", "step", "items",
            "preloaded", "library_path", "__version__"]

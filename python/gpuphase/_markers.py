@@ -4,6 +4,7 @@ libgpuphase.so, looked up in the process's global scope. Without the
 preload they do nothing (and cost an attribute lookup)."""
 import ctypes
 import functools
+import operator
 from typing import Any, Callable, Optional, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,6 +44,8 @@ class range:  # noqa: N801 - named like the C API's ranges
     __slots__ = ("name", "_b")
 
     def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"a range's name is a str, not {type(name).__name__}")
         self.name = name
         self._b = name.encode("utf-8", "replace")
 
@@ -72,10 +75,19 @@ def step(items: Optional[int] = None) -> range:
     report's throughput per step."""
     if items is None:
         return range("step")
-    n = int(items)
-    if n < 0:
-        raise ValueError(f"items must be >= 0, not {items!r}")
-    return _Step(n)
+    return _Step(_count(items))
+
+
+def _count(n: Any) -> int:
+    """A count of items: a whole number (NumPy's and PyTorch's too, or a
+    float without a fraction) from 0 to 2**64 - 1."""
+    try:
+        v = int(n) if isinstance(n, float) and n.is_integer() else operator.index(n)
+    except TypeError:
+        raise TypeError(f"items is a whole number, not {n!r}") from None
+    if v < 0 or v >= 1 << 64:
+        raise ValueError(f"items must be >= 0 and < 2**64, not {n!r}")
+    return v
 
 
 class _Step(range):
@@ -96,6 +108,7 @@ class _Step(range):
 def items(n: int) -> None:
     """Counts n items (samples, tokens, frames) for the current step of the
     calling thread (gpuphase_step_items); counts add up."""
+    v = _count(n)
     api = _lookup()
     if api:
-        api[2](int(n))
+        api[2](v)

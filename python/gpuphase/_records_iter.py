@@ -3,6 +3,7 @@
 arrays when NumPy is installed, else as lists of named tuples."""
 import collections
 import ctypes
+import operator
 import os
 import struct
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
@@ -78,15 +79,23 @@ class Records:
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], kinds: Optional[Iterable[str]] = None,
                  chunk_size: int = 65536, sorted: bool = False, numpy: Optional[bool] = None):
-        self.path = os.fsdecode(os.fspath(path))
+        from ._report import fs_path  # (a cycle at import otherwise)
+        self.path = fs_path(path)
         if isinstance(kinds, str):
             kinds = [kinds]
+        if kinds is not None and not isinstance(kinds, Iterable):
+            raise TypeError(f"kinds is a record kind or a list of them, not {type(kinds).__name__}")
         self.kinds = None if kinds is None else set(kinds)
         unknown = sorted_(self.kinds - set(NUMS)) if self.kinds else []
         if unknown:
             raise UsageError(REPORT_E_USAGE, f"unknown record kind {unknown[0]!r}: "
                              + ", ".join(NUMS))
-        if not isinstance(chunk_size, int) or chunk_size < 1:
+        if not isinstance(chunk_size, (bool, int)):
+            try:
+                chunk_size = operator.index(chunk_size)  # NumPy integers too
+            except TypeError:
+                pass
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise UsageError(REPORT_E_USAGE, f"invalid chunk_size {chunk_size!r}: expected a count >= 1")
         self.chunk_size = chunk_size
         self._np = _numpy() if numpy is not False else None

@@ -5,6 +5,7 @@ import ctypes
 import glob
 import html as _html
 import json as _json
+import operator
 import os
 import threading
 import warnings
@@ -20,13 +21,27 @@ _ERRLEN = 1024
 _compare_lock = threading.Lock()  # the gate parses its arguments with getopt
 
 
+def fs_path(p: Any) -> str:
+    """One path as a str, checked as open() checks it: a TypeError for what
+    is not a path, a ValueError for an embedded NUL (which C would cut)."""
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError(f"expected a path (str, bytes or os.PathLike), not {type(p).__name__}")
+    p = os.fsdecode(os.fspath(p))
+    if "\0" in p:
+        raise ValueError(f"embedded null byte in the path {p!r}")
+    return p
+
+
 def expand(paths: Paths) -> List[str]:
     """File names from a path, a glob ('gpuphase-*.gph') or a list of them."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
+    elif not isinstance(paths, Iterable):
+        raise TypeError("expected a path, a glob or a list of them, not "
+                        f"{type(paths).__name__}")
     out: List[str] = []
     for p in paths:
-        p = os.fsdecode(os.fspath(p))
+        p = fs_path(p)
         if glob.has_magic(p) and not os.path.exists(p):
             found = sorted(glob.glob(p))
             if not found:
@@ -80,6 +95,11 @@ class Report:
                 if value is None:
                     continue
                 counts = ("warmup", "top", "html-budget", "jobs", "processes")
+                if name in counts and not isinstance(value, (bool, str)):
+                    try:
+                        value = operator.index(value)  # NumPy integers too
+                    except TypeError:
+                        pass
                 if isinstance(value, bool) or (name in counts and not isinstance(value, int)
                                                and not (name == "processes" and value == "all")):
                     raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number"

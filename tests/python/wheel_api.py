@@ -176,6 +176,35 @@ def cmd_errors(tmp, good):
         expect_error(lambda: gpuphase.compare(good, missing), gpuphase.TraceError, 1, missing),
     ]
     assert isinstance(gpuphase.UsageError(3, "x"), ValueError)
+    # what Python itself refuses is refused as Python refuses it
+    for fn, cls in ((lambda: gpuphase.items(-1), ValueError),
+                    (lambda: gpuphase.items(2 ** 64), ValueError),
+                    (lambda: gpuphase.step(items=-1), ValueError),
+                    (lambda: gpuphase.items("x"), TypeError),
+                    (lambda: gpuphase.report(good + "\0other"), ValueError),
+                    (lambda: gpuphase.records(good + "\0other"), ValueError),
+                    (lambda: gpuphase.report(None), TypeError),
+                    (lambda: gpuphase.report(123), TypeError),
+                    (lambda: gpuphase.range(5), TypeError),
+                    (lambda: gpuphase.records(good, kinds=5), TypeError)):
+        try:
+            fn()
+        except cls:
+            continue
+        except Exception as e:
+            raise AssertionError(f"{cls.__name__} expected, got {e!r}")
+        raise AssertionError(f"no {cls.__name__} raised")
+    ns = {}
+    exec("from gpuphase import *", ns)
+    assert "range" not in ns and "report" in ns, "import * hides the builtin range"
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
+    if numpy is not None:  # NumPy's integers are whole numbers
+        gpuphase.items(numpy.int64(3))
+        gpuphase.report(good, top=numpy.int64(5)).summary()
+        next(iter(gpuphase.records(good, chunk_size=numpy.int64(100))))
     for m in msgs:
         assert "\n" not in m, repr(m)
     print("\n".join(msgs))
