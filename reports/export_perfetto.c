@@ -159,8 +159,10 @@ static int pf_track(void *ctx, const struct gp_tl_track *t) {
     fstr(d, 2, t->name);
     if (t->unit == GP_TL_UNIT_BYTES)
       fu(sub, 3, 3); /* SIZE_BYTES */
-    else
+    else if (t->unit == GP_TL_UNIT_PERCENT)
       fstr(sub, 6, "%");
+    else if (t->unit_name && *t->unit_name)
+      fstr(sub, 6, t->unit_name);
     fmsg(d, 8, sub);
     break;
   case GP_TL_GPU:

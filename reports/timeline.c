@@ -86,6 +86,11 @@ struct gpu {
   int has_props;
 };
 
+struct metric { /* a measured counter (METRIC), its track once sampled */
+  uint64_t name, source, unit, scale, uuid;
+  int64_t device;
+};
+
 struct openr { /* a start/end range */
   uint64_t id, start, name;
   uint32_t thr, lane;
@@ -118,6 +123,9 @@ struct walk {
   struct openr *open;
   size_t nopen;
   size_t next_step;
+  struct gp_idx met_ix; /* METRIC id -> met[] */
+  struct metric *met;
+  size_t nmet;
 };
 
 static uint64_t new_uuid(struct walk *w) {
@@ -758,6 +766,61 @@ static void counters(struct walk *w) {
   }
 }
 
+/* ---- measured counters (METRIC and SAMPLE records): a counter track per
+ * metric under its GPU, declared at its first sample in the window */
+
+static void on_metric(struct walk *w, const struct gpuphase_metric *m) {
+  uint32_t i;
+  if (!gp_idx_get(&w->met_ix, m->metric, &i)) {
+    if (w->nmet >= 4096) return; /* more than any device has: ignored */
+    void *p = realloc(w->met, (w->nmet + 1) * sizeof *w->met);
+    if (!p || gp_idx_put(&w->met_ix, m->metric, (uint32_t)w->nmet) < 0) {
+      if (p) w->met = p;
+      w->oom = 1;
+      return;
+    }
+    w->met = p;
+    i = (uint32_t)w->nmet++;
+  }
+  w->met[i] = (struct metric){m->name, m->source, m->unit,
+                              m->scale ? m->scale : 1, 0, m->device};
+}
+
+static void on_sample(struct walk *w, const struct gpuphase_sample *x) {
+  uint32_t i;
+  if (x->start < w->from || (w->to && x->start >= w->to) ||
+      !gp_idx_get(&w->met_ix, x->metric, &i))
+    return;
+  struct metric *m = &w->met[i];
+  if (!m->uuid) {
+    struct gpu *g = gpu_of(w, m->device);
+    if (!g || declare_gpu(w, g) < 0) return;
+    static const char *const src[] = {"?", "nvml", "gpm", "pm"};
+    static const char *const unit[] = {"",  "%",  "B",    "B/s", "MHz",
+                                       "J", "W",  "degC", "mask", "count"};
+    const char *u = m->unit < sizeof unit / sizeof *unit ? unit[m->unit] : "";
+    char name[160];
+    snprintf(name, sizeof name, "%.100s (%s)", str(w, m->name),
+             src[m->source < 4 ? m->source : 0]);
+    m->uuid = new_uuid(w);
+    struct gp_tl_track t = {.uuid = m->uuid,
+                            .parent = g->uuid,
+                            .kind = GP_TL_COUNTER,
+                            .name = name,
+                            .device = m->device,
+                            .unit = m->unit == GPUPHASE_UNIT_PERCENT ? GP_TL_UNIT_PERCENT
+                                    : m->unit == GPUPHASE_UNIT_BYTES ? GP_TL_UNIT_BYTES
+                                                                     : GP_TL_UNIT_OTHER,
+                            .unit_name = u,
+                            .order = 16 + (int)i};
+    if (emit_track(w, &t) < 0) return;
+  }
+  if (w->k->counter(w->k->ctx, m->uuid, clampf(w, x->start),
+                    (double)x->value / (double)m->scale) < 0)
+    w->failed = 1;
+  w->st->counters++;
+}
+
 /* ---- the walk */
 
 static int declare_process(struct walk *w) {
@@ -804,6 +867,10 @@ static void on_meta(struct walk *w, const struct gpuphase_record *rec) {
     }
   } else if (rec->kind == GPUPHASE_REC_STATE) {
     w->degraded = rec->u.state.state == 1;
+  } else if (rec->kind == GPUPHASE_REC_METRIC) {
+    on_metric(w, &rec->u.metric);
+  } else if (rec->kind == GPUPHASE_REC_SAMPLE) {
+    on_sample(w, &rec->u.sample);
   }
 }
 
@@ -931,6 +998,8 @@ int gp_timeline_walk(const char *path, size_t proc, const struct gp_proc_res *r,
   free(w->open);
   gp_idx_free(&w->thr_ix);
   gp_idx_free(&w->api_ix);
+  gp_idx_free(&w->met_ix);
+  free(w->met);
   gp_u64map_free(&w->str_ix);
   gp_u64map_free(&w->corr);
   gp_u64map_free(&w->open_ix);

@@ -30,7 +30,9 @@ enum gp_tl_kind {
   GP_TL_NOTES    /* notes about the export itself */
 };
 
-enum { GP_TL_UNIT_PERCENT, GP_TL_UNIT_BYTES };
+/* GP_TL_UNIT_OTHER: unit_name says which (measured counters: "MHz",
+ * "W", ...) */
+enum { GP_TL_UNIT_PERCENT, GP_TL_UNIT_BYTES, GP_TL_UNIT_OTHER };
 
 struct gp_tl_track {
   uint64_t uuid, parent; /* parent 0: top level */
@@ -43,6 +45,7 @@ struct gp_tl_track {
   unsigned lane;         /* stream and range tracks: 0 first */
   const char *merge_key; /* lanes of one stream share it; NULL otherwise */
   int unit;              /* counters: GP_TL_UNIT_* */
+  const char *unit_name; /* counters of GP_TL_UNIT_OTHER */
   int order;             /* rank among its siblings */
 };
 

@@ -13,7 +13,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gptest import (HBM_GBPS, PCIE_GBPS, Fail, SIMDIR, check, copy_ns, kernel_ns, main,
+from gptest import (HBM_GBPS, PCIE_GBPS, Fail, SIMDIR, by_kind, check, copy_ns, dump,
+                    kernel_ns, main,
                     prog, report_cmd, run, traces, workdir)
 
 try:
@@ -417,7 +418,21 @@ def t_demo():
         got[s[0]] = got.get(s[0], 0) + 1
     check(got == want, f"kernel slices {got} != the report's {want}")
     cnt = {m.tracks[u].name: v for u, v in m.counters.items()}
-    check(set(cnt) == {"busy %", "memory allocated"}, f"counters {set(cnt)}")
+    # the report's two per GPU, and a track per measured counter (the
+    # simulated NVML and GPM), each with the dump's samples: value / scale
+    recs, _ = dump(files[0])
+    src = {1: "nvml", 2: "gpm", 3: "pm"}
+    met = {r["metric"]: r for r in by_kind(recs, "metric")}
+    want = {}
+    for x in by_kind(recs, "sample"):
+        mt = met[x["metric"]]
+        want.setdefault(f"{mt['name']} ({src[mt['source']]})", []).append(
+            x["value"] / mt["scale"])
+    check(len(want) >= 10, f"the demo's measured counters: {sorted(want)}")
+    check(set(cnt) == {"busy %", "memory allocated"} | set(want), f"counters {set(cnt)}")
+    for name, vals in want.items():
+        got = [v for _, v in cnt.get(name, [])]
+        check(got == vals, f"counter {name}: {got[:5]} != {vals[:5]}")
     check(all(0 <= v <= 100 for _, v in cnt["busy %"]) and max(v for _, v in cnt["busy %"]) > 0,
           "busy % values")
     check(max(v for _, v in cnt["memory allocated"]) >= 64 * MB, "memory counter")
