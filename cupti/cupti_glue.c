@@ -428,10 +428,19 @@ static void *real_cupti(const char *name) {
   return f ? f : dlsym(RTLD_NEXT, name);
 }
 
-/* A tool (torch.profiler, Nsight) subscribing in our process. */
-__attribute__((visibility("default"))) CUptiResult CUPTIAPI
-cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
-  subscribe_fn real = (subscribe_fn)real_cupti("cuptiSubscribe");
+/* cuptiSubscribe_v2 (CUPTI 12.? on, recommended by CUPTI 13), with its
+ * parameters as an opaque pointer: the headers of older toolkits do not
+ * declare it (cupti_sub_v2.c exports it under its name). */
+typedef CUptiResult (*subscribe_v2_fn)(CUpti_SubscriberHandle *,
+                                       CUpti_CallbackFunc, void *, void *);
+
+/* A tool (torch.profiler, Nsight) subscribing in our process, through
+ * cuptiSubscribe (v2 0) or cuptiSubscribe_v2 (params): we step aside for
+ * it, and come back when it unsubscribes (or now, if it was refused). */
+static CUptiResult subscribe_other(int v2, CUpti_SubscriberHandle *sub,
+                                   CUpti_CallbackFunc cb, void *ud,
+                                   void *params) {
+  void *real = real_cupti(v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe");
   if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&hand_lock);
   int stepped = 0;
@@ -439,11 +448,22 @@ cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
     step_aside();
     stepped = 1;
   }
-  CUptiResult r = real(sub, cb, ud);
+  CUptiResult r = v2 ? ((subscribe_v2_fn)real)(sub, cb, ud, params)
+                     : ((subscribe_fn)real)(sub, cb, ud);
   if (r == CUPTI_SUCCESS && sub) other = *sub;
   else if (stepped) come_back();
   pthread_mutex_unlock(&hand_lock);
   return r;
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
+  return subscribe_other(0, sub, cb, ud, NULL);
+}
+
+int gp_cupti_subscribe_v2(void *sub, void *cb, void *ud, void *params) {
+  return (int)subscribe_other(1, (CUpti_SubscriberHandle *)sub,
+                              (CUpti_CallbackFunc)cb, ud, params);
 }
 
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI

@@ -14,6 +14,8 @@
 
 /* cuda.h maps the name to _v2; we define both exported symbols. */
 #undef cuGetProcAddress
+GP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn,
+                                    int cudaVersion, cuuint64_t flags);
 
 typedef void *(*dlsym_fn)(void *, const char *);
 __attribute__((visibility("hidden"))) dlsym_fn gp_real_dlsym_ptr;
@@ -111,6 +113,8 @@ static void *wrap_pointer(void *p) {
   if (info.dli_fbase == our_base()) return p;
   if (strcmp(info.dli_sname, "cuGetProcAddress_v2") == 0)
     return (void *)cuGetProcAddress_v2;
+  if (strcmp(info.dli_sname, "cuGetProcAddress") == 0)
+    return (void *)cuGetProcAddress;
   const struct gp_wrap_entry *e = gp_wrap_lookup(info.dli_sname);
   if (!e) return p;
   void *real = __atomic_load_n(e->real, __ATOMIC_ACQUIRE);

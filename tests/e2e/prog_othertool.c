@@ -1,10 +1,15 @@
 /* Another profiler in the same process: it subscribes to CUPTI in the
  * middle of the run, collects its own kernel records, and leaves.
- * Prints how many kernel records the other tool got. */
+ * Prints how many kernel records the other tool got.
+ *   e2e-prog-othertool [v2]   v2: it subscribes with cuptiSubscribe_v2
+ *                             (looked up at run time, with its parameters'
+ *                             struct as CUPTI 13 lays it out) */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void k_before(void) {}
 void k_during(void) {}
@@ -40,10 +45,29 @@ static int launch(void (*k)(void), int n) {
   return cudaDeviceSynchronize() != cudaSuccess;
 }
 
-int main(void) {
+/* CUpti_SubscriberParams of CUPTI 13 */
+struct sub_params {
+  size_t size;
+  const char *name;
+  char *old_name;
+  size_t old_size;
+};
+typedef CUptiResult (*sub_v2_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
+                                 void *, struct sub_params *);
+
+static CUptiResult subscribe(int v2, CUpti_SubscriberHandle *tool) {
+  if (!v2) return cuptiSubscribe(tool, tool_cb, NULL);
+  sub_v2_fn f = (sub_v2_fn)dlsym(RTLD_DEFAULT, "cuptiSubscribe_v2");
+  char old[64] = "";
+  struct sub_params p = {sizeof p, "othertool", old, sizeof old};
+  return f ? f(tool, tool_cb, NULL, &p) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+int main(int argc, char **argv) {
+  int v2 = argc > 1 && !strcmp(argv[1], "v2");
   if (launch(k_before, 3)) return 1;
   CUpti_SubscriberHandle tool;
-  if (cuptiSubscribe(&tool, tool_cb, NULL) != CUPTI_SUCCESS) {
+  if (subscribe(v2, &tool) != CUPTI_SUCCESS) {
     fprintf(stderr, "the other tool could not subscribe\n");
     return 2;
   }

@@ -158,6 +158,14 @@ static int mode_runtime_nested(void) {
   void *p = NULL;
   CK(gpa("cuLaunchKernel", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
   printf("driver_launch=%s\n", where(p));
+  /* the CUDA 11.3-12.x resolver, looked up by its own name */
+  CUresult (*gpa1)(const char *, void **, int, cuuint64_t) =
+      (__typeof__(gpa1))dlsym(h, "cuGetProcAddress");
+  CK(gpa1 == NULL);
+  printf("gpa_v1=%s\n", where((void *)gpa1));
+  void *p1 = NULL;
+  CK(gpa1("cuLaunchKernel", &p1, 12000, CU_GET_PROC_ADDRESS_DEFAULT));
+  printf("driver_launch_v1=%s\n", where(p1));
   dlclose(h);
   return 0;
 }

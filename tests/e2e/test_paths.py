@@ -176,6 +176,10 @@ def t_runtime_nested():
     recs, said = paths("runtime-nested")
     check(same_file(said.get("driver_launch", ""), LIB),
           f"the runtime's path to cuLaunchKernel bypasses the shim: {said}")
+    # dlsym(libcuda, "cuGetProcAddress"), the 11.3-12.x resolver: ours too,
+    # and what it resolves
+    for k in ("gpa_v1", "driver_launch_v1"):
+        check(same_file(said.get(k, ""), LIB), f"{k} is not the shim's: {said}")
     calls = calls_of(recs)
     check(not [c for c in calls if c["fn"].startswith("cuLaunch")],
           "a nested cuLaunchKernel was recorded")

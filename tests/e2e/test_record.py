@@ -340,11 +340,17 @@ def t_nvtx():
 
 
 def t_othertool():
-    """A tool subscribing to CUPTI inside our process gets it; we keep the
+    """A tool subscribing to CUPTI inside our process (cuptiSubscribe, or
+    cuptiSubscribe_v2 as CUPTI 13 recommends) gets it; we keep the
     host-side record, mark the interval degraded and come back when the
     tool leaves; neither loses records."""
+    for mode in ([], ["v2"]):
+        othertool_once(mode)
+
+
+def othertool_once(mode):
     d = workdir()
-    p = run([prog("e2e-prog-othertool")], d)
+    p = run([prog("e2e-prog-othertool")] + mode, d)
     check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
     check(p.stdout.strip() == "4", f"the other tool got {p.stdout.strip()} of its 4 kernels")
     recs, _ = dump(traces(d)[0])
