@@ -280,9 +280,12 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
            ev->device = ts->device))
 /* a call about another device than the current one */
 #define REC_DEV(d) GP_POST(ev->device = (int32_t)(d))
+/* A failed cudaSetDevice changed nothing: its record is on the device that
+ * stays current (a device that does not exist must not become a GPU of
+ * the report). */
 #define REC_SETDEV(d)                                                          \
   GP_POST(((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),            \
-           ev->device = (d)))
+           ev->device = ts->device))
 
 /* ---- the wrapper body ---- */
 /* The recording part of every wrapper, once gp_fn_ (the real function) is

@@ -7,7 +7,8 @@
  *   runtime-nested  cudaLaunchKernel, which calls the driver's
  *                   cuLaunchKernel through the pointer it resolved
  *   graph           3 kernels captured into a graph, launched 4 times
- *   multidevice     launches on devices 0 and 1 and a peer copy
+ *   multidevice     launches on devices 0 and 1 and a peer copy, then a
+ *                   cudaSetDevice(7) that fails
  *   dlsym-next      dlsym(RTLD_NEXT, ...) and dlsym(libcudart handle, ...)
  *   next-lib        a plain cudaMalloc, through a preloaded interposer
  *   hostfn          host functions: the runtime's and the driver's two ways
@@ -213,6 +214,8 @@ static int mode_multidevice(void) {
   CK(cudaSetDevice(0));
   CK(cudaDeviceSynchronize());
   CK(cudaFree(a0));
+  /* a device that does not exist: the call fails and device 0 stays */
+  CK(cudaSetDevice(7) == cudaSuccess);
   return 0;
 }
 

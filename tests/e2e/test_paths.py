@@ -236,8 +236,11 @@ def t_multidevice():
     check(len(files) == 1, f"traces {files}")
     recs, _ = dump(files[0])
     calls = calls_of(recs)
-    setdev = [c["device"] for c in calls if c["fn"] == "cudaSetDevice"]
-    check(setdev == [0, 1, 0], f"cudaSetDevice records carry devices {setdev}")
+    setdev = [(c["device"], c["ret"] == 0) for c in calls if c["fn"] == "cudaSetDevice"]
+    # the failed cudaSetDevice(7) is on device 0, which stayed current: no
+    # GPU 7 in the report
+    check(setdev == [(0, True), (1, True), (0, True), (0, False)],
+          f"cudaSetDevice records carry devices {setdev}")
     ls = launches(calls)
     check([(c["fn"], c["device"]) for c in ls] ==
           [("cudaLaunchKernel", 0)] * 3 + [("cudaLaunchKernel", 1)] * 2,
