@@ -274,10 +274,13 @@ static void add_notes(struct gp_attr *a, struct gp_proc_res *r) {
   } else if (a->deg_spans) {
     const char *why = gp_attr_str(a, a->deg_first_reason);
     uint64_t from = a->deg_first > a->wstart ? a->deg_first - a->wstart : 0;
+    char len[32], at[32];
     gp_res_note(r,
-                "device recording was degraded %llu time(s) for %.3f s in "
-                "all, first at +%.3f s (%s): device activity there is missing",
-                (unsigned long long)a->deg_spans, a->deg_ns / 1e9, from / 1e9,
+                "device recording was degraded %llu time(s) for %s in "
+                "all, first at +%s (%s): device activity there is missing",
+                (unsigned long long)a->deg_spans,
+                gp_fmt_dur(len, sizeof len, a->deg_ns),
+                gp_fmt_dur(at, sizeof at, from),
                 why && *why ? why : "reason unknown");
   }
   if (a->win_widened) {
