@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,12 +44,26 @@ static void atfork_child(void);
 
 /* Runs before spawn.c's constructor (102), which copies the environment
  * with the run id in it. Environment only: no CUDA, no file, no thread. */
+/* GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no, off)
+ * or empty records; anything else is ignored with a warning. */
+static int disable_asked(void) {
+  static const char *const yes[] = {"1", "true", "yes", "on"},
+                           *const no[] = {"0", "false", "no", "off", ""};
+  const char *d = getenv("GPUPHASE_DISABLE");
+  if (!d) return 0;
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    if (!strcasecmp(d, yes[i])) return 1;
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    if (!strcasecmp(d, no[i])) return 0;
+  gp_warn("ignoring GPUPHASE_DISABLE=%s (expected 1 or 0)", d);
+  return 0;
+}
+
 __attribute__((constructor(101))) static void gp_init(void) {
   int saved = errno;
   gp_settings_read();
   gp_pmsample_settings();
-  const char *d = getenv("GPUPHASE_DISABLE");
-  if (d && *d && strcmp(d, "0") != 0) {
+  if (disable_asked()) {
     disabled = 1;
     set_state(GP_STOPPED);
   } else {

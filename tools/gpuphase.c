@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -188,9 +189,15 @@ static void report_traces(const char *manifest, int quiet) {
   }
   if (f) fclose(f);
   unlink(manifest);
-  if (!count && !failed && !quiet)
-    fprintf(stderr, "gpuphase: no trace written (no process made a CUDA "
-                    "call)\n");
+  if (!count && !failed && !quiet) {
+    const char *d = getenv("GPUPHASE_DISABLE");
+    if (d && (!strcmp(d, "1") || !strcasecmp(d, "true") ||
+              !strcasecmp(d, "yes") || !strcasecmp(d, "on")))
+      fprintf(stderr, "gpuphase: no trace written (GPUPHASE_DISABLE=%s)\n", d);
+    else
+      fprintf(stderr, "gpuphase: no trace written (no process made a CUDA "
+                      "call)\n");
+  }
 }
 
 static pid_t child;

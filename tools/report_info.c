@@ -321,14 +321,33 @@ static void print_start(const struct gpuphase_header *h) {
          h->start_real_ns % 1000000000u / 1000000u);
 }
 
+/* A header string as a terminal may show it: control characters (C0, DEL
+ * and C1, which UTF-8 writes C2 80..9F) as '?'; a command line can hold
+ * anything, escape sequences included. */
+static const char *shown(const char *s, char *buf, size_t n) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t o = 0;
+  for (; *p && o + 1 < n; p++) {
+    if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+      buf[o++] = '?';
+      p++;
+    } else
+      buf[o++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+  }
+  buf[o] = 0;
+  return buf;
+}
+
 static void print_identity(const char *path, const gpuphase_reader *r) {
   const struct gpuphase_header *h = gpuphase_reader_header(r);
-  printf("%-14s%s (%" PRIu64 " bytes)\n", "file:", path,
+  char b[4096];
+  printf("%-14s%s (%" PRIu64 " bytes)\n", "file:", shown(path, b, sizeof b),
          gpuphase_reader_file_size(r));
   printf("%-14sversion %u (readable by readers >= %u), written by gpuphase "
          "%s\n",
-         "format:", h->version, h->min_reader, h->version_str);
-  printf("%-14s%s\n", "host:", h->host);
+         "format:", h->version, h->min_reader,
+         shown(h->version_str, b, sizeof b));
+  printf("%-14s%s\n", "host:", shown(h->host, b, sizeof b));
   printf("%-14spid %" PRId64 ", ppid %" PRId64 "\n", "process:", h->pid,
          h->ppid);
   printf("%-14s", "rank:");
@@ -340,21 +359,24 @@ static void print_identity(const char *path, const gpuphase_reader *r) {
     printf(" (local rank unknown)\n");
   else
     printf(" (local rank %" PRId64 ")\n", h->local_rank);
-  printf("%-14s%s\n", "command:", h->cmdline);
+  printf("%-14s%s\n", "command:", shown(h->cmdline, b, sizeof b));
   /* version 2 header fields; a version-1 file has neither */
-  if (h->run_id && *h->run_id) printf("%-14s%s\n", "run id:", h->run_id);
+  if (h->run_id && *h->run_id)
+    printf("%-14s%s\n", "run id:", shown(h->run_id, b, sizeof b));
   if (h->step_items)
     printf("%-14s%" PRIu64 " per step (GPUPHASE_STEP_ITEMS)\n",
            "step items:", h->step_items);
   print_start(h);
-  printf("%-14s%s\n", "clock:", h->clock);
+  printf("%-14s%s\n", "clock:", shown(h->clock, b, sizeof b));
 }
 
 static void print_devices(const gpuphase_reader *r, const struct facts *f) {
   printf("%-14s%u\n", "devices:", f->ndev + f->more_dev);
   for (unsigned i = 0; i < f->ndev; i++) {
     const struct gpuphase_device *d = &f->dev[i];
+    char b[512];
     const char *name = gpuphase_reader_string(r, d->name);
+    if (name) name = shown(name, b, sizeof b);
     printf("  device %" PRIu64 ": %s, %" PRIu64 " SMs, %.1f GiB, compute "
            "capability %" PRIu64 ".%" PRIu64 "\n",
            d->device, name && *name ? name : "(unnamed)", d->sms,

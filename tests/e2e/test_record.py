@@ -257,9 +257,22 @@ def t_cupti_busy():
 
 
 def t_disable():
+    """GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no,
+    off) records; another value is ignored with one warning, and records."""
+    for v, records, warns in (("1", False, False), ("TRUE", False, False), ("on", False, False),
+                              ("0", True, False), ("false", True, False), ("no", True, False),
+                              ("bogus", True, True), ("2", True, True)):
+        d = workdir()
+        p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": v})
+        check(p.returncode == 0 and bool(traces(d)) == records,
+              f"GPUPHASE_DISABLE={v}: traces {traces(d)}")
+        said = f"ignoring GPUPHASE_DISABLE={v}" in p.stderr
+        check(said == warns, f"GPUPHASE_DISABLE={v}: stderr {p.stderr!r}")
     d = workdir()
-    p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": "1"})
-    check(p.returncode == 0 and not traces(d), "GPUPHASE_DISABLE=1 must record nothing")
+    p = run([RUN, "run", "--", prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": "1"},
+            preload=False)
+    check(p.returncode == 0 and "no trace written (GPUPHASE_DISABLE=1)" in p.stderr,
+          f"gpuphase run, disabled: {p.stderr!r}")
 
 
 def t_run_tool():
@@ -490,7 +503,16 @@ def t_abi12():
 def t_output():
     """GPUPHASE_OUTPUT: %h host, %r rank (RANK, else SLURM_PROCID, ...),
     %q{VAR} a variable, %% a percent sign, %p the pid; an existing file is
-    never overwritten (.1, .2 before .gph); the header has the rank."""
+    never overwritten (.1, .2 before .gph); the header has the rank; `info`
+    shows a command line's control characters as '?' (no escape sequence
+    reaches the terminal)."""
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "exit", "0", "\n\x1b[31mFAKE\x07"], d)
+    check(p.returncode == 0, f"program failed: {p.stderr}")
+    i = info(traces(d)[0]).stdout
+    cmd = [l for l in i.splitlines() if l.startswith("command:")]
+    check(len(cmd) == 1 and cmd[0].endswith("exit 0 ??[31mFAKE?") and
+          "\x1b" not in i and "\x07" not in i, f"info: {i!r}")
     d = workdir()
     host = socket.gethostname()
     p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_OUTPUT": "o-%h-r%r-%q{JOBNAME}-%%-%p.gph",
