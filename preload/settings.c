@@ -109,8 +109,8 @@ static uint64_t env_u64(const char *name, uint64_t def) {
   return (uint64_t)x;
 }
 
-/* GPUPHASE_STACKS: off, sync, sampled (the default) or all, as the
- * GP_STK_* values of gp_stacks.h (0..3). */
+/* GPUPHASE_STACKS: off (or 0, false, no), sync, sampled (the default) or
+ * all, as the GP_STK_* values of gp_stacks.h (0..3). */
 static int env_stacks(int *set) {
   static const char *const names[] = {"off", "sync", "sampled", "all"};
   const char *v = getenv("GPUPHASE_STACKS");
@@ -118,6 +118,8 @@ static int env_stacks(int *set) {
   if (!*set) return 2;
   for (int i = 0; i < 4; i++)
     if (!strcmp(v, names[i])) return i;
+  /* as for the other switches, 0 turns it off */
+  if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) return 0;
   gp_warn("ignoring GPUPHASE_STACKS=%s (expected off, sync, sampled or all)",
           v);
   *set = 0;

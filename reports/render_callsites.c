@@ -68,21 +68,34 @@ static int has_kind(const struct gp_cs_site *s, int k) {
 }
 
 static size_t ranked(const struct gp_cs_res *cs, int k,
-                     const struct gp_cs_site **out, size_t top) {
+                     const struct gp_cs_site **out, size_t top, size_t *all) {
   size_t n = 0;
   for (size_t i = 0; i < cs->n; i++)
     if (has_kind(&cs->v[i], k)) out[n++] = &cs->v[i];
   qsort_r(out, n, sizeof *out, by_kind, &k);
+  if (all) *all = n;
   return n < top ? n : top;
 }
 
-/* "train.py:142 (step) cudaStreamSynchronize" cut to cols */
+/* "train.py:142 (step)  cudaStreamSynchronize" in cols: the frame is cut,
+ * not the call (up to 28 columns of it), which names what waits */
 static void label(const struct gp_cs_site *s, char *out, size_t cap,
                   size_t cols) {
-  char fr[512], raw[700];
+  char fr[512], f[160], api[128];
   title(s, fr, sizeof fr);
-  snprintf(raw, sizeof raw, "%s  %s", fr, s->api);
-  gp_text_clean(raw, out, cap, cols);
+  size_t na = gp_text_clean(s->api, api, sizeof api, 28);
+  size_t room = cols > na + 2 ? cols - na - 2 : 0;
+  gp_text_clean(fr, f, sizeof f, room);
+  size_t o = 0;
+  for (const char *p[] = {f, "  ", api}, **q = p; q < p + 3; q++)
+    for (const char *c = *q; *c && o + 1 < cap; c++)
+      out[o++] = *c;
+  if (cap) out[o] = 0;
+}
+
+/* "(N more)" under a table that shows top of n sites */
+static void more(FILE *f, size_t n, size_t shown) {
+  if (n > shown) fprintf(f, "  (%zu more)\n", n - shown);
 }
 
 static void full_stack(FILE *f, const struct gp_cs_site *s, int all) {
@@ -93,7 +106,7 @@ static void full_stack(FILE *f, const struct gp_cs_site *s, int all) {
     gp_text_clean(fr, c, sizeof c, 92);
     fprintf(f, "        %s\n", c);
   }
-  if (s->truncated) fputs("        (deeper frames not captured)\n", f);
+  if (s->truncated) fputs("        (outer callers not captured)\n", f);
 }
 
 void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
@@ -113,7 +126,7 @@ void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
           "blocked", "mean", "p95", "GPU idle", "idle%");
   const struct gp_cs_site **rk = malloc((cs->n ? cs->n : 1) * sizeof *rk);
   if (!rk) return;
-  size_t nr = ranked(cs, GP_CS_BLOCKING, rk, top);
+  size_t all, nr = ranked(cs, GP_CS_BLOCKING, rk, top, &all);
   for (size_t i = 0; i < nr; i++) {
     const struct gp_cs_site *s = rk[i];
     label(s, l, sizeof l, 44);
@@ -124,6 +137,7 @@ void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
             gp_fmt_sdur(d, sizeof d, s->idle_ns), pct(s->idle_ns, idle));
     full_stack(f, s, cs->frames_all);
   }
+  more(f, all, nr);
   if (cs->calls_uncaptured || cs->sync_uncaptured_ns)
     fprintf(f, "  %-44s %6" PRIu64 " %9s %9s %9s %9s %5.1f%%\n",
             "(not captured)", cs->calls_uncaptured,
@@ -132,7 +146,7 @@ void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
             pct(cs->sync_uncaptured_ns, idle));
   fprintf(f, "  %-44s %6s %9s %9s %9s %9s %6s\n", "host wait ended by", "gaps",
           "", "", "after it", "GPU idle", "idle%");
-  nr = ranked(cs, GP_CS_IDLE_END, rk, top);
+  nr = ranked(cs, GP_CS_IDLE_END, rk, top, &all);
   for (size_t i = 0; i < nr; i++) {
     const struct gp_cs_site *s = rk[i];
     label(s, l, sizeof l, 44);
@@ -141,6 +155,7 @@ void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
             gp_fmt_sdur(d, sizeof d, s->gap_ns), pct(s->gap_ns, idle));
     full_stack(f, s, cs->frames_all);
   }
+  more(f, all, nr);
   if (cs->host_wait_uncaptured_ns)
     fprintf(f, "  %-44s %6s %9s %9s %9s %9s %5.1f%%\n",
             "(not captured, or no call ended it)", "", "", "", "",
@@ -149,21 +164,22 @@ void gp_cs_text(FILE *f, const struct gp_proc_res *r, const char *bold,
   uint64_t sampled = cs->launches - cs->launches_uncaptured;
   if (sampled) {
     fprintf(f, "  %-44s %6s\n", "launch site (sampled)", "count");
-    nr = ranked(cs, GP_CS_LAUNCH, rk, top);
+    nr = ranked(cs, GP_CS_LAUNCH, rk, top, &all);
     for (size_t i = 0; i < nr; i++) {
       const struct gp_cs_site *s = rk[i];
       label(s, l, sizeof l, 44);
       fprintf(f, "  %-44s %6" PRIu64 "\n", l, s->launches);
       full_stack(f, s, cs->frames_all);
     }
+    more(f, all, nr);
   }
   free(rk);
 }
 
 void gp_cs_text_hint(FILE *f) {
-  fputs("\nWhere the host waits\n  no call-site records in the trace: record "
-        "with GPUPHASE_STACKS set to see\n  the lines that make the GPU wait "
-        "(docs/callsites.md)\n",
+  fputs("\nWhere the host waits\n  no call-site records in the trace: "
+        "recorded with GPUPHASE_STACKS=off, or by\n  a build without "
+        "libunwind (docs/callsites.md)\n",
         f);
 }
 
@@ -214,7 +230,7 @@ void gp_cs_json(struct gp_json *j, const struct gp_proc_res *r) {
   const struct gp_cs_site **rk =
       gp_cs_present(r) ? malloc((cs->n ? cs->n : 1) * sizeof *rk) : NULL;
   for (int k = 0; rk && k < GP_CS_KIND_N; k++) {
-    size_t n = ranked(cs, k, rk, SIZE_MAX);
+    size_t n = ranked(cs, k, rk, SIZE_MAX, NULL);
     for (size_t i = 0; i < n; i++)
       json_site(j, rk[i], k);
   }
@@ -256,7 +272,7 @@ void gp_cs_html(FILE *f, const struct gp_proc_res *r, size_t top,
         f);
   const struct gp_cs_site **rk = malloc((cs->n ? cs->n : 1) * sizeof *rk);
   for (int k = 0; rk && k < GP_CS_LAUNCH; k++) {
-    size_t nr = ranked(cs, k, rk, top);
+    size_t nr = ranked(cs, k, rk, top, NULL);
     for (size_t i = 0; i < nr; i++) {
       const struct gp_cs_site *s = rk[i];
       uint64_t n = k == GP_CS_BLOCKING ? s->count : s->gaps;

@@ -486,8 +486,9 @@ static int render(const struct opts *o, char **files,
       o->color == 1 || (o->color == -1 && !o->out && isatty(1) && !(nc && *nc));
   struct gp_report_set set = {procs, n, total, job};
   if (!strcmp(o->fmt->name, "folded") && !gp_cs_present(total))
-    fprintf(stderr, "gpuphase-report: no call-site records in %s: record "
-                    "with GPUPHASE_STACKS set (docs/callsites.md)\n",
+    fprintf(stderr, "gpuphase-report: no call-site records in %s: recorded "
+                    "with GPUPHASE_STACKS=off, or by a build without "
+                    "libunwind (docs/callsites.md)\n",
             n > 1 ? "the traces" : files[0]);
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);

@@ -7,6 +7,7 @@ innermost native frame of each lies in the function that made the call
 dlclosed plugin still described, a function without unwind tables, a
 second thread, fork and exec children."""
 import os
+import re
 import subprocess
 import sys
 
@@ -423,6 +424,22 @@ def t_bad_setting():
     check(p.returncode == 0, "exit status")
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("gpuphase:")]
     check(len(lines) == 1 and "GPUPHASE_STACKS=sometimes" in lines[0], f"stderr: {p.stderr}")
+    # 0 turns stacks off, as it does the other switches: no warning, no
+    # stack records
+    for v in ("0", "off"):
+        recs = record("main", v)[0]
+        check(not [r for r in recs if r["_k"] in ("frame", "module")],
+              f"GPUPHASE_STACKS={v}: stack records recorded")
+    # the text table: the call a site waits in is never cut (its frame is),
+    # and a table that shows fewer sites than it has says how many more
+    d = workdir()
+    record_to(d, "main", "sync")
+    r = subprocess.run([REPORT, "--top", "1", traces(d)[0]], capture_output=True,
+                       text=True, timeout=60)
+    rows = r.stdout.split("Where the host waits", 1)[-1].splitlines()
+    sync_rows = [x for x in rows if "cudaStreamSynchronize" in x or "cudaDeviceSynchronize" in x]
+    check(r.returncode == 0 and sync_rows, f"call names cut in the table: {rows[:8]}")
+    check(any(re.fullmatch(r"  \(\d+ more\)", x) for x in rows), f"no '(N more)': {rows[:12]}")
 
 
 def t_python_real():
