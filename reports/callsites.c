@@ -430,7 +430,16 @@ static void frame_free(struct gp_cs_frame *f) {
   free(f->module);
 }
 
-static char *fn_name(const char *raw) {
+char *gp_cs_fn_name(const char *raw) {
+  /* a versioned symbol from the dynamic symbol table ("memcpy@@GLIBC_2.14",
+   * "foo@VERS"): the name without its version */
+  const char *at = raw ? strchr(raw, '@') : NULL;
+  char plain[512];
+  if (at && at > raw && (size_t)(at - raw) < sizeof plain) {
+    memcpy(plain, raw, (size_t)(at - raw));
+    plain[at - raw] = 0;
+    raw = plain;
+  }
   char *d = gp_demangle(raw);
   if (!d) return dup0(raw);
   size_t n = strlen(d) + 1;
@@ -488,7 +497,7 @@ static int native_frames(struct fin *F, const struct node *nd, int one) {
     n = gp_sym_lookup(F->sym, nd->module, path, m->bid, m->nbid, nd->pc, sf,
                       one ? 1 : 16);
   for (size_t i = 0; i < n; i++) {
-    struct gp_cs_frame f = {fn_name(sf[i].function),
+    struct gp_cs_frame f = {gp_cs_fn_name(sf[i].function),
                             dup0(sf[i].file),
                             sf[i].line,
                             dup0(path),

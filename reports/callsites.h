@@ -111,4 +111,9 @@ struct gp_cs_res *gp_cs_finish(gp_cs *c, int frames_all, int real_devices,
                                const struct gp_cs_totals *tot, gp_cs_str_fn str,
                                gp_cs_str_fn api, void *ctx);
 
+/* A symbol's name as a frame shows it (malloc'ed; NULL when out of
+ * memory): without a symbol version ("memcpy@@GLIBC_2.14" -> "memcpy"),
+ * demangled and shortened. */
+char *gp_cs_fn_name(const char *raw);
+
 #endif

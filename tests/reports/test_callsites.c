@@ -727,9 +727,27 @@ static void test_no_records(void) {
   gp_res_free(r);
 }
 
+/* Symbol versions of dynamic symbols are not part of a frame's name. */
+static void test_fn_name(void) {
+  static const char *const cases[][2] = {
+      {"__libc_start_main@@GLIBC_2.34", "__libc_start_main"},
+      {"memcpy@GLIBC_2.2.5", "memcpy"},
+      {"plain_fn", "plain_fn"},
+      {"_ZN2ml3BoxIiE3getEv@@V1", "ml::Box<int>::get"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *n = gp_cs_fn_name(cases[i][0]);
+    if (!n || strcmp(n, cases[i][1])) {
+      fprintf(stderr, "FAIL: name of %s: %s\n", cases[i][0], n ? n : "(null)");
+      tl_failures++;
+    }
+    free(n);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   locate();
+  test_fn_name();
   if (argc > 2 && !strcmp(argv[1], "--write-corpus")) {
     /* the seeds of tests/fuzz/corpus/report: call sites, and hostile ones */
     char path[4096];
