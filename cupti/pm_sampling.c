@@ -493,6 +493,12 @@ static int decode(int dev, struct session *s, uint64_t until) {
       return -1;
     }
     if (dd.overflow && !s->overflow_told) {
+      char line[160];
+      snprintf(line, sizeof line,
+               "PM sampling of device %d: the hardware buffer overflowed: "
+               "samples lost (a longer GPUPHASE_PM_INTERVAL_US loses fewer)",
+               dev);
+      P.h->warn(line);
       P.h->state(dev, GPUPHASE_MSTAT_OVERFLOW, s->last_start,
                  "the hardware buffer overflowed: samples lost");
       s->overflow_told = 1;

@@ -233,6 +233,14 @@ void gp_pmsample_drain(void) {
                  "%llu samples not recorded: the recorder's queue was full",
                  (unsigned long long)lost[d]);
         write_state(d, Q.last_start[d], GPUPHASE_MSTAT_OVERFLOW, r);
+        static int told; /* once a process: the SAMPLER records count */
+        if (!told) {
+          told = 1;
+          gp_warn("PM samples of device %d not recorded: the recorder's "
+                  "queue was full (a longer GPUPHASE_PM_INTERVAL_US loses "
+                  "fewer)",
+                  d);
+        }
       }
     if (n < DRAIN_BATCH) return;
   }

@@ -11,6 +11,7 @@
 
 #include "export.h"
 #include "u64map.h"
+#include "util.h"
 
 enum {
   CLOCK_ID = 64, /* sequence-scoped, incremental */
@@ -73,8 +74,37 @@ static void fbytes(struct buf *b, unsigned field, const void *d, size_t n) {
   b->n += n;
 }
 
+/* A protobuf string must be UTF-8: invalid bytes become U+FFFD, as the
+ * Chrome export writes them (a trace's names are bytes as the program
+ * gave them). Valid text, the rule, goes as it is. */
 static void fstr(struct buf *b, unsigned field, const char *s) {
-  fbytes(b, field, s, strlen(s));
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = strlen(s), i = 0, k = 0;
+  uint32_t cp;
+  while (i < len && (k = gp_utf8_seq(p + i, len - i, &cp)) > 0)
+    i += k;
+  if (i == len) {
+    fbytes(b, field, s, len);
+    return;
+  }
+  size_t cap = len * 3 + 1, n = 0; /* each bad byte becomes 3 */
+  char *t = malloc(cap);
+  if (!t) {
+    b->oom = 1;
+    return;
+  }
+  for (i = 0; i < len;) {
+    k = gp_utf8_seq(p + i, len - i, &cp);
+    if (k) {
+      memcpy(t + n, p + i, k);
+      n += k, i += k;
+    } else {
+      memcpy(t + n, "\xef\xbf\xbd", 3);
+      n += 3, i++;
+    }
+  }
+  fbytes(b, field, t, n);
+  free(t);
 }
 
 static void fmsg(struct buf *b, unsigned field, const struct buf *m) {

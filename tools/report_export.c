@@ -175,6 +175,25 @@ static int window(const struct gp_export_opts *o, struct gp_proc_res **procs,
     fprintf(stderr, "%s: --from must be before --to\n", P);
     return 2;
   }
+  /* a window that misses the whole run would export nothing */
+  uint64_t end = 0;
+  for (size_t i = 0; i < n; i++)
+    if (procs[i]->started && procs[i]->wstart + procs[i]->window_ns > end)
+      end = procs[i]->wstart + procs[i]->window_ns;
+  if (end && o->from && w->from >= end) {
+    fprintf(stderr,
+            "%s: --from %s is after the end of the run (+%.6f s): nothing "
+            "to export\n",
+            P, o->from, (double)(end - base) / 1e9);
+    return 1;
+  }
+  if (end && o->to && w->to <= base) {
+    fprintf(stderr,
+            "%s: --to %s is at or before the start of the run (its first "
+            "CUDA call): nothing to export\n",
+            P, o->to);
+    return 1;
+  }
   return 0;
 }
 

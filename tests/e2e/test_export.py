@@ -481,6 +481,9 @@ def errors(files, d):
         (["--format", "chrome", "-o", out, "--steps", "9..2"], 2, "--steps"),
         (["--format", "perfetto", "-o", out, "--steps", "0..999"], 1, "steps #0..#49"),
         (["--from", "+1s"], 2, "--format perfetto or chrome"),
+        # a window that misses the whole run (the demo lasts about 1 s)
+        (["--format", "chrome", "-o", out, "--from", "+100s"], 1, "after the end of the run"),
+        (["--format", "perfetto", "-o", out, "--to", "+0"], 1, "before the start of the run"),
     ]
     for args, rc, text in cases:
         p = report_cmd(args + list(files))

@@ -272,11 +272,14 @@ def t_off():
 
 def t_overflow():
     """The hardware buffer overflows (it holds 8 samples, decoded every
-    100 ms): OVERFLOW once, then sampling goes on (OK again)."""
+    100 ms): OVERFLOW once, with one line on stderr, then sampling goes on
+    (OK again)."""
     d, p, calls = run_pm({"GPUSIM_PM": "overflow"})
     recs, defs, samples, samplers = pm_view(traces(d)[0])
     st = [s["status"] for s in samplers]
     check(st[:3] == [OK, OVERFLOW, OK] and st.count(OVERFLOW) == 1, f"states {st}")
+    ours = [l for l in p.stderr.splitlines() if l.startswith("gpuphase:")]
+    check(len(ours) == 1 and "overflowed" in ours[0], f"one stderr line: {p.stderr!r}")
     check(samples["sm_active"], "samples")
     check(all(a["start"] <= b["start"] for a, b in zip(samplers, samplers[1:])),
           "sampler records in order")

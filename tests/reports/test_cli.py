@@ -268,6 +268,19 @@ class Balance(html.parser.HTMLParser):
             self.cell += data
 
 
+def test_perfetto_utf8():
+    """The kernel's name holds a byte that is not UTF-8: the Perfetto export
+    (protobuf strings are UTF-8) writes U+FFFD for it, as the Chrome
+    export does, and keeps the valid rest."""
+    t = trace("u.gph")
+    out = os.path.join(TMP, "u.pftrace")
+    rc, _, err = run("-f", "perfetto", "-o", out, t)
+    check(rc == 0, f"perfetto export: {err}")
+    data = open(out, "rb").read()
+    check(b"[31m\xff" not in data and b"[31m\xef\xbf\xbd\xc3\xa9nd" in data,
+          "an invalid byte in a Perfetto string")
+
+
 def test_html():
     path = trace("h.gph")
     rc, out, err = run("--format", "html", path)
@@ -324,7 +337,7 @@ def test_html():
     check("All 2 processes" in text and "DEGRADED" in text, "sum section and banner")
 
 
-for t in (test_json, test_windows, test_text, test_html, test_degraded, test_several,
+for t in (test_json, test_windows, test_text, test_html, test_perfetto_utf8, test_degraded, test_several,
           test_output_file, test_errors, test_damaged):
     t()
 print("failures:", failures)

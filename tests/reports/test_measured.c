@@ -537,6 +537,10 @@ static void test_cov_measured(void) {
   if (EQ(f != NULL, 1))
     HAS(f->text, "busy 100% but SMs active 40% (measured, gpm): most kernel "
                  "time (100%) is in kernels of < 50 blocks on 100 SMs");
+  /* NVML sampled (memory used) but no GPU-Util: the text says so */
+  char *t = render(r, gp_render_text);
+  HAS(t, "nvidia-smi GPU-Util none (no NVML sample period within the run)");
+  free(t);
   gp_res_free(r);
 }
 
