@@ -86,7 +86,10 @@ static int low_coverage(const struct ctx *c, char *buf, size_t n) {
     snprintf(how, sizeof how, " (measured, %s)",
              gp_msrc_name(m->q[GP_MQ_SM_ACTIVE].source));
   }
-  if (c->r->ndegraded || u->busy_pct < 50 || cov < 0 || cov >= u->busy_pct / 2)
+  /* from 10% busy on: where busy and coverage part, the sentence that says
+   * why (a GPU mostly idle has its own finding, this one says how the rest
+   * runs) */
+  if (c->r->ndegraded || u->busy_pct < 10 || cov < 0 || cov >= u->busy_pct / 2)
     return 0;
   unsigned long long sms = (unsigned long long)c->d->sms;
   if (u->small_pct >= 50)

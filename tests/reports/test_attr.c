@@ -676,6 +676,20 @@ static void test_findings(void) {
   EQ(r->nfindings, 1);
   gp_res_free(r);
   tl_free(&t);
+  /* the same kernel [10,30) on a GPU idle to 100 (launch [90,100)): busy
+   * 20%, coverage 0.1 x 20 / 100 = 2%: the two part, the rule says why */
+  base(&t);
+  tl_device(&t, 0, 100);
+  tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
+  tl_kernel(&t, 0, 10, 30, S_GEMM, 10, 64);
+  tl_api(&t, 1, LAUNCH, 90, 100, 0, 0);
+  r = tl_run(&t);
+  EQ(strcmp(finding(r, "low_sm_coverage"),
+            "busy 20% but SM coverage 2%: most kernel time (100%) is in "
+            "kernels of < 50 blocks on 100 SMs"),
+     0);
+  gp_res_free(r);
+  tl_free(&t);
   /* launch [0,10), kernel [10,20), launch [90,100): host wait 70%. */
   base(&t);
   tl_api(&t, 1, LAUNCH, 0, 10, 0, 0);
