@@ -22,8 +22,27 @@ struct gp_nvtx_string {
   char text[GP_RANGE_NAME_MAX + 1];
 };
 
-static GP_TLS int depth;
+/* Push/pop depth per thread and domain (NVTX keeps a stack per domain):
+ * the first MAX_DOMAINS domains a thread uses get their own, later ones
+ * share the last slot. */
+#define MAX_DOMAINS 8
+static GP_TLS struct {
+  const void *domain;
+  int depth, used;
+} stacks[MAX_DOMAINS];
 static _Atomic uint64_t next_range_id = 1;
+
+static int *depth_of(const void *domain) {
+  for (int i = 0; i < MAX_DOMAINS; i++) {
+    if (stacks[i].used && stacks[i].domain == domain) return &stacks[i].depth;
+    if (!stacks[i].used) {
+      stacks[i].used = 1;
+      stacks[i].domain = domain;
+      return &stacks[i].depth;
+    }
+  }
+  return &stacks[MAX_DOMAINS - 1].depth;
+}
 
 static size_t utf8_of_wide(const wchar_t *w, char *out, size_t cap) {
   size_t n = 0;
@@ -65,13 +84,16 @@ static const char *message_of(const nvtxEventAttributes_t *a, char *buf,
 
 static int push(const char *name, const void *domain) {
   gp_range_record(GPUPHASE_RANGE_PUSH, name, 0, domain);
-  return depth++;
+  return (*depth_of(domain))++;
 }
 
+/* A pop with nothing pushed in its domain is an error (-1, as NVTX
+ * specifies) and still recorded: the report counts unmatched ends. */
 static int pop(const void *domain) {
-  if (depth <= 0) return -1; /* unbalanced: as NVTX specifies, an error */
+  int *d = depth_of(domain);
   gp_range_record(GPUPHASE_RANGE_POP, NULL, 0, domain);
-  return --depth;
+  if (*d <= 0) return -1;
+  return --*d;
 }
 
 static nvtxRangeId_t start(const char *name, const void *domain) {

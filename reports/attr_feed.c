@@ -283,7 +283,7 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     if (pi == NOPHASE) return;
     if (r->op == GPUPHASE_RANGE_PUSH) {
       if (GROW(a, th->stk, th->capstk, th->nstk + 1) < 0) return;
-      th->stk[th->nstk++] = (struct rframe){pi, r->start};
+      th->stk[th->nstk++] = (struct rframe){pi, r->start, r->domain};
       if (th->nstk == 1) gp_steps_range(a, pi, r->thread, 1, s);
     } else {
       uint64_t *old = gp_u64map_get(&a->ranges, r->id);
@@ -303,13 +303,19 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     return;
   }
   if (r->op == GPUPHASE_RANGE_POP) {
-    if (!th->nstk) {
+    /* the innermost push of its domain (NVTX keeps a stack per domain) */
+    size_t i = th->nstk;
+    while (i > 0 && th->stk[i - 1].domain != r->domain)
+      i--;
+    if (!i) {
       a->diag.unmatched_end++;
       return;
     }
-    struct rframe f = th->stk[--th->nstk];
+    struct rframe f = th->stk[--i];
+    memmove(&th->stk[i], &th->stk[i + 1], (--th->nstk - i) * sizeof *th->stk);
     gp_phase_close(a, f.phase, f.start, s);
-    if (!th->nstk) gp_steps_range(a, f.phase, r->thread, 0, s);
+    /* the thread's top-level range ended (the one announced at its push) */
+    if (!i) gp_steps_range(a, f.phase, r->thread, 0, s);
   } else if (r->op == GPUPHASE_RANGE_END) {
     uint64_t ri;
     if (!gp_u64map_del(&a->ranges, r->id, &ri)) {

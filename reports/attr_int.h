@@ -80,7 +80,8 @@ struct thr {
   int seen;
   struct rframe {
     uint32_t phase;
-    uint64_t start;
+    uint64_t start, domain; /* domain: its NVTX domain (a pop closes the
+                               innermost push of its own) */
   } * stk;
   size_t nstk, capstk;
 };

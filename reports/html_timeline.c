@@ -37,8 +37,8 @@ struct row {
   uint64_t events; /* all of the row's events in the trace */
   struct cell *cells;
   struct frame {
-    uint64_t name, start;
-  } * stk; /* open push/pop ranges of a thread */
+    uint64_t name, start, domain;
+  } * stk; /* open push/pop ranges of a thread (domain: the NVTX domain) */
   size_t nstk, capstk;
   uint64_t deep; /* pushes past MAX_DEPTH not yet popped */
   uint32_t out;  /* position in the output */
@@ -245,7 +245,7 @@ static void keep(struct gp_timeline *t, uint32_t ri, int kind, uint64_t s,
 #define MAX_OPEN 4096 /* start/end ranges open */
 
 static void range_push(struct gp_timeline *t, uint32_t ri, uint64_t name,
-                       uint64_t at) {
+                       uint64_t at, uint64_t domain) {
   struct row *r = &t->rows[ri];
   if (r->nstk >= MAX_DEPTH) {
     r->deep++;
@@ -253,18 +253,24 @@ static void range_push(struct gp_timeline *t, uint32_t ri, uint64_t name,
     return;
   }
   if (GROW(t, r->stk, r->capstk, r->nstk + 1) < 0) return;
-  r->stk[r->nstk++] = (struct frame){name, at};
+  r->stk[r->nstk++] = (struct frame){name, at, domain};
 }
 
-static void range_pop(struct gp_timeline *t, uint32_t ri, uint64_t at) {
+/* Closes the innermost push of domain (NVTX keeps a stack per domain). */
+static void range_pop(struct gp_timeline *t, uint32_t ri, uint64_t at,
+                      uint64_t domain) {
   struct row *r = &t->rows[ri];
   if (r->deep) {
     r->deep--;
     return;
   }
-  if (!r->nstk) return; /* a pop without its push: nothing to show */
-  struct frame f = r->stk[--r->nstk];
-  keep(t, ri, GP_HTL_RANGE, f.start, at, 0, r->nstk, 0, f.name);
+  size_t i = r->nstk;
+  while (i > 0 && r->stk[i - 1].domain != domain)
+    i--;
+  if (!i) return; /* a pop without its push: nothing to show */
+  struct frame f = r->stk[--i];
+  memmove(&r->stk[i], &r->stk[i + 1], (--r->nstk - i) * sizeof *r->stk);
+  keep(t, ri, GP_HTL_RANGE, f.start, at, 0, i, 0, f.name);
 }
 
 static void range_start(struct gp_timeline *t, uint32_t ri, uint64_t id,
@@ -305,10 +311,10 @@ static void on_range(struct gp_timeline *t, const struct gpuphase_range *g) {
   }
   switch (g->op) {
   case GPUPHASE_RANGE_PUSH:
-    range_push(t, ri, g->name, g->start);
+    range_push(t, ri, g->name, g->start, g->domain);
     break;
   case GPUPHASE_RANGE_POP:
-    range_pop(t, ri, g->start);
+    range_pop(t, ri, g->start, g->domain);
     break;
   case GPUPHASE_RANGE_START:
     range_start(t, ri, g->id, g->name, g->start);
@@ -324,7 +330,8 @@ static void close_open(struct gp_timeline *t, uint64_t at) {
   for (size_t i = 0; i < t->nrows; i++)
     while (t->rows[i].nstk) {
       uint64_t s = t->rows[i].stk[t->rows[i].nstk - 1].start;
-      range_pop(t, (uint32_t)i, at > s ? at : s);
+      range_pop(t, (uint32_t)i, at > s ? at : s,
+                t->rows[i].stk[t->rows[i].nstk - 1].domain);
     }
   while (t->nao) {
     uint64_t s = t->ao[t->nao - 1].start;

@@ -83,7 +83,8 @@ struct edge {
 };
 
 struct rstack {
-  int *v;
+  int *v;           /* phases of the open pushes */
+  uint64_t *domain; /* and their NVTX domains: a pop closes its own */
   size_t n, cap;
 };
 
@@ -471,19 +472,32 @@ static void on_range(struct mr *x, const struct gpuphase_range *r) {
     if (s->n == s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 8;
       int *v = realloc(s->v, cap * sizeof *v);
-      if (!v) {
+      if (v) s->v = v;
+      uint64_t *dm = v ? realloc(s->domain, cap * sizeof *dm) : NULL;
+      if (dm) s->domain = dm;
+      if (!v || !dm) {
         x->oom = 1;
         return;
       }
-      s->v = v;
       s->cap = cap;
     }
     int p = phase_of(x, r->name);
+    s->domain[s->n] = r->domain;
     s->v[s->n++] = p;
     phase_edge(x, p, 1);
   } else if (r->op == GPUPHASE_RANGE_POP) {
     struct rstack *s = stack_of(x, r->thread);
-    if (s && s->n) phase_edge(x, s->v[--s->n], 0);
+    size_t i = s ? s->n : 0;
+    while (i > 0 && s->domain[i - 1] != r->domain)
+      i--;
+    if (i) {
+      int p = s->v[--i];
+      memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
+      memmove(&s->domain[i], &s->domain[i + 1],
+              (s->n - i - 1) * sizeof *s->domain);
+      s->n--;
+      phase_edge(x, p, 0);
+    }
   } else if (r->op == GPUPHASE_RANGE_START) {
     int p = phase_of(x, r->name);
     uint64_t old;
@@ -596,8 +610,10 @@ static void mr_free(struct mr *x) {
   gp_u64map_free(&x->name_hash);
   gp_u64map_free(&x->thr_map);
   gp_u64map_free(&x->open_ids);
-  for (size_t i = 0; i < x->nstacks; i++)
+  for (size_t i = 0; i < x->nstacks; i++) {
     free(x->stacks[i].v);
+    free(x->stacks[i].domain);
+  }
   free(x->stacks);
   free(x->open);
   free(x->active);

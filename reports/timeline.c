@@ -56,6 +56,7 @@ struct pend { /* a call waiting for its device records */
 struct rng {
   uint64_t start, name;
   int shown; /* begin() written */
+  uint64_t domain;
 };
 
 struct thr {
@@ -608,16 +609,38 @@ static void on_range(struct walk *w, const struct gpuphase_range *g) {
       w->oom = 1;
       return;
     }
-    t->stack[t->depth] = (struct rng){g->start, g->name, 0};
+    t->stack[t->depth] = (struct rng){g->start, g->name, 0, g->domain};
     if (w->in_window) show_push(w, t, &t->stack[t->depth]);
     t->depth++;
     break;
-  case GPUPHASE_RANGE_POP:
+  case GPUPHASE_RANGE_POP: {
     if (!t->depth) return;
-    if (--t->depth < MAX_DEPTH && t->stack[t->depth].shown)
-      range_end(w, t->ranges_uuid, g->start,
-                clampf(w, t->stack[t->depth].start), t->stack[t->depth].name);
+    if (t->depth > MAX_DEPTH) { /* past the limit: not stored */
+      t->depth--;
+      return;
+    }
+    /* the innermost push of its domain; ranges above it on the track end
+     * with it (a track's slices nest) and begin again after it */
+    size_t i = t->depth;
+    while (i > 0 && t->stack[i - 1].domain != g->domain)
+      i--;
+    if (!i) return;
+    i--;
+    for (size_t k = t->depth; k-- > i;)
+      if (t->stack[k].shown)
+        range_end(w, t->ranges_uuid, g->start, clampf(w, t->stack[k].start),
+                  t->stack[k].name);
+    memmove(&t->stack[i], &t->stack[i + 1],
+            (t->depth - i - 1) * sizeof *t->stack);
+    t->depth--;
+    for (size_t k = i; k < t->depth; k++)
+      if (t->stack[k].shown) {
+        t->stack[k].shown = 0;
+        t->stack[k].start = g->start;
+        if (w->in_window) show_push(w, t, &t->stack[k]);
+      }
     break;
+  }
   case GPUPHASE_RANGE_START: {
     if (w->nopen >= MAX_OPEN || gp_u64map_get(&w->open_ix, g->id)) {
       w->st->dropped++;

@@ -38,10 +38,23 @@ int main(void) {
   nvtxDomainRangePushEx(dom, &a);
   if (launch()) return 1;
   nvtxDomainRangePop(dom);
+  /* a stack per domain: A (default domain) and DOM_B (mydomain) overlap
+   * without nesting; the kernel runs inside DOM_B only */
+  nvtxEventAttributes_t b = {0};
+  b.version = NVTX_VERSION;
+  b.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  b.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  b.message.ascii = "DOM_B";
+  int ia = nvtxRangePushA("A");
+  int ib = nvtxDomainRangePushEx(dom, &b);
+  int pa = nvtxRangePop();
+  if (launch() || cudaDeviceSynchronize() != cudaSuccess) return 1;
+  int pb = nvtxDomainRangePop(dom);
   crossing = nvtxRangeStartA("crossing");
   pthread_t t;
   if (pthread_create(&t, NULL, ender, NULL) || pthread_join(t, NULL)) return 1;
   if (cudaDeviceSynchronize() != cudaSuccess) return 1;
   printf("%d %d %d %d %d\n", d0, d1, p1, p0, bad);
+  printf("%d %d %d %d\n", ia, ib, pa, pb);
   return 0;
 }

@@ -335,17 +335,33 @@ def t_nvtx():
     check(p.returncode == 0, f"program failed {p.returncode}: {p.stderr}")
     # NVTX's documented return values: push gives the level it opened,
     # pop the level it closed, an unbalanced pop a negative number
-    check(p.stdout.split() == ["0", "1", "1", "0", "-1"], f"NVTX returns {p.stdout!r}")
+    # (a stack per domain: A and DOM_B each open level 0 of their own)
+    check(p.stdout.split() == ["0", "1", "1", "0", "-1", "0", "0", "0", "0"],
+          f"NVTX returns {p.stdout!r}")
     recs, _ = dump(traces(d)[0])
     ranges = [(r["op"], r.get("name", ""), r.get("domain", ""))
               for r in sorted(by_kind(recs, "range"), key=lambda r: r["start"])]
     PUSH, POP, START, END = 1, 2, 3, 4
-    check([r[0] for r in ranges] == [PUSH, PUSH, POP, POP, PUSH, POP, START, END],
+    # the unbalanced pop is recorded too: the report counts it
+    check([r[0] for r in ranges] == [PUSH, PUSH, POP, POP, POP, PUSH, POP,
+                                     PUSH, PUSH, POP, POP, START, END],
           f"range ops {ranges}")
     check(ranges[0][1] == "outer" and ranges[1][1].startswith("inn"), f"names {ranges}")
-    check(ranges[4][1:] == ("registered step", "mydomain") and ranges[5][2] == "mydomain",
+    check(ranges[5][1:] == ("registered step", "mydomain") and ranges[6][2] == "mydomain",
           f"domain range {ranges}")
-    check(ranges[6][1] == "crossing", f"start/end range {ranges}")
+    check(ranges[11][1] == "crossing", f"start/end range {ranges}")
+    j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                  capture_output=True, text=True, timeout=60,
+                                  env=env(preload=False)).stdout)
+    ph = {x["name"]: x for x in j["phases"]}
+    k = [x for x in by_kind(recs, "kernel")]
+    check(j["diagnostics"]["unmatched_range_ends"] == 1,
+          f"unmatched ends {j['diagnostics']}")
+    # the default domain's pop closed A, not DOM_B: the last kernel ran in
+    # DOM_B only
+    last = max(x["end"] - x["start"] for x in k[-1:])
+    check(ph["DOM_B"]["total_ns"] >= last and ph["A"]["total_ns"] < last,
+          f"A {ph['A']['total_ns']} ns, DOM_B {ph['DOM_B']['total_ns']} ns, kernel {last}")
     ids = [r["id"] for r in by_kind(recs, "range") if r["op"] in (3, 4)]
     check(len(ids) == 2 and ids[0] == ids[1] and ids[0] != 0, f"start/end ids {ids}")
     threads = {r["thread"] for r in by_kind(recs, "range") if r["op"] in (3, 4)}
