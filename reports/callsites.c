@@ -380,10 +380,19 @@ static int starts(const char *s, const char *pre) {
 /* Who a frame belongs to, for the collapse rule. */
 enum { OWN_USER, OWN_OURS, OWN_CUDA, OWN_INTERP, OWN_FRAMEWORK, OWN_SYSTEM };
 
+/* ".../lib/python3.11/...": the standard library (not "lib/python_jobs") */
+static int in_stdlib(const char *file) {
+  for (const char *p = file; (p = strstr(p, "/lib")); p++) {
+    const char *q = p + 4;
+    if (!strncmp(q, "64", 2)) q += 2;
+    if (!strncmp(q, "/python", 7) && q[7] >= '0' && q[7] <= '9') return 1;
+  }
+  return 0;
+}
+
 static int python_owner(const char *file) {
   if (!file || file[0] == '<' || strstr(file, "/site-packages/") ||
-      strstr(file, "/dist-packages/") || strstr(file, "/lib/python") ||
-      strstr(file, "/lib64/python"))
+      strstr(file, "/dist-packages/") || in_stdlib(file))
     return OWN_FRAMEWORK;
   return OWN_USER;
 }
@@ -584,6 +593,11 @@ static void shown(struct fin *F, int all, size_t *first, size_t *count,
   size_t t = SIZE_MAX;
   for (size_t i = 0; i < F->n && t == SIZE_MAX; i++)
     if (F->v[i].owner == OWN_USER) t = i;
+  /* no user frame (the program's code installed under site-packages, say):
+   * the innermost Python frame, which names a line of Python, before a
+   * native one (libffi, the interpreter) */
+  for (size_t i = 0; i < F->n && t == SIZE_MAX; i++)
+    if (F->v[i].f.python) t = i;
   for (size_t i = 0; i < F->n && t == SIZE_MAX; i++)
     if (F->v[i].owner != OWN_OURS && F->v[i].owner != OWN_CUDA) t = i;
   if (t == SIZE_MAX) t = 0;

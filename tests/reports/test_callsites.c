@@ -285,6 +285,39 @@ static struct gp_proc_res *run(int all) {
   return r;
 }
 
+/* A stack with no user frame: cudart <- libtorch_cuda <- Tensor.item (in
+ * site-packages, the program's own code installed with pip, say) <- the
+ * interpreter. The site is named by the innermost Python frame, a line of
+ * Python, not by a native library's frame. And "lib/python_jobs" is not
+ * the standard library: a file there is the user's. */
+static void test_python_fallback(void) {
+  struct tl t;
+  tl_init(&t);
+  meta(&t);
+  tl_str(&t, 90, "/home/me/lib/python_jobs/job.py");
+  tl_str(&t, 91, "job_step");
+  pycode(&t, 9, 90, 91, 10);
+  frame(&t, 96, 0, GPUPHASE_FRAME_NATIVE, M_PY, 0x1000, 0);
+  frame(&t, 93, 96, GPUPHASE_FRAME_PYTHON, 2, 3, GPUPHASE_FRAME_ENTRY);
+  frame(&t, 92, 93, GPUPHASE_FRAME_NATIVE, M_TORCH, 0x600, 0);
+  frame(&t, 91, 92, GPUPHASE_FRAME_NATIVE, M_CUDART, 0x40, 0);
+  frame(&t, 95, 96, GPUPHASE_FRAME_PYTHON, 9, 2, GPUPHASE_FRAME_ENTRY);
+  frame(&t, 94, 95, GPUPHASE_FRAME_NATIVE, M_CUDART, 0x50, 0);
+  call(&t, 1, A_SYNC, 100, 200, 91);
+  call(&t, 1, A_SYNC, 300, 400, 94);
+  struct gp_proc_res *r = tl_run(&t);
+  tl_free(&t);
+  const struct gp_cs_res *cs = r->callsites;
+  const struct gp_cs_site *s = site(cs, "cudaStreamSynchronize", "Tensor.item");
+  if (s) {
+    EQ(s->frames[0].python, 1);
+    EQ(s->frames[0].line, 1000);
+  }
+  s = site(cs, "cudaStreamSynchronize", "job_step");
+  if (s) EQ(s->frames[0].python, 1);
+  gp_res_free(r);
+}
+
 static void test_collapsed(void) {
   struct gp_proc_res *r = run(0);
   const struct gp_cs_res *cs = r->callsites;
@@ -748,6 +781,7 @@ int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   locate();
   test_fn_name();
+  test_python_fallback();
   if (argc > 2 && !strcmp(argv[1], "--write-corpus")) {
     /* the seeds of tests/fuzz/corpus/report: call sites, and hostile ones */
     char path[4096];
