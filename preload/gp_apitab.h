@@ -33,5 +33,8 @@ int gp_runtime_abi12(void *fn);
 
 /* After a context change: the calling thread's current device. */
 void gp_track_ctx_device(struct gp_tstate *ts);
+/* The device of a context (cuCtxGetDevice_v2, CUDA 12.8 on), or -1 when
+ * it cannot be asked. */
+int gp_ctx_device_of(void *ctx);
 
 #endif

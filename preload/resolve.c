@@ -80,6 +80,17 @@ void gp_track_ctx_device(struct gp_tstate *ts) {
   if (get_device && get_device(&d) == CUDA_SUCCESS) ts->device = (int32_t)d;
 }
 
+int gp_ctx_device_of(void *ctx) {
+  static CUresult (*get)(CUdevice *, CUcontext);
+  static int looked;
+  if (!looked) {
+    get = (CUresult(*)(CUdevice *, CUcontext))real_driver("cuCtxGetDevice_v2");
+    looked = 1;
+  }
+  CUdevice d;
+  return ctx && get && get(&d, (CUcontext)ctx) == CUDA_SUCCESS ? (int)d : -1;
+}
+
 int gp_runtime_abi12(void *fn) {
   Dl_info info;
   if (!dladdr(fn, &info) || !info.dli_fname) return 0;

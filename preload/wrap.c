@@ -280,6 +280,14 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
            ev->device = ts->device))
 /* a call about another device than the current one */
 #define REC_DEV(d) GP_POST(ev->device = (int32_t)(d))
+/* cuCtxDestroy: the device of the context destroyed (asked before the
+ * call, kept in aux meanwhile), not the one current after it */
+#define REC_CTXDESTROY(ctx)                                                    \
+  ((!gp_post_ ? (void)(ev->aux = (uint64_t)(gp_ctx_device_of(ctx) + 1))        \
+              : (void)0),                                                      \
+   GP_POST((r == CUDA_SUCCESS ? gp_track_ctx_device(ts) : (void)0,             \
+            ev->device = ev->aux ? (int32_t)(ev->aux - 1) : ts->device,        \
+            ev->aux = 0)))
 /* A failed cudaSetDevice changed nothing: its record is on the device that
  * stays current (a device that does not exist must not become a GPU of
  * the report). */

@@ -8,7 +8,10 @@
  *   prog N ctx D    on a thread whose context comes from cuCtxCreate on
  *                   device D (ctx2: cuCtxCreate_v2, found with dlsym), then
  *                   cuCtxDestroy: every call of that thread is on device D
- *                   (test_record.py ctx_device) */
+ *                   (test_record.py ctx_device)
+ *   prog N ctxpop D a context created on device D, popped (the primary
+ *                   context of the other device of two current again),
+ *                   then destroyed: the cuCtxDestroy is about device D */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -69,6 +72,18 @@ int main(int argc, char **argv) {
       fprintf(stderr, "context thread failed\n");
       return 1;
     }
+  } else if (argc > 3 && strcmp(argv[2], "ctxpop") == 0) {
+    CUdevice d, other;
+    CUcontext p, c, out;
+    CK(cuDeviceGet(&d, atoi(argv[3])));
+    CK(cuDeviceGet(&other, 1 - atoi(argv[3])));
+    CK(cuDevicePrimaryCtxRetain(&p, other));
+    CK(cuCtxSetCurrent(p));
+    CK(cuCtxCreate(&c, NULL, 0, d));
+    if (copies() != 0) return 1;
+    CK(cuCtxPopCurrent(&out));
+    CK(cuCtxDestroy(c));
+    CK(cuDevicePrimaryCtxRelease(other));
   } else {
     CUdevice dev;
     CUcontext ctx;

@@ -468,6 +468,14 @@ def t_ctx_device():
               f"{how}: report devices {[dev['id'] for dev in j['devices']]}")
         check([a["device"] for a in api_calls(recs) if a["fn"] == "cuInit"] == [-1],
               f"{how}: cuInit records")
+    # a context destroyed while another device's is current: the call is
+    # about the device of the context destroyed
+    d = workdir()
+    p = run([prog("e2e-prog-driver"), "2", "ctxpop", "0"], d, {"GPUSIM_DEVICES": "2"})
+    check(p.returncode == 0, f"ctxpop: {p.returncode} {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    dest = [a["device"] for a in api_calls(recs) if a["fn"].startswith("cuCtxDestroy")]
+    check(dest == [0], f"cuCtxDestroy on devices {dest}")
 
 
 def t_thread_names():
