@@ -343,6 +343,11 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
   int err = sf->err;
   free(sf);
   const char *name = to_stdout ? "standard output" : o->out;
+  if (err) { /* the write that failed, with its reason */
+    fprintf(stderr, "%s: %s: write error: %s\n", P, name, strerror(err));
+    if (f != stdout) fclose(f);
+    return 1;
+  }
   if (gp_out_done(f, P, name) < 0) return 1;
   if (werr || err) {
     if (!rc || err)

@@ -154,6 +154,12 @@ static void test_write_errors(const char *t, const char *b) {
   }
   CHECK(RUN0("-o", "/dev/full", t) == 1);
   CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
+  /* the exports name the reason too (Perfetto's writer once said "output
+   * lost") */
+  CHECK(RUN0("-f", "perfetto", "-o", "/dev/full", t) == 1);
+  CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
+  CHECK(RUN0("-f", "chrome", "-o", "/dev/full", t) == 1);
+  CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
   CHECK(RUN0("compare", t, "--vs", t, "-o", "/dev/full") == 2);
   CHECK(one_line("compare: /dev/full: write error: No space left"));
   CHECK(RUN0("compare", t, "--vs", t, "--junit", "/dev/full") == 2);
