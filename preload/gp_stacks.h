@@ -31,7 +31,9 @@ enum {
   GP_STKP_BLOCK = 1,  /* a blocking call: always captured */
   GP_STKP_SUBMIT = 2, /* a submission: first after idle or a blocking call */
   GP_STKP_LAUNCH = 3, /* a launch: as SUBMIT, and every 64th */
-  GP_STKP_ALWAYS = 4  /* GPUPHASE_STACKS=all */
+  GP_STKP_ALWAYS = 4, /* GPUPHASE_STACKS=all */
+  GP_STKP_COPY = 5    /* an async copy: each (within the rate), as one from
+                         pageable memory blocks like a synchronous one */
 };
 
 /* The per-thread decision state is gp_ts.stk (struct gp_stk_tls,

@@ -138,7 +138,10 @@ static uint8_t policy_of(uint32_t cls) {
     return GP_STKP_BLOCK;
   if (S.mode == GP_STK_SYNC) return GP_STKP_NONE;
   if (cls & GPUPHASE_API_LAUNCH) return GP_STKP_LAUNCH;
-  if (cls & (GPUPHASE_API_COPY | GPUPHASE_API_MEMSET)) return GP_STKP_SUBMIT;
+  /* an async copy may block (pageable host memory: known only when its
+   * device record comes), and copies are few beside launches */
+  if (cls & GPUPHASE_API_COPY) return GP_STKP_COPY;
+  if (cls & GPUPHASE_API_MEMSET) return GP_STKP_SUBMIT;
   return GP_STKP_NONE;
 }
 
@@ -408,6 +411,10 @@ static uint16_t decide(struct gp_tbuf *b, uint32_t p, uint64_t now,
   switch (p) {
   case GP_STKP_BLOCK: due = 1; break; /* last_end 0 after it: wrap.c */
   case GP_STKP_ALWAYS: due = 1; break;
+  case GP_STKP_COPY:
+    s->last_end = now; /* the thread is back in CUDA */
+    due = take_token(s, now);
+    break;
   case GP_STKP_LAUNCH:
   case GP_STKP_SUBMIT:
     /* also true after a blocking call, which leaves last_end 0 */
