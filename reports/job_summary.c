@@ -316,6 +316,9 @@ static void v_steps(struct io *io, struct gp_steps_res *s) {
     if (io->rd && !io->bad && odd) return fail_at(io, "an implausible step");
   }
   io_size(io, &s->warmup);
+  /* a warm-up is some of the steps (the report clamps it so): more is
+   * damage, which must not make a reader walk past them */
+  if (io->rd && s->warmup > s->n) s->warmup = s->n;
   io_size(io, &s->ndev);
   io_int(io, &s->items_known);
   io_u64(io, &s->items_fixed);

@@ -498,7 +498,7 @@ static void steps(struct out *o, const struct gp_proc_res *r) {
   wrap(o, "  ", st->how, 4);
   if (st->warmup) {
     uint64_t tot = 0, mx = 0;
-    for (size_t i = 0; i < st->warmup; i++) {
+    for (size_t i = 0; i < st->warmup && i < st->n; i++) {
       uint64_t x = st->v[i].end - st->v[i].start;
       tot += x;
       mx = x > mx ? x : mx;
