@@ -224,7 +224,9 @@ static int apply(struct opts *o, int c, const char *arg) {
     break;
   case O_TOP:
     if (parse_num(arg, 1, 1e6, &v) < 0 || v != (size_t)v)
-      return usage_error("invalid --top '%s': expected a count >= 1", arg);
+      return usage_error("invalid --top '%s': expected a count from 1 to "
+                         "1000000",
+                         arg);
     o->rend.top = (size_t)v;
     o->outopt = "--top";
     break;

@@ -126,7 +126,7 @@ struct cli {
   FILE *mem;
   char *err;
   size_t errlen;
-  int errcode; /* 1 input, 3 usage (enum gpuphase_report_error) */
+  int errcode; /* 1 input, 3 usage, 4 output (enum gpuphase_report_error) */
 };
 
 /* A message for standard error, or for the caller of gp_compare_mem. */
@@ -160,6 +160,15 @@ static int input_error(struct cli *c, const char *msg) {
   char clean[1400];
   gp_text_clean(msg, clean, sizeof clean, 600);
   say(c, 1, c->check ? "check" : "compare", clean, 0);
+  return 2;
+}
+
+/* An output that could not be written: exit status 2 as for bad input,
+ * but of its own kind for the library's callers (4: the output). */
+static int output_error(struct cli *c, const char *msg) {
+  char clean[1400];
+  gp_text_clean(msg, clean, sizeof clean, 600);
+  say(c, 4, c->check ? "check" : "compare", clean, 0);
   return 2;
 }
 
@@ -575,15 +584,25 @@ static int write_to(struct cli *c, const char *path, const char *mode,
   if (!f) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s: cannot write: %m", path);
-    return input_error(c, msg);
+    return output_error(c, msg);
   }
   int rc = fn(f, o);
   char prefix[32], clean[400];
   snprintf(prefix, sizeof prefix, "gpuphase-report %s",
            c->check ? "check" : "compare");
   gp_text_clean(path ? path : "standard output", clean, sizeof clean, 200);
-  /* a writer fails only on a write error, which gp_out_done names */
-  return gp_out_done(f, prefix, clean) || rc < 0 ? 2 : 0;
+  /* a writer fails only on a write error, which gp_out_done names (on
+   * standard error; the library's caller gets the kind and a line) */
+  if (gp_out_done(f, prefix, clean) || rc < 0) {
+    if (!c->errcode && c->err) {
+      char msg[600];
+      snprintf(msg, sizeof msg, "%s: write error", clean);
+      return output_error(c, msg);
+    }
+    if (!c->errcode) c->errcode = 4;
+    return 2;
+  }
+  return 0;
 }
 
 static int emit(struct cli *c, const struct gp_cmp_out *o) {

@@ -100,7 +100,8 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
     o->ro.link_gbps = v;
   } else if (!strcmp(name, "top")) {
     if (count(value, 1, 1e6, &v) < 0)
-      return fail(U, err, errlen, "invalid top '%.100s': expected a count >= 1",
+      return fail(U, err, errlen,
+                  "invalid top '%.100s': expected a count from 1 to 1000000",
                   value);
     o->top = (size_t)v;
   } else if (!strcmp(name, "warmup")) {

@@ -174,6 +174,10 @@ def cmd_errors(tmp, good):
         expect_error(lambda: gpuphase.compare(good, good, max_slowdown="lots"),
                      gpuphase.UsageError, 3, "max-slowdown"),
         expect_error(lambda: gpuphase.compare(good, missing), gpuphase.TraceError, 1, missing),
+        # an output that cannot be written is the output's error (4), not the input's
+        expect_error(lambda: gpuphase.compare(good, good,
+                                              junit=os.path.join(tmp, "nodir", "j.xml")),
+                     gpuphase.Error, 4, "cannot write"),
     ]
     assert isinstance(gpuphase.UsageError(3, "x"), ValueError)
     # what Python itself refuses is refused as Python refuses it
