@@ -42,8 +42,6 @@ static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void atfork_child(void);
 
-/* Runs before spawn.c's constructor (102), which copies the environment
- * with the run id in it. Environment only: no CUDA, no file, no thread. */
 /* GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no, off)
  * or empty records; anything else is ignored with a warning. */
 static int disable_asked(void) {
@@ -59,6 +57,8 @@ static int disable_asked(void) {
   return 0;
 }
 
+/* Runs before spawn.c's constructor (102), which copies the environment
+ * with the run id in it. Environment only: no CUDA, no file, no thread. */
 __attribute__((constructor(101))) static void gp_init(void) {
   int saved = errno;
   gp_settings_read();

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpuphase/trace.h"
+#include "measured.h"
 #include "reader_ext.h"
 #include "u64map.h"
 #include "util.h"
@@ -818,13 +819,12 @@ static void on_sample(struct walk *w, const struct gpuphase_sample *x) {
   if (!m->uuid) {
     struct gpu *g = gpu_of(w, m->device);
     if (!g || declare_gpu(w, g) < 0) return;
-    static const char *const src[] = {"?", "nvml", "gpm", "pm"};
     static const char *const unit[] = {"",  "%",  "B",    "B/s", "MHz",
                                        "J", "W",  "degC", "mask", "count"};
     const char *u = m->unit < sizeof unit / sizeof *unit ? unit[m->unit] : "";
     char name[160];
     snprintf(name, sizeof name, "%.100s (%s)", str(w, m->name),
-             src[m->source < 4 ? m->source : 0]);
+             gp_msrc_name((int)m->source));
     m->uuid = new_uuid(w);
     struct gp_tl_track t = {.uuid = m->uuid,
                             .parent = g->uuid,
