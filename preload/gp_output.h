@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "gpuphase/trace.h"
 #include "writer.h"
@@ -18,6 +19,13 @@ struct gp_output {
   uint64_t good_bytes, good_events; /* the file after its last whole flush */
   uint64_t good_added;              /* the caller's count then */
   uint64_t reserve_at;              /* where the reserve is; 0 none */
+  /* The file itself, to know our descriptor from one the program opened
+   * under the same number after closing ours, and to open it again. */
+  dev_t dev;
+  ino_t ino; /* numbers a file removed may leave to the next one: and */
+  unsigned char mark[64]; /* the file's first bytes (pid, times) */
+  size_t nmark;
+  char again[PATH_MAX]; /* its absolute name; "" when too long */
 };
 
 /* Creates the file of this process and writes its header; says why on
@@ -26,6 +34,14 @@ int gp_output_open(struct gp_output *o);
 
 /* Tells `gpuphase run` (GPUPHASE_MANIFEST) where the trace goes. */
 void gp_output_announce(const struct gp_output *o);
+
+/* A program may close every descriptor it did not open (a daemon does)
+ * and open its own files under the same numbers: each use of the
+ * descriptor below first checks that it is still the trace file, and when
+ * it is not, opens the file again by its absolute name and writes on where
+ * it stopped, leaving the number to the program. When the file cannot be
+ * opened again (removed, replaced, or in a directory left unreachable),
+ * the trace ends at its last whole flush, said once on stderr. */
 
 /* Writes the pending frames. `added` counts the records the caller has
  * handed to the writer so far (accepted or not): what the file lacks is

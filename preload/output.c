@@ -100,7 +100,7 @@ void gp_expand_pattern(const char *pat, char *out, size_t cap) {
 static int open_unique(const char *base, char *path, size_t cap) {
   snprintf(path, cap, "%s", base);
   for (int i = 1; i < 1000; i++) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0 || errno != EEXIST) return fd;
     size_t len = strlen(base);
     int k;
@@ -183,6 +183,77 @@ static void manifest_line(const char *mark, const char *path) {
 #define RESERVE_BYTES (64u << 10)
 #define RESERVE_AT (1ull << 40) /* moved further out when the data nears it */
 
+/* ---- the descriptor, which the program may close (gp_output.h) ---- */
+
+static int is_trace(const struct gp_output *o, int fd) {
+  struct stat st;
+  unsigned char head[sizeof o->mark];
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == o->dev &&
+         st.st_ino == o->ino &&
+         pread(fd, head, o->nmark, 0) == (ssize_t)o->nmark &&
+         memcmp(head, o->mark, o->nmark) == 0;
+}
+
+/* 0: o->fd is the trace file, maybe opened again; -1: the file cannot be
+ * had back, and the writer is dropped without a write (said why). */
+static int own_fd(struct gp_output *o) {
+  if (o->fd < 0) return -1;
+  if (is_trace(o, o->fd)) return 0;
+  const char *why = "its name is too long";
+  int fd = -1;
+  if (o->again[0]) {
+    fd = open(o->again, O_RDWR | O_CLOEXEC);
+    why = fd < 0 ? strerror(errno) : "another file has its name";
+    if (fd >= 0 && !is_trace(o, fd)) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  uint64_t at = o->w ? gp_writer_bytes(o->w) : o->good_bytes;
+  if (fd >= 0 && lseek(fd, (off_t)at, SEEK_SET) != (off_t)at) {
+    why = strerror(errno);
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    gp_warn("the program closed the descriptor of trace file %s, which "
+            "cannot be opened again (%s); the trace ends here",
+            o->path, why);
+    gp_writer_discard(o->w);
+    o->w = NULL;
+    o->failed = 1;
+    o->fd = -1;
+    o->reserve_at = 0;
+    return -1;
+  }
+  gp_writer_set_fd(o->w, fd); /* the old number is left to the program */
+  o->fd = fd;
+  return 0;
+}
+
+/* The absolute name of the file just created (relative to the current
+ * directory, which the program may change), and its identity: device,
+ * inode and first bytes. */
+static void remember(struct gp_output *o, int fd) {
+  struct stat st;
+  o->dev = 0;
+  o->ino = 0;
+  if (fstat(fd, &st) == 0) {
+    o->dev = st.st_dev;
+    o->ino = st.st_ino;
+  }
+  ssize_t n = pread(fd, o->mark, sizeof o->mark, 0);
+  o->nmark = n > 0 ? (size_t)n : 0;
+  o->again[0] = 0;
+  char cwd[PATH_MAX] = "";
+  if (o->path[0] != '/' && !getcwd(cwd, sizeof cwd)) return;
+  size_t nc = strlen(cwd), np = strlen(o->path);
+  if (nc + 1 + np >= sizeof o->again) return;
+  memcpy(o->again, cwd, nc);
+  if (nc) o->again[nc++] = '/';
+  memcpy(o->again + nc, o->path, np + 1);
+}
+
 static void reserve(struct gp_output *o, uint64_t at) {
   o->reserve_at = 0;
   if (fallocate(o->fd, FALLOC_FL_KEEP_SIZE, (off_t)at, RESERVE_BYTES) == 0)
@@ -225,6 +296,7 @@ int gp_output_open(struct gp_output *o) {
   }
   o->fd = fd;
   o->failed = 0;
+  remember(o, fd);
   o->good_bytes = gp_writer_bytes(o->w);
   o->good_events = o->good_added = 0;
   reserve(o, RESERVE_AT);
@@ -239,6 +311,7 @@ void gp_output_announce(const struct gp_output *o) {
  * to its last whole flush (which gives the application its space back),
  * the reserve taken again, and the reason said once. */
 static void writes_failed(struct gp_output *o) {
+  if (own_fd(o) < 0) return;
   int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
   int rc = gp_writer_close(o->w, NULL);
   const char *why = rc == GPUPHASE_E_IO ? strerror(errno) : gpuphase_strerror(rc);
@@ -255,6 +328,7 @@ static void writes_failed(struct gp_output *o) {
 
 int gp_output_flush(struct gp_output *o, uint64_t added) {
   if (o->failed || !o->w) return 0;
+  if (own_fd(o) < 0) return -1;
   if (gp_writer_flush(o->w) != GPUPHASE_OK) {
     writes_failed(o);
     return -1;
@@ -320,6 +394,10 @@ static void close_failed(struct gp_output *o, const struct gpuphase_summary *sum
 
 void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
                      uint64_t added) {
+  if (o->fd >= 0 && own_fd(o) < 0) {
+    gp_output_forget(o);
+    return;
+  }
   if (!o->failed && o->w && gp_writer_flush(o->w) != GPUPHASE_OK)
     writes_failed(o);
   if (o->failed) {

@@ -605,6 +605,14 @@ static int write_summary(gp_writer *w, const struct gpuphase_summary *sum) {
   return write_frame(w, GP_FRAME_SUMMARY, 0, buf, n);
 }
 
+void gp_writer_set_fd(gp_writer *w, int fd) {
+  if (w) w->fd = fd;
+}
+
+void gp_writer_discard(gp_writer *w) {
+  if (w) free_writer(w);
+}
+
 int gp_writer_close(gp_writer *w, const struct gpuphase_summary *sum) {
   if (!w) return GPUPHASE_OK;
   gp_writer_flush(w);

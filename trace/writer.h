@@ -93,4 +93,12 @@ uint64_t gp_writer_bytes(const gp_writer *w); /* bytes written to the fd */
  * frees. Accepts NULL. */
 int gp_writer_close(gp_writer *w, const struct gpuphase_summary *sum);
 
+/* Writes to fd from now on: another descriptor of the same file, at the
+ * offset the writer has reached. The old one is neither closed nor
+ * touched (its number may be someone else's by now). */
+void gp_writer_set_fd(gp_writer *w, int fd);
+
+/* Frees the writer without writing or closing anything. Accepts NULL. */
+void gp_writer_discard(gp_writer *w);
+
 #endif

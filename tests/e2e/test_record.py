@@ -1075,6 +1075,32 @@ def t_exit_thread():
               f"{len(orphans)} without their call, {summ[0]['lost']} lost")
 
 
+def t_closed_fd():
+    """A program that closes every descriptor it did not open (as a daemon
+    does) and then opens its own file under the numbers ours had: its file
+    holds only what it wrote (before the fix, the rest of the trace went
+    into it), and the trace, opened again by its name, is complete with
+    every kernel. When the trace file was removed as well, it cannot be
+    opened again: one line says so, nothing goes into the program's file,
+    and the program's exit is unchanged."""
+    d = workdir()
+    app = os.path.join(d, "app.dat")
+    p = run([prog(HARDEN), "closefds", app], d)
+    check(p.returncode == 0, f"program returned {p.returncode}: {p.stderr}")
+    with open(app, "rb") as f:
+        check(f.read() == b"application data\n", "the trace was written into the program's file")
+    launches = int(p.stdout.split("launches=")[1].split()[0])
+    complete_trace(d, "closed descriptor", launches)
+    d = workdir()
+    app = os.path.join(d, "app.dat")
+    p = run([prog(HARDEN), "closefds", app, "rm"], d)
+    check(p.returncode == 0, f"program returned {p.returncode}: {p.stderr}")
+    with open(app, "rb") as f:
+        check(f.read() == b"application data\n", "the trace was written into the program's file")
+    lines = [l for l in p.stderr.splitlines() if "cannot be opened again" in l]
+    check(len(lines) == 1 and "the trace ends here" in lines[0], f"stderr {p.stderr!r}")
+    check(traces(d) == [], f"traces {traces(d)}")
+
 
 def t_launch_dims():
     """Every dim3 launch function, with grids and blocks whose totals are
@@ -1203,7 +1229,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
-         "thread_names": t_thread_names}
+         "thread_names": t_thread_names, "closed_fd": t_closed_fd}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
