@@ -11,6 +11,7 @@
 #include "gp_cupti.h"
 #include "gp_pm.h"
 #include "gp_pmsample.h"
+#include "gp_switch.h"
 #include "gp_records.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
@@ -51,11 +52,12 @@ static struct {
 void gp_pmsample_settings(void) {
   const char *v = getenv("GPUPHASE_PM");
   Q.enabled = 0;
-  if (v && *v && strcmp(v, "0") != 0) {
-    if (strcmp(v, "1") == 0)
-      Q.enabled = 1;
+  if (v && *v) {
+    int on = gp_switch_word(v);
+    if (on >= 0)
+      Q.enabled = on;
     else
-      gp_warn("ignoring GPUPHASE_PM=%s (expected 0 or 1)", v);
+      gp_warn("ignoring GPUPHASE_PM=%s (expected 1 or 0)", v);
   }
   Q.interval_ns = 1000000;
   v = getenv("GPUPHASE_PM_INTERVAL_US");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gp_settings.h"
+#include "gp_switch.h"
 
 struct gp_config gp_cfg;
 
@@ -89,6 +90,16 @@ static unsigned env_uint(const char *name, unsigned def, unsigned lo,
   return (unsigned)x;
 }
 
+/* An on/off setting (gp_switch.h's words); unset or empty: def. */
+static int env_switch(const char *name, int def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  int on = gp_switch_word(v);
+  if (on >= 0) return on;
+  gp_warn("ignoring %s=%s (expected 1 or 0)", name, v);
+  return def;
+}
+
 static void copy_env(char *dst, size_t cap, const char *name,
                      const char *def) {
   const char *v = getenv(name);
@@ -109,17 +120,19 @@ static uint64_t env_u64(const char *name, uint64_t def) {
   return (uint64_t)x;
 }
 
-/* GPUPHASE_STACKS: off (or 0, false, no), sync, sampled (the default) or
- * all, as the GP_STK_* values of gp_stacks.h (0..3). */
+/* GPUPHASE_STACKS: off (or 0, false, no), sync, sampled (the default, or
+ * 1, true, yes, on) or all, in any case, as the GP_STK_* values of
+ * gp_stacks.h (0..3). */
 static int env_stacks(int *set) {
   static const char *const names[] = {"off", "sync", "sampled", "all"};
   const char *v = getenv("GPUPHASE_STACKS");
   *set = v && *v;
   if (!*set) return 2;
   for (int i = 0; i < 4; i++)
-    if (!strcmp(v, names[i])) return i;
-  /* as for the other switches, 0 turns it off */
-  if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) return 0;
+    if (!strcasecmp(v, names[i])) return i;
+  /* as for the other switches: 0 turns it off, 1 on (the default mode) */
+  int on = gp_switch_word(v);
+  if (on >= 0) return on ? 2 : 0;
   gp_warn("ignoring GPUPHASE_STACKS=%s (expected off, sync, sampled or all)",
           v);
   *set = 0;
@@ -159,14 +172,14 @@ void gp_settings_run_id(void) {
 }
 
 void gp_settings_read(void) {
-  gp_cfg.quiet = env_uint("GPUPHASE_QUIET", 0, 0, 1);
+  gp_cfg.quiet = env_switch("GPUPHASE_QUIET", 0);
   copy_env(gp_cfg.output, sizeof gp_cfg.output, "GPUPHASE_OUTPUT",
            "gpuphase-%h-%p.gph");
   gp_cfg.ring_bytes =
       (size_t)env_uint("GPUPHASE_BUFFER_KB", 4096, 64, 1u << 20) * 1024;
   gp_cfg.flush_ms = env_uint("GPUPHASE_FLUSH_MS", 500, 10, 500);
   gp_cfg.poll_ms = gp_cfg.flush_ms < 10 ? gp_cfg.flush_ms : 10;
-  gp_cfg.cupti = env_uint("GPUPHASE_CUPTI", 1, 0, 1);
+  gp_cfg.cupti = env_switch("GPUPHASE_CUPTI", 1);
   copy_env(gp_cfg.cupti_lib, sizeof gp_cfg.cupti_lib, "GPUPHASE_CUPTI_LIB",
            "");
   /* a longer id is cut the same way in every process of the run */
@@ -178,5 +191,5 @@ void gp_settings_read(void) {
     gp_warn("GPUPHASE_SAMPLE_MS=%u raised to 10", gp_cfg.sample_ms);
     gp_cfg.sample_ms = 10;
   }
-  gp_cfg.nvml = env_uint("GPUPHASE_NVML", 1, 0, 1);
+  gp_cfg.nvml = env_switch("GPUPHASE_NVML", 1);
 }

@@ -19,6 +19,7 @@
 #include "gp_sampler.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
+#include "gp_switch.h"
 #include "gp_signals.h"
 #include "gp_stacks.h"
 #include "gp_writer_thread.h"
@@ -45,14 +46,10 @@ static void atfork_child(void);
 /* GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no, off)
  * or empty records; anything else is ignored with a warning. */
 static int disable_asked(void) {
-  static const char *const yes[] = {"1", "true", "yes", "on"},
-                           *const no[] = {"0", "false", "no", "off", ""};
   const char *d = getenv("GPUPHASE_DISABLE");
-  if (!d) return 0;
-  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-    if (!strcasecmp(d, yes[i])) return 1;
-  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-    if (!strcasecmp(d, no[i])) return 0;
+  if (!d || !*d) return 0;
+  int on = gp_switch_word(d);
+  if (on >= 0) return on;
   gp_warn("ignoring GPUPHASE_DISABLE=%s (expected 1 or 0)", d);
   return 0;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/gp_switch.h"
 #include "gp_config.h"
 
 static const char usage_text[] =
@@ -191,8 +192,7 @@ static void report_traces(const char *manifest, int quiet) {
   unlink(manifest);
   if (!count && !failed && !quiet) {
     const char *d = getenv("GPUPHASE_DISABLE");
-    if (d && (!strcmp(d, "1") || !strcasecmp(d, "true") ||
-              !strcasecmp(d, "yes") || !strcasecmp(d, "on")))
+    if (gp_switch_word(d) == 1)
       fprintf(stderr, "gpuphase: no trace written (GPUPHASE_DISABLE=%s)\n", d);
     else
       fprintf(stderr, "gpuphase: no trace written (no process made a CUDA "

@@ -275,6 +275,46 @@ def t_disable():
           f"gpuphase run, disabled: {p.stderr!r}")
 
 
+def t_switches():
+    """The on/off settings take the same words as GPUPHASE_DISABLE, in any
+    case: GPUPHASE_CUPTI and GPUPHASE_NVML off (no device records, no
+    counters), GPUPHASE_STACKS off (no frames) or on (its default mode),
+    GPUPHASE_QUIET on (not even the warning for a value it ignores);
+    another word is ignored with one warning naming it."""
+    cases = (({"GPUPHASE_CUPTI": "Off", "GPUPHASE_NVML": "FALSE"}, 0, 0, None, ""),
+             ({"GPUPHASE_CUPTI": "yes", "GPUPHASE_NVML": "On"}, 15, None, None, ""),
+             ({"GPUPHASE_STACKS": "OFF"}, 15, None, 0, ""),
+             ({"GPUPHASE_STACKS": "Yes"}, 15, None, -1, ""),
+             ({"GPUPHASE_CUPTI": "maybe"}, 15, None, None,
+              "ignoring GPUPHASE_CUPTI=maybe (expected 1 or 0)"),
+             ({"GPUPHASE_QUIET": "TRUE", "GPUPHASE_CUPTI": "maybe"}, 15, None, None, None))
+    for extra, kernels, samples, frames, said in cases:
+        d = workdir()
+        p = run([prog("e2e-prog-basic")], d, extra)
+        check(p.returncode == 0, f"{extra}: returned {p.returncode}: {p.stderr}")
+        recs, dp = dump(traces(d)[0])
+        check(len(by_kind(recs, "kernel")) == kernels,
+              f"{extra}: {len(by_kind(recs, 'kernel'))} kernels, want {kernels}")
+        # (a frame record's own `kind` field hides its record kind in recs)
+        nframes = sum(line.startswith("frame ") for line in dp.stdout.splitlines())
+        if samples is not None:
+            check(len(by_kind(recs, "sample")) == samples, f"{extra}: samples recorded")
+        if frames == -1:
+            check(nframes > 0, f"{extra}: no frames")
+        elif frames is not None:
+            check(nframes == frames, f"{extra}: {nframes} frames recorded")
+        if said is None:
+            check(p.stderr == "", f"{extra}: stderr {p.stderr!r}")
+        elif said:
+            check(p.stderr.count("ignoring") == 1 and said in p.stderr, f"{extra}: stderr {p.stderr!r}")
+        else:
+            check("ignoring" not in p.stderr, f"{extra}: stderr {p.stderr!r}")
+    d = workdir()
+    p = run([RUN, "run", "--", prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": "Yes"},
+            preload=False)
+    check("no trace written (GPUPHASE_DISABLE=Yes)" in p.stderr, f"gpuphase run: {p.stderr!r}")
+
+
 def t_run_tool():
     d = workdir()
     p = run([RUN, "run", "-o", "out-%p.gph", "--", prog("e2e-prog-lifecycle"), "exit", "7"], d,
@@ -1220,7 +1260,7 @@ def t_repeats():
 TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t_forknocuda,
          "forkchain": t_forkchain,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
-         "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable,
+         "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
          "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
