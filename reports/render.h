@@ -16,6 +16,8 @@ struct gp_render_opts {
   size_t procs; /* text and HTML: per-process sections; 0: the default
                    (GP_TEXT_JOB_PROCS with a job view of more ranks, else
                    all), SIZE_MAX: all */
+  int from_summaries; /* HTML: merged from summaries, which hold no
+                         timeline (the page says so) */
 };
 
 /* The per-process sections the text and HTML reports show by default

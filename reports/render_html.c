@@ -552,6 +552,11 @@ int gp_render_html(FILE *f, const struct gp_report_set *s,
                "host-side times only there.</p>\n",
             degraded, s->n);
   fprintf(f, "<p>%zu process%s.</p>\n", s->n, s->n == 1 ? "" : "es");
+  if (o && o->from_summaries)
+    fputs("<p class=\"sub\">Merged from summaries, which hold no events: "
+          "no interactive timeline. <code>gpuphase-report -f html</code> on "
+          "the traces of the processes of interest draws theirs.</p>\n",
+          f);
   if (s->job) gp_job_html(f, s->job);
   /* the sections: all, or the first few in the job's order (outliers
    * first), else in the order given (as in the text) */

@@ -577,8 +577,10 @@ static int merge(const struct opts *o, char **files, size_t n) {
       rc = 1;
     }
   }
+  struct opts om = *o;
+  om.rend.from_summaries = 1;
   if (!rc)
-    rc = render(o, files, set.procs, set.n, sum ? sum : set.procs[0], job);
+    rc = render(&om, files, set.procs, set.n, sum ? sum : set.procs[0], job);
   gp_job_free(job);
   gp_res_free(sum);
   gp_summary_set_free(&set);
