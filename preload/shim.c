@@ -43,6 +43,18 @@ static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void atfork_child(void);
 
+/* The process this memory belongs to (set at load and in a fork's child):
+ * a vfork child runs in its parent's memory under another pid, and its
+ * exec or _exit must not end the parent's trace. */
+static pid_t owner_pid;
+/* This thread is inside shutdown_all: an _exit or exec from a signal
+ * handler that interrupted it goes straight through. */
+static __thread int in_shutdown;
+
+int gp_lifecycle_owner(void) {
+  return (pid_t)syscall(SYS_getpid) == owner_pid;
+}
+
 /* GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no, off)
  * or empty records; anything else is ignored with a warning. */
 static int disable_asked(void) {
@@ -58,6 +70,7 @@ static int disable_asked(void) {
  * with the run id in it. Environment only: no CUDA, no file, no thread. */
 __attribute__((constructor(101))) static void gp_init(void) {
   int saved = errno;
+  owner_pid = (pid_t)syscall(SYS_getpid);
   gp_settings_read();
   gp_pmsample_settings();
   if (disable_asked()) {
@@ -141,6 +154,8 @@ struct gp_tbuf *gp_ring_of_thread(void) {
 
 /* ---- shutdown: exit, _exit, atexit, terminating signals ---- */
 static void shutdown_all(void) {
+  if (in_shutdown || !gp_lifecycle_owner()) return;
+  in_shutdown = 1;
   int saved = errno;
   /* A deferred signal is on its way: the process ends by it, not here (the
    * writer delivers it once the trace is complete). */
@@ -159,6 +174,7 @@ static void shutdown_all(void) {
   }
   pthread_mutex_unlock(&shutdown_lock);
   errno = saved;
+  in_shutdown = 0;
 }
 
 void gp_shutdown_for_exec(void) {
@@ -167,6 +183,7 @@ void gp_shutdown_for_exec(void) {
 
 /* exec failed: the process goes on; a later CUDA call opens a new trace. */
 void gp_restart_after_exec(void) {
+  if (in_shutdown || !gp_lifecycle_owner()) return;
   pthread_mutex_lock(&shutdown_lock);
   if (shutdown_done && !disabled && atomic_load(&gp_state) == GP_STOPPED) {
     gp_writer_child_reset();
@@ -216,6 +233,7 @@ EXIT_WRAPPER(_Exit)
  * if another thread is already shutting down. */
 #define SIGNAL_WAIT_MS 5000
 static int complete_for_signal(int sig, int fault) {
+  if (!gp_lifecycle_owner()) return 0; /* a vfork child: the parent's trace */
   if (pthread_mutex_trylock(&shutdown_lock) != 0) return 0;
   int deferred = 0;
   if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
@@ -237,6 +255,7 @@ static int complete_for_signal(int sig, int fault) {
 /* ---- fork: the child starts from scratch at its first CUDA call ---- */
 static void atfork_child(void) {
   int saved = errno;
+  owner_pid = (pid_t)syscall(SYS_getpid);
   gp_rings_after_fork();
   gp_stacks_after_fork();
   pthread_mutex_init(&shutdown_lock, NULL);

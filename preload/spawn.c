@@ -2,13 +2,22 @@
  * current image is completed before exec replaces it, and children whose
  * program cleared or rebuilt its environment get back LD_PRELOAD, the
  * NVTX injection path and the GPUPHASE_* settings this process started
- * with. */
+ * with.
+ *
+ * execve is async-signal-safe and may be called from a signal handler or
+ * in a vfork child (Python's subprocess uses vfork), where malloc could
+ * wait for ever on a lock the interrupted code holds, or corrupt the
+ * parent's heap. So the wrappers never allocate with malloc: what they
+ * build lives on the stack (or, past 64 KiB, in a mapping of its own), and
+ * the real functions are looked up at load time. In a vfork child the
+ * trace is the parent's, which goes on: it is left alone. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gp_lifecycle.h"
@@ -61,31 +70,36 @@ static int preload_has_us(const char *value) {
   return strstr(value, self_path) != NULL || strstr(value, base) != NULL;
 }
 
-/* A new environment: env plus whatever of ours it lost. NULL when nothing
- * is missing (use env as is) or when out of memory (same). */
-static char **fixed_env(char *const *env, char **preload_buf) {
-  *preload_buf = NULL;
+/* Bytes fixed_env needs for env: the new array and one LD_PRELOAD
+ * value. */
+static size_t env_need(char *const *env) {
+  size_t n = 0, pre = 0;
+  for (; env && env[n]; n++)
+    if (strncmp(env[n], "LD_PRELOAD=", 11) == 0 && strlen(env[n]) > pre)
+      pre = strlen(env[n]);
+  return (n + MAX_KEEP + 2) * sizeof(char *) + pre + strlen(self_path) + 16;
+}
+
+/* A new environment in mem (env_need(env) bytes): env plus whatever of
+ * ours it lost. NULL when nothing is missing (use env as is). */
+static char **fixed_env(char *const *env, void *mem) {
   if (!self_path[0]) return NULL;
   size_t n = 0;
   while (env && env[n]) n++;
-  char **out = malloc((n + MAX_KEEP + 2) * sizeof *out);
-  if (!out) return NULL;
+  char **out = mem;
+  char *preload_buf = (char *)(out + n + MAX_KEEP + 2);
   size_t k = 0;
   int changed = 0, saw_preload = 0;
   for (size_t i = 0; i < n; i++) {
     if (strncmp(env[i], "LD_PRELOAD=", 11) == 0) {
       saw_preload = 1;
       if (!preload_has_us(env[i] + 11)) {
-        size_t len = strlen(env[i]) + strlen(self_path) + 2;
-        *preload_buf = malloc(len);
-        if (*preload_buf) {
-          strcpy(*preload_buf, env[i]);
-          if (env[i][11]) strcat(*preload_buf, ":");
-          strcat(*preload_buf, self_path);
-          out[k++] = *preload_buf;
-          changed = 1;
-          continue;
-        }
+        strcpy(preload_buf, env[i]);
+        if (env[i][11]) strcat(preload_buf, ":");
+        strcat(preload_buf, self_path);
+        out[k++] = preload_buf;
+        changed = 1;
+        continue;
       }
     }
     out[k++] = env[i];
@@ -96,14 +110,10 @@ static char **fixed_env(char *const *env, char **preload_buf) {
     out[k++] = start_preload;
     changed = 1;
   } else if (!saw_preload) {
-    size_t len = strlen(self_path) + 12;
-    *preload_buf = malloc(len);
-    if (*preload_buf) {
-      strcpy(*preload_buf, "LD_PRELOAD=");
-      strcat(*preload_buf, self_path);
-      out[k++] = *preload_buf;
-      changed = 1;
-    }
+    strcpy(preload_buf, "LD_PRELOAD=");
+    strcat(preload_buf, self_path);
+    out[k++] = preload_buf;
+    changed = 1;
   }
   for (int i = 0; i < n_keep; i++)
     if (!has_name(env, keep[i])) {
@@ -111,13 +121,21 @@ static char **fixed_env(char *const *env, char **preload_buf) {
       changed = 1;
     }
   out[k] = NULL;
-  if (!changed) {
-    free(out);
-    free(*preload_buf);
-    *preload_buf = NULL;
-    return NULL;
-  }
-  return out;
+  return changed ? out : NULL;
+}
+
+/* Scratch memory without malloc: the caller's stack buffer when it is big
+ * enough, else a mapping (NULL when none can be had). */
+#define STACK_SCRATCH 65536
+static void *scratch(size_t need, void *stack_buf) {
+  if (need <= STACK_SCRATCH) return stack_buf;
+  void *m = mmap(NULL, need, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static void scratch_free(void *mem, size_t need) {
+  if (mem && need > STACK_SCRATCH) munmap(mem, need);
 }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
@@ -129,12 +147,29 @@ static void *real(const char *name) {
   return dlsym(RTLD_NEXT, name);
 }
 
-/* The image is about to be replaced: complete its trace now. If exec then
- * fails, the process goes on and a later CUDA call starts a new trace. */
-static void before_exec(void) {
+/* Looked up at load time: dlsym may allocate. */
+static execve_fn rexecve;
+static execvpe_fn rexecvpe;
+static spawn_fn rspawn, rspawnp;
+
+__attribute__((constructor(103))) static void spawn_resolve(void) {
   int saved = errno;
-  gp_shutdown_for_exec();
+  rexecve = (execve_fn)real("execve");
+  rexecvpe = (execvpe_fn)real("execvpe");
+  rspawn = (spawn_fn)real("posix_spawn");
+  rspawnp = (spawn_fn)real("posix_spawnp");
   errno = saved;
+}
+
+/* The image is about to be replaced: complete its trace now (unless this
+ * is a vfork child, whose memory and trace are its parent's). If exec then
+ * fails, the process goes on and a later CUDA call starts a new trace. */
+static int before_exec(void) {
+  int saved = errno;
+  int owner = gp_lifecycle_owner();
+  if (owner) gp_shutdown_for_exec();
+  errno = saved;
+  return owner;
 }
 
 static void after_failed_exec(void) {
@@ -145,23 +180,21 @@ static void after_failed_exec(void) {
 
 static int do_exec(int path_search, const char *file, char *const argv[],
                    char *const envp[]) {
-  static execve_fn rexecve;
-  static execvpe_fn rexecvpe;
-  if (!rexecve) rexecve = (execve_fn)real("execve");
-  if (!rexecvpe) rexecvpe = (execvpe_fn)real("execvpe");
+  if (!rexecve) spawn_resolve(); /* called before the constructors ran */
   execve_fn f = path_search ? rexecvpe : rexecve;
   if (!f) {
     errno = ENOSYS;
     return -1;
   }
-  char *buf;
-  char **env = fixed_env(envp, &buf);
-  before_exec();
+  size_t need = env_need(envp);
+  _Alignas(16) char stack_buf[need <= STACK_SCRATCH ? need : 1];
+  void *mem = scratch(need, stack_buf);
+  char **env = mem ? fixed_env(envp, mem) : NULL;
+  int owner = before_exec();
   int r = f(file, argv, env ? env : envp);
   int e = errno;
-  free(env);
-  free(buf);
-  after_failed_exec();
+  scratch_free(mem, need);
+  if (owner) after_failed_exec();
   errno = e;
   return r;
 }
@@ -179,38 +212,42 @@ GP_EXPORT int execvp(const char *file, char *const argv[]) {
   return do_exec(1, file, argv, environ);
 }
 
-/* execl* take their arguments inline: gather them (bounded). */
-#define MAX_ARGS 4096
-static int collect(const char *arg0, va_list ap, char **argv, char ***envp) {
-  int n = 0;
-  argv[n++] = (char *)arg0;
-  while (arg0 && n < MAX_ARGS) {
-    char *a = va_arg(ap, char *);
-    argv[n++] = a;
-    if (!a) break;
-  }
-  if (n == MAX_ARGS) {
-    errno = E2BIG;
-    return -1;
-  }
-  if (envp) *envp = va_arg(ap, char **);
-  return 0;
+/* glibc declares arg non-null; a program may still pass NULL (no
+ * arguments at all), which the real execl takes. */
+static inline const char *unchecked(const char *p) {
+  __asm__("" : "+r"(p));
+  return p;
 }
 
+/* execl* take their arguments inline: counted, then gathered into an
+ * array on the stack (or a mapping past 64 KiB). */
 #define EXECL_BODY(SEARCH, WITH_ENV)                                           \
-  char **argv = malloc(MAX_ARGS * sizeof *argv);                               \
+  const char *first = unchecked(arg);                                          \
+  va_list ap, ap2;                                                             \
+  va_start(ap, arg);                                                           \
+  va_copy(ap2, ap);                                                            \
+  size_t n = 1;                                                                \
+  if (first)                                                                   \
+    while (va_arg(ap2, char *)) n++;                                           \
+  va_end(ap2);                                                                 \
+  size_t need = (n + 1) * sizeof(char *);                                      \
+  _Alignas(16) char stack_buf[need <= STACK_SCRATCH ? need : 1];               \
+  char **argv = scratch(need, stack_buf);                                      \
   if (!argv) {                                                                 \
+    va_end(ap);                                                                \
     errno = ENOMEM;                                                            \
     return -1;                                                                 \
   }                                                                            \
+  argv[0] = (char *)first;                                                     \
+  for (size_t i = 1; i < n; i++) argv[i] = va_arg(ap, char *);                 \
+  argv[n] = NULL;                                                              \
+  if (first) (void)va_arg(ap, char *); /* the terminating NULL */              \
   char **envp = environ;                                                       \
-  va_list ap;                                                                  \
-  va_start(ap, arg);                                                           \
-  int rc = collect(arg, ap, argv, WITH_ENV ? &envp : NULL);                    \
+  if (WITH_ENV) envp = va_arg(ap, char **);                                    \
   va_end(ap);                                                                  \
-  if (rc == 0) rc = do_exec(SEARCH, path, argv, envp);                         \
+  int rc = do_exec(SEARCH, path, argv, envp);                                  \
   int e = errno;                                                               \
-  free(argv);                                                                  \
+  scratch_free(argv, need);                                                    \
   errno = e;                                                                   \
   return rc;
 
@@ -224,17 +261,17 @@ GP_EXPORT int execle(const char *path, const char *arg, ...) {
   EXECL_BODY(0, 1)
 }
 
-static int do_spawn(const char *name, pid_t *pid, const char *file,
+static int do_spawn(spawn_fn f, pid_t *pid, const char *file,
                     const posix_spawn_file_actions_t *fa,
                     const posix_spawnattr_t *attr, char *const argv[],
                     char *const envp[]) {
-  spawn_fn f = (spawn_fn)real(name);
   if (!f) return ENOSYS;
-  char *buf;
-  char **env = fixed_env(envp, &buf);
+  size_t need = env_need(envp);
+  _Alignas(16) char stack_buf[need <= STACK_SCRATCH ? need : 1];
+  void *mem = scratch(need, stack_buf);
+  char **env = mem ? fixed_env(envp, mem) : NULL;
   int r = f(pid, file, fa, attr, argv, env ? env : envp);
-  free(env);
-  free(buf);
+  scratch_free(mem, need);
   return r;
 }
 
@@ -242,12 +279,14 @@ GP_EXPORT int posix_spawn(pid_t *pid, const char *path,
                           const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[],
                           char *const envp[]) {
-  return do_spawn("posix_spawn", pid, path, fa, attr, argv, envp);
+  if (!rspawn) spawn_resolve();
+  return do_spawn(rspawn, pid, path, fa, attr, argv, envp);
 }
 
 GP_EXPORT int posix_spawnp(pid_t *pid, const char *file,
                            const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[],
                            char *const envp[]) {
-  return do_spawn("posix_spawnp", pid, file, fa, attr, argv, envp);
+  if (!rspawnp) spawn_resolve();
+  return do_spawn(rspawnp, pid, file, fa, attr, argv, envp);
 }

@@ -24,6 +24,12 @@
  *                  the children.
  *   spin           CUDA work, then launches without end
  *   spinchild      the same, SIGUSR2 to its parent after the first launches
+ *   vfork N        CUDA work, then a vfork child that execs /bin/true, N
+ *                  launches, a vfork child that calls _exit(0), N
+ *                  launches, a vfork child whose exec fails, N launches;
+ *                  prints "launches=L" (all of them), exits 0
+ *   execl          CUDA work, then execl of sh with 5000 arguments, which
+ *                  checks that it got them all (exit 0) or exits 1
  *   closefds PATH [rm]
  *                  CUDA work, then closes every descriptor from 3 up (as
  *                  a daemon does; with rm, removes every *.gph here too),
@@ -303,6 +309,35 @@ int main(int argc, char **argv) {
     volatile uintptr_t addr = 0; /* not known at compile time: a real store */
     *(volatile int *)addr = 1;
     return 1;
+  }
+  if (!strcmp(mode, "execl")) {
+#define A10 "a", "a", "a", "a", "a", "a", "a", "a", "a", "a"
+#define A100 A10, A10, A10, A10, A10, A10, A10, A10, A10, A10
+#define A1000 A100, A100, A100, A100, A100, A100, A100, A100, A100, A100
+    execl("/bin/sh", "sh", "-c", "test $# -eq 5000", "sh", A1000, A1000, A1000,
+          A1000, A1000, (char *)NULL);
+    perror("execl");
+    return 2;
+  }
+  if (!strcmp(mode, "vfork")) {
+    int launches = 3;
+    for (int i = 0; i < 3; i++) {
+      char *const args[] = {"true", NULL};
+      pid_t pid = vfork();
+      if (pid == 0) {
+        if (i == 0) execv("/bin/true", args);
+        if (i == 2) execv("/nonexistent/program", args);
+        _exit(i == 0 ? 127 : 0);
+      }
+      int st;
+      if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+          WEXITSTATUS(st) != 0)
+        return 1;
+      if (work(n)) return 1;
+      launches += n;
+    }
+    printf("launches=%d\n", launches);
+    return 0;
   }
   if (!strcmp(mode, "closefds") && argc > 2) {
     for (int fd = 3; fd < 1024; fd++) close(fd);

@@ -1142,6 +1142,25 @@ def t_closed_fd():
     check(traces(d) == [], f"traces {traces(d)}")
 
 
+def t_vfork():
+    """vfork children (Python's subprocess uses vfork) run in the parent's
+    memory: their exec, _exit, and a failed exec leave the parent's trace
+    alone. The parent's trace is one file, complete, with every kernel,
+    and nothing is said on stderr. An execl of 5000 arguments goes
+    through whole."""
+    d = workdir()
+    p = run([prog(HARDEN), "vfork", "50"], d)
+    check(p.returncode == 0, f"program returned {p.returncode}: {p.stderr}")
+    check(p.stdout.strip() == "launches=153", f"stdout {p.stdout!r}")
+    check(p.stderr == "", f"stderr {p.stderr!r}")
+    complete_trace(d, "vfork", 153)
+    # execl with more arguments than the wrapper once gathered (4096)
+    d = workdir()
+    p = run([prog(HARDEN), "execl"], d)
+    check(p.returncode == 0, f"execl of 5000 arguments: {p.returncode} {p.stderr!r}")
+    complete_trace(d, "execl", 3)
+
+
 def t_launch_dims():
     """Every dim3 launch function, with grids and blocks whose totals are
     worked out here from the call's index i (prog_launch.c, which passes i
@@ -1269,7 +1288,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
-         "thread_names": t_thread_names, "closed_fd": t_closed_fd}
+         "thread_names": t_thread_names, "closed_fd": t_closed_fd,
+         "vfork": t_vfork}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
