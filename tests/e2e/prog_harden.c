@@ -28,6 +28,9 @@
  *                  launches, a vfork child that calls _exit(0), N
  *                  launches, a vfork child whose exec fails, N launches;
  *                  prints "launches=L" (all of them), exits 0
+ *   exitsig        CUDA work, then a 200 us interval timer whose SIGALRM
+ *                  handler calls _exit(7) once the program is leaving, and
+ *                  exit(0): ends with 7 (or 0), never hangs
  *   execl          CUDA work, then execl of sh with 5000 arguments, which
  *                  checks that it got them all (exit 0) or exits 1
  *   closefds PATH [rm]
@@ -40,6 +43,7 @@
  *                  descriptor open
  */
 #include <stdint.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -66,6 +70,12 @@ static int work(int launches) {
   for (int i = 0; i < launches; i++)
     if (launch()) return 1;
   return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+static volatile sig_atomic_t leaving;
+static void on_alarm_exit(int sig) {
+  (void)sig;
+  if (leaving) _exit(7);
 }
 
 static long status_kb(const char *key) {
@@ -309,6 +319,13 @@ int main(int argc, char **argv) {
     volatile uintptr_t addr = 0; /* not known at compile time: a real store */
     *(volatile int *)addr = 1;
     return 1;
+  }
+  if (!strcmp(mode, "exitsig")) {
+    signal(SIGALRM, on_alarm_exit);
+    struct itimerval it = {{0, 200}, {0, 200}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    leaving = 1;
+    exit(0);
   }
   if (!strcmp(mode, "execl")) {
 #define A10 "a", "a", "a", "a", "a", "a", "a", "a", "a", "a"

@@ -1159,6 +1159,12 @@ def t_vfork():
     p = run([prog(HARDEN), "execl"], d)
     check(p.returncode == 0, f"execl of 5000 arguments: {p.returncode} {p.stderr!r}")
     complete_trace(d, "execl", 3)
+    # _exit from a signal handler while exit() completes the trace on the
+    # same thread: before, it waited for ever on the shutdown lock
+    for _ in range(5):
+        d = workdir()
+        p = run([prog(HARDEN), "exitsig"], d, timeout=20)
+        check(p.returncode in (0, 7), f"exitsig: returned {p.returncode} {p.stderr!r}")
 
 
 def t_launch_dims():
