@@ -46,8 +46,12 @@ static const char usage_text[] =
     "set to a fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N\n"
     "items (samples, tokens) per step; the other GPUPHASE_* variables of the\n"
     "library are passed through (see README).\n"
-    "exit status: COMMAND's own; 127 if it cannot be found, 126 if it\n"
-    "cannot be run, 2 for a usage error.\n";
+    "signals: SIGTERM and SIGHUP are passed on to COMMAND (kept ignored when\n"
+    "they were ignored at start, as under nohup); SIGINT and SIGQUIT are\n"
+    "ignored here, like system() does: the terminal sends them to COMMAND.\n"
+    "exit status: COMMAND's own (killed by a signal: killed by the same);\n"
+    "127 if it cannot be found, 126 if it cannot be run, 2 for a usage\n"
+    "error.\n";
 
 /* The help or the version written: 0, or 1 with a line saying why when
  * standard output could not take it (a full disk, a closed pipe). */
@@ -244,11 +248,15 @@ static int run(int argc, char **argv) {
   }
   /* Like system(): the terminal's ^C and ^\ go to the child, not to us. */
   struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
-  struct sigaction old_int, old_quit;
+  struct sigaction old_int, old_quit, old_term, old_hup;
   sigaction(SIGINT, &ign, &old_int);
   sigaction(SIGQUIT, &ign, &old_quit);
-  sigaction(SIGTERM, &fwd, NULL);
-  sigaction(SIGHUP, &fwd, NULL);
+  /* SIGTERM and SIGHUP are passed on, unless they were ignored when we
+   * started (nohup, a trap ''): then we and the program ignore them. */
+  sigaction(SIGTERM, NULL, &old_term);
+  sigaction(SIGHUP, NULL, &old_hup);
+  if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &fwd, NULL);
+  if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &fwd, NULL);
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) errpipe[0] = errpipe[1] = -1;
   child = fork();
@@ -259,8 +267,8 @@ static int run(int argc, char **argv) {
   if (child == 0) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     execvp(argv[i], argv + i);
     int e = errno;
     if (errpipe[1] >= 0) {

@@ -335,6 +335,36 @@ def t_run_tool():
     check(p.returncode == -signal.SIGABRT, f"signal must pass through: {p.returncode}")
 
 
+def t_run_ignored():
+    """`nohup gpuphase run -- cmd`: SIGHUP (and SIGTERM) ignored when the
+    launcher starts stay ignored in the program, as without the launcher
+    (before, the program got them back at their default and died when the
+    terminal closed); left at their default, the program has them at the
+    default too."""
+    def ignore_hup_term():
+        default_dispositions()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    cmd = [RUN, "run", "-q", "--", "sh", "-c", "grep SigIgn /proc/$$/status"]
+    for pre, want in ((ignore_hup_term, True), (default_dispositions, False)):
+        d = workdir()
+        p = run(cmd, d, preload=False, preexec_fn=pre)
+        check(p.returncode == 0, f"launcher returned {p.returncode}: {p.stderr}")
+        mask = int(p.stdout.split()[1], 16)
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            got = bool(mask & (1 << (sig - 1)))
+            check(got == want, f"{signal.Signals(sig).name} ignored in the program: {got}, want {want}")
+    # SIGHUP sent to a launcher that ignores it: the program goes on
+    d = workdir()
+    pr = subprocess.Popen([RUN, "run", "-q", "--", "sh", "-c", "sleep 1; echo survived"], cwd=d,
+                          env=env(preload=False), stdout=subprocess.PIPE, text=True,
+                          preexec_fn=ignore_hup_term)
+    time.sleep(0.3)
+    pr.send_signal(signal.SIGHUP)
+    out, _ = pr.communicate(timeout=30)
+    check(pr.returncode == 0 and out.strip() == "survived", f"nohup'd run: {pr.returncode} {out!r}")
+
+
 def t_exec():
     """exec completes the current image's trace; the new image (same pid)
     keeps the preload and the output pattern although its environment was
@@ -1286,7 +1316,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "forkchain": t_forkchain,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
-         "run_tool": t_run_tool, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
+         "run_tool": t_run_tool, "run_ignored": t_run_ignored, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
