@@ -7,7 +7,8 @@
  * left to happen again (same core, same siginfo), anything else is raised
  * again. sigaction and signal are interposed so that the application keeps
  * seeing what it set (SIG_DFL where it set nothing), that a handler or
- * SIG_IGN it sets replaces ours, and that SIG_DFL set again gets ours back.
+ * SIG_IGN it sets replaces ours, and that SIG_DFL set again gets ours back
+ * (sigset, bsd_signal and sysv_signal too, at the end of this file).
  * The kernel's disposition is the truth about whether ours is installed:
  * system(), raw syscalls and glibc-internal calls bypass these wrappers. */
 #include <dlfcn.h>
@@ -242,4 +243,45 @@ GP_EXPORT handler_fn signal(int sig, handler_fn h) {
   handler_fn prev = real_signal(sig, SIG_DFL);
   if (prev != SIG_ERR && real_sigaction(sig, NULL, &cur) == 0) install(sig, &cur);
   return prev;
+}
+
+/* sysv_signal, bsd_signal and sigset set a disposition as signal does,
+ * each with its own flags (sigset also holds and releases the signal): the
+ * real one is called, what it returns is read through the application's
+ * view (ours is SIG_DFL to it), and SIG_DFL set gets ours back. Before,
+ * they returned our handler, and a program that put it back later
+ * installed it without SA_SIGINFO. */
+static handler_fn other_setter(const char *name, _Atomic(signal_fn) *cache,
+                               int sig, handler_fn h) {
+  signal_fn f = atomic_load(cache);
+  if (!f) {
+    f = (signal_fn)dlsym(RTLD_NEXT, name);
+    if (!f) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    atomic_store(cache, f);
+  }
+  if (passes(sig)) return f(sig, h);
+  struct sigaction cur;
+  int was_ours = real_sigaction(sig, NULL, &cur) == 0 && ours(&cur);
+  handler_fn view_prev = view[sig].sa_handler;
+  handler_fn prev = f(sig, h);
+  if (prev == SIG_ERR) return SIG_ERR;
+  if (was_ours && prev != SIG_HOLD) prev = view_prev;
+  if (h == SIG_DFL && real_sigaction(sig, NULL, &cur) == 0 && is_default(&cur))
+    install(sig, &cur);
+  return prev;
+}
+
+static _Atomic(signal_fn) real_sysv_p, real_bsd_p, real_sigset_p;
+
+GP_EXPORT handler_fn sysv_signal(int sig, handler_fn h) {
+  return other_setter("sysv_signal", &real_sysv_p, sig, h);
+}
+GP_EXPORT handler_fn bsd_signal(int sig, handler_fn h) {
+  return other_setter("bsd_signal", &real_bsd_p, sig, h);
+}
+GP_EXPORT handler_fn sigset(int sig, handler_fn h) {
+  return other_setter("sigset", &real_sigset_p, sig, h);
 }

@@ -28,6 +28,10 @@
  *                  launches, a vfork child that calls _exit(0), N
  *                  launches, a vfork child whose exec fails, N launches;
  *                  prints "launches=L" (all of them), exits 0
+ *   restore SIG F  CUDA work, then F (sigset, bsd_signal or sysv_signal)
+ *                  sets a handler for SIG, prints "dfl" if it returned
+ *                  SIG_DFL (else "other"), puts back what it returned with
+ *                  F and raises SIG: dies by it
  *   exitsig        CUDA work, then a 200 us interval timer whose SIGALRM
  *                  handler calls _exit(7) once the program is leaving, and
  *                  exit(0): ends with 7 (or 0), never hangs
@@ -47,6 +51,7 @@
 #include <sys/wait.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -319,6 +324,22 @@ int main(int argc, char **argv) {
     volatile uintptr_t addr = 0; /* not known at compile time: a real store */
     *(volatile int *)addr = 1;
     return 1;
+  }
+  if (!strcmp(mode, "restore") && argc > 3) {
+    /* looked up as the program's own call would bind (some are deprecated
+     * or undeclared in this header set) */
+    typedef void (*handler)(int);
+    handler (*fn)(int, handler);
+    void *p = dlsym(RTLD_DEFAULT, argv[3]);
+    if (!p) return 2;
+    memcpy(&fn, &p, sizeof p);
+    void (*old)(int) = fn(n, on_sig);
+    printf("%s\n", old == SIG_DFL ? "dfl" : "other");
+    fflush(stdout);
+    if (fn(n, old) != on_sig) return 1;
+    raise(n);
+    printf("survived\n");
+    return 0;
   }
   if (!strcmp(mode, "exitsig")) {
     signal(SIGALRM, on_alarm_exit);

@@ -960,6 +960,23 @@ def t_signals():
               f"group {name}: no complete trace in {files}")
 
 
+def t_signal_setters():
+    """sigset, bsd_signal and sysv_signal, like signal: the program reads
+    back SIG_DFL where it set nothing (before, our handler), puts it back
+    with the same call, and the signal then ends the program by it, with
+    the trace completed (before, our handler came back without SA_SIGINFO
+    and a fault could be swallowed)."""
+    for fn in ("sigset", "bsd_signal", "sysv_signal"):
+        for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGTERM):
+            d = workdir()
+            p = run([prog(HARDEN), "restore", str(int(sig)), fn], d, NO_SAN_HANDLERS,
+                    preexec_fn=default_dispositions)
+            what = f"{fn} {signal.Signals(sig).name}"
+            check(p.stdout.strip() == "dfl", f"{what}: read back {p.stdout!r}")
+            check(p.returncode == -sig, f"{what}: returned {p.returncode}")
+            complete_trace(d, what, 3)
+
+
 def t_handlers():
     """Handlers the program installs after the profiler started are the
     ones that run; SIG_IGN set later is kept; a program that sets SIG_DFL
@@ -1320,7 +1337,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
-         "signals": t_signals, "handlers": t_handlers, "disk_full": t_disk_full,
+         "signals": t_signals, "signal_setters": t_signal_setters, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
