@@ -14,15 +14,18 @@
  * of the objects its native frames lie in (dl_iterate_phdr; objects a
  * dlclose removed are described by the dlclose wrapper before they go)
  * and the PYCODE records. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gp_apitab.h"
@@ -154,6 +157,72 @@ static double clock_rate(void) {
 
 static void set_up(void);
 
+/* ---- libunwind's descriptors ----
+ * libunwind 1.6 checks memory it is unsure of (frames without unwind
+ * tables) by writing a byte of it into a pipe it opens at set-up, and
+ * reading it back. A program that closes every descriptor it did not
+ * open (a daemon does) and opens its own files under those numbers would
+ * have libunwind read and write its files. The pipe's two ends are noted
+ * at set-up (the FIFOs that were not open before), and each capture first
+ * checks that they are still that pipe; when they are not, call sites stop
+ * for the rest of the process, with one line on stderr. */
+#define FD_NOTE_MAX 65536
+static struct {
+  int n;
+  int fd[2];
+  dev_t dev[2];
+  ino_t ino[2];
+  _Atomic int lost; /* the pipe is gone: no more captures */
+} U;
+
+/* Calls fn(fd, arg) for each open descriptor (from /proc/self/fd). */
+static void each_fd(void (*fn)(int, void *), void *arg) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  int self = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end || end == e->d_name || fd == self || fd < 0 || fd >= FD_NOTE_MAX)
+      continue;
+    fn((int)fd, arg);
+  }
+  closedir(d);
+}
+
+static void mark_fd(int fd, void *bits) {
+  ((unsigned char *)bits)[fd / 8] |= (unsigned char)(1u << (fd % 8));
+}
+
+static void note_new_fifo(int fd, void *bits) {
+  struct stat st;
+  if ((((unsigned char *)bits)[fd / 8] >> (fd % 8)) & 1) return;
+  if (U.n >= 2 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  U.fd[U.n] = fd;
+  U.dev[U.n] = st.st_dev;
+  U.ino[U.n] = st.st_ino;
+  U.n++;
+}
+
+/* 1 when libunwind's pipe (if it has one) is still its own. */
+static MAYBE_UNUSED int unw_fds_ok(void) {
+  if (!U.n) return 1;
+  if (atomic_load_explicit(&U.lost, memory_order_relaxed)) return 0;
+  int saved = errno, ok = 1;
+  for (int i = 0; i < U.n && ok; i++) {
+    struct stat st;
+    ok = fstat(U.fd[i], &st) == 0 && S_ISFIFO(st.st_mode) &&
+         st.st_dev == U.dev[i] && st.st_ino == U.ino[i];
+  }
+  if (!ok && !atomic_exchange(&U.lost, 1))
+    gp_warn("the program closed or reused the descriptors of libunwind's "
+            "pipe (%d, %d); no more call sites", U.fd[0],
+            U.n > 1 ? U.fd[1] : -1);
+  errno = saved;
+  return ok;
+}
+
 void gp_stacks_start(void) {
   /* Settings, policy table and rates once per process image: a recording
    * that starts again (after a failed exec) finds them as they were, and
@@ -177,7 +246,10 @@ static void set_up(void) {
     gp_warn("GPUPHASE_STACKS: built without libunwind; no call sites");
   S.mode = GP_STK_OFF;
 #else
+  static unsigned char before[FD_NOTE_MAX / 8];
+  if (S.mode != GP_STK_OFF) each_fd(mark_fd, before);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  if (S.mode != GP_STK_OFF) each_fd(note_new_fifo, before);
 #endif
   dl_iterate_phdr(find_own, (void *)(uintptr_t)gp_stacks_start);
   S.napi = gp_api_count();
@@ -315,7 +387,7 @@ MAYBE_UNUSED static void renew(struct stk_table *t, uint32_t gen) {
 static uint16_t capture(struct gp_tbuf *b, uint64_t now) {
 #if GP_HAVE_LIBUNWIND
   struct stk_table *t = b->stk;
-  if (!t) return 0;
+  if (!t || !unw_fds_ok()) return 0;
   uint32_t gen = atomic_load_explicit(&S.generation, memory_order_relaxed);
   if (GP_UNLIKELY(t->generation != gen)) renew(t, gen);
   enum { OWN_MAX = 16 };

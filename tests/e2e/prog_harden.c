@@ -37,6 +37,12 @@
  *                  exit(0): ends with 7 (or 0), never hangs
  *   execl          CUDA work, then execl of sh with 5000 arguments, which
  *                  checks that it got them all (exit 0) or exits 1
+ *   unwfds DIR     CUDA work, then closes every descriptor from 3 up, opens
+ *                  DIR/input.txt to read and DIR/output.txt to write (the
+ *                  lowest numbers), launches 2000 kernels from a function
+ *                  without unwind tables (prog_harden_nouw.c), writes
+ *                  "app data\n" to output.txt and prints what it reads
+ *                  from input.txt
  *   closefds PATH [rm]
  *                  CUDA work, then closes every descriptor from 3 up (as
  *                  a daemon does; with rm, removes every *.gph here too),
@@ -76,6 +82,8 @@ static int work(int launches) {
     if (launch()) return 1;
   return cudaDeviceSynchronize() != cudaSuccess;
 }
+
+int nouw_work(int launches); /* prog_harden_nouw.c */
 
 static volatile sig_atomic_t leaving;
 static void on_alarm_exit(int sig) {
@@ -375,6 +383,22 @@ int main(int argc, char **argv) {
       launches += n;
     }
     printf("launches=%d\n", launches);
+    return 0;
+  }
+  if (!strcmp(mode, "unwfds") && argc > 2) {
+    char in[4096], out[4096];
+    snprintf(in, sizeof in, "%s/input.txt", argv[2]);
+    snprintf(out, sizeof out, "%s/output.txt", argv[2]);
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    int fi = open(in, O_RDONLY), fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fi < 0 || fo < 0 || nouw_work(2000)) return 1;
+    const char data[] = "app data\n";
+    if (write(fo, data, sizeof data - 1) != (ssize_t)sizeof data - 1) return 1;
+    char buf[256];
+    ssize_t k = read(fi, buf, sizeof buf - 1);
+    if (k < 0) return 1;
+    buf[k] = 0;
+    printf("read=%s", buf);
     return 0;
   }
   if (!strcmp(mode, "closefds") && argc > 2) {

@@ -1169,7 +1169,7 @@ def t_closed_fd():
     into it), and the trace, opened again by its name, is complete with
     every kernel. When the trace file was removed as well, it cannot be
     opened again: one line says so, nothing goes into the program's file,
-    and the program's exit is unchanged."""
+    and the program's exit is unchanged. libunwind's pipe the same."""
     d = workdir()
     app = os.path.join(d, "app.dat")
     p = run([prog(HARDEN), "closefds", app], d)
@@ -1187,6 +1187,22 @@ def t_closed_fd():
     lines = [l for l in p.stderr.splitlines() if "cannot be opened again" in l]
     check(len(lines) == 1 and "the trace ends here" in lines[0], f"stderr {p.stderr!r}")
     check(traces(d) == [], f"traces {traces(d)}")
+
+    # libunwind's own pipe (it checks memory through it when a frame has
+    # no unwind tables): the program's files under its numbers are left
+    # alone (before, libunwind read 4 bytes of the input and wrote into the
+    # output); call sites stop, said once
+    d = workdir()
+    with open(os.path.join(d, "input.txt"), "w") as f:
+        f.write("ABCDEFGHIJ\n")
+    p = run([prog(HARDEN), "unwfds", d], d, {"GPUPHASE_STACKS": "all"})
+    check(p.returncode == 0, f"unwfds returned {p.returncode}: {p.stderr}")
+    check(p.stdout == "read=ABCDEFGHIJ\n", f"the program read {p.stdout!r}")
+    with open(os.path.join(d, "output.txt"), "rb") as f:
+        check(f.read() == b"app data\n", "libunwind wrote into the program's file")
+    said = [l for l in p.stderr.splitlines() if "libunwind's pipe" in l]
+    check(len(said) <= 1, f"stderr {p.stderr!r}")
+    complete_trace(d, "unwfds", 2003)
 
 
 def t_vfork():
