@@ -163,9 +163,11 @@ static void set_up(void);
  * reading it back. A program that closes every descriptor it did not
  * open (a daemon does) and opens its own files under those numbers would
  * have libunwind read and write its files. The pipe's two ends are noted
- * at set-up (the FIFOs that were not open before), and each capture first
- * checks that they are still that pipe; when they are not, call sites stop
- * for the rest of the process, with one line on stderr. */
+ * at set-up (the FIFOs that were not open before). close, close_range,
+ * closefrom, dup2 and dup3 are interposed: one that touches either end
+ * stops call sites for the rest of the process (one line on stderr), and
+ * a capture then tests only that flag. Raw system calls bypass them: the
+ * writer thread checks the ends' identity each pass as well. */
 #define FD_NOTE_MAX 65536
 static struct {
   int n;
@@ -191,11 +193,11 @@ static void each_fd(void (*fn)(int, void *), void *arg) {
   closedir(d);
 }
 
-static void mark_fd(int fd, void *bits) {
+static MAYBE_UNUSED void mark_fd(int fd, void *bits) {
   ((unsigned char *)bits)[fd / 8] |= (unsigned char)(1u << (fd % 8));
 }
 
-static void note_new_fifo(int fd, void *bits) {
+static MAYBE_UNUSED void note_new_fifo(int fd, void *bits) {
   struct stat st;
   if ((((unsigned char *)bits)[fd / 8] >> (fd % 8)) & 1) return;
   if (U.n >= 2 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
@@ -205,22 +207,82 @@ static void note_new_fifo(int fd, void *bits) {
   U.n++;
 }
 
-/* 1 when libunwind's pipe (if it has one) is still its own. */
-static MAYBE_UNUSED int unw_fds_ok(void) {
-  if (!U.n) return 1;
-  if (atomic_load_explicit(&U.lost, memory_order_relaxed)) return 0;
-  int saved = errno, ok = 1;
-  for (int i = 0; i < U.n && ok; i++) {
-    struct stat st;
-    ok = fstat(U.fd[i], &st) == 0 && S_ISFIFO(st.st_mode) &&
-         st.st_dev == U.dev[i] && st.st_ino == U.ino[i];
-  }
-  if (!ok && !atomic_exchange(&U.lost, 1))
-    gp_warn("the program closed or reused the descriptors of libunwind's "
+static void unw_lose(void) {
+  if (!atomic_exchange(&U.lost, 1))
+    gp_warn("the program closed or replaced the descriptors of libunwind's "
             "pipe (%d, %d); no more call sites", U.fd[0],
             U.n > 1 ? U.fd[1] : -1);
-  errno = saved;
-  return ok;
+}
+
+/* An application call about to close or replace descriptors lo..hi. */
+static inline void fds_going(unsigned lo, unsigned hi) {
+  for (int i = 0; i < U.n; i++)
+    if ((unsigned)U.fd[i] >= lo && (unsigned)U.fd[i] <= hi) {
+      int saved = errno;
+      unw_lose();
+      errno = saved;
+      return;
+    }
+}
+
+/* The writer's pass: the ends are still that pipe (raw system calls). */
+static void unw_verify(void) {
+  if (!U.n || atomic_load_explicit(&U.lost, memory_order_relaxed)) return;
+  for (int i = 0; i < U.n; i++) {
+    struct stat st;
+    if (fstat(U.fd[i], &st) != 0 || !S_ISFIFO(st.st_mode) ||
+        st.st_dev != U.dev[i] || st.st_ino != U.ino[i]) {
+      unw_lose();
+      return;
+    }
+  }
+}
+
+#define FD_REAL(type, name, args)                                              \
+  static type(*real_##name) args;                                              \
+  if (!real_##name) {                                                          \
+    void *p_ = dlsym(RTLD_NEXT, #name);                                        \
+    if (!p_) {                                                                 \
+      errno = ENOSYS;                                                          \
+      return -1;                                                               \
+    }                                                                          \
+    memcpy(&real_##name, &p_, sizeof p_);                                      \
+  }
+
+GP_EXPORT int close(int fd) {
+  FD_REAL(int, close, (int))
+  if (U.n && fd >= 0) fds_going((unsigned)fd, (unsigned)fd);
+  return real_close(fd);
+}
+
+GP_EXPORT int close_range(unsigned lo, unsigned hi, int flags) {
+  FD_REAL(int, close_range, (unsigned, unsigned, int))
+  /* CLOSE_RANGE_CLOEXEC (4) only marks them */
+  if (U.n && !(flags & 4)) fds_going(lo, hi);
+  return real_close_range(lo, hi, flags);
+}
+
+GP_EXPORT void closefrom(int lo) {
+  static void (*real_closefrom)(int);
+  if (!real_closefrom) {
+    void *p = dlsym(RTLD_NEXT, "closefrom");
+    if (!p) return;
+    memcpy(&real_closefrom, &p, sizeof p);
+  }
+  if (U.n && lo >= 0) fds_going((unsigned)lo, ~0u);
+  real_closefrom(lo);
+}
+
+GP_EXPORT int dup2(int old, int fd) {
+  FD_REAL(int, dup2, (int, int))
+  if (U.n && fd >= 0 && old != fd) fds_going((unsigned)fd, (unsigned)fd);
+  return real_dup2(old, fd);
+}
+
+GP_EXPORT int dup3(int old, int fd, int flags) {
+  FD_REAL(int, dup3, (int, int, int))
+  if (U.n && fd >= 0) fds_going((unsigned)fd, (unsigned)fd);
+  return real_dup3(old, fd, flags);
 }
 
 void gp_stacks_start(void) {
@@ -387,7 +449,7 @@ MAYBE_UNUSED static void renew(struct stk_table *t, uint32_t gen) {
 static uint16_t capture(struct gp_tbuf *b, uint64_t now) {
 #if GP_HAVE_LIBUNWIND
   struct stk_table *t = b->stk;
-  if (!t || !unw_fds_ok()) return 0;
+  if (!t || atomic_load_explicit(&U.lost, memory_order_relaxed)) return 0;
   uint32_t gen = atomic_load_explicit(&S.generation, memory_order_relaxed);
   if (GP_UNLIKELY(t->generation != gen)) renew(t, gen);
   enum { OWN_MAX = 16 };
@@ -1098,6 +1160,7 @@ uint64_t gp_stacks_drain_event(struct gp_tbuf *b, const struct gp_event *e,
 
 void gp_stacks_writer_poll(void) {
   if (!W.mods || S.mode == GP_STK_OFF) return;
+  unw_verify();
   /* time first, then the count: an object added in between shows */
   uint64_t now_ns = gp_clock_to_ns(gp_now());
   if (loader_adds() == W.adds_scanned) W.stable_ns = now_ns;
