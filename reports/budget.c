@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct fixed {
   const char *key, *doc;
@@ -285,19 +288,65 @@ static int load_line(struct gp_budgets *bs, char *line, const char *path,
   return gp_budgets_add(bs, p, where, err, n);
 }
 
+/* A budgets file is a few lines: more than this is not one (/dev/zero, a
+ * trace given by mistake). */
+#define BUDGETS_MAX_BYTES (1u << 20)
+#define BUDGET_LINE_MAX 4096
+
 int gp_budgets_load(struct gp_budgets *bs, const char *path, char *err,
                     size_t n) {
-  FILE *f = fopen(path, "r");
-  if (!f) return fail(err, n, "%s: %s", path, strerror(errno));
-  char *line = NULL;
-  size_t cap = 0;
-  unsigned long no = 0;
+  /* O_NONBLOCK for the open only: a FIFO without a writer would block it
+   * for ever (one with a writer, e.g. <(...), is read as it comes) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0) return fail(err, n, "%s: %s", path, strerror(errno));
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return fail(err, n, "%s: %s", path, strerror(EISDIR));
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  /* read whole, up to the limit: its size is no guide (a pipe, a device) */
+  char *buf = malloc(BUDGETS_MAX_BYTES + 1);
+  if (!buf) {
+    close(fd);
+    return fail(err, n, "%s: out of memory", path);
+  }
+  size_t len = 0;
+  int e = 0;
+  while (len <= BUDGETS_MAX_BYTES) {
+    ssize_t k = read(fd, buf + len, BUDGETS_MAX_BYTES + 1 - len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) e = errno;
+    if (k <= 0) break;
+    len += (size_t)k;
+  }
+  close(fd);
   int rc = 0;
-  while (!rc && getline(&line, &cap, f) >= 0)
-    rc = load_line(bs, line, path, ++no, err, n);
-  if (!rc && ferror(f)) rc = fail(err, n, "%s: %s", path, strerror(errno));
-  free(line);
-  fclose(f);
+  if (e)
+    rc = fail(err, n, "%s: %s", path, strerror(e));
+  else if (len > BUDGETS_MAX_BYTES)
+    rc = fail(err, n, "%s: larger than %u bytes: not a budgets file", path,
+              BUDGETS_MAX_BYTES);
+  else if (memchr(buf, 0, len))
+    rc = fail(err, n, "%s: a NUL byte: not a budgets file", path);
+  char line[BUDGET_LINE_MAX + 1];
+  unsigned long no = 0;
+  for (size_t at = 0; !rc && at < len;) {
+    const char *nl = memchr(buf + at, '\n', len - at);
+    size_t l = (nl ? (size_t)(nl - buf) : len) - at;
+    no++;
+    if (l > BUDGET_LINE_MAX) {
+      rc = fail(err, n, "%s:%lu: line longer than %u bytes", path, no,
+                BUDGET_LINE_MAX);
+      break;
+    }
+    memcpy(line, buf + at, l);
+    line[l] = 0;
+    rc = load_line(bs, line, path, no, err, n);
+    at += l + 1;
+  }
+  free(buf);
   return rc;
 }
 

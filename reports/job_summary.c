@@ -10,11 +10,13 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <zstd.h>
 
@@ -705,7 +707,10 @@ static uint64_t get_le(const uint8_t *p, int n) {
 /* The whole file, or NULL with err set. */
 static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
                       size_t errlen) {
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: a FIFO without a writer would block open() for ever */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+  if (fd >= 0 && !f) close(fd);
   struct stat st;
   if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(err, errlen, "%s: %s", path,

@@ -63,6 +63,7 @@ static const char usage[] =
     "                     folded: the call sites as collapsed stacks for\n"
     "                     flamegraph.pl or speedscope (docs/callsites.md)\n"
     "  -o, --output FILE  write the report to FILE instead of standard output\n"
+    "                     (- is standard output; never one of the inputs)\n"
     "      --from T, --to T  export only what starts in [FROM, TO); T is\n"
     "                     +DURATION from the start of the run (+1.5s, +0) or\n"
     "                     CLOCK_MONOTONIC ns as 'dump' shows (exports only)\n"
@@ -129,6 +130,7 @@ struct opts {
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
   int threads;              /* -j; 0: the CPUs available */
   int summary, merge;       /* --format summary; the merge command */
+  int out_dash;             /* -o -: standard output */
   const char *fixed;        /* an analysis option (merge cannot take it) */
   const char *timeline;     /* an option that needs the traces' events */
   const char *outopt;       /* an option of the report (not of a summary) */
@@ -207,8 +209,9 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->timeline = "--steps";
     o->ex.steps = arg;
     break;
-  case 'o':
-    o->out = arg;
+  case 'o': /* "-": standard output, as for the exports */
+    o->out = strcmp(arg, "-") ? arg : NULL;
+    o->out_dash = !o->out;
     break;
   case 'w':
     o->fixed = "--window";
@@ -363,8 +366,12 @@ static int parse(int argc, char **argv, struct opts *o) {
                        o->outopt);
   if (optind >= argc)
     return usage_error("%s", o->merge ? "no summary given" : "no trace file given");
-  if (o->summary && !o->out)
-    return usage_error("%s", "--format summary needs -o FILE");
+  if (o->summary && !o->out && !o->out_dash)
+    return usage_error("%s", "--format summary needs -o FILE (- for standard "
+                             "output)");
+  if (o->summary && o->out_dash && isatty(STDOUT_FILENO))
+    return usage_error("%s", "refusing to write a summary (binary) to a "
+                             "terminal: -o FILE");
   if (o->html_opt && (o->ex.format || strcmp(o->fmt->name, "html")))
     return usage_error("%s is for --format html", o->html_opt);
   if (o->procs_opt && (o->ex.format || o->summary ||
@@ -377,7 +384,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("%s", "--from, --to and --steps cut the window of an "
                              "export: use them with --format perfetto or chrome");
   if (o->ex.format) {
-    o->ex.out = o->out;
+    o->ex.out = o->out_dash ? "-" : o->out;
     return gp_export_precheck(&o->ex);
   }
   return -1;
@@ -505,7 +512,7 @@ static int render(const struct opts *o, char **files,
 static int summary_out(const struct opts *o, char **files, size_t n,
                        const struct gp_summary_set *set) {
   const char *clash = NULL;
-  FILE *f = gp_out_open(o->out, "wb", files, n, &clash);
+  FILE *f = o->out ? gp_out_open(o->out, "wb", files, n, &clash) : stdout;
   if (!f && clash) return refused(o->out, clash);
   if (!f) {
     fprintf(stderr, "gpuphase-report: %s: %s\n", o->out, strerror(errno));
@@ -518,7 +525,8 @@ static int summary_out(const struct opts *o, char **files, size_t n,
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
   }
-  if (gp_out_done(f, "gpuphase-report", o->out)) rc = 1;
+  if (gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output"))
+    rc = 1;
   return rc;
 }
 

@@ -56,7 +56,7 @@ static const char compare_usage[] =
     "      --step NAME        the steps' range name or glob (as the report)\n"
     "      --warmup N         steps left out at the start (max(3, 10%))\n"
     "  -f, --format FMT       text (default), markdown or json\n"
-    "  -o, --output FILE      write to FILE instead of standard output\n"
+    "  -o, --output FILE      write to FILE instead of standard output (-)\n"
     "      --junit FILE       also write JUnit XML: a testcase per gate\n"
     "      --top N            rows of the kernel and API tables (5; markdown "
     "10)\n"
@@ -98,7 +98,7 @@ static const char check_usage[] =
     "                         cannot be evaluated (e.g. no steps found)\n"
     "      --step NAME, --warmup N   how steps are found (as the report)\n"
     "  -f, --format FMT       text (default), markdown or json\n"
-    "  -o, --output FILE      write to FILE instead of standard output\n"
+    "  -o, --output FILE      write to FILE instead of standard output (-)\n"
     "      --junit FILE       also write JUnit XML: a testcase per budget\n"
     "  -j, --jobs N           threads reading the files (default: the CPUs\n"
     "                         available, within the cgroup's CPU quota)\n"
@@ -369,7 +369,7 @@ static int apply(struct cli *c, int ch, const char *arg) {
     c->format = arg;
     return 0;
   case 'o':
-    c->out = arg;
+    c->out = strcmp(arg, "-") ? arg : NULL; /* "-": standard output */
     return 0;
   case O_JUNIT:
     c->junit = arg;

@@ -184,6 +184,17 @@ static void test_same_file(const char *t, const char *b) {
   /* standard output appended to the input */
   CHECK(RUN(t, O_WRONLY | O_APPEND, t) == 2);
   CHECK(one_line("refusing to write the report to standard output"));
+  /* -o -: standard output, for every format (before, the text and JSON
+   * wrote a file named "-", and the exports got past this check) */
+  const char *dash_fmts[] = {"text", "json", "html", "perfetto", "chrome"};
+  for (size_t i = 0; i < 5; i++) {
+    CHECK(RUN(t, O_WRONLY | O_APPEND, "-f", dash_fmts[i], "-o", "-", t) == 2);
+    CHECK(one_line("refusing to write the report to standard output"));
+    CHECK(RUN(t, O_RDWR, "-f", dash_fmts[i], "-o", "-", t) == 2);
+    CHECK(intact(t));
+  }
+  CHECK(RUN(t, O_WRONLY | O_APPEND, "compare", other, "--vs", t, "-o", "-") == 2);
+  CHECK(one_line("compare: refusing to write to standard output"));
   CHECK(RUN(hard, O_WRONLY | O_APPEND, "dump", t) == 2);
   CHECK(one_line("dump: refusing to write to standard output"));
   CHECK(RUN(sym, O_WRONLY | O_APPEND, "info", other, t) == 2);
@@ -220,6 +231,36 @@ static void test_same_file(const char *t, const char *b) {
   free(hard);
   free(dotted);
   free(other);
+}
+
+/* Inputs that are not files: a FIFO without a writer as a summary or a
+ * budgets file (both once blocked for ever in open), an endless device as
+ * budgets (once read until memory ran out), a budgets file of several
+ * lines, and one with a line too long. */
+static void test_odd_inputs(const char *t) {
+  char *fifo = path_in("fifo"), *many = path_in("many.txt"),
+       *wide = path_in("wide.txt");
+  CHECK(mkfifo(fifo, 0600) == 0);
+  CHECK(RUN0("merge", fifo) == 1);
+  CHECK(one_line("not a regular file"));
+  CHECK(RUN0("check", "--budgets", fifo, t) == 2); /* empty: no budget */
+  CHECK(RUN0("check", "--budgets", "/dev/zero", t) == 2);
+  CHECK(one_line("/dev/zero: larger than 1048576 bytes: not a budgets file"));
+  const char two[] = "kernel < 99%\r\n# a comment\n\nbusy >= 0%";
+  tt_write_file(many, two, sizeof two - 1);
+  int rc = RUN0("check", "--budgets", many, t); /* parsed: a verdict */
+  CHECK(rc == 0 || rc == 1 || rc == 3);
+  char line[5000];
+  memset(line, ' ', sizeof line);
+  tt_write_file(wide, line, sizeof line);
+  CHECK(RUN0("check", "--budgets", wide, t) == 2);
+  CHECK(one_line("wide.txt:1: line longer than 4096 bytes"));
+  unlink(fifo);
+  unlink(many);
+  unlink(wide);
+  free(fifo);
+  free(many);
+  free(wide);
 }
 
 /* An output that is no input replaces what was there. */
@@ -265,6 +306,7 @@ int main(int argc, char **argv) {
   test_write_errors(t, b);
   test_same_file(t, b);
   test_other_output(t);
+  test_odd_inputs(t);
   CHECK(intact(t));
   unlink(t);
   unlink(other);
