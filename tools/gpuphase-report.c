@@ -428,7 +428,7 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {
   struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
-  char err[512];
+  char err[4608]; /* a path (PATH_MAX) and why */
   int st;
   size_t bad = gp_report_files(files, (size_t)n, &o->ro,
                                o->threads ? o->threads : gp_par_default(),
@@ -455,7 +455,7 @@ static int collect_timelines(const struct opts *o, char **files,
                              struct gp_proc_res **procs, size_t n,
                              const struct gp_job *job) {
   struct gp_report_set set = {procs, n, procs[0], job};
-  char err[512];
+  char err[4608]; /* a path (PATH_MAX) and why */
   if (gp_htl_collect_shown(&set, &o->rend, files, &o->tl,
                            o->threads ? o->threads : gp_par_default(), err,
                            sizeof err) == 0)
@@ -533,7 +533,7 @@ static int summary_out(const struct opts *o, char **files, size_t n,
 /* --format summary: the results and the job inputs of the files. */
 static int write_summary(const struct opts *o, char **files,
                          struct gp_proc_res **procs, size_t n) {
-  char err[512];
+  char err[4608]; /* a path (PATH_MAX) and why */
   struct gp_job_opts jo = o->jo;
   jo.threads = o->threads ? o->threads : gp_par_default();
   struct gp_job_input *in = NULL;
@@ -554,7 +554,7 @@ static int write_summary(const struct opts *o, char **files,
 static int merge(const struct opts *o, char **files, size_t n) {
   struct gp_summary_set set = {0};
   int rc = 0, nomem;
-  char err[512];
+  char err[4608]; /* a path (PATH_MAX) and why */
   if (gp_summary_read_all(files, n, o->threads ? o->threads : gp_par_default(),
                           &set, &nomem, err, sizeof err) < 0) {
     fprintf(stderr, "gpuphase-report: %s\n", err);
@@ -621,7 +621,7 @@ static int report(int argc, char **argv, int merging) {
   struct gp_job *job = NULL;
   if (!rc && !o.ex.format &&
       (o.job == 1 || (o.job < 0 && gp_job_wanted(procs, n)))) {
-    char err[512];
+    char err[4608]; /* a path (PATH_MAX) and why */
     o.jo.threads = o.threads ? o.threads : gp_par_default();
     if (!(job = gp_job_build(argv + optind, procs, n, &o.jo, err, sizeof err))) {
       fprintf(stderr, "gpuphase-report: %s\n", err);

@@ -142,15 +142,30 @@ static void say(struct cli *c, int code, const char *cmd, const char *msg,
   if (!c->errcode) c->errcode = code;
 }
 
+/* One clean line of at most 600 columns: a longer message (a long path)
+ * loses its middle, not its end, which says why. */
+static void clean_line(const char *msg, char *out, size_t cap) {
+  char clean[4608];
+  size_t k = gp_text_clean(msg, clean, sizeof clean, sizeof clean - 1);
+  if (k <= 600) {
+    snprintf(out, cap, "%s", clean);
+    return;
+  }
+  size_t head = 290, tail = strlen(clean) - 300; /* bytes, on characters */
+  while (head && (clean[head] & 0xc0) == 0x80) head--;
+  while ((clean[tail] & 0xc0) == 0x80) tail++;
+  snprintf(out, cap, "%.*s ... %s", (int)head, clean, clean + tail);
+}
+
 static int usage_error(struct cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int usage_error(struct cli *c, const char *fmt, ...) {
-  char msg[1400], clean[1400];
+  char msg[4608], clean[4608];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  gp_text_clean(msg, clean, sizeof clean, 600);
+  clean_line(msg, clean, sizeof clean);
   say(c, 3, c->check ? "check" : "compare", clean, 1);
   return 2;
 }
@@ -158,7 +173,7 @@ static int usage_error(struct cli *c, const char *fmt, ...) {
 /* A message of the library (budget files, traces), on one clean line. */
 static int input_error(struct cli *c, const char *msg) {
   char clean[1400];
-  gp_text_clean(msg, clean, sizeof clean, 600);
+  clean_line(msg, clean, sizeof clean);
   say(c, 1, c->check ? "check" : "compare", clean, 0);
   return 2;
 }
@@ -167,7 +182,7 @@ static int input_error(struct cli *c, const char *msg) {
  * but of its own kind for the library's callers (4: the output). */
 static int output_error(struct cli *c, const char *msg) {
   char clean[1400];
-  gp_text_clean(msg, clean, sizeof clean, 600);
+  clean_line(msg, clean, sizeof clean);
   say(c, 4, c->check ? "check" : "compare", clean, 0);
   return 2;
 }
@@ -295,7 +310,7 @@ static int count_arg(struct cli *c, const char *opt, const char *arg,
 }
 
 static int budget(struct cli *c, const char *arg, int file) {
-  char err[1400];
+  char err[4608];
   if (file) c->inputs[c->ninputs++] = (char *)arg;
   int rc = file ? gp_budgets_load(&c->bud, arg, err, sizeof err)
                 : gp_budgets_add(&c->bud, arg, "--budget", err, sizeof err);
@@ -496,7 +511,7 @@ struct read_task {
   size_t n;      /* files of both sides: the base's first */
   size_t next;   /* the next file to add */
   size_t failed; /* the first file that could not be added (n: none) */
-  char msg[600]; /* why */
+  char msg[4608]; /* why: a path (PATH_MAX) and the reason */
   pthread_mutex_t mu;
   pthread_cond_t cv;
 };
@@ -509,7 +524,7 @@ static void read_one(void *ctx, size_t i) {
   pthread_mutex_lock(&t->mu);
   int skip = t->failed < i; /* a file before it failed: not needed */
   pthread_mutex_unlock(&t->mu);
-  char err[600] = "";
+  char err[4608] = "";
   int st;
   struct gp_proc_res *r =
       skip ? NULL
@@ -563,7 +578,7 @@ typedef int (*writer_fn)(FILE *, const struct gp_cmp_out *);
 /* An output (NULL: standard output) that is one of the inputs, the same
  * file by device and inode: refused, before reading and when opening. */
 static int refused(struct cli *c, const char *path, const char *in) {
-  char msg[600];
+  char msg[4608];
   snprintf(msg, sizeof msg, "refusing to write to %s: it is the input file %s",
            path ? path : "standard output", in);
   return input_error(c, msg);
@@ -582,7 +597,7 @@ static int write_to(struct cli *c, const char *path, const char *mode,
       path ? gp_out_open(path, mode, c->inputs, c->ninputs, &clash) : stdout;
   if (!f && clash) return refused(c, path, clash);
   if (!f) {
-    char msg[600];
+    char msg[4608];
     snprintf(msg, sizeof msg, "%s: cannot write: %m", path);
     return output_error(c, msg);
   }
@@ -595,7 +610,7 @@ static int write_to(struct cli *c, const char *path, const char *mode,
    * standard error; the library's caller gets the kind and a line) */
   if (gp_out_done(f, prefix, clean) || rc < 0) {
     if (!c->errcode && c->err) {
-      char msg[600];
+      char msg[4608];
       snprintf(msg, sizeof msg, "%s: write error", clean);
       return output_error(c, msg);
     }

@@ -200,7 +200,7 @@ static int window(const struct gp_export_opts *o, struct gp_proc_res **procs,
 static int write_all(char **files, size_t n, struct gp_proc_res **procs,
                      const struct gp_tl_opts *wo, struct gp_xsink *x,
                      struct gp_tl_stats *sum) {
-  char err[600];
+  char err[4608];
   for (size_t i = 0; i < n; i++) {
     struct gp_tl_opts o = *wo;
     for (size_t j = 0; j < i; j++)

@@ -255,6 +255,17 @@ static void test_odd_inputs(const char *t) {
   tt_write_file(wide, line, sizeof line);
   CHECK(RUN0("check", "--budgets", wide, t) == 2);
   CHECK(one_line("wide.txt:1: line longer than 4096 bytes"));
+  /* a path too long for one line loses its middle, not the reason */
+  char lng[700];
+  for (size_t i = 0; i + 2 < sizeof lng; i += 2) lng[i] = 'x', lng[i + 1] = '/';
+  lng[sizeof lng - 1] = 0;
+  CHECK(RUN0(lng) == 1);
+  CHECK(one_line("/x/ ... ") || one_line(" ... x/"));
+  CHECK(one_line("No such file or directory"));
+  CHECK(RUN0("compare", lng, "--vs", t) == 2);
+  CHECK(one_line("No such file or directory"));
+  CHECK(RUN0("merge", lng) == 1);
+  CHECK(one_line("No such file or directory"));
   unlink(fifo);
   unlink(many);
   unlink(wide);
