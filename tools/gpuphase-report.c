@@ -501,9 +501,11 @@ static int render(const struct opts *o, char **files,
             n > 1 ? "the traces" : files[0]);
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
-  return gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")
-             ? 1
-             : rc < 0;
+  if (gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")) {
+    gp_out_discard(o->out);
+    return 1;
+  }
+  return rc < 0;
 }
 
 /* Writes a summary of set (traces: with the analysis options of o; a
@@ -525,8 +527,10 @@ static int summary_out(const struct opts *o, char **files, size_t n,
     fprintf(stderr, "gpuphase-report: out of memory\n");
     rc = 1;
   }
-  if (gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output"))
+  if (gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")) {
+    gp_out_discard(o->out);
     rc = 1;
+  }
   return rc;
 }
 

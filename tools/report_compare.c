@@ -609,6 +609,7 @@ static int write_to(struct cli *c, const char *path, const char *mode,
   /* a writer fails only on a write error, which gp_out_done names (on
    * standard error; the library's caller gets the kind and a line) */
   if (gp_out_done(f, prefix, clean) || rc < 0) {
+    if (mode[0] == 'w') gp_out_discard(path); /* not an appended summary */
     if (!c->errcode && c->err) {
       char msg[4608];
       snprintf(msg, sizeof msg, "%s: write error", clean);

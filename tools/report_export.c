@@ -346,9 +346,13 @@ int gp_export(char **files, size_t n, struct gp_proc_res **procs,
   if (err) { /* the write that failed, with its reason */
     fprintf(stderr, "%s: %s: write error: %s\n", P, name, strerror(err));
     if (f != stdout) fclose(f);
+    if (!to_stdout) gp_out_discard(o->out);
     return 1;
   }
-  if (gp_out_done(f, P, name) < 0) return 1;
+  if (gp_out_done(f, P, name) < 0) {
+    if (!to_stdout) gp_out_discard(o->out);
+    return 1;
+  }
   if (werr || err) {
     if (!rc || err)
       fprintf(stderr, "%s: %s: write error: %s\n", P, name,

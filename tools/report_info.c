@@ -101,6 +101,11 @@ int gp_out_done(FILE *f, const char *prefix, const char *name) {
   return -1;
 }
 
+void gp_out_discard(const char *path) {
+  struct stat st;
+  if (path && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+}
+
 /* An output that is one of the inputs is refused before anything is
  * read: exit status 2, as for a usage error. */
 static int refuse_stdout(const char *cmd, char *const *inputs, size_t n) {

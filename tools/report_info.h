@@ -30,4 +30,9 @@ FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
  * "PREFIX: NAME: write error: REASON". */
 int gp_out_done(FILE *f, const char *prefix, const char *name);
 
+/* After a failed write to path (NULL: standard output, left alone): the
+ * partial file is removed when it is a regular file, so that a full disk
+ * leaves no truncated report behind. */
+void gp_out_discard(const char *path);
+
 #endif

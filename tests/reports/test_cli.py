@@ -161,6 +161,23 @@ def test_output_file():
         check(json.load(f)["schema"] == 1, "-o file is the JSON report")
     rc, _, err = run("-o", os.path.join(TMP, "no", "such", "dir"), trace("o2.gph"))
     check(rc == 1 and err.strip(), "unwritable -o: exit 1 with a message")
+    # a write that fails part way (a full disk; here a file size limit of
+    # 256 bytes, EFBIG) leaves no truncated file behind, in every format
+    import resource
+    import signal
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
+    big = trace("o3.gph")
+    for fmt in ("json", "html", "chrome", "perfetto", "summary"):
+        out = os.path.join(TMP, "partial." + fmt)
+        p = subprocess.run([REPORT, "-f", fmt, "-o", out, big], capture_output=True,
+                           preexec_fn=small_files)
+        err = p.stderr.decode("utf-8", "replace")
+        check(p.returncode == 1 and "write error" in err and one_line(err),
+              f"-f {fmt} past the size limit: {p.returncode} {err!r}")
+        check(not os.path.exists(out), f"-f {fmt}: a partial {out} was left")
 
 
 def one_line(err):
