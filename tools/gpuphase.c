@@ -63,8 +63,7 @@ static int printed(void) {
 }
 
 static int usage_error(const char *msg) {
-  fprintf(stderr, "gpuphase: %s\n", msg);
-  fprintf(stderr, "Try 'gpuphase --help'.\n");
+  fprintf(stderr, "gpuphase: %s (see gpuphase --help)\n", msg);
   return 2;
 }
 
@@ -229,6 +228,9 @@ static int run(int argc, char **argv) {
       quiet = 1;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(usage_text, stdout);
+      return printed();
+    } else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+      printf("gpuphase %s\n", GP_VERSION);
       return printed();
     } else if (a[0] == '-' && a[1]) {
       char msg[256];

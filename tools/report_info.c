@@ -127,9 +127,8 @@ static int stdout_done(const char *cmd) {
 /* --- info and dump */
 
 static int usage_error(const char *cmd, const char *what, const char *arg) {
-  fprintf(stderr, "gpuphase-report %s: %s%s%s\n", cmd, what, arg ? " " : "",
-          arg ? arg : "");
-  fprintf(stderr, "Try 'gpuphase-report %s --help'.\n", cmd);
+  fprintf(stderr, "gpuphase-report %s: %s%s%s (see gpuphase-report %s --help)\n",
+          cmd, what, arg ? " " : "", arg ? arg : "", cmd);
   return 2;
 }
 
