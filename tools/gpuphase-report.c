@@ -425,6 +425,14 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
 /* The files, read at once by o->threads threads; what is said on stderr
  * (the warnings in file order, then the first error) is what reading them
  * one by one says. */
+/* A message that may hold a file name (a newline, an escape sequence):
+ * one clean line. */
+static void say_error(const char *msg) {
+  char clean[4608];
+  gp_text_clean(msg, clean, sizeof clean, sizeof clean - 1);
+  fprintf(stderr, "gpuphase-report: %s\n", clean);
+}
+
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {
   struct progress pg = {isatty(2), now(), 0, 0, PTHREAD_MUTEX_INITIALIZER};
@@ -437,7 +445,7 @@ static int read_all(int n, char **files, const struct opts *o,
   if (pg.shown) fputs("\r\033[K", stderr);
   for (size_t i = 0; i < (size_t)n; i++) {
     if (i == bad) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
+      say_error(err);
       return 1;
     }
     if (procs[i]->truncated)
@@ -460,7 +468,7 @@ static int collect_timelines(const struct opts *o, char **files,
                            o->threads ? o->threads : gp_par_default(), err,
                            sizeof err) == 0)
     return 0;
-  fprintf(stderr, "gpuphase-report: %s\n", err);
+  say_error(err);
   return 1;
 }
 
@@ -542,7 +550,7 @@ static int write_summary(const struct opts *o, char **files,
   jo.threads = o->threads ? o->threads : gp_par_default();
   struct gp_job_input *in = NULL;
   if (gp_job_collect_all(files, procs, n, &jo, &in, err, sizeof err) < 0) {
-    fprintf(stderr, "gpuphase-report: %s\n", err);
+    say_error(err);
     return 1;
   }
   struct gp_summary_set set = {.procs = procs, .in = in, .n = n,
@@ -561,7 +569,7 @@ static int merge(const struct opts *o, char **files, size_t n) {
   char err[4608]; /* a path (PATH_MAX) and why */
   if (gp_summary_read_all(files, n, o->threads ? o->threads : gp_par_default(),
                           &set, &nomem, err, sizeof err) < 0) {
-    fprintf(stderr, "gpuphase-report: %s\n", err);
+    say_error(err);
     rc = 1;
   }
   struct gp_report_opts ro = o->ro;
@@ -585,7 +593,7 @@ static int merge(const struct opts *o, char **files, size_t n) {
     job = gp_job_make(set.procs, set.in, set.n, set.rule, err, sizeof err);
     set.in = NULL; /* the job's now, freed with it or on failure */
     if (!job) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
+      say_error(err);
       rc = 1;
     }
   }
@@ -628,7 +636,7 @@ static int report(int argc, char **argv, int merging) {
     char err[4608]; /* a path (PATH_MAX) and why */
     o.jo.threads = o.threads ? o.threads : gp_par_default();
     if (!(job = gp_job_build(argv + optind, procs, n, &o.jo, err, sizeof err))) {
-      fprintf(stderr, "gpuphase-report: %s\n", err);
+      say_error(err);
       rc = 1;
     }
   }

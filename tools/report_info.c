@@ -133,8 +133,22 @@ static int usage_error(const char *cmd, const char *what, const char *arg) {
 }
 
 /* One line naming the file and why it cannot be read. */
+/* A file name on one clean line (a newline or an escape sequence in it
+ * would break the line or reach the terminal). */
+static const char *clean_name(const char *path, char *buf, size_t n) {
+  size_t i = 0;
+  for (; path[i] && i + 1 < n; i++) {
+    unsigned char c = (unsigned char)path[i];
+    buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+  }
+  buf[i] = 0;
+  return buf;
+}
+
 static void open_error(const char *cmd, const char *path, int err,
                        const char *msg) {
+  char cp[4608];
+  path = clean_name(path, cp, sizeof cp);
   const char *what = "";
   if (err == GPUPHASE_E_IO)
     what = "cannot open: ";
@@ -148,6 +162,8 @@ static void open_error(const char *cmd, const char *path, int err,
 
 static void read_error(const char *cmd, const char *path, gpuphase_reader *r,
                        int rc) {
+  char cp[4608];
+  path = clean_name(path, cp, sizeof cp);
   const char *m = gpuphase_reader_errmsg(r);
   if (rc == GPUPHASE_E_CORRUPT)
     fprintf(stderr, "gpuphase-report %s: %s: corrupt %s%s\n", cmd, path,
@@ -158,6 +174,8 @@ static void read_error(const char *cmd, const char *path, gpuphase_reader *r,
 }
 
 static void truncated_warning(const char *cmd, const char *path) {
+  char cp[4608];
+  path = clean_name(path, cp, sizeof cp);
   fprintf(stderr,
           "gpuphase-report %s: %s: warning: truncated trace (cut inside a "
           "frame); read up to the last whole frame\n",

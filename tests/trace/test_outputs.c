@@ -266,6 +266,15 @@ static void test_odd_inputs(const char *t) {
   CHECK(one_line("No such file or directory"));
   CHECK(RUN0("merge", lng) == 1);
   CHECK(one_line("No such file or directory"));
+  /* a file name with a newline or an escape sequence: one clean line */
+  const char *odd_cmds[][2] = {{NULL, NULL}, {"info", NULL}, {"dump", NULL},
+                               {"merge", NULL}};
+  for (size_t i = 0; i < 4; i++) {
+    const char *nl = "no\nsuch\x1b[31m.gph";
+    int r = odd_cmds[i][0] ? RUN0(odd_cmds[i][0], nl) : RUN0(nl);
+    CHECK(r == 1);
+    CHECK(one_line("no?such?[31m.gph"));
+  }
   unlink(fifo);
   unlink(many);
   unlink(wide);
