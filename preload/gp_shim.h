@@ -221,8 +221,16 @@ gp_enter_outer(void) {
   return gp_enter_slow();
 }
 
+/* A terminating signal caught inside a CUDA call waits for the writer to
+ * complete the trace (shim.c): meanwhile a thread coming out of a CUDA call
+ * does no more of the program's work, which the signal would have ended. */
+extern _Atomic int gp_dying;
+void gp_dying_wait(void) __attribute__((noreturn, cold));
+
 static inline void gp_leave(struct gp_tstate *ts) {
   ts->depth = 0;
+  if (GP_UNLIKELY(atomic_load_explicit(&gp_dying, memory_order_relaxed)))
+    gp_dying_wait();
 }
 
 /* Inside one of our wrappers (or on one of our own threads, which keep

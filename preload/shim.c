@@ -38,6 +38,7 @@ extern int gp_dlsym_ready; /* resolve.c */
 
 static int disabled;      /* GPUPHASE_DISABLE=1 */
 static _Atomic int deferred_sig; /* a signal the writer delivers (below) */
+_Atomic int gp_dying; /* gp_shim.h: set with deferred_sig */
 static int shutdown_done; /* the final flush ran */
 static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -240,6 +241,7 @@ static int complete_for_signal(int sig, int fault) {
     shutdown_done = 1;
     if (gp_ts.depth != 0 && !fault) {
       atomic_store(&deferred_sig, sig);
+      atomic_store(&gp_dying, 1);
       gp_writer_stop_deliver(sig);
       deferred = 1;
     } else {
@@ -252,6 +254,13 @@ static int complete_for_signal(int sig, int fault) {
   return deferred;
 }
 
+/* The writer delivers the deferred signal once the trace is complete (the
+ * kernel timer armed with the deferral bounds the wait). errno is kept for
+ * a handler that might run meanwhile. */
+void gp_dying_wait(void) {
+  for (;;) pause();
+}
+
 /* ---- fork: the child starts from scratch at its first CUDA call ---- */
 static void atfork_child(void) {
   int saved = errno;
@@ -261,6 +270,7 @@ static void atfork_child(void) {
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);
+  atomic_store(&gp_dying, 0);
   gp_writer_child_reset();
   set_state(disabled ? GP_STOPPED : GP_IDLE);
   errno = saved;

@@ -32,6 +32,9 @@
  *                  sets a handler for SIG, prints "dfl" if it returned
  *                  SIG_DFL (else "other"), puts back what it returned with
  *                  F and raises SIG: dies by it
+ *   sidefx         launches and synchronises in a loop, writing "it\n" after
+ *                  each; another thread writes "sent\n" and sends SIGTERM
+ *                  to the main thread after 300 ms: dies by it
  *   exitsig        CUDA work, then a 200 us interval timer whose SIGALRM
  *                  handler calls _exit(7) once the program is leaving, and
  *                  exit(0): ends with 7 (or 0), never hangs
@@ -84,6 +87,16 @@ static int work(int launches) {
 }
 
 int nouw_work(int launches); /* prog_harden_nouw.c */
+
+static pthread_t sidefx_main;
+static void *sidefx_killer(void *arg) {
+  struct timespec ts = {0, 300000000};
+  nanosleep(&ts, NULL);
+  ssize_t w = write(1, "sent\n", 5);
+  (void)w;
+  pthread_kill(sidefx_main, SIGTERM);
+  return arg;
+}
 
 static volatile sig_atomic_t leaving;
 static void on_alarm_exit(int sig) {
@@ -348,6 +361,16 @@ int main(int argc, char **argv) {
     raise(n);
     printf("survived\n");
     return 0;
+  }
+  if (!strcmp(mode, "sidefx")) {
+    sidefx_main = pthread_self();
+    pthread_t t;
+    if (pthread_create(&t, NULL, sidefx_killer, NULL)) return 1;
+    for (;;) {
+      if (work(1)) return 1;
+      ssize_t w = write(1, "it\n", 3); /* what a killed program would not do */
+      (void)w;
+    }
   }
   if (!strcmp(mode, "exitsig")) {
     signal(SIGALRM, on_alarm_exit);

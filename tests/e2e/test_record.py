@@ -977,6 +977,25 @@ def t_signal_setters():
             complete_trace(d, what, 3)
 
 
+def t_signal_inside_call():
+    """SIGTERM that lands inside a CUDA call (a long synchronise) is
+    delivered once the trace is complete; meanwhile the thread does no more
+    of the program's work (before, it went on for several iterations, each
+    with its side effect). At most the iteration under way when the signal
+    was sent is seen after "sent"."""
+    for _ in range(3):
+        d = workdir()
+        p = run([prog(HARDEN), "sidefx"], d, dict(NO_SAN_HANDLERS, GPUSIM_WAVE_NS="100000"),
+                preexec_fn=default_dispositions)
+        check(p.returncode == -signal.SIGTERM, f"returned {p.returncode}: {p.stderr}")
+        after = p.stdout.split("sent\n", 1)
+        check(len(after) == 2, f"stdout {p.stdout[-200:]!r}")
+        check(after[1].count("it\n") <= 1,
+              f"{after[1].count('it')} iterations after the signal")
+        recs, _ = dump(traces(d)[0])
+        check(by_kind(recs, "summary"), "no summary (trace not completed)")
+
+
 def t_handlers():
     """Handlers the program installs after the profiler started are the
     ones that run; SIG_IGN set later is kept; a program that sets SIG_DFL
@@ -1353,7 +1372,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
-         "signals": t_signals, "signal_setters": t_signal_setters, "handlers": t_handlers, "disk_full": t_disk_full,
+         "signals": t_signals, "signal_setters": t_signal_setters,
+         "signal_inside_call": t_signal_inside_call, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
