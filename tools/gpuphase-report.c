@@ -210,6 +210,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     o->ex.steps = arg;
     break;
   case 'o': /* "-": standard output, as for the exports */
+    if (!*arg) return usage_error("%s", "empty output file name (-o)");
     o->out = strcmp(arg, "-") ? arg : NULL;
     o->out_dash = !o->out;
     break;

@@ -367,9 +367,11 @@ static int apply_num(struct cli *c, int ch, const char *arg) {
     return 0;
   default: { /* O_SEED */
     char *end;
+    errno = 0;
     c->o.seed = strtoull(arg, &end, 0);
-    if (!*arg || *end || *arg == '-')
-      return usage_error(c, "invalid --seed '%s': expected a number", arg);
+    if (!*arg || *end || *arg == '-' || errno == ERANGE)
+      return usage_error(c, "invalid --seed '%s': expected a number below 2^64",
+                         arg);
     return 0;
   }
   }

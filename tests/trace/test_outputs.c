@@ -275,6 +275,12 @@ static void test_odd_inputs(const char *t) {
     CHECK(r == 1);
     CHECK(one_line("no?such?[31m.gph"));
   }
+  /* an empty -o is a usage error before anything is read; a seed past
+   * 2^64 is refused, not wrapped */
+  CHECK(RUN0("-o", "", t) == 2);
+  CHECK(one_line("empty output file name"));
+  CHECK(RUN0("compare", t, "--vs", t, "--seed", "99999999999999999999999") == 2);
+  CHECK(one_line("invalid --seed"));
   unlink(fifo);
   unlink(many);
   unlink(wide);
