@@ -31,6 +31,7 @@
 #include "gp_apitab.h"
 #include "gp_clock.h"
 #include "gp_config.h"
+#include "gp_lifecycle.h"
 #include "gp_pyframes.h"
 #include "gp_records.h"
 #include "gp_settings.h"
@@ -207,19 +208,31 @@ static MAYBE_UNUSED void note_new_fifo(int fd, void *bits) {
   U.n++;
 }
 
+/* The pipe is gone: said at the first capture refused, not here (a
+ * forked child that closes every descriptor before exec, as Python's
+ * subprocess does, captures nothing and has nothing to say). */
 static void unw_lose(void) {
-  if (!atomic_exchange(&U.lost, 1))
+  atomic_store(&U.lost, 1);
+}
+
+static _Atomic int unw_said;
+
+static MAYBE_UNUSED void unw_say(void) {
+  if (!atomic_exchange(&unw_said, 1))
     gp_warn("the program closed or replaced the descriptors of libunwind's "
             "pipe (%d, %d); no more call sites", U.fd[0],
             U.n > 1 ? U.fd[1] : -1);
 }
 
-/* An application call about to close or replace descriptors lo..hi. */
+/* An application call about to close or replace descriptors lo..hi. A
+ * vfork child (in its parent's memory, e.g. Python's subprocess closing
+ * descriptors before exec) leaves the parent's pipe, which is untouched,
+ * alone. */
 static inline void fds_going(unsigned lo, unsigned hi) {
   for (int i = 0; i < U.n; i++)
     if ((unsigned)U.fd[i] >= lo && (unsigned)U.fd[i] <= hi) {
       int saved = errno;
-      unw_lose();
+      if (gp_lifecycle_owner()) unw_lose();
       errno = saved;
       return;
     }
@@ -449,7 +462,11 @@ MAYBE_UNUSED static void renew(struct stk_table *t, uint32_t gen) {
 static uint16_t capture(struct gp_tbuf *b, uint64_t now) {
 #if GP_HAVE_LIBUNWIND
   struct stk_table *t = b->stk;
-  if (!t || atomic_load_explicit(&U.lost, memory_order_relaxed)) return 0;
+  if (!t) return 0;
+  if (GP_UNLIKELY(atomic_load_explicit(&U.lost, memory_order_relaxed))) {
+    unw_say();
+    return 0;
+  }
   uint32_t gen = atomic_load_explicit(&S.generation, memory_order_relaxed);
   if (GP_UNLIKELY(t->generation != gen)) renew(t, gen);
   enum { OWN_MAX = 16 };

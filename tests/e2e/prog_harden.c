@@ -26,8 +26,10 @@
  *   spinchild      the same, SIGUSR2 to its parent after the first launches
  *   vfork N        CUDA work, then a vfork child that execs /bin/true, N
  *                  launches, a vfork child that calls _exit(0), N
- *                  launches, a vfork child whose exec fails, N launches;
- *                  prints "launches=L" (all of them), exits 0
+ *                  launches, a vfork child whose exec fails, N launches
+ *                  (each child closes every descriptor from 3 up first), a
+ *                  forked child that does the same and execs /bin/true, N
+ *                  launches; prints "launches=L" (all of them), exits 0
  *   restore SIG F  CUDA work, then F (sigset, bsd_signal or sysv_signal)
  *                  sets a handler for SIG, prints "dfl" if it returned
  *                  SIG_DFL (else "other"), puts back what it returned with
@@ -394,6 +396,8 @@ int main(int argc, char **argv) {
       char *const args[] = {"true", NULL};
       pid_t pid = vfork();
       if (pid == 0) {
+        /* as Python's subprocess does before exec */
+        for (int fd = 3; fd < 1024; fd++) close(fd);
         if (i == 0) execv("/bin/true", args);
         if (i == 2) execv("/nonexistent/program", args);
         _exit(i == 0 ? 127 : 0);
@@ -405,6 +409,19 @@ int main(int argc, char **argv) {
       if (work(n)) return 1;
       launches += n;
     }
+    /* and a forked child that closes every descriptor, then execs */
+    pid_t pid = fork();
+    if (pid == 0) {
+      char *const args[] = {"true", NULL};
+      for (int fd = 3; fd < 1024; fd++) close(fd);
+      execv("/bin/true", args);
+      _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+        WEXITSTATUS(st) != 0 || work(n))
+      return 1;
+    launches += n;
     printf("launches=%d\n", launches);
     return 0;
   }

@@ -1228,14 +1228,20 @@ def t_vfork():
     """vfork children (Python's subprocess uses vfork) run in the parent's
     memory: their exec, _exit, and a failed exec leave the parent's trace
     alone. The parent's trace is one file, complete, with every kernel,
-    and nothing is said on stderr. An execl of 5000 arguments goes
-    through whole."""
+    and nothing is said on stderr; the children close every descriptor
+    first (as Python's subprocess does), and the parent's call sites go
+    on. An execl of 5000 arguments goes through whole."""
     d = workdir()
-    p = run([prog(HARDEN), "vfork", "50"], d)
+    p = run([prog(HARDEN), "vfork", "50"], d, {"GPUPHASE_STACKS": "all"})
     check(p.returncode == 0, f"program returned {p.returncode}: {p.stderr}")
-    check(p.stdout.strip() == "launches=153", f"stdout {p.stdout!r}")
+    check(p.stdout.strip() == "launches=203", f"stdout {p.stdout!r}")
     check(p.stderr == "", f"stderr {p.stderr!r}")
-    complete_trace(d, "vfork", 153)
+    recs = complete_trace(d, "vfork", 203)
+    # call sites went on after the children closed their descriptors
+    apis = by_kind(recs, "api")
+    with_stack = [int(a["corr"]) for a in apis if a.get("stack")]
+    check(with_stack and max(with_stack) >= max(int(a["corr"]) for a in apis) - 5,
+          "call sites stopped after a child closed its descriptors")
     # execl with more arguments than the wrapper once gathered (4096)
     d = workdir()
     p = run([prog(HARDEN), "execl"], d)
