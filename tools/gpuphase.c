@@ -34,7 +34,8 @@ static const char usage_text[] =
     "  -o, --output PATTERN  trace file name; %p pid, %h host, %r rank,\n"
     "                        %q{VAR} environment variable, %% a percent sign\n"
     "                        (default: $GPUPHASE_OUTPUT or gpuphase-%h-%p.gph)\n"
-    "  -q, --quiet           do not list the traces written\n"
+    "  -q, --quiet           do not list the traces written (GPUPHASE_QUIET=1\n"
+    "                        does the same)\n"
     "  -h, --help            this help\n"
     "  -V, --version         print the version\n"
     "\n"
@@ -211,7 +212,8 @@ static void forward(int sig) {
 
 static int run(int argc, char **argv) {
   const char *output = NULL;
-  int quiet = 0, i = 0;
+  /* GPUPHASE_QUIET=1 silences the library and this launcher alike */
+  int quiet = gp_switch_word(getenv("GPUPHASE_QUIET")) == 1, i = 0;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {

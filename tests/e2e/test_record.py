@@ -313,6 +313,12 @@ def t_switches():
     p = run([RUN, "run", "--", prog("e2e-prog-basic")], d, {"GPUPHASE_DISABLE": "Yes"},
             preload=False)
     check("no trace written (GPUPHASE_DISABLE=Yes)" in p.stderr, f"gpuphase run: {p.stderr!r}")
+    # GPUPHASE_QUIET silences the launcher's own lines too, as -q does
+    d = workdir()
+    p = run([RUN, "run", "--", prog("e2e-prog-basic")], d, {"GPUPHASE_QUIET": "1"},
+            preload=False)
+    check(p.returncode == 0 and p.stderr == "" and len(traces(d)) == 1,
+          f"gpuphase run, GPUPHASE_QUIET=1: {p.stderr!r}")
 
 
 def t_run_tool():
