@@ -314,7 +314,10 @@ static int budget(struct cli *c, const char *arg, int file) {
   if (file) c->inputs[c->ninputs++] = (char *)arg;
   int rc = file ? gp_budgets_load(&c->bud, arg, err, sizeof err)
                 : gp_budgets_add(&c->bud, arg, "--budget", err, sizeof err);
-  return rc < 0 ? input_error(c, err) : 0;
+  if (rc >= 0) return 0;
+  /* a --budget written wrong is a bad option (code 3), like the others; a
+   * budgets file that cannot be read or holds a bad line, bad input */
+  return file ? input_error(c, err) : usage_error(c, "%s", err);
 }
 
 enum {
@@ -477,6 +480,9 @@ static int parse(struct cli *c, int argc, char **argv) {
     if (ch == ':') return usage_error(c, "option '%s' needs a value", name);
     if (ch == '?') return usage_error(c, "unknown option '%s'", name);
     if (c->check && compare_only(ch)) {
+      /* the option's name (last may be its value) */
+      for (const struct option *lo = longs; !c->compare_only && lo->name; lo++)
+        if (lo->val == ch) c->compare_only = lo->name;
       if (!c->compare_only) c->compare_only = last;
       continue;
     }
@@ -490,7 +496,8 @@ static int parse(struct cli *c, int argc, char **argv) {
 static int validate(struct cli *c) {
   if (c->check) {
     if (c->compare_only)
-      return usage_error(c, "'%s' is an option of compare", c->compare_only);
+      return usage_error(c, "'--%s' is an option of compare, not of check",
+                         c->compare_only);
     if (!c->bud.n)
       return usage_error(c, "no budget: give --budget or --budgets");
     if (!c->nf[1]) return usage_error(c, "no trace file given");

@@ -174,6 +174,9 @@ def cmd_errors(tmp, good):
         expect_error(lambda: gpuphase.compare(good, good, max_slowdown="lots"),
                      gpuphase.UsageError, 3, "max-slowdown"),
         expect_error(lambda: gpuphase.compare(good, missing), gpuphase.TraceError, 1, missing),
+        # a budget written wrong is a bad value (before: TraceError, code 1)
+        expect_error(lambda: gpuphase.check(good, budget="busy>=80"), gpuphase.UsageError, 3,
+                     "expected a percentage"),
         # an output that cannot be written is the output's error (4), not the input's
         expect_error(lambda: gpuphase.compare(good, good,
                                               junit=os.path.join(tmp, "nodir", "j.xml")),
