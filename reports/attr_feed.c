@@ -729,7 +729,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
   double occ = k->c_occ;
   kernel_stats(k, r, blocks, threads, end - r->start, f, occ);
-  gp_steps_device(a, r->corr, k, end - r->start, 0);
+  gp_steps_device(a, r->corr, k, end - r->start, 0, -1, 0);
   d->kernels++;
   if (end <= s) {
     if (r->start < s) a->diag.late_dropped++;
@@ -855,7 +855,7 @@ static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
   row->pinned += !pageable && (r->src_mem == GPUPHASE_MEM_PINNED ||
                                r->dst_mem == GPUPHASE_MEM_PINNED);
   if (r->corr) link_copy(a, r, end, pageable);
-  gp_steps_device(a, r->corr, NULL, end - r->start, pageable);
+  gp_steps_device(a, r->corr, NULL, end - r->start, pageable, x, r->bytes);
   if (end <= s && r->start < s) a->diag.late_dropped++;
   xfer_begin(a, d, x, s, end);
   /* A peer copy occupies both devices: the other one books it too (its
@@ -882,7 +882,7 @@ static void on_memset(struct gp_attr *a, const struct gpuphase_memset *r) {
   row->count++;
   row->bytes += r->bytes;
   row->ns += end - r->start;
-  gp_steps_device(a, r->corr, NULL, end - r->start, 0);
+  gp_steps_device(a, r->corr, NULL, end - r->start, 0, -1, 0);
   if (end <= s && r->start < s) a->diag.late_dropped++;
   xfer_begin(a, d, GP_XFER_MEMSET, s, end);
 }

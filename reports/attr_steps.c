@@ -319,12 +319,13 @@ uint32_t gp_steps_ones(uint64_t cls) {
   return m;
 }
 
-void gp_steps_copy(uint64_t *c, const struct gpuphase_api *r) {
+int gp_steps_copy(uint64_t *c, const struct gpuphase_api *r) {
   int x = xfer_of_kind(r->copy_kind);
-  if (x < 0) return;
+  if (x < 0) return r->copy_kind == GPUPHASE_COPY_HTOH; /* no counter */
   c[x]++;
   /* the bytes counters follow the copy counters in the same order */
   c[x + GP_SC_h2d_bytes - GP_SC_h2d_copies] += r->bytes;
+  return 1;
 }
 
 /* An entry of the detail log; past glog_cap entries (or out of memory)
@@ -444,6 +445,10 @@ static void vacc_flush(struct gp_stepper *st, struct vacc *v) {
     x[GP_SC_kernel_ns] += v->kernel_ns;
     x[GP_SC_xfer_ns] += v->xfer_ns;
     x[GP_SC_pageable_copies] += v->pageable;
+    for (int d = 0; d < 4; d++) {
+      x[GP_SC_h2d_copies + d] += v->copies[d];
+      x[GP_SC_h2d_bytes + d] += v->bytes[d];
+    }
   }
   memset(v, 0, sizeof *v);
 }

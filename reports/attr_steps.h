@@ -40,7 +40,9 @@ struct scand {
 
 struct ringent { /* the version a call was made in */
   uint64_t corr;
-  uint32_t ver; /* 0: none */
+  uint32_t ver;          /* 0: none */
+  uint8_t copy_unknown;  /* a copy of the default kind: its device record's
+                            kind (from the memory on either side) counts */
 };
 
 /* The detail log (gather): what the calls and kernels of a step set
@@ -60,6 +62,7 @@ struct vacc {
   uint32_t ver;  /* 0: empty */
   uint8_t meas;  /* fixed steps: the version's step is a measured one */
   uint64_t kernels, kernel_ns, xfer_ns, pageable;
+  uint64_t copies[4], bytes[4]; /* default-kind copies, by direction */
 };
 
 struct gp_stepper {
@@ -109,7 +112,9 @@ static inline uint32_t gp_steps_vfrom(const struct gp_stepper *st,
 void gp_steps_sync(struct gp_attr *a, struct apidef *def,
                    const struct gpuphase_api *r, uint64_t end);
 uint32_t gp_steps_new_version(struct gp_attr *a);
-void gp_steps_copy(uint64_t *c, const struct gpuphase_api *r);
+/* Counts a copy call by its kind; 0 when the kind does not say (default:
+ * the device record will). */
+int gp_steps_copy(uint64_t *c, const struct gpuphase_api *r);
 void gp_steps_fixed_call(struct gp_stepper *st, struct apidef *def, int cl,
                          uint64_t dur);
 struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
@@ -136,20 +141,23 @@ static inline uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   for (uint32_t m = def->sc_ones; m; m &= m - 1)
     st->hc[__builtin_ctz(m)]++;
   if (cl == CALL_BLK) st->hc[GP_SC_sync_ns] += dur;
-  if (def->cls & GPUPHASE_API_COPY) gp_steps_copy(st->hc, r);
+  int unknown = (def->cls & GPUPHASE_API_COPY) && !gp_steps_copy(st->hc, r);
   if (st->fixed) gp_steps_fixed_call(st, def, cl, dur);
   uint32_t v = st->dirty ? gp_steps_new_version(a) : st->ver;
   if (r->corr && v) {
     struct ringent *e = &st->ring[r->corr & RING_MASK];
     e->corr = r->corr;
     e->ver = v;
+    e->copy_unknown = (uint8_t)unknown;
   }
   return v;
 }
 
-/* device work of correlation id corr (kernel: k set) */
+/* device work of correlation id corr (kernel: k set; a copy: x its
+ * direction, GP_XFER_*, and its bytes; else x -1) */
 static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
-                                   struct kst *k, uint64_t ns, int pageable) {
+                                   struct kst *k, uint64_t ns, int pageable,
+                                   int x, uint64_t bytes) {
   struct gp_stepper *st = a->st;
   if (!st || !st->ring || !corr) return;
   const struct ringent *e = &st->ring[corr & RING_MASK];
@@ -159,6 +167,11 @@ static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
   if (!k) {
     v->xfer_ns += ns;
     v->pageable += pageable != 0;
+    /* H2D, D2H, D2D, P2P: the order of the step counters */
+    if (e->copy_unknown && x >= 0 && x < 4) {
+      v->copies[x]++;
+      v->bytes[x] += bytes;
+    }
     return;
   }
   v->kernels++;

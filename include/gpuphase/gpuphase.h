@@ -27,9 +27,9 @@ int gpuphase_range_push(const char *name);
 /* Closes the innermost open range of the calling thread. Same returns. */
 int gpuphase_range_pop(void);
 
-/* Counts n items (samples, tokens, frames) processed by the current step
- * of the calling thread; may be called several times per step, the counts
- * add up. Without calls, GPUPHASE_STEP_ITEMS=N gives every step N items.
+/* Counts n items (samples, tokens, frames) for the step under way: the
+ * items counted on any thread while a step is open are that step's; may be
+ * called several times per step, the counts add up. Without calls, GPUPHASE_STEP_ITEMS=N gives every step N items.
  * Same returns as gpuphase_range_push. */
 int gpuphase_step_items(uint64_t n);
 

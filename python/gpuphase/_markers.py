@@ -106,8 +106,9 @@ class _Step(range):
 
 
 def items(n: int) -> None:
-    """Counts n items (samples, tokens, frames) for the current step of the
-    calling thread (gpuphase_step_items); counts add up."""
+    """Counts n items (samples, tokens, frames) for the step under way
+    (gpuphase_step_items): items counted on any thread while a step is open
+    are that step's; counts add up."""
     v = _count(n)
     api = _lookup()
     if api:

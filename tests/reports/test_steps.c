@@ -613,6 +613,53 @@ static void test_pageable(void) {
   }
 }
 
+/* Copies of the default kind (cudaMemcpyDefault) and of an unknown one
+ * (the driver's cuMemcpy): the call does not say the direction, the
+ * device record does (from the memory on either side). Steps [0,1000) x 6,
+ * each with a D2H copy of 2048 bytes made with the default kind and an H2D
+ * of 512 bytes of an unknown kind; before, neither was counted. A
+ * host-to-host copy has no counter. */
+static void test_default_kind_copies(void) {
+  for (int fixed = 0; fixed < 2; fixed++) {
+    struct tl t;
+    base(&t);
+    for (uint64_t i = 0; i < 6; i++) {
+      uint64_t b = 1000 * i;
+      tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+      struct gpuphase_api *a =
+          tl_api(&t, 1, MEMCPY_ASYNC, b + 100, b + 120, 0, 10 + 3 * i);
+      a->copy_kind = GPUPHASE_COPY_DEFAULT;
+      a->bytes = 2048;
+      tl_copy(&t, 0, b + 150, b + 200, 2048, GPUPHASE_COPY_UNKNOWN,
+              TL_DEVMEM, TL_PINNED, 10 + 3 * i);
+      a = tl_api(&t, 1, MEMCPY_ASYNC, b + 300, b + 320, 0, 11 + 3 * i);
+      a->copy_kind = GPUPHASE_COPY_UNKNOWN;
+      a->bytes = 512;
+      tl_copy(&t, 0, b + 350, b + 400, 512, GPUPHASE_COPY_HTOD, TL_PINNED,
+              TL_DEVMEM, 11 + 3 * i);
+      a = tl_api(&t, 1, MEMCPY_ASYNC, b + 500, b + 520, 0, 12 + 3 * i);
+      a->copy_kind = GPUPHASE_COPY_HTOH;
+      a->bytes = 64;
+      tl_copy(&t, 0, b + 550, b + 560, 64, GPUPHASE_COPY_HTOH, TL_PINNED,
+              TL_PINNED, 12 + 3 * i);
+      tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 1000, 0, 0);
+    }
+    t.o.warmup = 1;
+    t.o.step = fixed ? "step" : NULL;
+    struct gp_proc_res *r = tl_run(&t);
+    const struct gp_steps_res *s = &r->steps;
+    EQ(s->n, 6);
+    EQ(s->c_med[GP_SC_d2h_copies], 1);
+    EQ(s->c_med[GP_SC_d2h_bytes], 2048);
+    EQ(s->c_med[GP_SC_h2d_copies], 1);
+    EQ(s->c_med[GP_SC_h2d_bytes], 512);
+    EQ(s->c_med[GP_SC_d2d_copies], 0);
+    EQ(s->c_med[GP_SC_p2p_copies], 0);
+    gp_res_free(r);
+    tl_free(&t);
+  }
+}
+
 /* The per-step medians of gp_steps_derive, straight from a hand-made step
  * list: odd and even counts, repeated values, reversed order, and the
  * warm-up left out. Each expected value is the middle of the sorted list
@@ -830,6 +877,7 @@ int main(void) {
   test_detail_gathered_sync();
   test_one_pass();
   test_pageable();
+  test_default_kind_copies();
   test_medians();
   if (tl_failures) fprintf(stderr, "%d check(s) failed\n", tl_failures);
   return tl_failures ? 1 : 0;
