@@ -414,6 +414,18 @@ static void step_summary(FILE *f, const struct gp_steps_res *st) {
   if (st->items_per_busy_s >= 0)
     fprintf(f, ", %.1f items", st->items_per_busy_s);
   fputs("</p>\n", f);
+  if (st->warmup) { /* as the text says it */
+    uint64_t tot = 0, mx = 0;
+    for (size_t i = 0; i < st->warmup && i < st->n; i++) {
+      uint64_t x = st->v[i].end - st->v[i].start;
+      tot += x;
+      mx = x > mx ? x : mx;
+    }
+    fprintf(f, "<p class=\"sub\">warm-up %zu step%s left out (--warmup): "
+               "%s in all, longest %s</p>\n",
+            st->warmup, st->warmup == 1 ? "" : "s",
+            gp_fmt_sdur(a, sizeof a, tot), gp_fmt_sdur(b, sizeof b, mx));
+  }
 }
 
 static void step_table(FILE *f, const struct gp_steps_res *st) {

@@ -157,7 +157,8 @@ def t_pageable():
 
 
 def t_text():
-    """The text report shows the steps section with the measured median."""
+    """The text report shows the steps section with the measured median,
+    and the warm-up left out, which the HTML page shows the same."""
     files, _ = steps_run(["-n", STEPS, "-k", 1, "-b", 13200, "-i", 8])
     p = subprocess.run([REPORT] + files, capture_output=True, text=True, timeout=60,
                        env=env(preload=False))
@@ -170,6 +171,13 @@ def t_text():
     check(any("items/s" in ln for ln in lines), "no items/s")
     check(any(ln.strip().startswith("slowest: #") for ln in lines), "no slowest line")
     check(all(len(ln) <= 100 for ln in lines), "a line over 100 columns")
+    # the warm-up line, and the HTML page says it too (it once left it out)
+    warm = [ln.strip() for ln in lines if ln.strip().startswith("warm-up 3 steps left out")]
+    check(len(warm) == 1, f"warm-up line {warm}")
+    h = subprocess.run([REPORT, "-f", "html"] + files, capture_output=True, text=True,
+                       timeout=60, env=env(preload=False))
+    check(h.returncode == 0 and warm and warm[0] in h.stdout,
+          f"the HTML lacks the text's {warm}")
 
 
 TESTS = {"named": t_named, "repeated": t_repeated, "profiler": t_profiler,
