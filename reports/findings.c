@@ -6,6 +6,7 @@
 
 #include "callsites.h"
 #include "measured.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,15 +93,17 @@ static int low_coverage(const struct ctx *c, char *buf, size_t n) {
   if (c->r->ndegraded || u->busy_pct < 10 || cov < 0 || cov >= u->busy_pct / 2)
     return 0;
   unsigned long long sms = (unsigned long long)c->d->sms;
+  char cv[16]; /* below 10% with one decimal, as the GPU block prints it */
+  gp_fmt_pct(cv, sizeof cv, cov);
   if (u->small_pct >= 50)
     return say(buf, n,
-               "busy %.0f%% but %s %.0f%%%s: most kernel time (%.0f%%) "
+               "busy %.0f%% but %s %s%s: most kernel time (%.0f%%) "
                "is in kernels of < %llu blocks on %llu SMs",
-               u->busy_pct, what, cov, how, u->small_pct, (sms + 1) / 2, sms);
+               u->busy_pct, what, cv, how, u->small_pct, (sms + 1) / 2, sms);
   return say(buf, n,
-             "busy %.0f%% but %s %.0f%%%s: many kernels launch fewer "
+             "busy %.0f%% but %s %s%s: many kernels launch fewer "
              "blocks than the %llu SMs",
-             u->busy_pct, what, cov, how, sms);
+             u->busy_pct, what, cv, how, sms);
 }
 
 static int low_occupancy(const struct ctx *c, char *buf, size_t n) {
