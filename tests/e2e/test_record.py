@@ -1150,7 +1150,10 @@ def t_run_badout():
 
 def t_churn():
     """20,000 threads started and joined one after another, each launching
-    once: every launch recorded, and the process stays under 32 MB."""
+    once: every launch recorded, and the process stays under 64 MB (about
+    9 MB alone; the rings of exited threads wait for the writer thread,
+    which lags when the machine is loaded: 40 MB was seen once under the
+    test suite's parallel load; unbounded, 20,000 threads took 102 MB)."""
     n = 20000
     d = workdir()
     p = run([prog(HARDEN), "churn", str(n)], d, timeout=200)
@@ -1160,7 +1163,7 @@ def t_churn():
     hwm = int(m.group(1))
     print(f"{n} threads: peak RSS {hwm} kB")
     # a sanitizer's shadow memory and quarantine are not ours to bound
-    check(hwm <= 32 * 1024 or PRELOAD_PREFIX, f"peak RSS {hwm} kB over 32 MB")
+    check(hwm <= 64 * 1024 or PRELOAD_PREFIX, f"peak RSS {hwm} kB over 64 MB")
     recs, _ = dump(traces(d)[0])
     launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
     check(len(launches) == n + 1 and len(by_kind(recs, "kernel")) == n + 1,
