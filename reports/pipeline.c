@@ -409,26 +409,12 @@ struct files_task {
   char (*err)[512];
 };
 
-/* A message into n bytes: a longer one (a long path) loses its middle,
- * not its end, which says why. */
-static void keep_ends(const char *msg, char *out, size_t n) {
-  size_t len = strlen(msg);
-  if (len < n) {
-    memcpy(out, msg, len + 1);
-    return;
-  }
-  size_t head = n / 3, tail = len - (n - head - 6);
-  while (head && (msg[head] & 0xc0) == 0x80) head--;
-  while ((msg[tail] & 0xc0) == 0x80) tail++;
-  snprintf(out, n, "%.*s ... %s", (int)head, msg, msg + tail);
-}
-
 static int file_one(void *ctx, size_t i) {
   struct files_task *t = ctx;
   char why[4608] = "";
   t->procs[i] = gp_report_file(t->paths[i], &t->ro, t->progress, t->ctx,
                                &t->status[i], why, sizeof why);
-  if (!t->procs[i]) keep_ends(why, t->err[i], sizeof t->err[i]);
+  if (!t->procs[i]) gp_text_keep_ends(why, t->err[i], sizeof t->err[i]);
   return !t->procs[i];
 }
 

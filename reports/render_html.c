@@ -415,12 +415,8 @@ static void step_summary(FILE *f, const struct gp_steps_res *st) {
     fprintf(f, ", %.1f items", st->items_per_busy_s);
   fputs("</p>\n", f);
   if (st->warmup) { /* as the text says it */
-    uint64_t tot = 0, mx = 0;
-    for (size_t i = 0; i < st->warmup && i < st->n; i++) {
-      uint64_t x = st->v[i].end - st->v[i].start;
-      tot += x;
-      mx = x > mx ? x : mx;
-    }
+    uint64_t tot, mx;
+    gp_steps_warmup_span(st, &tot, &mx);
     fprintf(f, "<p class=\"sub\">warm-up %zu step%s left out (--warmup): "
                "%s in all, longest %s</p>\n",
             st->warmup, st->warmup == 1 ? "" : "s",

@@ -497,12 +497,8 @@ static void steps(struct out *o, const struct gp_proc_res *r) {
           gp_step_source_key[st->source], o->off);
   wrap(o, "  ", st->how, 4);
   if (st->warmup) {
-    uint64_t tot = 0, mx = 0;
-    for (size_t i = 0; i < st->warmup && i < st->n; i++) {
-      uint64_t x = st->v[i].end - st->v[i].start;
-      tot += x;
-      mx = x > mx ? x : mx;
-    }
+    uint64_t tot, mx;
+    gp_steps_warmup_span(st, &tot, &mx);
     fprintf(o->f, "  warm-up %zu step%s left out (--warmup): %s in all, "
                   "longest %s\n",
             st->warmup, st->warmup == 1 ? "" : "s",

@@ -290,6 +290,9 @@ struct gp_steps_res {
 
 /* Fills the derived fields of s (the measured-step statistics). */
 int gp_steps_derive(struct gp_steps_res *s);
+/* The warm-up steps left out: their total length and the longest. */
+void gp_steps_warmup_span(const struct gp_steps_res *s, uint64_t *total,
+                          uint64_t *longest);
 /* The category of step i that exceeds its median by the most, and by how
  * much (ns); -1 when none exceeds it. */
 int gp_step_excess(const struct gp_steps_res *s, size_t i, uint64_t *ns);

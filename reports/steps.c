@@ -118,6 +118,18 @@ static void slowest(struct gp_steps_res *s) {
   }
 }
 
+void gp_steps_warmup_span(const struct gp_steps_res *s, uint64_t *total,
+                          uint64_t *longest) {
+  uint64_t tot = 0, mx = 0;
+  for (size_t i = 0; i < s->warmup && i < s->n; i++) {
+    uint64_t x = s->v[i].end - s->v[i].start;
+    tot += x;
+    mx = x > mx ? x : mx;
+  }
+  *total = tot;
+  *longest = mx;
+}
+
 int gp_steps_derive(struct gp_steps_res *s) {
   s->measured = s->n > s->warmup ? s->n - s->warmup : 0;
   s->items_per_s = s->per_busy_s = s->items_per_busy_s = -1;

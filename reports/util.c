@@ -173,6 +173,19 @@ const char *gp_fmt_pct(char *b, size_t n, double v) {
   return b;
 }
 
+void gp_text_keep_ends(const char *msg, char *out, size_t n) {
+  size_t len = strlen(msg);
+  if (!n) return;
+  if (len < n || n < 16) {
+    snprintf(out, n, "%s", msg);
+    return;
+  }
+  size_t head = n / 3, tail = len - (n - head - 6);
+  while (head && (msg[head] & 0xc0) == 0x80) head--;
+  while ((msg[tail] & 0xc0) == 0x80) tail++;
+  snprintf(out, n, "%.*s ... %s", (int)head, msg, msg + tail);
+}
+
 struct gpuphase_reader *gp_open_sorted(const char *path, int *code, char *err,
                                        size_t errlen) {
   char msg[256] = "";

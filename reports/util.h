@@ -46,4 +46,9 @@ int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap)
  * (".." marks a cut). Returns the number of characters written. */
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
 
+/* Copies msg into out (size n); a longer message (a long path) loses its
+ * middle, marked " ... ", not its end, which says why. Cuts fall between
+ * UTF-8 characters. */
+void gp_text_keep_ends(const char *msg, char *out, size_t n);
+
 #endif

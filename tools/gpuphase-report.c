@@ -426,9 +426,6 @@ static void on_progress(void *ctx, const char *path, uint64_t done,
   pthread_mutex_unlock(&p->mu);
 }
 
-/* The files, read at once by o->threads threads; what is said on stderr
- * (the warnings in file order, then the first error) is what reading them
- * one by one says. */
 /* A message that may hold a file name (a newline, an escape sequence):
  * one clean line. */
 static void say_error(const char *msg) {
@@ -436,6 +433,10 @@ static void say_error(const char *msg) {
   gp_text_clean(msg, clean, sizeof clean, sizeof clean - 1);
   fprintf(stderr, "gpuphase-report: %s\n", clean);
 }
+
+/* The files, read at once by o->threads threads; what is said on stderr
+ * (the warnings in file order, then the first error) is what reading them
+ * one by one says. */
 
 static int read_all(int n, char **files, const struct opts *o,
                     struct gp_proc_res **procs) {

@@ -146,15 +146,8 @@ static void say(struct cli *c, int code, const char *cmd, const char *msg,
  * loses its middle, not its end, which says why. */
 static void clean_line(const char *msg, char *out, size_t cap) {
   char clean[4608];
-  size_t k = gp_text_clean(msg, clean, sizeof clean, sizeof clean - 1);
-  if (k <= 600) {
-    snprintf(out, cap, "%s", clean);
-    return;
-  }
-  size_t head = 290, tail = strlen(clean) - 300; /* bytes, on characters */
-  while (head && (clean[head] & 0xc0) == 0x80) head--;
-  while ((clean[tail] & 0xc0) == 0x80) tail++;
-  snprintf(out, cap, "%.*s ... %s", (int)head, clean, clean + tail);
+  gp_text_clean(msg, clean, sizeof clean, sizeof clean - 1);
+  gp_text_keep_ends(clean, out, cap < 601 ? cap : 601);
 }
 
 static int usage_error(struct cli *c, const char *fmt, ...)

@@ -5,6 +5,7 @@
  * anything; dump lists the records as `kind field=value ...`, strings
  * resolved, for debugging and for scripts. */
 #include "report_info.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,12 +137,7 @@ static int usage_error(const char *cmd, const char *what, const char *arg) {
 /* A file name on one clean line (a newline or an escape sequence in it
  * would break the line or reach the terminal). */
 static const char *clean_name(const char *path, char *buf, size_t n) {
-  size_t i = 0;
-  for (; path[i] && i + 1 < n; i++) {
-    unsigned char c = (unsigned char)path[i];
-    buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-  }
-  buf[i] = 0;
+  gp_text_clean(path, buf, n, n - 1);
   return buf;
 }
 
