@@ -30,6 +30,7 @@
 
 #include <cuda.h>
 
+#include "gp_lifecycle.h"
 #include "gp_nvml.h"
 #include "gp_records.h"
 #include "gp_sampler.h"
@@ -781,6 +782,7 @@ static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
   gp_ts.depth = 1;
+  atomic_fetch_add(&gp_own_threads, 1);
   uint64_t period = (uint64_t)S.period_ms * 1000000ull;
   uint64_t next = S.t_start + period;
   pthread_mutex_lock(&S.lock);
@@ -805,6 +807,7 @@ static void *thread_main(void *arg) {
   tick(1); /* the last reading, up to the end of the run */
   finish_nvml();
   pthread_mutex_unlock(&tick_lock);
+  atomic_fetch_sub(&gp_own_threads, 1);
   return NULL;
 }
 

@@ -5,8 +5,10 @@
  * errno, signal dispositions chosen by the application, exit status. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -54,6 +56,67 @@ static __thread int in_shutdown;
 
 int gp_lifecycle_owner(void) {
   return (pid_t)syscall(SYS_getpid) == owner_pid;
+}
+
+/* ---- pthread_exit from main ----
+ * glibc ends the process with exit(0) when its last thread ends, the main
+ * thread included when it left by pthread_exit. Our threads (which block
+ * every signal) would keep such a process alive for ever: the writer
+ * watches for it once the main thread has left, and then completes the
+ * trace and calls exit(0) itself. */
+_Atomic int gp_own_threads;
+static _Atomic int main_gone;
+
+typedef void (*pthread_exit_fn)(void *);
+
+GP_EXPORT void pthread_exit(void *retval) {
+  static pthread_exit_fn real;
+  if (gp_lifecycle_owner() && (pid_t)syscall(SYS_gettid) == owner_pid) {
+    atomic_store(&main_gone, 1);
+    gp_writer_wake();
+  }
+  if (!real) real = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
+  if (real) real(retval);
+  syscall(SYS_exit, 0); /* only if libc's pthread_exit was not found */
+  __builtin_unreachable();
+}
+
+/* Field n (from 1, as proc(5) numbers them) of a /proc stat file, after the
+ * command name in parentheses; -1 when unreadable. */
+static long stat_field(const char *path, int n, char *state) {
+  char b[1024];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t len = read(fd, b, sizeof b - 1);
+  close(fd);
+  if (len <= 0) return -1;
+  b[len] = 0;
+  char *p = strrchr(b, ')');
+  if (!p || p[1] != ' ' || !p[2]) return -1;
+  p += 2; /* field 3, the state */
+  if (state) *state = *p;
+  for (int f = 3; f < n; f++) {
+    p = strchr(p, ' ');
+    if (!p) return -1;
+    p++;
+  }
+  return strtol(p, NULL, 10);
+}
+
+int gp_lifecycle_alone(uint64_t now_ns) {
+  static uint64_t last;
+  if (!atomic_load(&main_gone) || !gp_lifecycle_owner() ||
+      now_ns - last < 10000000ull)
+    return 0;
+  last = now_ns;
+  /* num_threads counts the main thread while it is a zombie */
+  long n = stat_field("/proc/self/stat", 20, NULL);
+  if (n < 0 || n > atomic_load(&gp_own_threads) + 1) return 0;
+  char path[64], st = 0;
+  snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)owner_pid);
+  /* still on its way out (its thread-specific data's destructors) */
+  if (stat_field(path, 3, &st) < 0 || (st != 'Z' && st != 'X')) return 0;
+  return 1;
 }
 
 /* GPUPHASE_DISABLE: 1 (true, yes, on) records nothing; 0 (false, no, off)
@@ -271,6 +334,8 @@ static void atfork_child(void) {
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);
   atomic_store(&gp_dying, 0);
+  atomic_store(&main_gone, 0); /* this thread is the child's main thread */
+  atomic_store(&gp_own_threads, 0);
   gp_writer_child_reset();
   set_state(disabled ? GP_STOPPED : GP_IDLE);
   errno = saved;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gp_apitab.h"
@@ -17,6 +18,7 @@
 #include "gp_records.h"
 #include "gp_stacks.h"
 #include "gp_rings.h"
+#include "gp_lifecycle.h"
 #include "gp_sampler.h"
 #include "gp_settings.h"
 #include "gp_signals.h"
@@ -192,16 +194,22 @@ static void *thread_main(void *arg) {
   (void)arg;
   gp_ts.internal = 1;
   gp_ts.depth = 1;
+  atomic_fetch_add(&gp_own_threads, 1);
   pthread_mutex_lock(&start_lock);
   thread_starting = 0;
   pthread_cond_broadcast(&start_cond);
   pthread_mutex_unlock(&start_lock);
+  int alone = 0;
   for (;;) {
     uint32_t seen = gp_doorbell_seen();
     /* Wakes early when a producer or a stop request rings. */
     if (!atomic_load(&W.stop_req)) gp_doorbell_wait(seen, gp_cfg.poll_ms);
     if (atomic_load(&W.stop_req)) break;
     uint64_t now = gp_mono_ns();
+    if (gp_lifecycle_alone(now)) {
+      alone = 1;
+      break;
+    }
     int flush = now - W.last_flush_ns >= gp_cfg.flush_ms * 1000000ull;
     pthread_mutex_lock(&pass_lock);
     pass(flush);
@@ -214,6 +222,12 @@ static void *thread_main(void *arg) {
   pthread_mutex_unlock(&pass_lock);
   int sig = atomic_load(&W.deliver_sig);
   if (sig) gp_signals_deliver(sig);
+  atomic_fetch_sub(&gp_own_threads, 1);
+  /* The main thread left by pthread_exit and the application's other
+   * threads have all ended: end the process as glibc would have when the
+   * last of them ended (gp_lifecycle_alone). exit() completes nothing more
+   * here: the trace is complete and this thread is the writer. */
+  if (alone) exit(0);
   return NULL;
 }
 

@@ -3,6 +3,12 @@
  *                  launching one kernel; prints "rss_kb=R hwm_kb=H"
  *   exitthread MS  the main thread launches without end; another thread
  *                  calls exit(0) after MS ms
+ *   mainexit N     CUDA work, then the main thread starts a thread that
+ *                  launches N kernels (synchronised), prints "launches=L"
+ *                  (all of them) and returns, and calls pthread_exit; an
+ *                  atexit handler prints "atexit": the process ends with 0
+ *                  when that thread ends, as glibc ends it; with N < 0
+ *                  no thread: the process ends when main leaves
  *   handler SIG    CUDA work, then the program installs its own handler for
  *                  SIG with sigaction (after the profiler started); prints
  *                  "ready", waits for SIG, prints "handled", exits 0
@@ -147,6 +153,27 @@ static int exit_thread(int ms) {
   if (pthread_create(&t, NULL, exit_later, (void *)(size_t)ms)) return 1;
   for (;;)
     if (launch()) return 1;
+}
+
+static void *launch_n(void *arg) {
+  int n = (int)(size_t)arg;
+  if (work(n)) _exit(1);
+  printf("launches=%d\n", n + 1);
+  fflush(stdout);
+  return NULL;
+}
+
+static void say_atexit(void) {
+  printf("atexit\n");
+}
+
+static int main_exit(int n) {
+  if (work(1)) return 1;
+  atexit(say_atexit);
+  pthread_t t;
+  if (n >= 0 && pthread_create(&t, NULL, launch_n, (void *)(size_t)n))
+    return 1;
+  pthread_exit(NULL);
 }
 
 static volatile sig_atomic_t got;
@@ -306,6 +333,7 @@ int main(int argc, char **argv) {
   int n = argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "churn")) return churn(n);
   if (!strcmp(mode, "exitthread")) return exit_thread(n);
+  if (!strcmp(mode, "mainexit")) return main_exit(n);
   if (work(3)) return 1;
   if (!strcmp(mode, "soak")) return soak(n, argc > 3 ? atoi(argv[3]) : 16);
   if (!strcmp(mode, "spinchild")) kill(getppid(), SIGUSR2);

@@ -1190,6 +1190,28 @@ def t_exit_thread():
               f"{len(orphans)} without their call, {summ[0]['lost']} lost")
 
 
+def t_main_exit():
+    """The main thread leaves by pthread_exit: glibc ends the process with
+    exit(0) when the last thread ends, after the atexit handlers. Our
+    writer and sampler threads kept it alive for ever before; now it ends
+    as it does without the profiler, with the trace complete (every kernel
+    of the thread that went on), with and without the counter sampler's
+    thread, and when main was the last thread."""
+    for extra in ({}, {"GPUPHASE_NVML": "0"}):
+        for n, kernels in ((50, 51), (-1, 1)):
+            d = workdir()
+            args = [prog(HARDEN), "mainexit", str(n)]
+            p = run(args, d, extra, timeout=30)
+            check(p.returncode == 0, f"mainexit {n} {extra}: returned {p.returncode} {p.stderr!r}")
+            want = (f"launches={n + 1}\n" if n >= 0 else "") + "atexit\n"
+            check(p.stdout == want, f"mainexit {n} {extra}: stdout {p.stdout!r}")
+            complete_trace(d, f"mainexit {n}", kernels)
+    # the same program without the profiler, for its exit and output
+    p = run(args[:2] + ["50"], workdir(), preload=False, timeout=30)
+    check(p.returncode == 0 and p.stdout == "launches=51\natexit\n",
+          f"without the profiler: {p.returncode} {p.stdout!r}")
+
+
 def t_closed_fd():
     """A program that closes every descriptor it did not open (as a daemon
     does) and then opens its own file under the numbers ours had: its file
@@ -1393,7 +1415,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
          "thread_names": t_thread_names, "closed_fd": t_closed_fd,
-         "vfork": t_vfork}
+         "vfork": t_vfork, "main_exit": t_main_exit}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
