@@ -76,8 +76,9 @@ static const char usage[] =
     "                     needed to keep 65536 windows per GPU at most)\n"
     "      --link-gbps N  host<->device link peak in GB/s (default by compute\n"
     "                     capability: >= 9.0 64, 8.x 32, older 16)\n"
-    "      --top N        rows of the kernel, phase, thread and API tables "
-    "(15)\n"
+    "      --top N        rows of the kernel, phase, thread, API, call-site\n"
+    "                     and job tables of text and html (15; json has\n"
+    "                     every row)\n"
     "      --processes N|all  text and html: per-process sections; by default\n"
     "                     all, but with a job view of more than 4 ranks those\n"
     "                     of its first 4 (outliers first) and the sum\n"
@@ -129,6 +130,9 @@ struct opts {
   const char *html_opt; /* an html-only option given, for the error */
   int procs_opt;        /* --processes given (text and html) */
   int weight_opt;       /* --weight given (folded only) */
+  int top_opt;          /* --top given (text and html) */
+  int color_opt;        /* --color given (text) */
+  const char *job_opt;  /* --job or --no-job given (text, json, html) */
   struct gp_export_opts ex; /* format perfetto or chrome: ex.format set */
   int job;                  /* -1 when ranks are carried, 0 never, 1 always */
   int threads;              /* -j; 0: the CPUs available */
@@ -236,6 +240,7 @@ static int apply(struct opts *o, int c, const char *arg) {
                          arg);
     o->rend.top = (size_t)v;
     o->outopt = "--top";
+    o->top_opt = 1;
     break;
   case O_PROCS:
     o->procs_opt = 1;
@@ -287,7 +292,7 @@ static int apply(struct opts *o, int c, const char *arg) {
   case O_JOB:
   case O_NOJOB:
     o->job = c == O_JOB;
-    o->outopt = c == O_JOB ? "--job" : "--no-job";
+    o->outopt = o->job_opt = c == O_JOB ? "--job" : "--no-job";
     break;
   case O_COMM: {
     o->fixed = "--comm-kernels";
@@ -309,6 +314,7 @@ static int apply(struct opts *o, int c, const char *arg) {
     else
       return usage_error("invalid --color '%s': auto, always or never", arg);
     o->outopt = "--color";
+    o->color_opt = 1;
     break;
   }
   return -1;
@@ -384,6 +390,16 @@ static int parse(int argc, char **argv, struct opts *o) {
     return usage_error("%s", "--processes is for the text and html formats");
   if (o->weight_opt && (o->ex.format || strcmp(o->fmt->name, "folded")))
     return usage_error("%s", "--weight is for --format folded");
+  /* an export is the timeline, not the report: the report's options would
+   * change nothing in it (the renderers, like the library and Python's
+   * Report, take them for every format and use them where they apply) */
+  const char *shaping = o->top_opt     ? "--top"
+                        : o->color_opt ? "--color"
+                                       : o->job_opt;
+  if (o->ex.format && shaping)
+    return usage_error("%s shapes the report, not an export (--format "
+                       "perfetto or chrome)",
+                       shaping);
   if (!o->ex.format && (o->ex.from || o->ex.to || o->ex.steps))
     return usage_error("%s", "--from, --to and --steps cut the window of an "
                              "export: use them with --format perfetto or chrome");

@@ -201,6 +201,16 @@ def test_errors():
               f"usage error {args}: {rc} {err!r}")
     rc, _, err = run("--window", "abc", good)
     check("--window" in err and "abc" in err, "bad --window is named")
+    # the report's own options change nothing in an export: refused, named
+    # (they passed silently before)
+    for opt, fmt in ((["--top", "3"], "chrome"), (["--color=never"], "chrome"),
+                     (["--job"], "perfetto"), (["--no-job"], "chrome")):
+        rc, out, err = run("-f", fmt, "-o", os.path.join(TMP, "x.json"), *opt, good)
+        check(rc == 2 and one_line(err) and out == b"" and opt[0].split("=")[0] in err
+              and "export" in err, f"{opt} with -f {fmt}: {rc} {err!r}")
+    # the renderers take them for every format, as the library does
+    rc, _, err = run("-f", "json", "--top", "3", "--no-job", "-o", os.devnull, good)
+    check(rc == 0, f"-f json --top 3 --no-job: {rc} {err!r}")
     rc, out, _ = run("--help")
     check(rc == 0 and b"Usage" in out, "--help")
     rc, out, _ = run("--window", "2.5ms", good)
