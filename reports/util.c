@@ -4,6 +4,7 @@
 #include "reader_ext.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,4 +235,48 @@ int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap) {
   *v = w;
   w[(*n)++] = s;
   return 0;
+}
+
+void gp_opt_refused(const struct option *longs, const char *typed, char *out,
+                    size_t n) {
+  if (!n) return;
+  if (strncmp(typed, "--", 2) || !typed[2]) {
+    snprintf(out, n, "unknown option '%s'", typed);
+    return;
+  }
+  const char *name = typed + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  const struct option *first = NULL, *exact = NULL;
+  int distinct = 0;
+  for (const struct option *lo = longs; lo->name; lo++) {
+    if (strncmp(lo->name, name, len)) continue;
+    if (strlen(lo->name) == len) exact = lo;
+    /* two names of one option (--color, --colour) are one choice */
+    if (!first) first = lo, distinct = 1;
+    else if (lo->val != first->val || lo->has_arg != first->has_arg ||
+             lo->flag != first->flag)
+      distinct++;
+  }
+  if (exact && eq && exact->has_arg == no_argument) {
+    snprintf(out, n, "option '--%s' takes no value", exact->name);
+    return;
+  }
+  if (exact || distinct < 2) {
+    snprintf(out, n, "unknown option '%.*s'", (int)(len + 2), typed);
+    return;
+  }
+  int w = snprintf(out, n, "ambiguous option '%.*s': ", (int)(len + 2), typed);
+  int shown = 0;
+  for (const struct option *lo = longs; lo->name && w >= 0 && (size_t)w < n;
+       lo++) {
+    if (strncmp(lo->name, name, len)) continue;
+    int dup = 0; /* another name of an option already shown */
+    for (const struct option *p = longs; p < lo; p++)
+      if (!strncmp(p->name, name, len) && p->val == lo->val &&
+          p->has_arg == lo->has_arg && p->flag == lo->flag)
+        dup = 1;
+    if (dup) continue;
+    w += snprintf(out + w, n - (size_t)w, "%s--%s", shown++ ? ", " : "",
+                  lo->name);
+  }
 }

@@ -51,4 +51,12 @@ size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
  * UTF-8 characters. */
 void gp_text_keep_ends(const char *msg, char *out, size_t n);
 
+struct option;
+/* Why getopt_long refused the option typed ('?'), into out (size n): an
+ * abbreviation of several long options is "ambiguous" and names them; a
+ * long option that takes no value, given one, says so; else "unknown".
+ * typed is the argument as given ("--co", "--help=x", "-q"). */
+void gp_opt_refused(const struct option *longs, const char *typed, char *out,
+                    size_t n);
+
 #endif

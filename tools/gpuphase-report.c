@@ -360,7 +360,11 @@ static int parse(int argc, char **argv, struct opts *o) {
     if (c == 'h') return fputs(usage, stdout), 0;
     if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION), 0;
     if (c == ':') return usage_error("option '%s' needs a value", name);
-    if (c == '?') return usage_error("unknown option '%s'", name);
+    if (c == '?') {
+      char why[512];
+      gp_opt_refused(longs, name, why, sizeof why);
+      return usage_error("%s", why);
+    }
     if ((rc = apply(o, c, optarg)) >= 0) return rc;
   }
   if (o->merge && o->fixed)

@@ -471,7 +471,11 @@ static int parse(struct cli *c, int argc, char **argv) {
     }
     if (ch == 'h') return help(c), -1;
     if (ch == ':') return usage_error(c, "option '%s' needs a value", name);
-    if (ch == '?') return usage_error(c, "unknown option '%s'", name);
+    if (ch == '?') {
+      char why[512];
+      gp_opt_refused(longs, name, why, sizeof why);
+      return usage_error(c, "%s", why);
+    }
     if (c->check && compare_only(ch)) {
       /* the option's name (last may be its value) */
       for (const struct option *lo = longs; !c->compare_only && lo->name; lo++)

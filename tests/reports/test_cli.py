@@ -208,6 +208,19 @@ def test_errors():
         rc, out, err = run("-f", fmt, "-o", os.path.join(TMP, "x.json"), *opt, good)
         check(rc == 2 and one_line(err) and out == b"" and opt[0].split("=")[0] in err
               and "export" in err, f"{opt} with -f {fmt}: {rc} {err!r}")
+    # an abbreviation of two options is ambiguous, and says which (it was
+    # called unknown); one of a single option still works
+    rc, out, err = run("--co", good)
+    check(rc == 2 and one_line(err) and "ambiguous option '--co'" in err
+          and "--color" in err and "--comm-kernels" in err
+          and "--colour" not in err, f"--co: {rc} {err!r}")
+    rc, out, err = run("check", "--bu", "x", good)
+    check(rc == 2 and "ambiguous option '--bu'" in err and "--budgets" in err,
+          f"check --bu: {rc} {err!r}")
+    rc, out, err = run("--help=x", good)
+    check(rc == 2 and "'--help' takes no value" in err, f"--help=x: {rc} {err!r}")
+    rc, out, err = run("--colo=never", "-o", os.devnull, good)
+    check(rc == 0, f"--colo=never: {rc} {err!r}")
     # the renderers take them for every format, as the library does
     rc, _, err = run("-f", "json", "--top", "3", "--no-job", "-o", os.devnull, good)
     check(rc == 0, f"-f json --top 3 --no-job: {rc} {err!r}")
