@@ -704,6 +704,9 @@ static uint64_t get_le(const uint8_t *p, int n) {
   return v;
 }
 
+static int check_head(const uint8_t *f, size_t len, const char *path,
+                      char *err, size_t errlen);
+
 /* The whole file, or NULL with err set. */
 static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
                       size_t errlen) {
@@ -719,6 +722,15 @@ static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
     return NULL;
   }
   size_t n = (size_t)st.st_size;
+  /* the head first: a file that is no summary of ours (a trace, a large
+   * file given by mistake) is refused before it is read whole */
+  uint8_t head[HEAD];
+  size_t h = fread(head, 1, n < HEAD ? n : HEAD, f);
+  if (check_head(head, h == HEAD ? n : h, path, err, errlen) < 0) {
+    fclose(f);
+    return NULL;
+  }
+  rewind(f);
   uint8_t *b = malloc(n ? n : 1);
   if (!b) {
     *nomem = 1;
@@ -881,10 +893,11 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
   return 0;
 }
 
-int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
-                        struct gp_summary_set *set, int *nomem, char *err,
-                        size_t errlen) {
-  *nomem = 0;
+/* The head of a file of len bytes (its first HEAD bytes at least, when
+ * len >= HEAD): 0 when it is a summary of a version this reads, else -1
+ * with err set. */
+static int check_head(const uint8_t *f, size_t len, const char *path,
+                      char *err, size_t errlen) {
   if (len < HEAD || memcmp(f, magic, 8)) {
     snprintf(err, errlen,
              "%s: not a gpuphase summary (gpuphase-report --format summary "
@@ -892,8 +905,7 @@ int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
              path);
     return -1;
   }
-  uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
-  unsigned long long fsz = ZSTD_getFrameContentSize(f + HEAD, len - HEAD);
+  uint64_t ver = get_le(f + 8, 4);
   if (ver < GP_SUMMARY_VERSION_OLDEST || ver > GP_SUMMARY_VERSION) {
     snprintf(err, errlen,
              "%s: summary version %llu: this gpuphase-report reads "
@@ -902,6 +914,16 @@ int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
              GP_SUMMARY_VERSION);
     return -1;
   }
+  return 0;
+}
+
+int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
+                        struct gp_summary_set *set, int *nomem, char *err,
+                        size_t errlen) {
+  *nomem = 0;
+  if (check_head(f, len, path, err, errlen) < 0) return -1;
+  uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
+  unsigned long long fsz = ZSTD_getFrameContentSize(f + HEAD, len - HEAD);
   if (body > BODY_MAX || fsz != body ||
       body / ZBLOCK_MAX > (len - HEAD) / 4) {
     snprintf(err, errlen, "%s: corrupt summary (its size)", path);

@@ -360,6 +360,22 @@ def test_summary_errors():
 
     bad("trace.gps", open(files[0], "rb").read(), "not a gpuphase summary")
     bad("empty.gps", b"", "not a gpuphase summary")
+    # a large file that is no summary is refused by its head, not read
+    # whole first (a 1 GiB file cost 1 GB of memory): the peak resident
+    # memory of merge stays far below the file's 512 MiB of zeros
+    large = os.path.join(TMP, "large.bin")
+    with open(large, "wb") as f:
+        f.truncate(512 << 20)
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+             "sys.stderr.write(p.stderr.decode())\n")
+    p = subprocess.run([sys.executable, "-c", probe, REPORT, "merge", large],
+                       capture_output=True, text=True)
+    rc, rss_kb = map(int, p.stdout.split())
+    check(rc == 1 and "not a gpuphase summary" in p.stderr and rss_kb < 200 * 1024,
+          f"a 512 MiB non-summary: exit {rc}, peak {rss_kb} kB, {p.stderr!r}")
+    os.unlink(large)
     bad("version.gps", data[:8] + b"\x07" + data[9:], "summary version 7")
     bad("cut.gps", data[:len(data) // 2], "corrupt summary")
     bad("size.gps", data[:16] + b"\xff" * 8 + data[24:], "corrupt summary")
