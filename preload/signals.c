@@ -142,9 +142,22 @@ static void act_now(int sig, const siginfo_t *info) {
   raise(sig);
 }
 
+/* The least alternate stack the completion runs on: it took 5 to 6 KiB
+ * (the kernel's signal frame included) on x86-64; below this, a fault that
+ * arrives on the application's alternate stack acts at once, as it would
+ * without us, and the trace ends at its last whole frame. */
+#define ALTSTACK_MIN (16 * 1024)
+
 static void on_signal(int sig, siginfo_t *info, void *uctx) {
   (void)uctx;
   int saved = errno;
+  stack_t ss;
+  if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+      ss.ss_size < ALTSTACK_MIN) {
+    act_now(sig, info);
+    errno = saved;
+    return;
+  }
   uint64_t now = mono_ns(), first = 0;
   if (!atomic_compare_exchange_strong(&first_ns, &first, now)) {
     if (immediate(sig, info) || now - first >= GRACE_NS) act_now(sig, info);
@@ -169,9 +182,17 @@ static int install(int sig, const struct sigaction *app) {
   sa.sa_sigaction = on_signal;
   sigemptyset(&sa.sa_mask);
   /* NODEFER: a second signal is not held back while we complete (it acts
-   * at once after the grace period: on_signal); ONSTACK: a stack overflow
-   * reaches us on the application's alternate stack, if any. */
-  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+   * at once after the grace period: on_signal); ONSTACK, for the faults
+   * only: a stack overflow reaches us on the application's alternate
+   * stack, if any. The other signals run on the thread's own stack: an
+   * alternate stack sized for the program's own handlers (2 KiB, say) would
+   * not hold the completion, and the program, killed by SIGTERM without
+   * us, died by a SIGSEGV or with its heap overwritten. */
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER |
+                (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+                         sig == SIGILL
+                     ? SA_ONSTACK
+                     : 0);
   view[sig] = *app;
   return real_sigaction(sig, &sa, NULL);
 }

@@ -20,6 +20,12 @@
  *   query SIG      CUDA work, then prints what sigaction and signal say the
  *                  disposition of SIG is ("dfl dfl" when untouched)
  *   segv           CUDA work, then a store to address 0 (a real SIGSEGV)
+ *   altstack SIG B CUDA work, then an alternate signal stack of B bytes for
+ *                  this thread, then raise(SIG): dies by it (a SIGSEGV
+ *                  with the stack past its end, before: our handler ran on
+ *                  it for every signal); SIG 0: no signal raised, but
+ *                  a recursion without end overflows the stack (a SIGSEGV
+ *                  delivered on the alternate stack)
  *   soak SECS T    bench/soak.py's workload: T worker threads, each replaced
  *                  after a random number of mixed calls (launch, memset,
  *                  copy, synchronise, allocate and free), for SECS seconds;
@@ -174,6 +180,15 @@ static int main_exit(int n) {
   if (n >= 0 && pthread_create(&t, NULL, launch_n, (void *)(size_t)n))
     return 1;
   pthread_exit(NULL);
+}
+
+/* A stack overflow; the volatile buffer keeps the frames from being
+ * optimised away. */
+static volatile int endless = 1;
+int recurse(int depth) {
+  volatile char pad[512];
+  pad[0] = (char)depth;
+  return endless ? recurse(depth + 1) + pad[0] : depth;
 }
 
 static volatile sig_atomic_t got;
@@ -370,6 +385,14 @@ int main(int argc, char **argv) {
     printf("ready\n");
     fflush(stdout);
     for (;;) pause();
+  }
+  if (!strcmp(mode, "altstack") && argc > 3) {
+    size_t b = (size_t)atol(argv[3]);
+    stack_t ss = {.ss_sp = malloc(b), .ss_size = b, .ss_flags = 0};
+    if (!ss.ss_sp || sigaltstack(&ss, NULL)) return 1;
+    if (n) raise(n);
+    else recurse(1);
+    return 1;
   }
   if (!strcmp(mode, "segv")) {
     volatile uintptr_t addr = 0; /* not known at compile time: a real store */

@@ -966,6 +966,32 @@ def t_signals():
               f"group {name}: no complete trace in {files}")
 
 
+def t_altstack():
+    """A program with a small alternate signal stack (2 KiB is the least
+    sigaltstack takes) dies by SIGTERM as it would without the profiler,
+    with the trace complete; before, our handler ran on that stack for
+    every signal, overflowed it, and the program died by SIGSEGV or with
+    its heap overwritten ("realloc(): invalid pointer"). A stack overflow
+    still reaches the handler on the alternate stack: complete when that
+    stack holds the completion, and the program dies by SIGSEGV either
+    way."""
+    for size in (2048, 4096, 65536):
+        d = workdir()
+        p = run([prog(HARDEN), "altstack", str(int(signal.SIGTERM)), str(size)], d,
+                NO_SAN_HANDLERS, preexec_fn=default_dispositions, timeout=30)
+        check(p.returncode == -signal.SIGTERM,
+              f"SIGTERM, alternate stack of {size} bytes: returned {p.returncode} {p.stderr!r}")
+        complete_trace(d, f"SIGTERM, alternate stack of {size}", 3)
+    for size in (2048, 65536):
+        d = workdir()
+        p = run([prog(HARDEN), "altstack", "0", str(size)], d, NO_SAN_HANDLERS,
+                preexec_fn=default_dispositions, timeout=30)
+        check(p.returncode == -signal.SIGSEGV,
+              f"overflow, alternate stack of {size} bytes: returned {p.returncode} {p.stderr!r}")
+        if size >= 16384:
+            complete_trace(d, f"overflow, alternate stack of {size}", 3)
+
+
 def t_signal_setters():
     """sigset, bsd_signal and sysv_signal, like signal: the program reads
     back SIG_DFL where it set nothing (before, our handler), puts it back
@@ -1415,7 +1441,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
          "thread_names": t_thread_names, "closed_fd": t_closed_fd,
-         "vfork": t_vfork, "main_exit": t_main_exit}
+         "vfork": t_vfork, "main_exit": t_main_exit, "altstack": t_altstack}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
