@@ -304,6 +304,14 @@ static struct gp_proc_res *one_pass(const char *path,
     if (r->truncated)
       gp_res_note(r, "the trace is truncated (process killed or file cut): "
                      "it was read up to its last complete frame");
+    else if (!r->has_summary) {
+      /* whole frames, but not the last: the process was killed (or still
+       * runs) before it wrote its summary */
+      r->truncated = 1;
+      gp_res_note(r, "the trace ends without its summary (process killed, "
+                     "or still running): what came after its last flush is "
+                     "missing");
+    }
     if (unwritten)
       gp_res_note(r, "writing the trace file failed (disk full?): the %llu "
                      "events after its last complete flush could not be "

@@ -536,12 +536,16 @@ static void header(struct out *o, const struct gp_proc_res *r) {
     gp_text_clean(r->file, file, sizeof file, 60);
     fprintf(o->f, "  command %s\n  file %s\n", cmd, file);
   }
-  fprintf(o->f,
-          r->file ? "  window %s (first CUDA call to last event)%s\n"
-                  : "  windows %s added up (each process's first CUDA call "
-                    "to its last event)%s\n",
-          gp_fmt_dur(w, sizeof w, r->window_ns),
-          r->truncated ? "; TRUNCATED trace" : "");
+  if (r->file)
+    fprintf(o->f, "  window %s (first CUDA call to last event)%s\n",
+            gp_fmt_dur(w, sizeof w, r->window_ns),
+            r->truncated ? "; TRUNCATED trace" : "");
+  else /* the mark on a line of its own: a long sum must fit 100 columns */
+    fprintf(o->f,
+            "  windows %s added up (each process's first CUDA call to its "
+            "last event)\n%s",
+            gp_fmt_dur(w, sizeof w, r->window_ns),
+            r->truncated ? "  a TRUNCATED trace among them\n" : "");
 }
 
 static void findings(struct out *o, const struct gp_proc_res *r) {

@@ -377,8 +377,37 @@ def test_html():
     check("All 2 processes" in text and "DEGRADED" in text, "sum section and banner")
 
 
+def test_no_summary():
+    """A trace whose process was killed between two flushes ends with whole
+    frames but without its summary: the report and compare call it
+    truncated, as their docs say of a killed process (before, only a file
+    cut inside a frame was)."""
+    good = trace("whole.gph")
+    with open(good, "rb") as f:
+        data = f.read()
+    at = data.rfind(b"GPFR")
+    check(at > 0 and data[at + 4] == 2, "the last frame is the summary")
+    cut = os.path.join(TMP, "nosummary.gph")
+    with open(cut, "wb") as f:
+        f.write(data[:at])
+    rc, out, err = run("-f", "json", cut)
+    j = json.loads(out)
+    check(rc == 0 and j["truncated"] is True and "is truncated" in err,
+          f"no summary: rc {rc}, truncated {j.get('truncated')}, {err!r}")
+    check(cats(j["devices"][0])["kernel"] == 500, "the frames before it are read")
+    rc, out, err = run(cut)
+    check(b"TRUNCATED" in out, "text: TRUNCATED")
+    rc, out, err = run(good)
+    check(b"TRUNCATED" not in out and err == "", f"the whole trace: {err!r}")
+    rc, out, err = run("compare", "-f", "json", good, "--vs", cut)
+    j = json.loads(out)
+    check(j["new"]["runs"][0]["truncated"] is True and "is truncated" in err
+          and any("truncated" in n for n in j["notes"]),
+          f"compare: {j['new']['runs'][0].get('truncated')} {j.get('notes')} {err!r}")
+
+
 for t in (test_json, test_windows, test_text, test_html, test_perfetto_utf8, test_degraded, test_several,
-          test_output_file, test_errors, test_damaged):
+          test_output_file, test_errors, test_damaged, test_no_summary):
     t()
 print("failures:", failures)
 sys.exit(1 if failures else 0)
