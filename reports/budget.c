@@ -173,7 +173,9 @@ int gp_parse_quantity(const char *s, enum gp_mkind k, double *v, int *pct,
   char *end;
   errno = 0;
   double x = strtod(s, &end);
-  if (end == s || errno || !isfinite(x) ||
+  /* decimal only: strtod also takes "0x10" (hexadecimal) */
+  int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  if (end == s || errno || !isfinite(x) || hex ||
       !(isdigit((unsigned char)*s) || *s == '.'))
     return fail(err, n, "'%s' is not a number with a unit", s);
   while (isspace((unsigned char)*end))
@@ -190,6 +192,11 @@ int gp_parse_quantity(const char *s, enum gp_mkind k, double *v, int *pct,
     return fail(err, n, "'%s': expected %s", s, kind_units(k));
   if (u == GP_MK_PCT && x > 100)
     return fail(err, n, "'%s': a share cannot exceed 100%%", s);
+  /* past 1e18 (ns: 31 years; bytes: 909,000 TiB) no run measures anything, and
+   * the integer conversions of the verdict would overflow (a minimum delta
+   * of 1e20 s was said to be "0 ns") */
+  if (x * scale > 1e18)
+    return fail(err, n, "'%s' is too large", s);
   *v = x * scale;
   *pct = u == GP_MK_PCT;
   return 0;

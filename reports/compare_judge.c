@@ -68,10 +68,27 @@ static const char *fmt_val(char *b, size_t n, int m, double v) {
   return b;
 }
 
+/* A threshold or noise floor as given (a fraction): its percent with the
+ * decimals it has, up to four ("7.45", "5", "0.4"), never rounded into a
+ * reason that contradicts itself ("+7.4%: under the 7% threshold"). */
+static const char *pct_set(char *b, size_t n, double frac) {
+  snprintf(b, n, "%.4f", 100 * frac);
+  char *dot = strchr(b, '.');
+  if (dot) {
+    char *end = b + strlen(b);
+    while (end > dot + 1 && end[-1] == '0')
+      *--end = 0;
+    if (end == dot + 1) *dot = 0;
+  }
+  return b;
+}
+
 /* The words for a verdict (stats.h's gp_why). */
 static void word(struct gp_cmp_metric *x, enum gp_why why) {
-  char e[24], lo[24], hi[24], d[40], dh[40], md[40], big[24];
+  char e[24], lo[24], hi[24], d[40], dh[40], md[40], big[24], nf[32], th[32];
   const struct gp_rule *r = &x->rule;
+  pct_set(nf, sizeof nf, r->noise);
+  pct_set(th, sizeof th, r->threshold);
   gp_fmt_change(e, sizeof e, x->slow.est);
   gp_fmt_change(lo, sizeof lo, x->slow.lo);
   gp_fmt_change(hi, sizeof hi, x->slow.hi);
@@ -91,14 +108,14 @@ static void word(struct gp_cmp_metric *x, enum gp_why why) {
                r->min_delta > 0 ? d : "");
     else
       snprintf(o, n,
-               "%s [%s, %s]: above the %.0f%% noise floor and at or over the "
-               "%.0f%% threshold%s%s",
-               e, lo, hi, 100 * r->noise, 100 * r->threshold,
+               "%s [%s, %s]: above the %s%% noise floor and at or over the "
+               "%s%% threshold%s%s",
+               e, lo, hi, nf, th,
                r->min_delta > 0 ? "; delta " : "", r->min_delta > 0 ? d : "");
     break;
   case GP_WHY_UNDER:
-    snprintf(o, n, "%s [%s, %s]: the upper bound is under the %.0f%% threshold",
-             e, lo, hi, 100 * r->threshold);
+    snprintf(o, n, "%s [%s, %s]: the upper bound is under the %s%% threshold",
+             e, lo, hi, th);
     break;
   case GP_WHY_TINY:
     snprintf(o, n, "%s [%s, %s]: %s a step at most, under the %s minimum delta",
@@ -106,15 +123,15 @@ static void word(struct gp_cmp_metric *x, enum gp_why why) {
     break;
   case GP_WHY_VARIANCE:
     snprintf(o, n,
-             "%s [%s, %s]: the interval spans the %.0f%% noise floor and the "
-             "%.0f%% threshold: too much variance, add runs",
-             e, lo, hi, 100 * r->noise, 100 * r->threshold);
+             "%s [%s, %s]: the interval spans the %s%% noise floor and the "
+             "%s%% threshold: too much variance, add runs",
+             e, lo, hi, nf, th);
     break;
   case GP_WHY_SMALL:
     snprintf(o, n,
-             "%s [%s, %s]: above the noise floor but under the %.0f%% "
+             "%s [%s, %s]: above the noise floor but under the %s%% "
              "threshold, which the interval reaches: add runs",
-             e, lo, hi, 100 * r->threshold);
+             e, lo, hi, th);
     break;
   case GP_WHY_UNDER_DELTA:
     snprintf(o, n,
@@ -395,11 +412,15 @@ static int judge_metrics(const struct gp_cmp_side *b,
   const char *forced =
       missing ? missing : any ? steps_unfit(b, c, buf, sizeof buf) : NULL;
   if (missing) note(res, "%s", missing);
-  if (o->noise > o->threshold)
+  if (o->noise > o->threshold) {
+    char nf[32], th[32];
+    pct_set(nf, sizeof nf, o->noise);
+    pct_set(th, sizeof th, o->threshold);
     note(res,
-         "the %.0f%% noise floor is above the %.0f%% threshold: only "
-         "changes past %.0f%% can fail",
-         100 * o->noise, 100 * o->threshold, 100 * o->noise);
+         "the %s%% noise floor is above the %s%% threshold: only changes "
+         "past %s%% can fail",
+         nf, th, nf);
+  }
   size_t n = 1;
   for (int m = 0; m < GP_M_N; m++)
     n += o->m_set[m] && m != primary;

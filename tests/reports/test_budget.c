@@ -112,6 +112,12 @@ static void test_errors(void) {
   bad("step_p95<=1e400ms", "is not a number");
   bad("step_p95<=nanms", "is not a number");
   bad("step_p95<=5ms extra", "unknown unit");
+  /* decimal only, and no value past what a run measures (1e20 s was
+   * accepted and then printed as 0 ns) */
+  bad("step_p95<=0x10ms", "is not a number");
+  bad("step_p95<=0X1p4ms", "is not a number");
+  bad("step_p95<=99999999999999999999s", "too large");
+  bad("mem_peak<=2000000TiB", "too large");
 }
 
 static void test_file(void) {

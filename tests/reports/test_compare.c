@@ -240,6 +240,23 @@ static void test_runs(void) {
   run(&p);
   CHECK(p.res.verdict == GP_PASS && strstr(p.res.m[0].reason, "minimum delta"));
   done(&p);
+  /* the threshold and the floor as given, not rounded to a whole percent
+   * (+7.4% was said to be "under the 7% threshold" of 7.45%) */
+  judge(&p, 5, base, 5, slow);
+  p.o.threshold = 0.2045;
+  p.o.noise = 0.004;
+  run(&p);
+  CHECK(p.res.verdict == GP_PASS &&
+        strstr(p.res.m[0].reason, "under the 20.45% threshold"));
+  done(&p);
+  judge(&p, 5, base, 5, slow);
+  p.o.threshold = 0.075;
+  p.o.noise = 0.004;
+  run(&p);
+  CHECK(p.res.verdict == GP_REGRESSION &&
+        strstr(p.res.m[0].reason, "0.4% noise floor") &&
+        strstr(p.res.m[0].reason, "the 7.5% threshold"));
+  done(&p);
 }
 
 static void test_advisory(void) {
