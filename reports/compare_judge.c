@@ -699,13 +699,31 @@ static const struct gp_cmp_run *run_at(const struct gp_cmp_side *b,
   return i < b->n ? &b->v[i] : &c->v[i - b->n];
 }
 
+/* A run that recorded no CUDA call (a process killed at once, a file cut
+ * before its first events): it names no GPU and no versions, so it takes no
+ * part in their comparison (preflight says why it holds nothing). */
+static int empty_run(const struct gp_cmp_run *r) {
+  return !r->device && r->wend <= r->wstart;
+}
+
+/* The first run, from i on, that recorded something; NULL when none. */
+static const struct gp_cmp_run *next_full(const struct gp_cmp_side *b,
+                                          const struct gp_cmp_side *c,
+                                          size_t *i) {
+  for (; *i < b->n + c->n; ++*i)
+    if (!empty_run(run_at(b, c, *i))) return run_at(b, c, *i);
+  return NULL;
+}
+
 static void preflight_devices(const struct gp_cmp_side *b,
                               const struct gp_cmp_side *c,
                               const struct gp_cmp_opts *o,
                               struct gp_cmp_result *res) {
-  const struct gp_cmp_run *ref = &b->v[0], *odd = NULL;
-  for (size_t i = 1; i < b->n + c->n && !odd; i++)
-    if (!same_device(ref, run_at(b, c, i))) odd = run_at(b, c, i);
+  size_t i = 0;
+  const struct gp_cmp_run *ref = next_full(b, c, &i), *odd = NULL, *r;
+  if (!ref) return;
+  for (i++; !odd && (r = next_full(b, c, &i)); i++)
+    if (!same_device(ref, r)) odd = r;
   if (!odd) return;
   char d1[96], d2[96];
   res->devices_differ = !o->allow_different_devices;
@@ -721,9 +739,10 @@ static void preflight_devices(const struct gp_cmp_side *b,
 static void preflight_versions(const struct gp_cmp_side *b,
                                const struct gp_cmp_side *c,
                                struct gp_cmp_result *res) {
-  const struct gp_cmp_run *ref = &b->v[0];
-  for (size_t i = 1; i < b->n + c->n; i++) {
-    const struct gp_cmp_run *r = run_at(b, c, i);
+  size_t i = 0;
+  const struct gp_cmp_run *ref = next_full(b, c, &i), *r;
+  if (!ref) return;
+  for (i++; (r = next_full(b, c, &i)); i++) {
     if (r->driver == ref->driver && r->runtime == ref->runtime) continue;
     note(res,
          "CUDA versions differ: driver %lld, runtime %lld in %.60s; driver "
@@ -742,9 +761,11 @@ static void preflight(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
   const char *cc = c->v[0].cmdline ? c->v[0].cmdline : "";
   if (strcmp(cb, cc))
     note(res, "command lines differ: base '%.80s', new '%.80s'", cb, cc);
-  size_t deg = 0, lost = 0, cut = 0, nodetail = 0;
+  size_t deg = 0, lost = 0, cut = 0, nodetail = 0, empty = 0;
+  const char *first_empty = NULL;
   for (size_t i = 0; i < b->n + c->n; i++) {
     const struct gp_cmp_run *r = run_at(b, c, i);
+    if (empty_run(r) && !empty++) first_empty = r->id;
     deg += r->degraded != 0;
     lost += r->lost != 0;
     cut += r->truncated != 0;
@@ -760,6 +781,23 @@ static void preflight(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
     note(res, "%zu runs are truncated (process killed or file cut)", cut);
   if (nodetail)
     note(res, "%zu runs have no per-step kernels and API calls", nodetail);
+  if (empty)
+    note(res,
+         "%zu run%s recorded no CUDA call (%.80s%s): nothing of %s to "
+         "compare",
+         empty, empty > 1 ? "s" : "", first_empty ? first_empty : "?",
+         empty > 1 ? ", ..." : "", empty > 1 ? "them" : "it");
+  /* the same run on both sides (the same files given twice, or one run id
+   * shared by the runs of both) compares a run with itself */
+  for (size_t i = 0; i < b->n; i++)
+    for (size_t j = 0; j < c->n; j++)
+      if (b->v[i].id && c->v[j].id && !strcmp(b->v[i].id, c->v[j].id)) {
+        note(res,
+             "run %.80s is on both sides: the same files given twice, or "
+             "runs that share a run id (GPUPHASE_RUN_ID)",
+             b->v[i].id);
+        return;
+      }
 }
 
 /* A budget's value over the candidate's runs: the median, but the worst

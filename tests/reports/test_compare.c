@@ -393,6 +393,48 @@ static void test_devices(void) {
   run(&p);
   CHECK(!p.res.devices_differ && p.res.verdict == GP_REGRESSION);
   done(&p);
+  /* a run that recorded no CUDA call names no GPU: it is said to be empty,
+   * not "different GPUs" ('unknown', 0 SMs), and no versions differ */
+  judge(&p, 3, base, 3, base);
+  for (struct gp_cmp_run *r = &p.b.v[1]; r; r = NULL) {
+    free(r->device);
+    r->device = NULL;
+    r->wend = r->wstart;
+    r->driver = r->runtime = 0;
+  }
+  run(&p);
+  int said = 0, gpus = 0, versions = 0;
+  for (size_t i = 0; i < p.res.nnotes; i++) {
+    said |= strstr(p.res.notes[i], "1 run recorded no CUDA call (run1.gph)") != 0;
+    gpus |= strstr(p.res.notes[i], "different GPUs") != 0;
+    versions |= strstr(p.res.notes[i], "versions differ") != 0;
+  }
+  CHECK(said && !gpus && !versions && !p.res.devices_differ);
+  CHECK(!strstr(p.res.reason, "different GPUs"));
+  done(&p);
+}
+
+/* The same run on both sides is said (the same files given twice); runs
+ * of other names are not. */
+static void test_same_run(void) {
+  struct pair p;
+  judge(&p, 3, base, 3, base); /* both sides: run0.gph .. run2.gph */
+  run(&p);
+  int said = 0;
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    said |= strstr(p.res.notes[i], "run run0.gph is on both sides") != 0;
+  CHECK(said);
+  done(&p);
+  memset(&p, 0, sizeof p);
+  gp_cmp_opts_init(&p.o);
+  struct fake f;
+  struct shape s = base;
+  CHECK(gp_cmp_side_add(&p.b, fake(&f, &s, "base/a.gph")) == 0);
+  CHECK(gp_cmp_side_add(&p.c, fake(&f, &s, "new/a.gph")) == 0);
+  run(&p);
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    CHECK(!strstr(p.res.notes[i], "on both sides"));
+  done(&p);
 }
 
 static void test_counters(void) {
@@ -544,6 +586,7 @@ int main(void) {
   test_window_and_mixed();
   test_steps_asked();
   test_devices();
+  test_same_run();
   test_counters();
   test_gated_category();
   test_budgets();
