@@ -33,6 +33,7 @@ struct shape {
   const char *kernel, *device, *step_name, *run_id;
   int no_steps;
   int warm_all; /* the warm-up takes every step: none measured */
+  double slow3; /* every third step this many times longer (0: none) */
   const char *finding;
 };
 
@@ -74,7 +75,8 @@ static void steps(struct fake *f, const struct shape *s, uint64_t *t,
   st->detail = 1;
   for (size_t i = 0; i < NSTEPS; i++) {
     double wob = 1 + 0.005 * sin((double)(i * 7 + s->phase));
-    uint64_t d = (uint64_t)(s->step_ms * 1e6 * wob),
+    uint64_t d = (uint64_t)(s->step_ms * 1e6 * wob *
+                            (s->slow3 && i % 3 == 2 ? s->slow3 : 1)),
              h = (uint64_t)(s->host_frac * (double)d);
     struct gp_step *p = &f->steps[i];
     p->start = *t;
@@ -414,6 +416,38 @@ static void test_devices(void) {
   done(&p);
 }
 
+/* Every third step 1.8 times longer: the median step is unchanged, the
+ * mean 27% longer. The primary gate passes (as designed) and a note says
+ * that the mean alone would fail; gating step_mean fails it. */
+static void test_mean_aside(void) {
+  struct pair p;
+  struct shape s = base;
+  s.slow3 = 1.8;
+  judge(&p, 3, base, 3, s);
+  run(&p);
+  int said = 0;
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    said |= strstr(p.res.notes[i], "step_mean +") &&
+            strstr(p.res.notes[i], "would fail where step_median") &&
+            strstr(p.res.notes[i], "--max-slowdown step_mean=5%");
+  CHECK(p.res.verdict == GP_PASS && said);
+  done(&p);
+  judge(&p, 3, base, 3, s);
+  p.o.m_slow[GP_M_STEP_MEAN] = 0.05;
+  p.o.m_set[GP_M_STEP_MEAN] = 1;
+  run(&p);
+  CHECK(p.res.verdict == GP_REGRESSION);
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    CHECK(!strstr(p.res.notes[i], "would fail where"));
+  done(&p);
+  /* no note without a change of the mean */
+  judge(&p, 3, base, 3, base);
+  run(&p);
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    CHECK(!strstr(p.res.notes[i], "would fail where"));
+  done(&p);
+}
+
 /* The same run on both sides is said (the same files given twice); runs
  * of other names are not. */
 static void test_same_run(void) {
@@ -587,6 +621,7 @@ int main(void) {
   test_steps_asked();
   test_devices();
   test_same_run();
+  test_mean_aside();
   test_counters();
   test_gated_category();
   test_budgets();
