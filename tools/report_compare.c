@@ -633,11 +633,13 @@ static int emit(struct cli *c, const struct gp_cmp_out *o) {
                                                   : gp_cmp_text;
   const char *summary = getenv("GITHUB_STEP_SUMMARY");
   const char *actions = getenv("GITHUB_ACTIONS");
-  int rc = c->mem && !c->out ? (fn(c->mem, o) < 0 ? input_error(c, "out of "
-                                                                  "memory")
-                                                 : 0)
-                             : write_to(c, c->out, "w", fn, o);
-  if (!rc && c->junit) rc = write_to(c, c->junit, "w", gp_cmp_junit, o);
+  /* the JUnit file first: when it cannot be written, the exit status is 2
+   * and no verdict has been printed that says otherwise */
+  int rc = c->junit ? write_to(c, c->junit, "w", gp_cmp_junit, o) : 0;
+  if (!rc)
+    rc = c->mem && !c->out
+             ? (fn(c->mem, o) < 0 ? input_error(c, "out of memory") : 0)
+             : write_to(c, c->out, "w", fn, o);
   /* the step summary is a courtesy: failing to write it (the message says
    * why) must not hide the verdict */
   if (!rc && fn == gp_cmp_markdown && summary && *summary)

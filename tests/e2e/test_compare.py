@@ -376,6 +376,11 @@ def t_junit():
     cases = ET.parse(out).getroot().find("testsuite").findall("testcase")
     check(p.returncode == 3 and len(cases) == 1 and cases[0].find("skipped") is not None,
           "inconclusive: skipped")
+    # a JUnit file that cannot be written: exit 2 and one line, and no
+    # verdict printed before it that says otherwise ("REGRESSION (exit 1)")
+    p = compare(a, b, "--junit", os.path.join(workdir(), "no", "such", "j.xml"))
+    check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1
+          and "cannot write" in p.stderr, f"unwritable junit: {p.returncode} {p.stdout[:80]!r} {p.stderr!r}")
 
 
 TYPES = {"schema": int, "kind": str, "verdict": str, "exit_code": int, "reason": str,
