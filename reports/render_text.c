@@ -163,7 +163,7 @@ static void util_lines(struct out *o, const struct gp_device_res *d) {
                             len ? "," : "", gp_xfer_label[x], gbps);
     if (peak > 0 && len < sizeof line)
       len += (size_t)snprintf(line + len, sizeof line - len,
-                              " (%.0f%% of %.0f)", 100 * gbps / peak, peak);
+                              " (%.0f%% of %.3g)", 100 * gbps / peak, peak);
     if (len >= sizeof line) break;
   }
   if (len) wrap(o, "  copies", line, 4);

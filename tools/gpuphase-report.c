@@ -231,7 +231,9 @@ static int apply(struct opts *o, int c, const char *arg) {
   case O_LINK:
     o->fixed = "--link-gbps";
     if (parse_num(arg, 0.001, 1e6, &o->ro.link_gbps) < 0)
-      return usage_error("invalid --link-gbps '%s': expected GB/s > 0", arg);
+      return usage_error("invalid --link-gbps '%s': expected GB/s from "
+                         "0.001 to 1000000",
+                         arg);
     break;
   case O_TOP:
     if (parse_num(arg, 1, 1e6, &v) < 0 || v != (size_t)v)

@@ -96,7 +96,9 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
     v = strtod(value, &end);
     if (!*value || *end || !(v >= 0.001 && v <= 1e6))
       return fail(U, err, errlen,
-                  "invalid link-gbps '%.100s': expected GB/s > 0", value);
+                  "invalid link-gbps '%.100s': expected GB/s from 0.001 "
+                  "to 1000000",
+                  value);
     o->ro.link_gbps = v;
   } else if (!strcmp(name, "top")) {
     if (count(value, 1, 1e6, &v) < 0)

@@ -257,6 +257,12 @@ def t_transfer():
     in_range("h2d peak pct", h2d["peak_pct"], 100 * nbytes / c / 64, 100 * nbytes / c / 64)
     check(dev["utilization"]["mem_peak_bytes"] == nbytes, "device memory peak")
     check(j["host_pinned_peak_bytes"] == nbytes, "pinned host memory peak")
+    # the text's copy line names the peak as given: 0.5 GB/s was "of 0"
+    for peak, said in (("0.5", "of 0.5)"), ("12.5", "of 12.5)"), ("64", "of 64)")):
+        p = subprocess.run([REPORT, "--link-gbps", peak] + files, capture_output=True,
+                           text=True, timeout=60)
+        line = [x for x in p.stdout.splitlines() if x.strip().startswith("copies H2D")]
+        check(len(line) == 1 and said in line[0], f"--link-gbps {peak}: {line}")
     # A pinned async copy returns at once: it counts as blocking only if the
     # call (preempted) ends after its copy, i.e. lasts more than c.
     cp = api(j, "cudaMemcpyAsync")
