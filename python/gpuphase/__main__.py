@@ -1,4 +1,16 @@
-"""python -m gpuphase: the programs of the package.
+"""python -m gpuphase: the programs of the package (HELP, below, says how
+to call them). The console scripts gpuphase and gpuphase-report are these
+same entry points; each replaces the Python process with the C program
+(exec)."""
+import os
+import sys
+from typing import List, Optional
+
+from . import _native
+
+# The help is a string of its own, not the docstring: python -OO drops
+# docstrings.
+HELP = """python -m gpuphase: the programs of the package.
 
     python -m gpuphase run [-o PATTERN] -- CMD...   (= gpuphase run)
     python -m gpuphase report [OPTIONS] FILE...     (= gpuphase-report)
@@ -7,11 +19,6 @@
 
 The console scripts gpuphase and gpuphase-report are these same entry
 points; each replaces the Python process with the C program (exec)."""
-import os
-import sys
-from typing import List, Optional
-
-from . import _native
 
 
 def _exec(prog: str, args: List[str]) -> int:
@@ -38,10 +45,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args[:1] == ["report"]:
         return _exec("gpuphase-report", args[1:])
     if args[:1] == ["lib"]:
-        print(_native.library_path())
+        path = _native.library_path()
+        if not os.path.isfile(path):
+            print(f"gpuphase: the library to preload is missing: {path} "
+                  "(a broken install: reinstall the gpuphase package)", file=sys.stderr)
+            return 1
+        print(path)
         return 0
     if args[:1] in (["-h"], ["--help"], ["help"]):
-        print(__doc__.strip())
+        print(HELP)
         return 0
     return _exec("gpuphase", args)
 

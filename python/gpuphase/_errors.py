@@ -1,4 +1,7 @@
-"""Exceptions carrying the C libraries' error codes and messages."""
+"""Exceptions carrying the C libraries' error codes and messages, and the
+package's warnings."""
+import sys
+import warnings
 
 
 class Error(Exception):
@@ -36,3 +39,13 @@ def report_error(code: int, message: str) -> Error:
     if code == REPORT_E_NOMEM:
         return MemoryError(message)  # type: ignore[return-value]
     return cls(code, message)
+
+
+def warn(message: str) -> None:
+    """A RuntimeWarning attributed to the first caller outside the package
+    (gpuphase.Report(...) and gpuphase.report(...) alike)."""
+    level, f = 2, sys._getframe(1)
+    while f.f_back is not None and f.f_globals.get("__name__", "").split(".")[0] == "gpuphase":
+        f = f.f_back
+        level += 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)

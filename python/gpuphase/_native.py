@@ -46,10 +46,10 @@ def library_path(name: str = "libgpuphase.so") -> str:
     return os.path.join(LIB_DIR, name)
 
 
-def _load(name: str) -> ctypes.CDLL:
+def _load(name: str, use_errno: bool = False) -> ctypes.CDLL:
     path = library_path(name)
     try:
-        return ctypes.CDLL(path)
+        return ctypes.CDLL(path, use_errno=use_errno)
     except OSError as e:
         raise ImportError(f"gpuphase: cannot load {path}: {e}") from e
 
@@ -91,7 +91,8 @@ def trace_lib() -> ctypes.CDLL:
     global _trace
     with _lock:
         if _trace is None:
-            lib = _load("libgpuphase-trace.so")
+            # errno: the reader keeps it on GPUPHASE_E_IO (ctypes.get_errno)
+            lib = _load("libgpuphase-trace.so", use_errno=True)
             sig = {
                 "gpuphase_strerror": (ctypes.c_char_p, [ctypes.c_int]),
                 "gpuphase_reader_open": (ctypes.c_void_p, [ctypes.c_char_p, c_int_p]),

@@ -3,14 +3,19 @@
 arrays when NumPy is installed, else as lists of named tuples."""
 import collections
 import ctypes
+import errno
 import operator
 import os
 import struct
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+import threading
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from . import _native
 from ._errors import TraceError, UsageError, REPORT_E_USAGE
 from ._records import KINDS
+from ._report import PathLike, fs_path
+
+GPUPHASE_E_IO = -1  # include/gpuphase/trace.h: open/read failed, errno kept
 
 STRING_FIELDS = ("name", "reason", "domain")  # string ids, as dump shows them
 
@@ -75,12 +80,18 @@ class Records:
     from kind name ('api', 'kernel', 'memcpy', 'range', ...) to the records
     of that kind read in this chunk, in file order. A record's ``index`` is
     its position among all records of the trace (what ``gpuphase-report
-    dump`` prints on line index + 1). Memory is one chunk at a time."""
+    dump`` prints on line index + 1). Memory is one chunk at a time.
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], kinds: Optional[Iterable[str]] = None,
+    One object may be used from several threads: its calls are serialised
+    (a lock), and close() waits for a call in progress."""
+
+    def __init__(self, path: PathLike, kinds: Optional[Iterable[str]] = None,
                  chunk_size: int = 65536, sorted: bool = False, numpy: Optional[bool] = None):
-        from ._report import fs_path  # (a cycle at import otherwise)
+        self._lock = threading.RLock()
+        self._r: Optional[int] = None
         self.path = fs_path(path)
+        if not isinstance(sorted, bool):
+            raise TypeError(f"sorted is True or False, not {type(sorted).__name__}")
         if isinstance(kinds, str):
             kinds = [kinds]
         if kinds is not None and not isinstance(kinds, Iterable):
@@ -104,15 +115,17 @@ class Records:
         lib = _native.trace_lib()
         err = ctypes.c_int(0)
         opener = lib.gpuphase_reader_open_sorted if sorted else lib.gpuphase_reader_open
+        ctypes.set_errno(0)
         self._r = opener(os.fsencode(self.path), ctypes.byref(err))
         if not self._r:
+            # the reader keeps errno for an I/O error (ctypes.get_errno: the
+            # file is not opened again here, which would block on a FIFO)
+            e = ctypes.get_errno() if err.value == GPUPHASE_E_IO else 0
             msg = lib.gpuphase_strerror(err.value).decode()
-            if err.value == -1:  # the reader keeps errno, which ctypes does not show
-                try:
-                    with open(self.path, "rb"):
-                        pass
-                except OSError as e:
-                    msg = f"cannot open: {e.strerror}"
+            if e == errno.ESPIPE:  # what the reader and report() say
+                msg = "not a regular file (a trace is read from a file, not a pipe or a device)"
+            elif e:
+                msg = f"cannot open: {os.strerror(e)}"
             raise TraceError(err.value, f"{self.path}: {msg}")
         self._index = 0
         self._done = False
@@ -120,17 +133,26 @@ class Records:
 
     def string(self, sid: int) -> Optional[str]:
         """The text of string id sid ('' for 0, None if never defined so far)."""
-        if not self._r:
-            raise UsageError(REPORT_E_USAGE, "the trace is closed")
-        s = _native.trace_lib().gpuphase_reader_string(self._r, int(sid))
+        with self._lock:
+            if not self._r:
+                raise UsageError(REPORT_E_USAGE, f"{self.path}: the trace is closed")
+            s = _native.trace_lib().gpuphase_reader_string(self._r, int(sid))
         return None if s is None else s.decode("utf-8", "replace")
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         return self
 
     def __next__(self) -> Dict[str, Any]:
-        if self._done or not self._r:
+        # the whole chunk under the lock: its blobs point into the reader
+        # until its next call, and close() frees them
+        with self._lock:
+            return self._next()
+
+    def _next(self) -> Dict[str, Any]:
+        if self._done:
             raise StopIteration
+        if not self._r:
+            raise UsageError(REPORT_E_USAGE, f"{self.path}: the trace is closed")
         lib = _native.trace_lib()
         read, r = lib.gpuphase_reader_read, self._r
         n_max = self.chunk_size
@@ -150,6 +172,7 @@ class Records:
                 blobs[n - 1] = self._blobs(buf[n - 1])
         if rc < 0 and n == 0:  # else the records before the error first
             msg = (lib.gpuphase_reader_errmsg(r) or b"").decode("utf-8", "replace")
+            self._done = True  # the iteration ends here
             self.close()
             raise TraceError(rc, f"{self.path}: {lib.gpuphase_strerror(rc).decode()}: {msg}")
         if rc == 0:
@@ -219,9 +242,10 @@ class Records:
             out[low] = arr
         return out
 
-    def to_pandas(self, kind: str):
+    def to_pandas(self, kind: str) -> Any:
         """The remaining records of one kind as a pandas DataFrame (all of
-        them in memory), with ``<field>_text`` columns for string ids."""
+        them in memory), with ``<field>_text`` columns for string ids.
+        (Annotated Any: pandas is optional.)"""
         import pandas as pd
         if kind not in NUMS:
             raise UsageError(REPORT_E_USAGE, f"unknown record kind {kind!r}")
@@ -235,9 +259,12 @@ class Records:
         return df
 
     def close(self) -> None:
-        if self._r:
-            _native.trace_lib().gpuphase_reader_close(self._r)
-            self._r = None
+        """Closes the trace (waiting for a call in progress in another
+        thread); later calls raise UsageError."""
+        with self._lock:
+            if self._r:
+                _native.trace_lib().gpuphase_reader_close(self._r)
+                self._r = None
 
     def __enter__(self) -> "Records":
         return self
@@ -255,7 +282,7 @@ class Records:
 sorted_ = sorted
 
 
-def records(path, kinds: Optional[Iterable[str]] = None, chunk_size: int = 65536,
+def records(path: PathLike, kinds: Optional[Iterable[str]] = None, chunk_size: int = 65536,
             sorted: bool = False, numpy: Optional[bool] = None) -> Records:
     """Streams the records of one trace in chunks (see Records): kinds
     limits them to some kinds ('kernel', 'api', ...); sorted=True gives them

@@ -7,18 +7,20 @@ import html as _html
 import json as _json
 import operator
 import os
+import re
 import threading
-import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _native
-from ._errors import REPORT_E_USAGE, UsageError, TraceError, report_error
+from ._errors import REPORT_E_USAGE, UsageError, TraceError, report_error, warn
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 Paths = Union[PathLike, Iterable[PathLike]]
 
 _ERRLEN = 1024
 _compare_lock = threading.Lock()  # the gate parses its arguments with getopt
+# what gpuphase_report_render takes (reports/render.c's renderers)
+FORMATS = ("text", "json", "html", "folded")
 
 
 def fs_path(p: Any) -> str:
@@ -66,7 +68,10 @@ class Report:
 
     ``data`` is the whole JSON report as Python data (docs/report-json.md),
     ``json()`` its text, ``summary()`` the text report, ``html()`` the
-    self-contained page; in Jupyter the report shows itself inline."""
+    self-contained page; in Jupyter the report shows itself inline.
+
+    One object may be used from several threads: its calls are serialised
+    (a lock), and close() waits for a render in progress."""
 
     def __init__(self, paths: Paths, *, window: Optional[str] = None,
                  step: Optional[str] = None, warmup: Optional[int] = None,
@@ -74,9 +79,10 @@ class Report:
                  html_detail: Optional[str] = None, html_budget: Optional[int] = None,
                  job: Optional[bool] = None, comm_kernels: Optional[str] = None,
                  jobs: Optional[int] = None, processes: Union[int, str, None] = None):
+        self._lock = threading.RLock()
+        self._h: Optional[int] = None
         self.paths = expand(paths)
         lib = _native.report_lib()
-        self._h = None
         self._cache: Dict[str, str] = {}
         self._data: Any = None
         err = ctypes.create_string_buffer(_ERRLEN)
@@ -117,22 +123,27 @@ class Report:
         self.truncated = [p for i, p in enumerate(self.paths)
                           if lib.gpuphase_report_truncated(self._h, i)]
         for p in self.truncated:
-            warnings.warn(f"{p} is truncated: reporting up to its last complete frame",
-                          RuntimeWarning, stacklevel=3)
+            warn(f"{p} is truncated: reporting up to its last complete frame")
 
     def render(self, fmt: str) -> str:
-        """The report as 'text', 'json' or 'html' (what gpuphase-report
-        --format FMT writes, without colour)."""
-        if fmt not in self._cache:
-            if not self._h:
-                raise UsageError(REPORT_E_USAGE, "the report is closed")
-            lib = _native.report_lib()
-            buf, n = ctypes.c_void_p(), ctypes.c_size_t()
-            err = ctypes.create_string_buffer(_ERRLEN)
-            _check(lib.gpuphase_report_render(self._h, fmt.encode(), ctypes.byref(buf),
-                                              ctypes.byref(n), err, _ERRLEN), err)
-            self._cache[fmt] = _native.take_buffer(buf, n.value).decode("utf-8", "replace")
-        return self._cache[fmt]
+        """The report as 'text', 'json', 'html' or 'folded' (what
+        gpuphase-report --format FMT writes, without colour)."""
+        if not isinstance(fmt, str):
+            raise TypeError(f"the format is a str ({', '.join(FORMATS)}), not {type(fmt).__name__}")
+        if fmt not in FORMATS:
+            raise UsageError(REPORT_E_USAGE, f"unknown format {fmt!r}: "
+                             f"{', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
+        with self._lock:
+            if fmt not in self._cache:
+                if not self._h:
+                    raise UsageError(REPORT_E_USAGE, "the report is closed")
+                lib = _native.report_lib()
+                buf, n = ctypes.c_void_p(), ctypes.c_size_t()
+                err = ctypes.create_string_buffer(_ERRLEN)
+                _check(lib.gpuphase_report_render(self._h, fmt.encode(), ctypes.byref(buf),
+                                                  ctypes.byref(n), err, _ERRLEN), err)
+                self._cache[fmt] = _native.take_buffer(buf, n.value).decode("utf-8", "replace")
+            return self._cache[fmt]
 
     def json(self) -> str:
         """The JSON report's text (gpuphase-report --format json)."""
@@ -141,9 +152,10 @@ class Report:
     @property
     def data(self) -> Dict[str, Any]:
         """The JSON report as Python data (docs/report-json.md)."""
-        if self._data is None:
-            self._data = _json.loads(self.json())
-        return self._data
+        with self._lock:
+            if self._data is None:
+                self._data = _json.loads(self.json())
+            return self._data
 
     def summary(self) -> str:
         """The text report (gpuphase-report's default output)."""
@@ -155,8 +167,9 @@ class Report:
 
     def save(self, path: PathLike, fmt: str = "html") -> None:
         """Writes the report in format fmt to path."""
+        text = self.render(fmt)  # first: a bad format leaves path alone
         with open(path, "w", encoding="utf-8") as f:
-            f.write(self.render(fmt))
+            f.write(text)
 
     def _repr_html_(self) -> str:
         # In an iframe: the page's styles and scripts stay out of the notebook.
@@ -167,10 +180,13 @@ class Report:
         return f"<gpuphase.Report of {len(self.paths)} trace(s)>"
 
     def close(self) -> None:
-        """Frees the analysis (the rendered outputs stay available)."""
-        if self._h:
-            _native.report_lib().gpuphase_report_close(self._h)
-            self._h = None
+        """Frees the analysis (the rendered outputs stay available; other
+        formats raise UsageError). Waits for a render in progress in
+        another thread."""
+        with self._lock:
+            if self._h:
+                _native.report_lib().gpuphase_report_close(self._h)
+                self._h = None
 
     def __enter__(self) -> "Report":
         return self
@@ -223,18 +239,66 @@ class Comparison:
         return f"<gpuphase.Comparison {self.verdict or ''} exit_code={self.exit_code}>"
 
 
-def _flags(options: Dict[str, Any]) -> List[str]:
+# gpuphase-report compare and check's long options (tools/report_compare.c):
+# True for those that take a value. A keyword argument names one as getopt
+# does: its whole name or a prefix of one only.
+_GATE_OPTIONS = {
+    "vs": False, "format": True, "output": True, "junit": True, "max-slowdown": True,
+    "min-delta": True, "noise-floor": True, "exact": True, "budget": True, "budgets": True,
+    "inconclusive": True, "allow-different-devices": False, "step": True, "warmup": True,
+    "top": True, "resamples": True, "seed": True, "jobs": True, "help": False,
+}
+# what would write the verdict elsewhere or replace it: the result is in memory
+_REFUSED = {
+    "output": "the verdict is returned (Comparison.output), not written to a file",
+    "help": "the usage is gpuphase-report's (gpuphase-report {command} --help)",
+    "format": "give format= by its whole name",
+}
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _gate_option(flag: str) -> Optional[str]:
+    """The long option that --flag names for getopt_long (its whole name,
+    or a prefix of one option only), None when unknown or ambiguous."""
+    if flag in _GATE_OPTIONS:
+        return flag
+    found = [name for name in _GATE_OPTIONS if name.startswith(flag)]
+    return found[0] if len(found) == 1 else None
+
+
+def _flags(command: str, options: Dict[str, Any]) -> List[str]:
     """Keyword arguments as command-line options: max_slowdown='5%' ->
     --max-slowdown=5%, allow_different_devices=True -> the flag, a list ->
-    the option once per item."""
+    the option once per item, None (and False for a flag) -> left out.
+    Refused before the C call: a keyword that cannot name an option, one that
+    would write the verdict elsewhere or replace it (output, help, a
+    format= abbreviated), True or False for an option that takes a value
+    (getopt would take the next argument as its value)."""
     out = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
+        if not isinstance(key, str) or not _OPTION_NAME.fullmatch(key):
+            raise UsageError(REPORT_E_USAGE, f"unknown option {key!r}")
+        flag = key.replace("_", "-")
+        name = _gate_option(flag)
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            if v is None or v is False:
+            if v is None:
                 continue
-            out.append(flag if v is True else f"{flag}={v}")
+            if name in _REFUSED:
+                raise UsageError(REPORT_E_USAGE, f"option {key!r} (--{name}) is refused by "
+                                 f"{command}(): " + _REFUSED[name].format(command=command))
+            if name and _GATE_OPTIONS[name] and isinstance(v, bool):
+                raise UsageError(REPORT_E_USAGE, f"invalid {key} {v!r}: --{name} takes a value, "
+                                 "not True or False")
+            if v is False:
+                continue
+            out.append("--" + flag if v is True else f"--{flag}={v}")
     return out
+
+
+def _safe_paths(paths: List[str]) -> List[str]:
+    """Paths as getopt arguments: a relative one that starts with '-'
+    (an option to getopt) as ./-NAME."""
+    return ["./" + p if p.startswith("-") else p for p in paths]
 
 
 def _gate(command: str, args: Sequence[str], fmt: str) -> Comparison:
@@ -252,14 +316,20 @@ def _gate(command: str, args: Sequence[str], fmt: str) -> Comparison:
                       exit_code.value, fmt)
 
 
+def _paths(paths: Paths) -> List[str]:
+    return _safe_paths(expand(paths))
+
+
 def compare(base: Paths, new: Paths, *, format: str = "json", **options: Any) -> Comparison:
     """gpuphase-report compare BASE... --vs NEW...: options as on the command
     line with underscores (max_slowdown='5%', min_delta='1ms', exact='all',
     budget=['host_wait<=20%'], step=..., warmup=..., seed=...)."""
-    return _gate("compare", expand(base) + ["--vs"] + expand(new) + _flags(options), format)
+    args = _paths(base) + ["--vs"] + _paths(new) + _flags("compare", options)
+    return _gate("compare", args, format)
 
 
 def check(new: Paths, *, format: str = "json", **options: Any) -> Comparison:
     """gpuphase-report check: budgets on runs without a baseline, e.g.
     ``check(files, budget=['host_wait<=20%', 'step_p95<=120ms'])``."""
-    return _gate("check", expand(new) + _flags(options), format)
+    args = _paths(new) + _flags("check", options)
+    return _gate("check", args, format)

@@ -320,6 +320,57 @@ def body(tmp):
     def t_errors():
         api("errors", tmp, demo[1])
 
+    def fresh(name):
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        return d
+
+    def t_records_fifo():
+        # a FIFO without a writer, /dev/null: refused at once, as report() does
+        api("fifo", fresh("fifo"), demo[1], timeout=60)
+
+    def t_threads():
+        # in a process of its own: a crash is this check's failure
+        p = api("threads", demo[1], ok=False, timeout=300)
+        expect(p.returncode == 0, f"rc {p.returncode}"
+               + (f" (signal {-p.returncode})" if p.returncode < 0 else "") + f": {tail(p)[-600:]}")
+
+    def t_gate_paths():
+        api("gate_paths", fresh("gate-paths"), demo[1])
+
+    def t_gate_options():
+        api("gate_options", fresh("gate-options"), demo[1])
+
+    def t_warnings():
+        p = api("warnings", fresh("warnings"), demo[1])
+        # report()'s warnings are RuntimeWarnings, caught by the test;
+        # compare and check leave the library's line, once each
+        said = [x for x in p.stderr.splitlines() if b"warning" in x]
+        expect(len(said) == 2 and all(b"compared up to its last complete frame" in x for x in said),
+               f"on standard error: {p.stderr.decode()[-600:]}")
+
+    def t_types():
+        api("types", fresh("types"), demo[1])
+
+    def t_no_library():
+        api("nolib", fresh("nolib"))
+
+    def t_help_oo():
+        api("help_oo")
+
+    def t_typed():
+        # mypy --strict on a user's module (mypy from PyPI: else skipped)
+        p = run(pip + ["install", "mypy"], timeout=240)
+        if p.returncode:
+            print(f"note: mypy not installable; typing-strict is skipped: {tail(p)[-200:]}")
+            return
+        d = fresh("typed")
+        user = os.path.join(d, "user.py")
+        api("typed", user)
+        p = run([vpy, "-m", "mypy", "--strict", "--cache-dir", os.path.join(d, "cache"), user],
+                cwd=d, timeout=240)
+        expect(p.returncode == 0, f"mypy --strict: {tail(p)[-1500:]}")
+
     def t_compare():
         out = os.path.join(tmp, "compare.json")
         p = api("compare", out, demo[1], demo[2], "seed=7")
@@ -355,9 +406,18 @@ def body(tmp):
             check("records-numpy-pandas", t_records_numpy)
         check("compare-equals-cli", t_compare)
         check("errors", t_errors)
+        check("records-fifo-device", t_records_fifo)
+        check("threads-one-object", t_threads)
+        check("gate-dash-paths", t_gate_paths)
+        check("gate-options-refused", t_gate_options)
+        check("warnings-truncated", t_warnings)
+        check("type-errors", t_types)
         check("notebook-repr-html", t_notebook)
     check("markers-phases-steps", t_markers)
     check("markers-noop", t_markers_noop)
+    check("no-library", t_no_library)
+    check("help-without-docstrings", t_help_oo)
+    check("typing-strict", t_typed)
     failed = [n for n, e in results if e]
     print(f"{len(results) - len(failed)} of {len(results)} checks passed"
           + (f"; failed: {', '.join(failed)}" if failed else ""))

@@ -217,5 +217,283 @@ def cmd_errors(tmp, good):
     print("\n".join(msgs))
 
 
+def one_error(fn, cls, code, *words):
+    """fn() raises cls (a gpuphase.Error with code) in one line holding words."""
+    msg = expect_error(fn, cls, code, *words)
+    assert "\n" not in msg, repr(msg)
+    return msg
+
+
+def cmd_fifo(tmp, good):
+    """records() of a FIFO, a device: refused at once (the C reader opens
+    with O_NONBLOCK; Python must not open the file), as report() says."""
+    import signal
+    fifo = os.path.join(tmp, "trace.fifo")
+    os.mkfifo(fifo)
+
+    def hang(*_):
+        raise AssertionError("records() of a FIFO hangs")
+
+    signal.signal(signal.SIGALRM, hang)
+    for path in (fifo, "/dev/null", "/dev/zero"):
+        signal.alarm(20)
+        got = one_error(lambda: gpuphase.records(path), gpuphase.TraceError, -1, path,
+                        "not a regular file")
+        signal.alarm(0)
+        want = expect_error(lambda: gpuphase.report(path), gpuphase.TraceError, 1)
+        assert got == want, f"records: {got!r}, report: {want!r}"
+    print(got)
+
+
+def cmd_threads(good):
+    """One Report, one Records used by several threads at once, closed
+    under them: serialised, no crash (the test runs this in a process of
+    its own: a crash is a failure)."""
+    import threading
+    errors = []
+
+    def hammer(fn, n):
+        def body():
+            for _ in range(n):
+                try:
+                    fn()
+                except gpuphase.UsageError as e:
+                    if "closed" not in str(e):
+                        errors.append(repr(e))
+                except StopIteration:
+                    pass
+                except Exception as e:  # noqa: BLE001 - a zstd error is a race
+                    errors.append(repr(e))
+        return threading.Thread(target=body)
+
+    def together(threads):
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    for _ in range(40):
+        r = gpuphase.Report(good)
+        together([hammer(lambda f=f: r.render(f), 3) for f in ("html", "json", "text", "folded")]
+                 + [hammer(r.close, 1)])
+        # closed: what was rendered stays, the rest is a clear error
+        for f in ("html", "json", "text", "folded"):
+            try:
+                r.render(f)
+            except gpuphase.UsageError as e:
+                assert str(e) == "the report is closed", repr(e)
+    for i in range(40):
+        rec = gpuphase.records(good, chunk_size=7, numpy=False if i % 2 else None)
+        together([hammer(lambda: next(rec), 30) for _ in range(4)]
+                 + [hammer(lambda: rec.string(1), 30), hammer(rec.close, 1)])
+        expect_error(lambda: rec.string(1), gpuphase.UsageError, 3, "closed")
+    assert not errors, errors[:5]
+    rec = gpuphase.records(good)
+    rec.close()
+    one_error(lambda: next(rec), gpuphase.UsageError, 3, good, "closed")
+    print("threads: serialised")
+
+
+def cmd_gate_paths(tmp, good):
+    """compare() and check() with paths that start with '-': files, not
+    options; report() as before."""
+    import shutil
+    good = os.path.abspath(good)
+    os.chdir(tmp)
+    for name in ("-demo.gph", "-o.gph"):
+        shutil.copyfile(good, name)
+    before = set(os.listdir("."))
+    for files in ("-demo.gph", "-d*.gph", ["-demo.gph", "-o.gph"]):
+        c = gpuphase.check(files, budget="busy>=1%")
+        assert c.data is not None and c.verdict == "pass", (files, c.output[:200])
+    c = gpuphase.compare(good, [good, "-o.gph"])
+    assert c.data is not None and c.data["kind"] == "compare", c.output[:200]
+    c = gpuphase.compare("-demo.gph", "-o.gph", format="text")
+    assert c.output and c.data is None, c.output[:200]
+    assert set(os.listdir(".")) == before, f"files written: {set(os.listdir('.')) - before}"
+    r = gpuphase.report("-demo.gph")
+    assert r.paths == ["-demo.gph"] and r.data["processes_count"] == 1, r.paths
+    one_error(lambda: gpuphase.check("-missing.gph", budget="busy>=1%"), gpuphase.TraceError, 1,
+              "-missing.gph")
+    print("gate paths: files")
+
+
+def cmd_gate_options(tmp, good):
+    """compare()/check() options that would write the verdict elsewhere,
+    replace it, or take the next argument as their value: refused before
+    the C call, in one line; nothing is written."""
+    good = os.path.abspath(good)
+    os.chdir(tmp)
+    before = set(os.listdir("."))
+    usage = gpuphase.UsageError
+    for opts, words in (({"output": "x.json"}, ["output", "Comparison.output"]),
+                        ({"o": "y.json"}, ["'o'", "--output"]),
+                        ({"outp": "-"}, ["--output"]),
+                        ({"help": True}, ["help"]),
+                        ({"he": True}, ["--help"]),
+                        ({"f": "text"}, ["--format", "format="]),
+                        ({"form": "json"}, ["--format"]),
+                        ({"junit": True}, ["junit", "takes a value"]),
+                        ({"step": True}, ["step", "takes a value"]),
+                        ({"exact": True}, ["exact", "takes a value"]),
+                        ({"top": True}, ["top", "takes a value"]),
+                        ({"top": False}, ["top", "takes a value"]),
+                        ({"seed": [7, True]}, ["seed", "takes a value"]),
+                        ({"budget": ["busy>=1%", True]}, ["budget"]),
+                        ({"version": True}, ["version"]),
+                        ({"allow_different_devices": "yes"}, ["allow-different-devices"]),
+                        ({"output=x.json": 1}, ["output=x.json"]),
+                        ({"junit --output": "x"}, ["junit --output"])):
+        one_error(lambda: gpuphase.compare(good, good, **opts), usage, 3, *words)
+        one_error(lambda: gpuphase.check(good, **dict({"budget": "busy>=1%"}, **opts)), usage, 3)
+    assert set(os.listdir(".")) == before, f"files written: {set(os.listdir('.')) - before}"
+    # what still works: flags, abbreviations, None and False for a flag
+    c = gpuphase.compare(good, good, allow_different_devices=True, seed=7, top=None, allow=True,
+                         help=None, output=None)
+    assert c.data is not None and c.data["options"]["allow_different_devices"] is True, c.output[:200]
+    c = gpuphase.compare(good, good, allow_different_devices=False, max_slowdown="5%")
+    assert c.data["options"]["allow_different_devices"] is False, c.output[:200]
+    print("gate options: refused")
+
+
+def cmd_warnings(tmp, good):
+    """A truncated trace: a RuntimeWarning naming the caller's line, from
+    Report() as from report(); compare() and check() mark the run."""
+    import warnings
+    with open(good, "rb") as f:
+        data = f.read()
+    trunc = os.path.join(tmp, "trunc.gph")
+    for cut in (len(data) // 2, len(data) * 2 // 3, len(data) // 3, len(data) - 100):
+        with open(trunc, "wb") as f:
+            f.write(data[:cut])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                gpuphase.report(trunc).close()
+            except gpuphase.TraceError:
+                continue
+        if w:
+            break
+    else:
+        raise AssertionError("no cut of the trace is reported as truncated")
+    calls = (("Report", lambda: gpuphase.Report(trunc), "reporting"),
+             ("report", lambda: gpuphase.report(trunc), "reporting"))
+    for name, fn, verb in calls:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fn()
+        got = [(x.category.__name__, os.path.basename(x.filename), x.lineno, str(x.message))
+               for x in w]
+        want = [("RuntimeWarning", os.path.basename(__file__), fn.__code__.co_firstlineno,
+                 f"{trunc} is truncated: {verb} up to its last complete frame")]
+        assert got == want, f"{name}: {got}"
+    # compare and check: the library's line on standard error (as the
+    # command line's), and the run marked in the result
+    for name, fn in (("compare", lambda: gpuphase.compare(good, trunc)),
+                     ("check", lambda: gpuphase.check(trunc, budget="busy>=1%"))):
+        c = fn()
+        assert c.data["new"]["runs"][0]["truncated"] is True, f"{name}: {c.output[:200]}"
+    print("warnings: RuntimeWarning")
+
+
+def cmd_types(tmp, good):
+    """Wrong types: TypeError; a bad format names the formats there are."""
+    r = gpuphase.report(good)
+    page = os.path.join(tmp, "types.html")
+    with open(page, "w") as f:
+        f.write("kept")
+    for fn in (lambda: r.render(5), lambda: r.render(None), lambda: r.save(page, 5),
+               lambda: gpuphase.records(good, sorted="yes"),
+               lambda: gpuphase.records(good, sorted=1)):
+        try:
+            fn()
+        except TypeError as e:
+            assert "\n" not in str(e), repr(e)
+            continue
+        except Exception as e:
+            raise AssertionError(f"TypeError expected, got {e!r}")
+        raise AssertionError("no TypeError raised")
+    with open(page) as f:
+        assert f.read() == "kept", "save() with a bad format wrote the file"
+    msg = one_error(lambda: r.render("xml"), gpuphase.UsageError, 3, "'xml'")
+    for fmt in ("text", "json", "html", "folded"):
+        assert fmt in msg, f"{fmt} not in {msg!r}"
+        assert r.render(fmt)
+    one_error(lambda: r.save(page, "svg"), gpuphase.UsageError, 3, "folded")
+    r.save(page, "folded")
+    next(iter(gpuphase.records(good, sorted=True)))
+    print(msg)
+
+
+def cmd_nolib(tmp):
+    """Without the native library (the package alone): import * and
+    hasattr(gpuphase, "__version__") work (False), python -m gpuphase lib
+    says the library is missing and fails. With it, import * loads none."""
+    import shutil
+    import subprocess
+    pkg = os.path.dirname(os.path.abspath(gpuphase.__file__))
+    alone = os.path.join(tmp, "nolib")
+    shutil.copytree(pkg, os.path.join(alone, "gpuphase"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import gpuphase; from gpuphase import *; "
+            "assert not hasattr(gpuphase, '__version__'); "
+            "assert gpuphase.range and report and records; print('ok')")
+    # -E -S: neither PYTHONPATH nor site-packages, so no library anywhere
+    p = subprocess.run([sys.executable, "-E", "-S", "-c", code], cwd=alone, capture_output=True)
+    assert p.returncode == 0 and p.stdout == b"ok\n", p
+    p = subprocess.run([sys.executable, "-E", "-S", "-m", "gpuphase", "lib"], cwd=alone,
+                       capture_output=True)
+    lines = p.stderr.decode().splitlines()
+    assert p.returncode != 0 and not p.stdout and len(lines) == 1 and "missing" in lines[0], p
+    code = ("from gpuphase import *; "
+            "print([l for l in open('/proc/self/maps') if 'libgpuphase' in l])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert p.returncode == 0 and p.stdout == b"[]\n", p
+    print(lines[0])
+
+
+def cmd_help_oo():
+    """python -OO -m gpuphase --help: the help without docstrings."""
+    import subprocess
+    p = subprocess.run([sys.executable, "-OO", "-m", "gpuphase", "--help"], capture_output=True)
+    assert p.returncode == 0 and b"python -m gpuphase run" in p.stdout, p
+    print("help: -OO")
+
+
+TYPED = """\
+import os
+import pathlib
+from typing import Any, Optional
+
+import gpuphase
+
+
+def main(path: str) -> Optional[str]:
+    with gpuphase.range("load"):
+        pass
+    with gpuphase.step(items=4):
+        gpuphase.items(1)
+    r: gpuphase.Report = gpuphase.report(path.encode(), top=3)
+    gpuphase.report([b"a.gph", pathlib.Path("b.gph")])
+    rec: gpuphase.Records = gpuphase.records(path)
+    gpuphase.records(path.encode(), sorted=True)
+    gpuphase.records(pathlib.Path(path), kinds=["kernel"])
+    df: Any = rec.to_pandas("kernel")
+    # paths are typed (--strict warns of an unused ignore otherwise)
+    gpuphase.records(5)  # type: ignore[arg-type]
+    gpuphase.report(5)  # type: ignore[arg-type]
+    c: gpuphase.Comparison = gpuphase.check(os.fsencode(path), budget="busy>=1%")
+    v: str = gpuphase.__version__
+    print(r.summary(), df, c.passed, v, gpuphase.library_path())
+    return c.verdict
+"""
+
+
+def cmd_typed(out):
+    """Writes a user's module that mypy --strict must accept."""
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(TYPED)
+
+
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1]](*sys.argv[2:])
