@@ -16,7 +16,13 @@ enum { PSEUDO = 0x40000000 }; /* pids and tids of our own above this */
 struct ctrack {
   int64_t pid, tid;
   char *name;
+  int kind, sort; /* the track's kind; its sort index (threads) */
+  int nsub;       /* threads: range and step tracks put under it so far */
 };
+
+/* A thread's sort index leaves room for its own range and step tracks
+ * right under it (Chrome sorts a process's threads by index alone). */
+enum { SUBTRACKS = 64 };
 
 struct ch {
   FILE *f;
@@ -59,15 +65,15 @@ static void meta(struct ch *c, const char *what, int64_t pid, int64_t tid,
           what, sort);
 }
 
-static const struct ctrack *find(const struct ch *c, uint64_t uuid) {
+static struct ctrack *find(const struct ch *c, uint64_t uuid) {
   uint64_t *v = gp_u64map_get(&c->ix, uuid);
   return v ? &c->t[*v - 1] : NULL;
 }
 
 static int ch_track(void *ctx, const struct gp_tl_track *t) {
   struct ch *c = ctx;
-  const struct ctrack *par = t->parent ? find(c, t->parent) : NULL;
-  struct ctrack x = {0};
+  struct ctrack *par = t->parent ? find(c, t->parent) : NULL;
+  struct ctrack x = {.kind = t->kind};
   char name[320];
   snprintf(name, sizeof name, "%s", t->name);
   switch (t->kind) {
@@ -79,7 +85,8 @@ static int ch_track(void *ctx, const struct gp_tl_track *t) {
   case GP_TL_THREAD:
     x.pid = t->pid & (PSEUDO - 1);
     x.tid = t->tid & (PSEUDO - 1);
-    meta(c, "thread", x.pid, x.tid, name, t->order);
+    x.sort = t->order * SUBTRACKS;
+    meta(c, "thread", x.pid, x.tid, name, x.sort);
     break;
   case GP_TL_GPU:
     x.pid = PSEUDO + c->next_pseudo++;
@@ -92,14 +99,25 @@ static int ch_track(void *ctx, const struct gp_tl_track *t) {
   default: /* stream lanes, ranges and steps: threads of their own */
     x.pid = par ? par->pid : t->pid & (PSEUDO - 1);
     x.tid = PSEUDO + c->next_pseudo++;
-    if (t->kind == GP_TL_STREAM)
+    if (t->kind == GP_TL_STREAM) {
       snprintf(name, sizeof name, "%s%s%.0u", t->name, t->lane ? " lane " : "",
                t->lane);
-    else
+      x.sort = t->order;
+    } else if (par && par->kind == GP_TL_THREAD) {
+      /* under its thread, named by it and its tid: threads often share a
+       * name ("python", three workers called "mix") */
+      snprintf(name, sizeof name, "%s [%lld]: %s%s%.0u", par->name,
+               (long long)par->tid, t->name, t->lane ? " lane " : "",
+               t->lane);
+      /* in the order the tracks come (steps, ranges, their lanes) */
+      x.sort = par->sort + 1 + (par->nsub < SUBTRACKS - 2 ? par->nsub++
+                                                          : SUBTRACKS - 2);
+    } else {
       snprintf(name, sizeof name, "%s: %s%s%.0u", par ? par->name : "?",
                t->name, t->lane ? " lane " : "", t->lane);
-    meta(c, "thread", x.pid, x.tid, name,
-         t->kind == GP_TL_STREAM ? t->order : (int)(x.tid - PSEUDO));
+      x.sort = (int)(x.tid - PSEUDO);
+    }
+    meta(c, "thread", x.pid, x.tid, name, x.sort);
     break;
   }
   if (t->kind == GP_TL_COUNTER) snprintf(name, sizeof name, "%s", t->name);

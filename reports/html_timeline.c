@@ -642,7 +642,12 @@ static void row_label(FILE *f, const struct gp_timeline *t, size_t i) {
   const struct row *r = &t->rows[i];
   char b[96];
   if (r->stream) {
-    snprintf(b, sizeof b, "GPU %" PRId64 " stream %" PRIu64, r->a, r->b);
+    /* a synchronisation of no one stream (a device or context
+     * synchronize): the exports' "synchronization" row */
+    if (r->b == 0xffffffffu)
+      snprintf(b, sizeof b, "GPU %" PRId64 " synchronization", r->a);
+    else
+      snprintf(b, sizeof b, "GPU %" PRId64 " stream %" PRIu64, r->a, r->b);
     gp_json_quote(f, b);
     return;
   }

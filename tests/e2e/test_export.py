@@ -364,6 +364,33 @@ def t_nvtx():
     check(len(chrome_x(doc, "range")) == 7, "chrome ranges")
 
 
+def chrome_sorted_under_threads(doc):
+    """Chrome sorts a process's threads by index alone: each ranges track
+    right under its own thread (named with its tid), before the next
+    thread; before, their indices were numbered apart and collided with
+    the threads' (the main thread's ranges sorted beside another thread)."""
+    meta = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "M" and e["name"] in ("thread_name", "thread_sort_index"):
+            meta.setdefault((e["pid"], e["tid"]), {})[e["name"]] = \
+                e["args"]["name" if e["name"] == "thread_name" else "sort_index"]
+    threads = {k: v for k, v in meta.items() if k[1] < 0x40000000}
+    ranges = {k: v for k, v in meta.items() if ": ranges" in v["thread_name"]}
+    check(len(threads) >= 2 and len(ranges) >= 2, f"threads {len(threads)}, ranges {len(ranges)}")
+    for k, v in ranges.items():
+        m_tid = re.search(r"\[(\d+)\]: ranges", v["thread_name"])
+        own = (k[0], int(m_tid.group(1))) if m_tid else None
+        check(own in threads, f"{v['thread_name']}: its thread {own} not among {list(threads)}")
+        if own not in threads:
+            continue
+        mine = threads[own]["thread_sort_index"]
+        nxt = min([t["thread_sort_index"] for kk, t in threads.items()
+                   if kk[0] == k[0] and t["thread_sort_index"] > mine], default=1 << 40)
+        check(mine < v["thread_sort_index"] < nxt,
+              f"{v['thread_name']} sorts at {v['thread_sort_index']}, its thread at {mine}, "
+              f"the next thread at {nxt}")
+
+
 def t_threads():
     """16 threads x 2000 launches on their own streams: a track per thread
     with its 2000 launches, 32000 kernels of 132 blocks, one arrow each."""
@@ -388,6 +415,8 @@ def t_threads():
     doc = chrome_out(files, d)
     check(len(chrome_x(doc, "kernel", "k_thread")) == 32000 and doc["_flows"] >= 32000,
           "chrome kernels and flows")
+    check(len(chrome_x(doc, "range", "worker")) == 16, "a range per worker")
+    chrome_sorted_under_threads(doc)
 
 
 DEMO_KERNELS = {"gemm_fwd", "gemm_bwd"}

@@ -70,9 +70,23 @@ def want_totals(steps=STEPS):
             "memset": 0, "sync": steps, "range": 4 * steps}
 
 
+def sync_row_label():
+    """A device-wide synchronisation (cudaDeviceSynchronize: no one stream)
+    has a row called as the exports call it, "GPU 0 synchronization"; it
+    was "GPU 0 stream 4294967295"."""
+    d = workdir()
+    p = run([prog("e2e-prog-basic")], d)
+    check(p.returncode == 0, f"basic failed: {p.stderr.strip()}")
+    t = embedded(html_report(traces(d)))
+    labels = [r[1] for r in t["rows"]]
+    check("GPU 0 synchronization" in labels and not any("4294967295" in x for x in labels),
+          f"rows {labels}")
+
+
 def t_data():
     """The whole demo fits the default budget: every event in detail, each
     kernel with the model's duration and its grid."""
+    sync_row_label()
     t = embedded(html_report(demo_traces()))
     check([r[0] for r in t["rows"]] == ["thread", "stream"], f"rows {t['rows']}")
     totals = {k: v[0] for k, v in t["counts"].items()}
