@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,6 +684,10 @@ static int report(int argc, char **argv, int merging) {
 
 int main(int argc, char **argv) {
   int rc;
+  /* Past a file size limit (ulimit -f) a write fails with EFBIG, which the
+   * outputs report on one line and clean up after (gp_out_done), instead of
+   * SIGXFSZ killing us with a partial file left. */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc > 1 && !strcmp(argv[1], "info"))
     rc = gp_cmd_info(argc - 1, argv + 1);
   else if (argc > 1 && !strcmp(argv[1], "dump"))

@@ -167,10 +167,12 @@ def test_output_file():
     import signal
 
     def small_files():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        # as a shell's `ulimit -f` leaves it: SIGXFSZ at its default, which
+        # killed the report (exit 153, a partial file) before it ignored it
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
     big = trace("o3.gph")
-    for fmt in ("json", "html", "chrome", "perfetto", "summary"):
+    for fmt in ("text", "json", "html", "chrome", "perfetto", "summary"):
         out = os.path.join(TMP, "partial." + fmt)
         p = subprocess.run([REPORT, "-f", fmt, "-o", out, big], capture_output=True,
                            preexec_fn=small_files)
@@ -178,6 +180,12 @@ def test_output_file():
         check(p.returncode == 1 and "write error" in err and one_line(err),
               f"-f {fmt} past the size limit: {p.returncode} {err!r}")
         check(not os.path.exists(out), f"-f {fmt}: a partial {out} was left")
+    out = os.path.join(TMP, "partial.cmp")
+    p = subprocess.run([REPORT, "compare", "-f", "json", "-o", out, big, "--vs", big],
+                       capture_output=True, preexec_fn=small_files)
+    err = p.stderr.decode("utf-8", "replace")
+    check(p.returncode == 2 and "write error" in err and one_line(err) and not os.path.exists(out),
+          f"compare past the size limit: {p.returncode} {err!r}")
 
 
 def one_line(err):
