@@ -715,6 +715,7 @@ void gp_htl_json(FILE *f, const struct gp_timeline *t) {
   rows_json(f, t);
   uint64_t to = t->cutting ? t->cut : t->to;
   if (to > t->t0 + t->span) to = t->t0 + t->span;
+  if (to < t->from) to = t->from; /* asked after the end: empty, not reversed */
   fprintf(f,
           "\"detail\":{\"from\":%" PRId64 ",\"to\":%" PRId64
           ",\"cut\":%s,\"why\":\"%s\"},\n",

@@ -192,6 +192,11 @@ def t_window():
         st, en = s[3 * i], s[3 * i] + s[3 * i + 1]
         n = sum(1 for e in events(t) if e[1] == 1 and st <= e[2] < en)
         check(n == 27, f"step {i}: {n} kernels")
+    # a window after the end of the run: empty, said so, never reversed
+    # (it embedded from 5 s to the run's end before)
+    t = embedded(html_report(files, "--html-detail", "100s..101s"))
+    d = t["detail"]
+    check(d["from"] == d["to"] == 100 * 10**9 and not events(t), f"after the end: {d}")
     for bad in (("--html-detail", "5ms..1ms"), ("--html-detail", "x"),
                 ("--html-budget", "5"), ("-f", "json", "--html-detail", "0..1s")):
         p = subprocess.run([REPORT, *bad] + files, capture_output=True, text=True,
