@@ -157,6 +157,14 @@ static int take_steps(struct gp_cmp_run *run, const struct gp_proc_res *r) {
       (take_names(run, r, 0, m) < 0 || take_names(run, r, 1, m) < 0))
     goto fail;
   run->has_steps = 1;
+  /* the run's command is its critical process's, whose steps it compares
+   * (a launcher's ranks differ by their arguments) */
+  if (r->cmdline && (!run->cmdline || strcmp(run->cmdline, r->cmdline))) {
+    char *c = dup0(r->cmdline, &oom);
+    if (oom) goto fail;
+    free(run->cmdline);
+    run->cmdline = c;
+  }
   return 0;
 fail:
   drop_steps(run);

@@ -34,6 +34,7 @@ struct shape {
   int no_steps;
   int warm_all; /* the warm-up takes every step: none measured */
   double slow3; /* every third step this many times longer (0: none) */
+  const char *cmd; /* the command line ("python train.py") */
   const char *finding;
 };
 
@@ -120,7 +121,8 @@ static struct gp_proc_res *fake(struct fake *f, const struct shape *s,
                                 .text = (char *)"a <finding> & text"};
   f->r = (struct gp_proc_res){.file = (char *)file,
                               .run_id = (char *)s->run_id,
-                              .cmdline = "python train.py",
+                              .cmdline = (char *)(s->cmd ? s->cmd
+                                                         : "python train.py"),
                               .host = "ci",
                               .driver_version = 13000,
                               .runtime_version = 13000,
@@ -182,13 +184,17 @@ static void test_grouping(void) {
   struct fake f;
   struct shape a = base, b = base;
   a.run_id = b.run_id = "r1";
+  a.cmd = "launcher";
   b.step_ms = 12;
   b.kernel = "k_slow";
+  b.cmd = "worker --slow";
   CHECK(gp_cmp_side_add(&s, fake(&f, &a, "parent.gph")) == 0);
   CHECK(gp_cmp_side_add(&s, fake(&f, &b, "child.gph")) == 0);
   a.step_ms = 11; /* not slower than the child: not critical */
   CHECK(gp_cmp_side_add(&s, fake(&f, &a, "child2.gph")) == 0);
   CHECK(s.n == 1 && s.v[0].nfiles == 3 && !strcmp(s.v[0].id, "r1"));
+  /* the run's command is its critical process's (the child's here) */
+  CHECK(!strcmp(s.v[0].cmdline, "worker --slow"));
   CHECK(s.v[0].has_steps && s.v[0].nkern == 1 &&
         !strcmp(s.v[0].kern[0].name, "k_slow"));
   CHECK(fabs(s.v[0].median - 12e6) < 0.01 * 12e6);
