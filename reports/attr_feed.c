@@ -145,7 +145,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   struct gp_attr *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   if (o) a->o = *o;
-  if (!a->o.window_ns) a->o.window_ns = 100000000ull;
+  if (!a->o.window_ns) a->o.window_ns = GP_DEFAULT_WINDOW_NS;
   a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
   a->hold_t = UINT64_MAX;

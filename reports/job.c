@@ -328,11 +328,25 @@ static int hosts_of(struct gp_job *j) {
  * (reference rank's end - this host's first rank's end on the header
  * clock) over the collectives both ran; then the residual of every rank. */
 #define COLL(i) (j->r[i].in->c)
+/* Rank i ran communication kernels: it takes part in the matching (a rank
+ * without any, a data loader say, is left out rather than leaving every
+ * other rank with nothing to match) */
+#define PART(i) (j->r[i].in->nc > 0)
+
+/* The first rank that takes part: the reference of the collective ends;
+ * nranks when none does. */
+static size_t part_ref(const struct gp_job *j) {
+  size_t i = 0;
+  while (i < j->nranks && !PART(i))
+    i++;
+  return i;
+}
 
 static int align(struct gp_job *j, size_t ncoll) {
   for (size_t i = 0; i < j->nranks; i++)
     j->r[i].clock_ns = j->hosts[j->r[i].host_idx].header_ns;
-  if (!ncoll) return 0;
+  size_t r0 = part_ref(j);
+  if (!ncoll || r0 == j->nranks) return 0;
   int64_t *diff = malloc(ncoll * sizeof *diff);
   uint64_t *res = malloc(ncoll * j->nranks * sizeof *res);
   if (!diff || !res) {
@@ -340,14 +354,22 @@ static int align(struct gp_job *j, size_t ncoll) {
     free(res);
     return -1;
   }
-  const struct gp_job_coll *ref = COLL(0);
-  for (size_t h = 1; h < j->nhosts; h++) {
+  /* the reference rank's host keeps its header's offset; the others are
+   * moved onto it (when the reference is not on the first host, that one
+   * is moved too) */
+  const struct gp_job_coll *ref = COLL(r0);
+  size_t href = j->r[r0].host_idx;
+  int64_t hdr_ref = j->hosts[href].header_ns;
+  for (size_t h = 0; h < j->nhosts; h++) {
+    if (h == href) continue;
     size_t first = 0;
-    while (j->r[first].host_idx != h)
+    while (first < j->nranks && (j->r[first].host_idx != h || !PART(first)))
       first++;
+    if (first == j->nranks) continue; /* none of its ranks took part */
     int64_t hdr = j->hosts[h].header_ns;
     for (size_t k = 0; k < ncoll; k++)
-      diff[k] = wsub((int64_t)(ref[k].end - COLL(first)[k].end), hdr);
+      diff[k] = wsub(wadd((int64_t)(ref[k].end - COLL(first)[k].end), hdr_ref),
+                     hdr);
     qsort(diff, ncoll, sizeof *diff, cmp_i64);
     j->hosts[h].correction_ns = diff[rank_of(ncoll, 50)];
     j->hosts[h].samples = ncoll;
@@ -357,9 +379,9 @@ static int align(struct gp_job *j, size_t ncoll) {
         wadd(j->r[i].clock_ns, j->hosts[j->r[i].host_idx].correction_ns);
   for (size_t h = 0; h < j->nhosts; h++) {
     size_t m = 0;
-    for (size_t i = 1; i < j->nranks; i++) {
-      if (j->r[i].host_idx != h) continue;
-      int64_t c = wsub(j->r[i].clock_ns, j->r[0].clock_ns);
+    for (size_t i = 0; i < j->nranks; i++) {
+      if (i == r0 || !PART(i) || j->r[i].host_idx != h) continue;
+      int64_t c = wsub(j->r[i].clock_ns, j->r[r0].clock_ns);
       for (size_t k = 0; k < ncoll; k++) {
         res[m++] = mag(wadd((int64_t)(COLL(i)[k].end - ref[k].end), c));
       }
@@ -374,6 +396,12 @@ static int align(struct gp_job *j, size_t ncoll) {
   return 0;
 }
 
+/* A unit's straggler counts as last only when the others waited for it
+ * this long each, on average: collectives end apart by the link latency
+ * (a few hundred ns), which made a rank of a balanced job "last" in every
+ * step. */
+#define STRAG_MIN_NS 5000ull
+
 /* Stragglers: per collective, the rank whose kernel ran shortest arrived
  * last; each rank's wait is its duration minus that shortest one. With
  * steps, a step's straggler is the rank the others waited for longest in
@@ -381,16 +409,19 @@ static int align(struct gp_job *j, size_t ncoll) {
 static int stragglers(struct gp_job *j, size_t ncoll,
                       struct gp_proc_res *const *procs,
                       const struct scope *sc) {
-  size_t n = j->nranks;
+  size_t n = j->nranks, r0 = part_ref(j), np = 0;
+  if (r0 == n) return 0;
+  for (size_t i = 0; i < n; i++)
+    np += PART(i);
   uint64_t *acc = calloc(n, sizeof *acc);
   if (!acc) return -1;
-  const struct gp_steps_res *rs = &procs[j->r[0].proc]->steps;
+  const struct gp_steps_res *rs = &procs[j->r[r0].proc]->steps;
   long cur = -1;
   size_t hint = 0;
   for (size_t k = 0; k <= ncoll; k++) {
     long st = -1;
     if (k < ncoll && sc->by_step) {
-      st = gp_job_step_of(rs, sc->from, sc->to, COLL(0)[k].start, &hint);
+      st = gp_job_step_of(rs, sc->from, sc->to, COLL(r0)[k].start, &hint);
       if (st < 0) continue; /* outside the measured steps */
     }
     if (sc->by_step && st != cur) { /* a step ends: its straggler */
@@ -398,20 +429,22 @@ static int stragglers(struct gp_job *j, size_t ncoll,
         size_t w = 0;
         for (size_t i = 1; i < n; i++)
           if (acc[i] > acc[w]) w = i;
-        if (acc[w]) j->r[w].last_count++;
+        if (acc[w] && acc[w] >= STRAG_MIN_NS * (np - 1)) j->r[w].last_count++;
         memset(acc, 0, n * sizeof *acc);
       }
       cur = st;
     }
     if (k == ncoll) break;
-    size_t last = 0;
+    size_t last = r0;
     uint64_t min = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
+      if (!PART(i)) continue;
       uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
       if (du < min) min = du, last = i;
     }
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
+      if (!PART(i)) continue;
       uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
       j->r[i].comm_ns += du;
       j->r[i].wait_ns += du - min;
@@ -426,7 +459,8 @@ static int stragglers(struct gp_job *j, size_t ncoll,
     }
     j->r[last].others_wait_ns += sum;
     j->wait_total += sum;
-    if (!sc->by_step && sum) j->r[last].last_count++;
+    if (!sc->by_step && sum && sum >= STRAG_MIN_NS * (np - 1))
+      j->r[last].last_count++;
     acc[last] += sum;
     j->collectives++;
   }
@@ -725,7 +759,9 @@ static int run_ids_note(struct gp_job *j, struct gp_proc_res *const *procs) {
  * 1 ms, far over a link's latency, says that the ranks of one host name do
  * not share a clock (several machines, or containers, of one name). */
 #define SKEW_ODD_NS 1000000ull
-static int clock_notes(struct gp_job *j) {
+/* mismatch: the ranks ran different numbers of collectives (matched by
+ * position, which a collective missing in the middle shifts) */
+static int clock_notes(struct gp_job *j, int mismatch) {
   for (size_t h = 0; h < j->nhosts; h++) {
     const struct gp_job_host *o = &j->hosts[h];
     const struct gp_job_rank *r = NULL;
@@ -740,12 +776,23 @@ static int clock_notes(struct gp_job *j) {
       return -1;
     if (o->residual_max_ns > SKEW_ODD_NS) {
       char x[32];
-      if (note(j,
-               "host %.60s: its ranks disagree by up to %s after alignment: "
-               "do several machines (or containers) share the name? The "
-               "waits are right; the arrival lags are not",
-               o->name ? o->name : "(unknown)",
-               gp_fmt_dur(x, sizeof x, o->residual_max_ns)) < 0)
+      if ((mismatch
+               ? note(j,
+                     "host %.60s: its ranks disagree by up to %s after "
+                     "alignment: the ranks ran different numbers of "
+                     "collectives, and matched by position some of them "
+                     "are paired with other steps' (a collective missing "
+                     "in the middle): the waits and stragglers are then "
+                     "not right either",
+                     o->name ? o->name : "(unknown)",
+                     gp_fmt_dur(x, sizeof x, o->residual_max_ns))
+              : note(j,
+                     "host %.60s: its ranks disagree by up to %s after "
+                     "alignment: do several machines (or containers) share "
+                     "the name? The waits are right; the arrival lags are "
+                     "not",
+                     o->name ? o->name : "(unknown)",
+                     gp_fmt_dur(x, sizeof x, o->residual_max_ns))) < 0)
         return -1;
     }
   }
@@ -789,9 +836,18 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
     r->step_p95 = p->steps.p95_ns;
     r->ncomm = in[i].nc;
   }
-  if (unranked) /* the order of the files stands in for the ranks */
-    for (size_t i = 0; i < n; i++)
-      j->r[i].rank = (int64_t)i;
+  /* the order of the files stands in for the missing ranks: the lowest
+   * numbers no file carries, in that order (the others keep theirs) */
+  for (size_t i = 0, next = 0; unranked && i < n; i++) {
+    if (j->r[i].rank >= 0) continue;
+    for (;; next++) {
+      size_t k = 0;
+      while (k < n && j->r[k].rank != (int64_t)next)
+        k++;
+      if (k == n) break;
+    }
+    j->r[i].rank = (int64_t)next++;
+  }
   qsort(j->r, n, sizeof *j->r, cmp_rank_no);
   int rc = 0;
   for (size_t i = 1; i < n; i++)
@@ -802,17 +858,30 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
                 (long long)j->r[i].rank, j->r[i - 1].file, j->r[i].file);
   if (unranked && !rc)
     rc = note(j, "some traces carry no rank (RANK, SLURM_PROCID, "
-                 "OMPI_COMM_WORLD_RANK unset): the ranks are numbered by "
-                 "the order of the files");
+                 "OMPI_COMM_WORLD_RANK unset): they are numbered by the "
+                 "order of the files, with the numbers no other file "
+                 "carries");
   if (rc < 0 || hosts_of(j) < 0) return fail(j, err, errlen);
   struct scope sc = scope_of(procs, n);
   j->by_step = sc.by_step;
-  size_t ncoll = SIZE_MAX, most = 0;
+  size_t ncoll = SIZE_MAX, most = 0, none = 0;
+  const struct gp_job_rank *idle = NULL; /* the first rank without any */
   for (size_t i = 0; i < n; i++) {
-    if (in[i].nc < ncoll) ncoll = in[i].nc;
-    if (in[i].nc > most) most = in[i].nc;
+    if (!j->r[i].in->nc) {
+      if (!none++) idle = &j->r[i];
+      continue;
+    }
+    if (j->r[i].in->nc < ncoll) ncoll = j->r[i].in->nc;
+    if (j->r[i].in->nc > most) most = j->r[i].in->nc;
   }
-  if (!n) ncoll = 0;
+  if (ncoll == SIZE_MAX) ncoll = 0;
+  if (none && most &&
+      note(j,
+           "%zu rank%s (rank %lld%s) ran no communication kernel: left out "
+           "of the matching, the waits and the stragglers",
+           none, none > 1 ? "s" : "", (long long)idle->rank,
+           none > 1 ? " first" : "") < 0)
+    return fail(j, err, errlen);
   if (ncoll != most &&
       note(j,
            "the ranks ran different numbers of communication kernels "
@@ -828,18 +897,19 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
   if (align(j, ncoll) < 0 || stragglers(j, ncoll, procs, &sc) < 0 ||
       job_steps(j, procs, &sc) < 0)
     return fail(j, err, errlen);
-  if (run_ids_note(j, procs) < 0 || clock_notes(j) < 0)
+  if (run_ids_note(j, procs) < 0 || clock_notes(j, ncoll != most) < 0)
     return fail(j, err, errlen);
   j->units = sc.by_step ? sc.to - sc.from : j->collectives;
   per_unit(j, procs);
   if (j->clamped &&
       note(j,
            "the aligned clocks put %llu arrivals after the last rank's "
-           "(by up to %llu ns, within the residual skew): those lags "
-           "count as 0; the waits come from the kernels' durations and "
-           "are never negative",
+           "(by up to %llu ns, %s): those lags count as 0; the waits come "
+           "from the kernels' durations and are never negative",
            (unsigned long long)j->clamped,
-           (unsigned long long)j->clamped_max_ns) < 0)
+           (unsigned long long)j->clamped_max_ns,
+           ncoll != most ? "or collectives matched by position that differ"
+                         : "within the residual skew") < 0)
     return fail(j, err, errlen);
   qsort(j->r, n, sizeof *j->r, cmp_outlier);
   for (size_t i = 0; i < n; i++)

@@ -674,18 +674,26 @@ int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
   return 0;
 }
 
+/* The defaults, however they were given (opts_differ). */
+static const char *rule_norm(const char *rule) {
+  return rule && !strcmp(rule, GP_JOB_COMM_DEFAULT) ? NULL : rule;
+}
+static uint64_t win_norm(uint64_t window_ns) {
+  return window_ns == GP_DEFAULT_WINDOW_NS ? 0 : window_ns;
+}
+
 int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
                      const struct gp_job_input *in, size_t n, const char *rule,
                      const struct gp_report_opts *o) {
   struct gp_summary_opts ao = {.known = 1, .warmup = -1};
   if (o) {
-    ao.window_ns = o->window_ns;
+    ao.window_ns = win_norm(o->window_ns);
     ao.step = (char *)o->step;
     ao.warmup = o->warmup < 0 ? -1 : o->warmup;
     ao.frames_all = o->frames_all != 0;
   }
-  return gp_summary_write_ver(f, procs, in, n, rule, o ? o->link_gbps : 0, &ao,
-                              GP_SUMMARY_VERSION);
+  return gp_summary_write_ver(f, procs, in, n, rule_norm(rule),
+                              o ? o->link_gbps : 0, &ao, GP_SUMMARY_VERSION);
 }
 
 int gp_summary_write_set(FILE *f, const struct gp_summary_set *set) {
@@ -795,13 +803,15 @@ static const char *opt_val(char *buf, size_t n, int which,
 }
 
 /* The first analysis option in which a summary (rule, link, ao) differs
- * from the set before it, as 0 to 5 (the order of opt_val), or -1. */
+ * from the set before it, as 0 to 5 (the order of opt_val), or -1. A value
+ * given that is the default's (--window 100ms, the default rule's glob) is
+ * the default: the report is the same. */
 static int opts_differ(const struct gp_summary_set *set, const char *rule,
                        double link, const struct gp_summary_opts *ao) {
-  if (!same_str(rule, set->rule)) return 0;
+  if (!same_str(rule_norm(rule), rule_norm(set->rule))) return 0;
   if (link != set->link_gbps) return 1;
   if (!ao->known || !set->ao.known) return -1;
-  if (ao->window_ns != set->ao.window_ns) return 2;
+  if (win_norm(ao->window_ns) != win_norm(set->ao.window_ns)) return 2;
   if (!same_str(ao->step, set->ao.step)) return 3;
   if (ao->warmup != set->ao.warmup) return 4;
   if (ao->frames_all != set->ao.frames_all) return 5;

@@ -6,6 +6,9 @@
 #ifndef GP_REPORT_H
 #define GP_REPORT_H
 
+/* The length of the over-time windows when --window is not given. */
+#define GP_DEFAULT_WINDOW_NS 100000000ull
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -336,7 +339,7 @@ struct gp_proc_res {
 
 /* Options shared by the engine and derivation. */
 struct gp_report_opts {
-  uint64_t window_ns; /* 0: 100 ms */
+  uint64_t window_ns; /* 0: GP_DEFAULT_WINDOW_NS */
   double link_gbps;   /* host<->device peak in GB/s; 0: per device default */
   uint64_t hold_ns;   /* how long an async copy waits for its device record;
                          0: 1 s */

@@ -16,6 +16,12 @@
  *                  as a signed number (the records keep their times)
  *   --one-name     every host is named "node-X" (their clocks still differ)
  *   --run-id ID    the run id of every header (ID%d: rank d's own)
+ *   --unranked R   rank R's header carries no rank (as without RANK)
+ *   --no-comm R    rank R launches no collective (its compute only, and
+ *                  its synchronising call ends with its compute kernel);
+ *                  the others' collectives end as if it did not exist
+ *   --drop R:S     rank R's trace lacks step S (the events lost): its
+ *                  later collectives are one behind the others' by position
  * Time, on the job's clock G: step i starts at g = 1 ms + i x 10 ms. Each
  * rank launches its compute kernel "gemm_kernel" at g (+NS when its host is
  * late), which runs [launch + 10 us, + C) with C = 1 ms (+NS when its
@@ -123,7 +129,8 @@ static void device(int64_t dev) {
 
 int main(int argc, char **argv) {
   int ranks = 4, per_host = 2, steps = 20, nosteps = 0, slow = -1, slow2 = -1;
-  int host_late = 0, copy = 0, wild = 0, one_name = 0;
+  int host_late = 0, copy = 0, wild = 0, one_name = 0, unranked = -1,
+      nocomm = -1, drop_r = -1, drop_s = -1;
   const char *run_id = NULL;
   uint64_t extra = 2 * MS;
   const char *dir = NULL;
@@ -147,6 +154,12 @@ int main(int argc, char **argv) {
       slow = atoi(v), i++;
     else if (v && !strcmp(a, "--slow2"))
       slow2 = atoi(v), i++;
+    else if (v && !strcmp(a, "--unranked"))
+      unranked = atoi(v), i++;
+    else if (v && !strcmp(a, "--no-comm"))
+      nocomm = atoi(v), i++;
+    else if (v && !strcmp(a, "--drop") && strchr(v, ':'))
+      drop_r = atoi(v), drop_s = atoi(strchr(v, ':') + 1), i++;
     else if (v && !strcmp(a, "--extra"))
       extra = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--how"))
@@ -174,7 +187,7 @@ int main(int argc, char **argv) {
     info.host = host;
     info.pid = 1000 + r;
     info.ppid = 1;
-    info.rank = r;
+    info.rank = r == unranked ? -1 : r;
     info.local_rank = r % per_host;
     if (run_id) info.run_id = id;
     info.cmdline = "./train";
@@ -196,6 +209,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < steps; i++) {
       uint64_t g = base + (uint64_t)i * period, amax = 0;
       for (int q = 0; q < ranks; q++) { /* every rank's arrival */
+        if (q == nocomm) continue;
         int sq = q == slow || q == slow2;
         uint64_t a = g + 10 * US + C + (sq ? extra : 0);
         if (a > amax) amax = a;
@@ -205,18 +219,19 @@ int main(int argc, char **argv) {
       uint64_t cstart = launch + 10 * US;
       uint64_t a = cstart + C + (s && !host_late ? extra : 0);
       uint64_t kstart = cstart + (s && copy ? extra : 0); /* after the copy */
-      uint64_t end = amax + T + (uint64_t)(r % 3) * 200;
+      uint64_t end = r == nocomm ? a : amax + T + (uint64_t)(r % 3) * 200;
       uint64_t corr = 2 * (uint64_t)i + 1;
+      if (r == drop_r && i == drop_s) continue;
       if (!nosteps) range(GPUPHASE_RANGE_PUSH, g + M, sname);
       api(1, launch + M, launch + 5 * US + M, corr);
       if (s && copy)
         api(3, launch + 1 * US + M, launch + 2 * US + M, corr + 1000000);
-      api(1, launch + 6 * US + M, launch + 8 * US + M, corr + 1);
+      if (r != nocomm) api(1, launch + 6 * US + M, launch + 8 * US + M, corr + 1);
       if (!nosteps) api(2, launch + 9 * US + M, end + 5 * US + M, 0);
       if (!nosteps) range(GPUPHASE_RANGE_POP, end + 10 * US + M, 0);
       if (s && copy) memcpy_rec(dev, cstart + M, kstart + M, corr + 1000000);
       kernel(dev, kstart + M, a + M, gemm, corr);
-      kernel(dev, a + M, end + M, nccl, corr + 1);
+      if (r != nocomm) kernel(dev, a + M, end + M, nccl, corr + 1);
     }
     uint64_t last = base + (uint64_t)steps * period + M;
     struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, last};

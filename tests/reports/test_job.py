@@ -199,9 +199,84 @@ def test_mismatch_and_options():
     check(j["collectives"] == 0 and j["stragglers"] == [] and
           j["finding"] is None, "no collective: no straggler")
     check(any("no communication kernel" in n for n in j["notes"]), "noted")
+    # a rank's trace lacks step 5 (events lost): matched by position, its
+    # later collectives pair with the next steps'; the notes say that the
+    # waits are then wrong too (one said "The waits are right")
+    d = job("drop", "--slow", "3", "--per-host", "4", "--drop", "5:5", ranks=8)
+    j = report(*d)["job"]
+    notes = " ".join(j["notes"])
+    check("19 to 20" in notes and "not right either" in notes and
+          "The waits are right" not in notes, f"notes {j['notes']}")
     # a single ranked file: no job view unless asked for
     check("job" not in report(a[0]), "one file: no job view")
     check(report("--job", a[0])["job"]["ranks"] == 1, "--job: one rank")
+
+
+def test_balanced():
+    """No rank late: the collectives still end lat_r apart (a few hundred
+    ns of link latency), which named rank 0 "last in 20 of 20 steps" with a
+    finding. Under 5 us of wait per other rank, no rank is last."""
+    files = job("balanced", ranks=8)
+    j = report(*files)["job"]
+    check(j["stragglers"] == [] and j["finding"] is None,
+          f"a balanced job has no straggler: {j['stragglers']} {j['finding']}")
+    check(all(r["last_count"] == 0 for r in j["per_rank"]), "no rank last")
+    # the waits are still what they are: the latency differences
+    want = 20 * sum(lat(r) - min(lat(q) for q in range(8)) for r in range(8))
+    check(j["wait_ns"] == want, f"waits {j['wait_ns']} == {want}")
+    # and a real straggler of 20 us (4 ranks) is one
+    files = job("small", "--slow", "1", "--extra", str(20 * US))
+    s = report(*files)["job"]["stragglers"]
+    check(len(s) == 1 and s[0]["rank"] == 1 and s[0]["last_count"] == 20, f"20 us: {s}")
+
+
+def test_no_comm_rank():
+    """A rank that runs no collective (rank 2) is left out of the matching
+    and said to be; before, it left every other rank with 0 collectives
+    matched, no straggler and no finding. Rank 3 is 2 ms late: the others
+    but rank 2 wait X + lat_r - lat_3 a step."""
+    X = 2 * MS
+    files = job("nocomm", "--slow", "3", "--extra", str(X), "--no-comm", "2", ranks=8)
+    j = report(*files)["job"]
+    check(j["collectives"] == 20, f"20 collectives matched: {j['collectives']}")
+    s = j["stragglers"]
+    want = 20 * sum(X + lat(r) - lat(3) for r in (0, 1, 4, 5, 6, 7))
+    check(s and s[0]["rank"] == 3 and s[0]["last_count"] == 20 and
+          s[0]["others_wait_ns"] == want, f"rank 3: {s}, want {want}")
+    pr = by_rank({"job": j})
+    check(pr[2]["communication_ns"] == 0 and pr[2]["communication_wait_ns"] == 0,
+          f"rank 2 {pr[2]}")
+    check(any("rank 2) ran no communication kernel" in n for n in j["notes"]),
+          f"notes {j['notes']}")
+    check(j["finding"] and "rank 3" in j["finding"], f"finding {j['finding']}")
+    # the reference rank without collectives: rank 0 (host 0) left out
+    files = job("nocomm0", "--slow", "3", "--extra", str(X), "--no-comm", "0", ranks=8)
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    want = 20 * sum(X + lat(r) - lat(3) for r in (1, 2, 4, 5, 6, 7))
+    check(s and s[0]["rank"] == 3 and s[0]["others_wait_ns"] == want, f"rank 0 out: {s}")
+    # host 1 (ranks 4..7 with --per-host 4? here 2 a host) still aligned:
+    # its header is 5 s + 50 us off, its residual skew the latencies only
+    for h in j["clock"]["hosts"]:
+        check(h["residual_max_ns"] <= 400, f"host {h}")
+
+
+def test_partial_ranks():
+    """Rank 3's trace carries no rank: it gets the lowest number no file
+    carries (3), whatever the order of the files; the others keep theirs.
+    Before, every file was numbered by its place on the command line."""
+    X = 2 * MS
+    files = job("partial", "--slow", "3", "--extra", str(X), "--unranked", "3", ranks=8)
+    j = report(*reversed(files))["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 3, f"the straggler keeps number 3: {s}")
+    files2 = job("partial2", "--slow", "5", "--extra", str(X), "--unranked", "1", ranks=8)
+    j = report(*reversed(files2))["job"]
+    s = j["stragglers"]
+    check(s and s[0]["rank"] == 5, f"a ranked straggler keeps its rank: {s}")
+    ranks = sorted(r["rank"] for r in j["per_rank"])
+    check(ranks == list(range(8)), f"ranks {ranks}")
+    check(any("numbered by the order of the files" in n for n in j["notes"]), "noted")
 
 
 def test_parallel_same_bytes():
@@ -455,6 +530,13 @@ def test_summary_options():
                        files[0], files[1])
         rc, out, err = run("merge", same, other)
         check(rc == 0, f"merge of two {name} summaries: {err}")
+    # a value given that is the default's is the default: the report is
+    # the same (a --window 100ms summary was refused beside a default one)
+    dflt = summary(os.path.join(TMP, "opt-dflt.gps"), "--window", "100ms",
+                   "--comm-kernels", "nccl*Kernel*", files[2], files[3])
+    rc, out, err = run("merge", "-f", "json", base, dflt)
+    rc2, whole, err2 = run("-f", "json", *files)
+    check(rc == rc2 == 0 and out == whole, f"merge of default-valued options: {rc} {err}")
     # staged: summaries of one file each, merged in pairs, then the pairs
     one = [summary(os.path.join(TMP, f"opt-one{r}.gps"), f)
            for r, f in enumerate(files)]
@@ -728,6 +810,9 @@ test_host_late_no_steps()
 test_copy()
 test_tie_across_hosts()
 test_mismatch_and_options()
+test_balanced()
+test_no_comm_rank()
+test_partial_ranks()
 test_sum_phases()
 test_large_job_text()
 test_large_job_html()
