@@ -107,22 +107,44 @@ static size_t char_at(const unsigned char *p, size_t len, uint32_t *cp) {
   return k ? k : 1;
 }
 
-static size_t count_chars(const unsigned char *p, size_t len) {
-  size_t chars = 0;
+/* Columns a character takes on a terminal: 2 for the East Asian wide and
+ * fullwidth blocks (CJK, kana, Hangul, fullwidth forms, the common emoji),
+ * else 1. */
+static size_t cp_cols(uint32_t cp) {
+  static const uint32_t wide[][2] = {
+      {0x1100, 0x115f},   {0x2e80, 0x303e},   {0x3041, 0x33ff},
+      {0x3400, 0x4dbf},   {0x4e00, 0x9fff},   {0xa000, 0xa4cf},
+      {0xac00, 0xd7a3},   {0xf900, 0xfaff},   {0xfe30, 0xfe4f},
+      {0xff00, 0xff60},   {0xffe0, 0xffe6},   {0x1f300, 0x1f64f},
+      {0x1f900, 0x1f9ff}, {0x20000, 0x2fffd}, {0x30000, 0x3fffd}};
+  if (cp < 0x1100) return 1;
+  for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+    if (cp >= wide[i][0] && cp <= wide[i][1]) return 2;
+  return 1;
+}
+
+static size_t count_cols(const unsigned char *p, size_t len) {
+  size_t cols = 0;
   uint32_t cp;
-  for (size_t i = 0; i < len; chars++)
-    i += char_at(p + i, len - i, &cp);
-  return chars;
+  for (size_t i = 0; i < len;) {
+    size_t k = char_at(p + i, len - i, &cp);
+    cols += gp_utf8_seq(p + i, len - i, &cp) ? cp_cols(cp) : 1;
+    i += k;
+  }
+  return cols;
 }
 
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   size_t len = strlen((const char *)p), o = 0, chars = 0;
-  size_t keep = count_chars(p, len) <= cols ? cols : cols >= 2 ? cols - 2 : 0;
+  size_t keep = count_cols(p, len) <= cols ? cols : cols >= 2 ? cols - 2 : 0;
   if (!n) return 0;
-  for (size_t i = 0; i < len && chars < keep && o + 5 < n; chars++) {
+  for (size_t i = 0; i < len && chars < keep && o + 5 < n;) {
     uint32_t cp;
     size_t k = gp_utf8_seq(p + i, len - i, &cp);
+    size_t w = k ? cp_cols(cp) : 1;
+    if (chars + w > keep) break; /* a wide character past the edge */
+    chars += w;
     if (!k) { /* invalid byte: U+FFFD */
       memcpy(out + o, "\xef\xbf\xbd", 3);
       o += 3;

@@ -42,8 +42,9 @@ int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
 /* Copies s into out (size n) for a terminal: control characters become
- * '?', invalid UTF-8 becomes U+FFFD, and at most cols characters are kept
- * (".." marks a cut). Returns the number of characters written. */
+ * '?', invalid UTF-8 becomes U+FFFD, and at most cols columns are kept
+ * (".." marks a cut; an East Asian wide character takes two). Returns the
+ * number of columns written. */
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
 
 /* Copies msg into out (size n); a longer message (a long path) loses its

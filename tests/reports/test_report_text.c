@@ -66,6 +66,17 @@ static void test_clean(void) {
   STREQ(out, "?x");
   gp_text_clean(NULL, out, sizeof out, 10);
   STREQ(out, "");
+  /* East Asian wide characters take two columns: 計算ノード is 10 wide,
+   * and cut to 7 columns it keeps 2 of them and "..", 6 columns (a third
+   * would end past the edge); before, 14 characters were 28 columns and
+   * pushed the job table past 100 */
+  const char *cjk = "\xe8\xa8\x88\xe7\xae\x97\xe3\x83\x8e\xe3\x83\xbc"
+                    "\xe3\x83\x89";
+  EQ(gp_text_clean(cjk, out, sizeof out, 10), 10);
+  STREQ(out, cjk);
+  EQ(gp_text_clean(cjk, out, sizeof out, 7), 6);
+  STREQ(out, "\xe8\xa8\x88\xe7\xae\x97..");
+  EQ(gp_text_clean("a\xef\xbc\xa1" "b", out, sizeof out, 4), 4); /* fullwidth A */
 }
 
 static char *json_of(const char *s) {
