@@ -45,6 +45,24 @@ def tail(p):
     return (p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"))[-3000:]
 
 
+def t_gate_table():
+    """The package's copy of compare/check's long options (_report.py's
+    _GATE_OPTIONS: which take a value) is the C table's
+    (tools/report_compare.c), so that a keyword names what getopt would."""
+    import ast
+    with open(os.path.join(SRC, "tools", "report_compare.c")) as f:
+        c = f.read()
+    block = c[c.index("static const struct option longs[] = {"):]
+    block = block[:block.index("{0, 0, 0, 0}")]
+    want = {m.group(1): m.group(2) != "no"
+            for m in re.finditer(r'\{"([a-z-]+)", (no|required|optional)_argument', block)}
+    with open(os.path.join(SRC, "python", "gpuphase", "_report.py")) as f:
+        py = f.read()
+    start = py.index("_GATE_OPTIONS = {")
+    got = ast.literal_eval(py[start + len("_GATE_OPTIONS = "):py.index("}", start) + 1])
+    expect(want and got == want, f"_GATE_OPTIONS {got} != the C table {want}")
+
+
 def check(name, fn):
     t = time.monotonic()
     try:
@@ -418,6 +436,7 @@ def body(tmp):
     check("no-library", t_no_library)
     check("help-without-docstrings", t_help_oo)
     check("typing-strict", t_typed)
+    check("gate-options-table", t_gate_table)
     failed = [n for n, e in results if e]
     print(f"{len(results) - len(failed)} of {len(results)} checks passed"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
