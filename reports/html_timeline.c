@@ -644,7 +644,7 @@ static void row_label(FILE *f, const struct gp_timeline *t, size_t i) {
   if (r->stream) {
     /* a synchronisation of no one stream (a device or context
      * synchronize): the exports' "synchronization" row */
-    if (r->b == 0xffffffffu)
+    if (r->b == GPUPHASE_SYNC_NO_STREAM)
       snprintf(b, sizeof b, "GPU %" PRId64 " synchronization", r->a);
     else
       snprintf(b, sizeof b, "GPU %" PRId64 " stream %" PRIu64, r->a, r->b);

@@ -269,7 +269,7 @@ static uint64_t lane_for(struct walk *w, int64_t device, uint64_t stream,
     struct gpu *g = gpu_of(w, device);
     if (!g || declare_gpu(w, g) < 0) return 0;
     char name[64], key2[80];
-    if (stream == 0 || stream == 0xffffffffu)
+    if (stream == 0 || stream == GPUPHASE_SYNC_NO_STREAM)
       snprintf(name, sizeof name, "synchronization");
     else
       snprintf(name, sizeof name, "stream %llu", (unsigned long long)stream);

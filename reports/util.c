@@ -101,12 +101,6 @@ size_t gp_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp) {
   return need;
 }
 
-/* One character of s at p: its length in bytes, and whether it is valid. */
-static size_t char_at(const unsigned char *p, size_t len, uint32_t *cp) {
-  size_t k = gp_utf8_seq(p, len, cp);
-  return k ? k : 1;
-}
-
 /* Columns a character takes on a terminal: 2 for the East Asian wide and
  * fullwidth blocks (CJK, kana, Hangul, fullwidth forms, the common emoji),
  * else 1. */
@@ -123,13 +117,14 @@ static size_t cp_cols(uint32_t cp) {
   return 1;
 }
 
+/* Columns of p as gp_text_clean shows it (an invalid byte: one U+FFFD). */
 static size_t count_cols(const unsigned char *p, size_t len) {
   size_t cols = 0;
   uint32_t cp;
   for (size_t i = 0; i < len;) {
-    size_t k = char_at(p + i, len - i, &cp);
-    cols += gp_utf8_seq(p + i, len - i, &cp) ? cp_cols(cp) : 1;
-    i += k;
+    size_t k = gp_utf8_seq(p + i, len - i, &cp);
+    cols += k ? cp_cols(cp) : 1;
+    i += k ? k : 1;
   }
   return cols;
 }

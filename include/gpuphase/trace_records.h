@@ -266,6 +266,9 @@ enum {
   GPUPHASE_SYNC_STREAM = 3,
   GPUPHASE_SYNC_CONTEXT = 4
 };
+/* SYNC.stream of a synchronisation of no one stream (a context or device
+ * synchronisation): CUPTI's "no stream" id */
+#define GPUPHASE_SYNC_NO_STREAM 0xffffffffu
 
 /* RANGE.op */
 enum {
