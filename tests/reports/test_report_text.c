@@ -474,6 +474,41 @@ static void test_short_name(void) {
   STREQ(out, "plain");
   gp_short_name("void ns::very_long_name(int)", out, 8);
   STREQ(out, "ns::ver"); /* cap - 1 bytes */
+  /* GCC's clones (-O2 makes them routinely): the function they clone */
+  gp_short_name("trainer::wait_for(int, int) [clone .constprop.0] "
+                "[clone .isra.0]",
+                out, sizeof out);
+  STREQ(out, "trainer::wait_for");
+  gp_short_name("ns::foo(int) [clone .part.0]", out, sizeof out);
+  STREQ(out, "ns::foo");
+  gp_short_name("void ns::k<float>(float*) [clone .cold]", out, sizeof out);
+  STREQ(out, "ns::k");
+  gp_short_name("main::{lambda()#1}::operator()() const "
+                "[clone .constprop.0]",
+                out, sizeof out);
+  STREQ(out, "main::{lambda()#1}::operator()");
+  /* operators: their own '<' and '>' are no template arguments, and a
+   * conversion operator's type is part of its name */
+  gp_short_name("ns::Op::operator<(ns::Op const&) const [clone .isra.0]",
+                out, sizeof out);
+  STREQ(out, "ns::Op::operator<");
+  gp_short_name("ns::Foo<int>::operator>(ns::Foo<int> const&) const", out,
+                sizeof out);
+  STREQ(out, "ns::Foo<int>::operator>");
+  gp_short_name("ns::Foo<int>::operator->()", out, sizeof out);
+  STREQ(out, "ns::Foo<int>::operator->");
+  gp_short_name("std::ostream& ns::operator<<(std::ostream&, ns::X const&)",
+                out, sizeof out);
+  STREQ(out, "ns::operator<<");
+  gp_short_name("bool ns::operator< <int>(ns::X<int> const&)", out,
+                sizeof out);
+  STREQ(out, "ns::operator<");
+  gp_short_name("ns::Op::operator int (*)()()", out, sizeof out);
+  STREQ(out, "ns::Op::operator int (*)()");
+  gp_short_name("operator new(unsigned long)", out, sizeof out);
+  STREQ(out, "operator new");
+  gp_short_name("ns::my_operator(int)", out, sizeof out);
+  STREQ(out, "ns::my_operator");
 }
 
 int main(int argc, char **argv) {
