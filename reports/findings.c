@@ -63,6 +63,17 @@ static void cite(const struct ctx *c, int k, char *buf, size_t n) {
     snprintf(buf + len, n - len,
              "; %.0f%% of GPU idle time is host wait that ends at %s from %s",
              p, best->api, fr);
+  /* blocking calls whose site was not captured (async copies from
+   * pageable memory, over the capture's cap or with GPUPHASE_STACKS=sync)
+   * may explain more than the site named */
+  uint64_t un = cs->sync_uncaptured_ns;
+  if (k == GP_CS_BLOCKING && un > gp_cs_weight(best, k, 0)) {
+    len = strlen(buf);
+    snprintf(buf + len, n - len,
+             ", and %.0f%% in calls whose site was not captured "
+             "(GPUPHASE_STACKS=all captures every call)",
+             100.0 * (double)un / (double)idle);
+  }
 }
 
 static double gib(double bytes) {

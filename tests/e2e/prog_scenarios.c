@@ -20,6 +20,9 @@
  *                   SCHED_IDLE first, so that nothing drains the rings
  *                   while the launches run; prints "starved N" (threads)
  *   pageable [20]   cudaMemcpyAsync of 25e6 B from malloc'ed memory
+ *   pageable_small [200]  per step: cudaMemcpyAsync of 4096 B from
+ *                   malloc'ed memory and a 1-block kernel (10 us); then
+ *                   cudaStreamSynchronize
  *   reset [10]      cudaMalloc of 64 MiB, N 10-wave kernels (100 us each)
  *                   on a stream, cudaDeviceReset (which waits for them and
  *                   frees everything), cudaMalloc of 16 MiB, one 10-wave
@@ -155,6 +158,21 @@ static int pageable(cudaStream_t s, int steps) {
   return ok(cudaFree(dev), "cudaFree");
 }
 
+static int pageable_small(cudaStream_t s, int steps) {
+  void *dev;
+  char *host = malloc(4096);
+  if (!host || !ok(cudaMalloc(&dev, 4096), "cudaMalloc")) return 0;
+  memset(host, 1, 4096);
+  for (int i = 0; i < steps; i++)
+    if (!ok(cudaMemcpyAsync(dev, host, 4096, cudaMemcpyHostToDevice, s),
+            "cudaMemcpyAsync") ||
+        !launch(k_tiny, 1, s))
+      return 0;
+  free(host);
+  return ok(cudaStreamSynchronize(s), "cudaStreamSynchronize") &&
+         ok(cudaFree(dev), "cudaFree");
+}
+
 static int reset(cudaStream_t s, int steps) {
   void *a, *b;
   if (!ok(cudaMalloc(&a, 64u << 20), "cudaMalloc")) return 0;
@@ -244,6 +262,8 @@ static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
     return kernels_then_sync(s, k_tiny, 1, steps ? steps : 1000);
   }
   if (!strcmp(mode, "pageable")) return pageable(s, steps ? steps : 20);
+  if (!strcmp(mode, "pageable_small"))
+    return pageable_small(s, steps ? steps : 200);
   if (!strcmp(mode, "reset")) return reset(s, steps ? steps : 10);
   if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
   if (!strcmp(mode, "items")) return items(s, steps ? steps : 5);

@@ -441,6 +441,36 @@ def t_pageable():
     check(sum(c["count"] for c in blk) == 20, f"blocking async copies {blk}")
     tot = json.loads(r.stdout)["callsites_totals"]
     check(tot.get("calls_uncaptured", 0) == 0, f"totals {tot}")
+    # With GPUPHASE_STACKS=sync no async copy carries a stack: the sync idle
+    # the 200 small pageable copies cause is "not captured", and the
+    # sync_bound finding, which names the best captured site (the final
+    # cudaStreamSynchronize, next to nothing), says how much it leaves
+    # out: the not-captured sync idle over the GPU's idle time (launch +
+    # sync idle + host wait), as the rule in findings.c computes it.
+    for mode in ("sync", "sampled"):
+        d = workdir()
+        p = run([prog("e2e-prog-scenarios"), "pageable_small", "200"], d,
+                {"GPUPHASE_OUTPUT": os.path.join(d, "t-%p.gph"),
+                 "GPUPHASE_STACKS": mode})
+        check(p.returncode == 0, f"scenarios pageable_small: {p.stderr}")
+        r = subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                           capture_output=True, text=True, timeout=60,
+                           env=env(preload=False))
+        js = json.loads(r.stdout)
+        tot = js["callsites_totals"]
+        idle = sum(dv["breakdown"][c]["ns"] for dv in js["devices"]
+                   for c in ("launch", "sync_idle", "host_wait"))
+        text = [f["text"] for f in js["findings"] if f["rule"] == "sync_bound"]
+        check(len(text) == 1, f"{mode}: sync_bound finding: {js['findings']}")
+        un = tot["sync_idle_not_captured_ns"]
+        if mode == "sync":
+            check(tot["blocking_calls_not_captured"] == 200, f"sync: {tot}")
+            want = "and %.0f%% in calls whose site was not captured" % (100.0 * un / idle)
+            check(un * 2 > tot["sync_idle_ns"] and want in text[0],
+                  f"sync: want {want!r} in {text[0]!r} ({tot})")
+        else:
+            check(un == 0 and "not captured" not in text[0],
+                  f"sampled: {text[0]!r} ({tot})")
 
 
 def t_bad_setting():
