@@ -38,14 +38,18 @@ class range:  # noqa: N801 - named like the C API's ranges
     (``with gpuphase.range("forward"): ...``) or a decorator
     (``@gpuphase.range("load")``). Ranges nest; each becomes a phase of the
     report, and a repeating top-level one (or the one given to
-    ``report(step=...)``) the steps. Names are cut to 255 bytes. Ranges
-    opened before the process's first CUDA call are not recorded."""
+    ``report(step=...)``) the steps. Names are cut to 255 bytes; a name
+    with a NUL character is a ValueError. Ranges opened before the
+    process's first CUDA call are not recorded."""
 
     __slots__ = ("name", "_b")
 
     def __init__(self, name: str):
         if not isinstance(name, str):
             raise TypeError(f"a range's name is a str, not {type(name).__name__}")
+        if "\0" in name:
+            # as Python refuses a NUL in a path: the C name would end there
+            raise ValueError(f"embedded null character in a range's name: {name!r}")
         self.name = name
         self._b = name.encode("utf-8", "replace")
 

@@ -201,6 +201,14 @@ def cmd_errors(tmp, good):
         except Exception as e:
             raise AssertionError(f"{cls.__name__} expected, got {e!r}")
         raise AssertionError(f"no {cls.__name__} raised")
+    # a NUL would end the name in C: refused, as in a path
+    for name in ("load\0x", "\0", "a\0\0"):
+        try:
+            gpuphase.range(name)
+        except ValueError as e:
+            assert "null character" in str(e) and "range" in str(e), repr(e)
+        else:
+            raise AssertionError(f"gpuphase.range({name!r}): no ValueError")
     ns = {}
     exec("from gpuphase import *", ns)
     assert "range" not in ns and "report" in ns, "import * hides the builtin range"
