@@ -4,8 +4,10 @@ libgpuphase.so, looked up in the process's global scope. Without the
 preload they do nothing (and cost an attribute lookup)."""
 import ctypes
 import functools
+import inspect
 import operator
-from typing import Any, Callable, Optional, TypeVar
+import sys
+from typing import Any, Callable, Generator, Iterator, Optional, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +42,16 @@ class range:  # noqa: N801 - named like the C API's ranges
     report, and a repeating top-level one (or the one given to
     ``report(step=...)``) the steps. Names are cut to 255 bytes; a name
     with a NUL character is a ValueError. Ranges opened before the
-    process's first CUDA call are not recorded."""
+    process's first CUDA call are not recorded.
+
+    A decorated function is timed call by call. A decorated generator
+    function, coroutine function (``async def``) or asynchronous generator
+    function is timed step by step, as ranges must nest on a thread: each
+    time its body runs (``next()``, ``send()``, ``throw()``, ``close()``,
+    a step of the event loop) is one range, closed where the body gives
+    control back (``yield``, an ``await`` that suspends, ``return``, an
+    exception). The wrapper is of the same kind as the function
+    (``inspect.isgeneratorfunction`` and the like say so)."""
 
     __slots__ = ("name", "_b")
 
@@ -65,21 +76,121 @@ class range:  # noqa: N801 - named like the C API's ranges
             api[1]()
 
     def __call__(self, fn: F) -> F:
+        rng = self
+        if inspect.isasyncgenfunction(fn):
+            @functools.wraps(fn)
+            async def wrapped_agen(*args: Any, **kwargs: Any) -> Any:
+                agen = fn(*args, **kwargs)
+                # agen is kept from the event loop's asyncgen hooks: the loop
+                # knows this wrapper, which closes agen (at the loop's
+                # shutdown both would be closed at once)
+                hooks = sys.get_asyncgen_hooks()
+                sys.set_asyncgen_hooks(firstiter=None, finalizer=None)
+                try:
+                    aw = agen.asend(None)
+                finally:
+                    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
+                while True:
+                    try:
+                        out = await _Awaiting(_steps(aw.__await__(), rng))
+                    except StopAsyncIteration:
+                        return
+                    try:
+                        sent = yield out
+                    except GeneratorExit:
+                        await _Awaiting(_steps(agen.aclose().__await__(), rng))
+                        raise
+                    except BaseException as e:  # noqa: BLE001 - athrow: passed on
+                        aw = agen.athrow(e)
+                    else:
+                        aw = agen.asend(sent)
+            return wrapped_agen  # type: ignore[return-value]
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapped_coro(*args: Any, **kwargs: Any) -> Any:
+                return await _Awaiting(_steps(fn(*args, **kwargs).__await__(), rng))
+            return wrapped_coro  # type: ignore[return-value]
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def wrapped_gen(*args: Any, **kwargs: Any) -> Any:
+                return (yield from _steps(fn(*args, **kwargs), rng))
+            return wrapped_gen  # type: ignore[return-value]
+
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            with self:
+            with rng:
                 return fn(*args, **kwargs)
         return wrapped  # type: ignore[return-value]
+
+
+def _steps(it: Iterator[Any], rng: range) -> Generator[Any, Any, Any]:
+    """``yield from it`` (a generator, or a coroutine's or an asynchronous
+    generator's awaitable) with each step of it inside rng: the range is
+    entered before each next()/send()/throw()/close() of it and exited when
+    that returns or raises, so it is never open while the caller runs."""
+    arg: Any = None
+    thrown: Optional[BaseException] = None
+    while True:
+        try:
+            with rng:
+                if thrown is not None:
+                    out = _throw(it, thrown)
+                elif arg is None:
+                    out = next(it)
+                else:
+                    out = it.send(arg)  # type: ignore[attr-defined]
+        except StopIteration as e:
+            return e.value
+        finally:
+            thrown = None  # no cycle through this frame's traceback
+        try:
+            arg = yield out
+        except GeneratorExit:
+            close = getattr(it, "close", None)
+            if close is not None:
+                with rng:
+                    close()
+            raise
+        except BaseException as e:  # noqa: BLE001 - thrown in: passed on
+            arg, thrown = None, e
+
+
+def _throw(it: Iterator[Any], exc: BaseException) -> Any:
+    """it.throw(exc); as yield from does, an iterator without throw() is
+    closed and exc raised."""
+    throw = getattr(it, "throw", None)
+    if throw is None:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+        raise exc
+    return throw(exc)
+
+
+class _Awaiting:
+    """An awaitable over an iterator (_steps), so that a coroutine can await it."""
+
+    __slots__ = ("_it",)
+
+    def __init__(self, it: Generator[Any, Any, Any]):
+        self._it = it
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self._it
 
 
 def step(items: Optional[int] = None) -> range:
     """Marks one step of the loop: ``with gpuphase.step(items=batch_size):``
     opens a range named "step" (a report finds it as the steps, or give
     ``report(step="step")``) and counts ``items`` (samples, tokens) for the
-    report's throughput per step."""
-    if items is None:
-        return range("step")
-    return _Step(_count(items))
+    report's throughput per step.
+
+    As a decorator (``@gpuphase.step(items=32)``) it makes each call of a
+    function one step. A generator function, coroutine function or
+    asynchronous generator function is refused (TypeError): its body runs
+    in pieces between yields or awaits, which are not steps; open the step
+    in the loop instead, or time the pieces with gpuphase.range(name)."""
+    return _Step(None if items is None else _count(items))
 
 
 def _count(n: Any) -> int:
@@ -97,7 +208,7 @@ def _count(n: Any) -> int:
 class _Step(range):
     __slots__ = ("items",)
 
-    def __init__(self, items: int):
+    def __init__(self, items: Optional[int]):
         super().__init__("step")
         self.items = items
 
@@ -105,8 +216,22 @@ class _Step(range):
         api = _lookup()
         if api:
             api[0](self._b)
-            api[2](self.items)
+            if self.items is not None:
+                api[2](self.items)
         return self
+
+    def __call__(self, fn: F) -> F:
+        for test, what in ((inspect.isasyncgenfunction, "an asynchronous generator function"),
+                           (inspect.iscoroutinefunction, "a coroutine function"),
+                           (inspect.isgeneratorfunction, "a generator function")):
+            if test(fn):
+                raise TypeError(
+                    f"gpuphase.step() cannot decorate {what} "
+                    f"({getattr(fn, '__qualname__', fn)!r}): its body runs in pieces between "
+                    "yields or awaits, which are not steps; open the step with "
+                    "'with gpuphase.step():' in the loop, or time the pieces with "
+                    "@gpuphase.range(name)")
+        return super().__call__(fn)
 
 
 def items(n: int) -> None:

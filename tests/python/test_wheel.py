@@ -331,6 +331,39 @@ def body(tmp):
         expect(c["items"]["median"] == 32 and c["h2d_copies"]["median"] == 1
                and c["h2d_bytes"]["median"] == 1 << 20, f"per-step counters {c}")
 
+    def t_markers_resumable():
+        # generator, coroutine and asynchronous generator functions under
+        # @gpuphase.range: a range per resumption, closed where the body
+        # gives control back, so that the caller's ranges never fall inside
+        # (wheel_api.py markers_resumable says what each part does)
+        d = fresh("resumable")
+        p = cli("gpuphase", "run", "-q", "-o", os.path.join(d, "m-%p.gph"), "--", vpy,
+                os.path.join(HERE, "wheel_api.py"), "markers_resumable", SIM)
+        files = glob.glob(os.path.join(d, "*.gph"))
+        expect(len(files) == 1, f"traces {files} (rc {p.returncode}: {tail(p)})")
+        got = json.loads(api("ranges", files[0]).stdout)
+        gen_all = ["A", "A/gen", "A/gen/gen.body", "A/A.caller",    # next(): 0
+                   "A/gen", "A/gen/gen.body", "A/A.caller",         # next(): 1
+                   "A/gen", "A/gen/gen.finally"]                    # next(): the end
+        gen_closed = ["B", "B/gen", "B/gen/gen.body", "B/gen", "B/gen/gen.finally"]  # next, close
+        gen_calls = ["C", "C/gen", "C/gen/gen.body",                # next()
+                     "C/gen",                                       # send("x")
+                     "C/gen", "C/gen/gen.finally",                  # throw(KeyError)
+                     "C/gen", "C/gen/gen.finally"]                  # gen(0): return "done"
+        coros = ["D", "D/coro", "D/coro/coro.a", "D/coro", "D/coro/coro.a",  # up to their awaits
+                 "D/coro", "D/coro/coro.b", "D/coro", "D/coro/coro.b"]       # the rest
+        agen = ["E", "E/agen", "E/agen/agen.body", "E/agen", "E/E.caller",  # body, await | yield 0
+                "E/agen", "E/agen/agen.body", "E/agen", "E/E.caller",       # body, await | yield 1
+                "E/agen"]                                                    # the end
+        agen_left = ["F", "F/agen2",                                   # up to yield 1
+                     "F/agen2", "F/agen2"]                              # aclose: to the await, the rest
+        main = (gen_all + gen_closed + gen_calls + coros + agen + agen_left
+                + ["G", "G/gen", "G/gen/gen.body"])                 # next() here: 0
+        other = ["G.thread", "G.thread/gen", "G.thread/gen/gen.body",  # next() there: 1
+                 "G.thread/gen", "G.thread/gen/gen.finally"]           # the end, there too
+        expect(got == [main, other], f"ranges by thread: {got}, expected {[main, other]}")
+        expect(p.returncode == 0 and b"preloaded=True" in p.stdout, f"rc {p.returncode}: {tail(p)}")
+
     def t_markers_noop():
         p = api("noop")
         expect(p.stdout.decode().split() == ["preloaded=False", "preload=''"], f"{p.stdout!r}")
@@ -432,6 +465,7 @@ def body(tmp):
         check("type-errors", t_types)
         check("notebook-repr-html", t_notebook)
     check("markers-phases-steps", t_markers)
+    check("markers-resumable", t_markers_resumable)
     check("markers-noop", t_markers_noop)
     check("no-library", t_no_library)
     check("help-without-docstrings", t_help_oo)

@@ -119,6 +119,187 @@ def cmd_markers(simdir, n):
     print(f"preloaded={gpuphase.preloaded()}")
 
 
+def cuda_first(simdir):
+    """The process's first CUDA call (on the simulated GPU): ranges opened
+    before it are not recorded."""
+    ctypes.CDLL(os.path.join(simdir, "libcudart.so.13"), mode=ctypes.RTLD_GLOBAL)
+    rt = ctypes.CDLL(None)  # the global scope: the preloaded library first
+    ptr = ctypes.c_void_p()
+    assert rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(64)) == 0
+    assert rt.cudaFree(ptr) == 0
+
+
+def cmd_markers_resumable(simdir):
+    """The profiled program: generator, coroutine and asynchronous generator
+    functions decorated with gpuphase.range, each time step by step (one
+    range per resumption, closed at each yield or suspending await); what
+    they give back is what the undecorated functions give. The test reads
+    the ranges back (cmd_ranges) and compares them with the ones below."""
+    import asyncio
+    import inspect
+    import logging
+    import threading
+    cuda_first(simdir)
+    r = gpuphase.range
+
+    @r("gen")
+    def gen(n):
+        try:
+            for i in range(n):
+                with r("gen.body"):
+                    pass
+                got = yield i
+                if got is not None:
+                    yield got
+        finally:
+            with r("gen.finally"):
+                pass
+        return "done"
+
+    @r("coro")
+    async def coro(tag):
+        with r("coro.a"):
+            pass
+        await asyncio.sleep(0)  # suspends once: the other task runs
+        with r("coro.b"):
+            pass
+        return tag
+
+    @r("agen")
+    async def agen(n):
+        for i in range(n):
+            with r("agen.body"):
+                pass
+            await asyncio.sleep(0)
+            yield i
+
+    # A: consumed to the end: one range per next(), 3 for 2 values
+    with r("A"):
+        for v in gen(2):
+            with r("A.caller"):
+                pass
+    # B: closed after one value: the close runs the finally
+    with r("B"):
+        g = gen(3)
+        assert next(g) == 0
+        g.close()
+    # C: a value sent, an exception thrown in and out, a return value
+    with r("C"):
+        g = gen(3)
+        assert next(g) == 0 and g.send("x") == "x"
+        try:
+            g.throw(KeyError("k"))
+        except KeyError:
+            pass
+        else:
+            raise AssertionError("throw() did not raise")
+
+        def outer():
+            return (yield from gen(0))
+        try:
+            next(outer())
+        except StopIteration as e:
+            assert e.value == "done", e.value
+        else:
+            raise AssertionError("gen(0) yielded")
+
+    # D: two coroutines in two tasks, interleaved at their awaits
+    async def both():
+        return await asyncio.gather(coro("x"), coro("y"))
+    with r("D"):
+        assert asyncio.run(both()) == ["x", "y"]
+
+    # E: an asynchronous generator: a range per step of the body
+    async def consume():
+        out = []
+        async for v in agen(2):
+            with r("E.caller"):
+                pass
+            out.append(v)
+        return out
+    with r("E"):
+        assert asyncio.run(consume()) == [0, 1]
+
+    # F: an asynchronous generator left open, with an await in its finally:
+    # the loop's shutdown closes it once, through the decorated one (the
+    # asyncio logger would say if it closed the one inside as well)
+    cleaned, logged = [], []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = logged.append
+    logging.getLogger("asyncio").addHandler(handler)
+
+    @r("agen2")
+    async def agen_cleanup():
+        try:
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)
+            cleaned.append(True)
+
+    async def leave_open():
+        a = agen_cleanup()
+        assert await a.__anext__() == 1
+        return a
+    with r("F"):
+        kept = asyncio.run(leave_open())
+    assert cleaned == [True] and not logged, (cleaned, [x.getMessage() for x in logged])
+    del kept
+
+    # G: started on this thread, finished on another: each resumption's
+    # range is on the thread that resumes
+    g = gen(2)
+    with r("G"):
+        assert next(g) == 0
+    got = []
+
+    def rest():
+        with r("G.thread"):
+            got.extend(g)
+    t = threading.Thread(target=rest)
+    t.start()
+    t.join()
+    assert got == [1], got
+
+    # the wrappers are of the functions' kinds
+    assert inspect.isgeneratorfunction(gen) and gen.__name__ == "gen"
+    assert inspect.iscoroutinefunction(coro) and coro.__name__ == "coro"
+    assert inspect.isasyncgenfunction(agen) and agen.__name__ == "agen"
+    assert inspect.signature(coro) == inspect.signature(coro.__wrapped__)
+    # steps are whole iterations: refused on what runs in pieces
+    for fn in (gen.__wrapped__, coro.__wrapped__, agen.__wrapped__):
+        try:
+            gpuphase.step(items=1)(fn)
+        except TypeError as e:
+            assert "gpuphase.range" in str(e), str(e)
+        else:
+            raise AssertionError(f"step() decorated {fn}")
+    print(f"preloaded={gpuphase.preloaded()}")
+
+
+def cmd_ranges(path):
+    """The ranges of a trace, thread by thread (in the order the threads
+    opened their first one), each as the path of names from its outermost
+    enclosing range, in the order they were opened; checks that they nest
+    (no close without an open, none left open, in time order)."""
+    threads, stacks, first, last = {}, {}, {}, {}
+    rec = gpuphase.records(path, kinds=["range"], numpy=False)
+    for chunk in rec:
+        for x in chunk.get("range", ()):
+            stack = stacks.setdefault(x.thread, [])
+            assert x.start >= last.get(x.thread, 0), f"record {x.index}: back in time"
+            last[x.thread] = x.start
+            if x.op == 1:  # GPUPHASE_RANGE_PUSH
+                stack.append(rec.string(x.name))
+                threads.setdefault(x.thread, []).append("/".join(stack))
+                first.setdefault(x.thread, x.start)
+            else:
+                assert x.op == 2 and stack, f"record {x.index}: op {x.op} with {stack} open"
+                stack.pop()
+    assert not any(stacks.values()), f"left open: {stacks}"
+    print(json.dumps([threads[t] for t in sorted(threads, key=first.get)]))
+
+
 def cmd_noop():
     """Without the preload: markers do nothing and get in nothing's way."""
     calls = []
@@ -128,12 +309,31 @@ def cmd_noop():
         calls.append(x)
         return x + y
 
+    @gpuphase.range("g")
+    def g(n):
+        got = yield n
+        return got
+
+    @gpuphase.range("c")
+    async def c(x):
+        return x * 2
+
     with gpuphase.range("outer") as r:
         with gpuphase.step(items=4):
             v = f(2, y=3)
         with gpuphase.step():
             gpuphase.items(7)
     assert v == 5 and calls == [2] and r.name == "outer" and f.__name__ == "f"
+    it = g(1)
+    assert next(it) == 1
+    try:
+        it.send(9)
+    except StopIteration as e:
+        assert e.value == 9, e.value
+    else:
+        raise AssertionError("g(1) yielded twice")
+    import asyncio
+    assert asyncio.run(c(4)) == 8
     with open("/proc/self/maps") as maps:  # markers load no library of ours
         loaded = [line.split()[-1] for line in maps if "libgpuphase" in line]
     assert not loaded, loaded
