@@ -67,6 +67,15 @@ def _with_blobs(kind: int, vals: tuple, blobs: Dict[str, bytes]) -> list:
 KINDS_BY_NUM = {num: fields for num, _l, fields in KINDS}
 
 
+def _pandas_dtypes(kind: str) -> Dict[str, str]:
+    """The dtypes of to_pandas(kind)'s columns but the texts, by name, in
+    order (what the NumPy chunks hold)."""
+    out = {"index": "uint64"}
+    for f, c, t in KINDS_BY_NUM[NUMS[kind]]:
+        out[f] = "object" if c == "B" else "int64" if t == "int64_t" else "uint64"
+    return out
+
+
 def _numpy():
     try:
         import numpy
@@ -245,17 +254,30 @@ class Records:
     def to_pandas(self, kind: str) -> Any:
         """The remaining records of one kind as a pandas DataFrame (all of
         them in memory), with ``<field>_text`` columns for string ids.
+        Columns and dtypes are the kind's, whether the frame has rows or
+        not (none left, none of that kind, or numpy=False): ``index`` and
+        the uint64_t fields uint64, the int64_t fields int64, blobs object,
+        ``<field>_text`` what pandas gives a column of str.
         (Annotated Any: pandas is optional.)"""
         import pandas as pd
         if kind not in NUMS:
             raise UsageError(REPORT_E_USAGE, f"unknown record kind {kind!r}")
         parts = [chunk[kind] for chunk in self if kind in chunk]
-        cols = ["index"] + FIELDS[kind]
-        frames = [pd.DataFrame(p) for p in parts]
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+        dtypes = _pandas_dtypes(kind)
+        if parts:
+            df = pd.concat([pd.DataFrame(p) for p in parts], ignore_index=True)
+            # named tuples: pandas infers int64 (or object) from Python ints
+            other = {c: t for c, t in dtypes.items() if df[c].dtype != t}
+            if other:
+                df = df.astype(other)
+        else:
+            df = pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()},
+                              index=pd.RangeIndex(0))
+        text = pd.Series([""]).dtype  # object, or str where pandas infers it
         for f in STRING_FIELDS:
             if f in FIELDS[kind]:
-                df[f + "_text"] = [self.string(v) for v in df[f]]
+                df[f + "_text"] = pd.Series([self.string(v) for v in df[f]], dtype=text,
+                                            index=df.index)
         return df
 
     def close(self) -> None:

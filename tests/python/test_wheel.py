@@ -299,6 +299,12 @@ def body(tmp):
         n = sum(1 for line in d if line.startswith("kernel "))
         expect(p.stdout.decode().split() == [f"count={n}", "others=0"], f"{p.stdout!r}, dump has {n} kernels")
 
+    def t_pandas_dtypes():
+        # an empty frame has the columns and dtypes of a full one (it had
+        # object dtypes), from NumPy chunks and from named tuples alike
+        p = api("pandas_dtypes", demo[1])
+        print("     rows: " + p.stdout.decode().strip())
+
     def t_records_numpy():
         records_vs_dump("numpy", 333, "file")
         p = api("pandas", demo[1])
@@ -455,6 +461,7 @@ def body(tmp):
         check("records-equal-dump", t_records_tuples)
         if have_np:
             check("records-numpy-pandas", t_records_numpy)
+            check("records-pandas-dtypes", t_pandas_dtypes)
         check("compare-equals-cli", t_compare)
         check("errors", t_errors)
         check("records-fifo-device", t_records_fifo)

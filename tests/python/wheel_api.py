@@ -90,6 +90,48 @@ def cmd_pandas(path):
     print(f"rows={len(df)} names={sorted(set(df['name_text']))!r}")
 
 
+def cmd_pandas_dtypes(path):
+    """to_pandas(kind) of every kind, with rows and without (the rest of a
+    trace read to its end; a trace read for another kind only), from NumPy
+    chunks and from named tuples: the same columns and dtypes each time,
+    the ones the format gives the kind."""
+    import pandas as pd
+    from gpuphase._records_iter import FIELDS, NUMS
+    # the format's (docs/format.md): int64_t and blob fields; the rest are
+    # uint64_t; name, reason and domain are string ids, with a _text column
+    signed = {("api", "ret"), ("api", "device"), ("memcpy", "peer_device"),
+              ("metric", "device"), ("sample", "value"), ("sampler", "device")}
+    blobs = {("string", "text"), ("module", "build_id"), ("pycode", "linetable")}
+    text = pd.Series(["x"]).dtype  # what pandas makes of a column of str
+    rows = {}
+    for kind in NUMS:
+        want = {"index": "uint64"}
+        for f in FIELDS[kind]:
+            want[f] = "object" if (kind, f) in blobs else "int64" if (kind, f) in signed else "uint64"
+        for f in FIELDS[kind]:
+            if f in ("name", "reason", "domain"):
+                want[f + "_text"] = text
+        other = "kernel" if kind != "kernel" else "api"
+        for numpy in (None, False):
+            rec = gpuphase.records(path, numpy=numpy)
+            frames = {"rows": rec.to_pandas(kind), "the rest": rec.to_pandas(kind),
+                      "another kind's": gpuphase.records(path, kinds=[other],
+                                                         numpy=numpy).to_pandas(kind)}
+            rows[kind] = len(frames["rows"])
+            assert len(frames["the rest"]) == 0 and len(frames["another kind's"]) == 0, kind
+            for what, df in frames.items():
+                if what == "rows" and not len(df):
+                    continue
+                got = {c: df[c].dtype for c in df.columns}
+                assert list(got) == list(want) and got == want, \
+                    f"{kind} ({what}, numpy={numpy}): {got}, expected {want}"
+                assert isinstance(df.index, pd.RangeIndex), f"{kind} ({what}): {df.index!r}"
+    # with rows: each kind of field, the texts included
+    for kind in ("kernel", "api", "memcpy", "string", "range"):
+        assert rows.get(kind), f"no {kind} records in {path}: {rows}"
+    print(" ".join(f"{k}={n}" for k, n in rows.items()))
+
+
 def cmd_compare(out, base, new, *kv):
     c = gpuphase.compare(base.split(","), new.split(","), **opts(kv))
     with open(out, "w", encoding="utf-8") as f:
