@@ -478,9 +478,12 @@ static uint16_t capture(struct gp_tbuf *b, uint64_t now) {
     skip++;
   int nn = n - skip, trunc = 0;
   if (nn > GP_STK_DEPTH) nn = GP_STK_DEPTH, trunc = 1;
-  struct gp_pyframe py[GP_STK_PY_MAX];
-  int np = S.python ? gp_py_capture(py, GP_STK_PY_MAX) : 0;
+  /* one Python frame more than is kept: a stack that has it is deeper
+   * than the cap, cut there and marked truncated like a native one */
+  struct gp_pyframe py[GP_STK_PY_MAX + 1];
+  int np = S.python ? gp_py_capture(py, GP_STK_PY_MAX + 1) : 0;
   if (np < 0) np = 0;
+  if (np > GP_STK_PY_MAX) np = GP_STK_PY_MAX, trunc = 1;
   if (nn <= 0 && np == 0) return 0;
   uint64_t hsh = (uint64_t)nn * 31 + (uint64_t)np * 7 + (uint64_t)trunc;
   for (int i = 0; i < nn; i++) hsh = mix(hsh, (uintptr_t)pcs[skip + i]);

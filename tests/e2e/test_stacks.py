@@ -5,7 +5,8 @@ innermost native frame of each lies in the function that made the call
 (the ELF symbol table, `nm -S`, against module base + pc), the prefix tree
 (one FRAME per node, written before use), a truncated deep stack, a
 dlclosed plugin still described, a function without unwind tables, a
-second thread, fork and exec children."""
+second thread, fork and exec children; the cap on Python frames under each
+CPython found (python_deep-VERSION)."""
 import json
 import os
 import re
@@ -15,6 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gptest import (FIELD, REPORT, SIMDIR, Fail, check, env, main,  # noqa: E402
                     parse_value, prog, run, traces, workdir)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from findpython import find_python  # noqa: E402
 
 SYNC, COPY, MEMSET, LAUNCH, ASYNC = 1 << 3, 1 << 1, 1 << 2, 1 << 0, 1 << 7
 IDLE_NS = 1_000_000   # GP_STK_IDLE_US
@@ -540,7 +543,137 @@ def t_python_real():
             check(c["count"] == n and c.get("api", api) == api, f"{func}: {c}")
 
 
+def documented_py_cap():
+    """The Python frames a stack keeps, as docs/callsites.md ("Limits")
+    states it."""
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       "docs", "callsites.md")
+    with open(doc, encoding="utf-8") as f:
+        g = re.search(r"(\d+) native and (\d+) Python\s+frames", f.read())
+    check(g is not None, "docs/callsites.md states no cap on Python frames")
+    return int(g.group(2))
+
+
+def t_python_deep(version):
+    """The cap on Python frames (prog_pydeep.py under CPython VERSION): a
+    call from CAP - 1 and CAP Python frames keeps them all, untruncated;
+    one from CAP + 1 and from 150 keeps its CAP innermost Python frames and
+    is marked truncated, as a native stack deeper than its cap is: JSON
+    `truncated` true (and false for the others), the folded line starting
+    with `[truncated]`, the text's full stack ending "(outer callers not
+    captured)". From 3.11 a Python call adds no native frame, so the
+    native stack is shallow and the mark comes from the Python frames
+    alone; 3.9 and 3.10 nest native frames for each Python one, so there
+    the native cap cuts even the shallower stacks and only the deeper ones'
+    mark and the number of Python frames kept are checked. Skipped (77)
+    where that interpreter is not installed."""
+    py = find_python(version)
+    if not py:
+        print("skipped: no python%s here" % version)
+        sys.exit(77)
+    cap = documented_py_cap()
+    depths = [cap - 1, cap, cap + 1, 150]
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prog_pydeep.py")
+    leaf_line = {}
+    with open(src) as f:
+        for i, text in enumerate(f, 1):
+            g = re.search(r"# LEAF-(\d)$", text.rstrip())
+            if g:
+                leaf_line[i] = int(g.group(1)) - 1
+    check(len(leaf_line) == 4, f"LEAF marks in {src}: {leaf_line}")
+    d = workdir()
+    p = run([py, src, os.path.join(SIMDIR, "libcudart.so.13")] + [str(x) for x in depths],
+            d, {"GPUPHASE_OUTPUT": os.path.join(d, "t-%p.gph"), "PYTHONPATH": None,
+                "PYTHONHOME": None})
+    want_out = ["depth %d %d" % (k + 1, x) for k, x in enumerate(depths)] + ["ok"]
+    check(p.returncode == 0 and p.stdout.split("\n")[:-1] == want_out,
+          f"program: {p.returncode} {p.stdout!r} {p.stderr}")
+    check("gpuphase:" not in p.stderr, f"stderr: {p.stderr}")
+    minor = int(subprocess.run([py, "-c", "import sys; print(sys.version_info[1])"],
+                               capture_output=True, text=True, timeout=30).stdout)
+    nested = minor < 11
+    tr = traces(d)
+    check(len(tr) == 1, f"traces {tr}")
+    r = subprocess.run([REPORT, "--format", "json", "--frames", "all", tr[0]],
+                       capture_output=True, text=True, timeout=120, env=env(preload=False))
+    check(r.returncode == 0, f"report: {r.stderr}")
+    found = {}
+    for c in json.loads(r.stdout)["callsites"]:
+        pyf = [f for f in c["frames"] if f.get("python")]
+        if c["kind"] != "blocking" or not pyf or pyf[0]["function"] != "leaf":
+            continue
+        k = leaf_line.get(pyf[0]["line"])
+        check(k is not None and k not in found and c["count"] == 1,
+              f"site {c['count']} x {pyf[0]}")
+        found[k] = (c, pyf)
+    check(sorted(found) == [0, 1, 2, 3], f"sites of depths {sorted(found)}")
+    for k, depth in enumerate(depths):
+        c, pyf = found[k]
+        deeper = depth > cap
+        names = [f["function"] for f in pyf]
+        check(len(pyf) == min(depth, cap),
+              f"depth {depth}: {len(pyf)} Python frames kept, want {min(depth, cap)}")
+        # the innermost kept: leaf, then dive ...; the module's frame only
+        # when nothing was cut
+        check(names[0] == "leaf" and set(names[1:-2]) <= {"dive"} and
+              (names[-1] == "<module>") == (not deeper),
+              f"depth {depth}: Python frames {names[:3]} ... {names[-3:]}")
+        if deeper or not nested:
+            check(c["truncated"] == deeper,
+                  f"depth {depth} ({cap} kept): truncated {c['truncated']}")
+    # folded (blocked time: every blocking site has some) and text
+    r = subprocess.run([REPORT, "--format", "folded", "--weight", "blocked", "--frames", "all",
+                        tr[0]], capture_output=True, text=True, timeout=120,
+                       env=env(preload=False))
+    check(r.returncode == 0, f"folded: {r.stderr}")
+    lines = {}
+    for ln in r.stdout.splitlines():
+        parts = ln.rsplit(" ", 1)[0].split(";")
+        # outermost first: the leaf's frame is followed by native ones
+        # (libffi) and the CUDA function
+        leaf = [g for g in (re.search(r"prog_pydeep\.py:(\d+) \(leaf\)$", x)
+                            for x in parts) if g]
+        g = parts[-1] == "cudaDeviceSynchronize" and leaf and leaf[-1]
+        if g and int(g.group(1)) in leaf_line:
+            k = leaf_line[int(g.group(1))]
+            check(k not in lines, f"two folded lines for LEAF-{k + 1}")
+            lines[k] = ln
+    check(sorted(lines) == [0, 1, 2, 3], f"folded lines: {r.stdout}")
+    for k, depth in enumerate(depths):
+        if depth > cap or not nested:
+            check(lines[k].startswith("[truncated];") == (depth > cap),
+                  f"depth {depth}: folded {lines[k][:60]}")
+    r = subprocess.run([REPORT, "--frames", "all", tr[0]], capture_output=True, text=True,
+                       timeout=120, env=env(preload=False))
+    check(r.returncode == 0, f"text: {r.stderr}")
+    # each table row of a site (blocking, host wait ended by) and its stack
+    blocks, cur = [], None
+    for ln in r.stdout.splitlines():
+        if ln.startswith("        ") and cur is not None:
+            cur.append(ln.strip())
+        else:
+            cur = [ln] if ln.startswith("  ") else None
+            if cur is not None:
+                blocks.append(cur)
+    rows = 0
+    for b in blocks:
+        leaf = [g for g in (re.fullmatch(r"prog_pydeep\.py:(\d+) \(leaf\)", x) for x in b[1:])
+                if g]
+        if not leaf or int(leaf[0].group(1)) not in leaf_line:
+            continue
+        depth = depths[leaf_line[int(leaf[0].group(1))]]
+        rows += 1
+        if depth > cap or not nested:
+            check((b[-1] == "(outer callers not captured)") == (depth > cap),
+                  f"text: depth {depth}: stack ends {b[-1]!r}")
+    check(rows >= 4, f"text: {rows} rows with a stack of leaf()")
+
+
+PY_VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "system"]
+
 if __name__ == "__main__":
     sys.exit(main({"counts": t_counts, "pageable": t_pageable, "sites": t_sites, "fork": t_fork,
                    "bad_setting": t_bad_setting, "python": t_python,
-                   "table_full": t_table_full, "python_real": t_python_real}))
+                   "table_full": t_table_full, "python_real": t_python_real,
+                   **{"python_deep-" + v: (lambda v=v: t_python_deep(v))
+                      for v in PY_VERSIONS}}))
