@@ -11,8 +11,8 @@
  * constructor): starts the thread unless GPUPHASE_NVML=0 or
  * GPUPHASE_SAMPLE_MS=0. */
 void gp_sampler_start(void);
-/* Writer thread, every pass: tells the sampler the described devices and
- * writes the records it queued. */
+/* Writer thread, every pass: tells the sampler the described devices
+ * (waking it to read a new one at once) and writes the records it queued. */
 void gp_sampler_poll(void);
 /* Writer thread, in its last pass (after the last device records, before
  * the last flush): stops the thread after one last reading and writes

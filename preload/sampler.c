@@ -10,6 +10,11 @@
  * list hold at most QUEUE_CAP and PENDING_CAP records; past that records
  * are dropped and counted (a SAMPLER OVERFLOW record says so).
  *
+ * NVML is loaded when the thread starts (the process's first CUDA call),
+ * with one reading of every NVML device's energy counter; a device is read
+ * as soon as the writer describes it (gp_sampler_poll wakes the thread),
+ * then every period, and once more at exit.
+ *
  * NVML's sample timestamps are microseconds on a clock of NVML's own
  * (CLOCK_REALTIME or CLOCK_BOOTTIME seen): the first batch of a device
  * tells which (the candidate whose "now" is at most 5 s after the newest
@@ -172,6 +177,7 @@ static struct {
   pthread_cond_t cond;
   int stop;
   int started; /* the thread runs */
+  int fresh;   /* the writer described a device the sampler has not read */
   _Atomic uint64_t want; /* described devices, from the writer */
   /* the queue */
   struct item queue[QUEUE_CAP];
@@ -464,6 +470,56 @@ static void gpm_setup(int d, uint64_t now) {
   sampler_rec(d, GPUPHASE_MSRC_GPM, GPUPHASE_MSTAT_OK, v->gpm_last, " ");
 }
 
+/* The energy counter of every NVML device, read once when NVML is
+ * initialised (the sampler's start, at the process's first CUDA call),
+ * before the trace has described any device: a CUDA device that NVML
+ * matches to one of them later starts its energy readings from there, so
+ * that the energy covers the run from its start rather than from the
+ * device's first description (the writer's next pass). */
+static struct {
+  unsigned n;
+  struct {
+    gp_nvmlDevice_t h;
+    uint64_t t;
+    unsigned long long mj;
+  } v[MAX_DEV];
+} base_energy;
+
+static void energy_baseline(void) {
+  base_energy.n = 0;
+  unsigned n = 0;
+  if (!nv.inited || !nv.energy || !nv.count || !nv.by_index ||
+      nv.count(&n) != GP_NVML_SUCCESS)
+    return;
+  for (unsigned i = 0; i < n && base_energy.n < MAX_DEV; i++) {
+    gp_nvmlDevice_t h;
+    unsigned long long mj;
+    if (nv.by_index(i, &h) != GP_NVML_SUCCESS) continue;
+    uint64_t a = clock_of(CLOCK_MONOTONIC);
+    if (nv.energy(h, &mj) != GP_NVML_SUCCESS) continue;
+    uint64_t b = clock_of(CLOCK_MONOTONIC);
+    base_energy.v[base_energy.n].h = h;
+    base_energy.v[base_energy.n].t = a + (b - a) / 2;
+    base_energy.v[base_energy.n].mj = mj;
+    base_energy.n++;
+  }
+}
+
+/* The energy read at the sampler's start of the NVML device with handle h
+ * (NVML's handles are the same however a device is found): 1 with its
+ * time and value, 0 when there is none or a later record has gone to the
+ * writer already. Each is given once. */
+static int energy_base_of(gp_nvmlDevice_t h, uint64_t *t, unsigned long long *mj) {
+  for (unsigned i = 0; i < base_energy.n; i++) {
+    if (base_energy.v[i].h != h) continue;
+    *t = base_energy.v[i].t;
+    *mj = base_energy.v[i].mj;
+    base_energy.v[i] = base_energy.v[--base_energy.n];
+    return *t >= S.released;
+  }
+  return 0;
+}
+
 static void device_setup(int d, uint64_t now) {
   struct dev *v = &S.dev[d];
   v->state = 2;
@@ -497,7 +553,11 @@ static void device_setup(int d, uint64_t now) {
     v->buf = calloc(v->cap, sizeof *v->buf);
   }
   if (!v->buf) v->util_rates = 1;
-  sampler_rec(d, GPUPHASE_MSRC_NVML, GPUPHASE_MSTAT_OK, now, " ");
+  uint64_t t0;
+  unsigned long long mj;
+  int based = energy_base_of(v->h, &t0, &mj) && t0 < now;
+  sampler_rec(d, GPUPHASE_MSRC_NVML, GPUPHASE_MSTAT_OK, based ? t0 : now, " ");
+  if (based) sample(d, M_ENERGY, t0, t0, (int64_t)mj);
   gpm_setup(d, now);
 }
 
@@ -701,22 +761,30 @@ static void gpm_read(int d, uint64_t now) {
   v->gpm_last = t;
 }
 
-static void tick(int last) {
+/* One reading of the devices: every device being sampled (a tick of the
+ * period, or the last one), or (fresh_only) only those the trace has
+ * described since, set up and read at once rather than a period later. */
+static void tick(int last, int fresh_only) {
   uint64_t now = clock_of(CLOCK_MONOTONIC);
-  uint64_t want = atomic_load(&S.want);
+  uint64_t want = atomic_load(&S.want), read = fresh_only ? 0 : ~UINT64_C(0);
   for (int d = 0; d < MAX_DEV; d++)
-    if ((want >> d & 1) && S.dev[d].state == 0) device_setup(d, now);
+    if ((want >> d & 1) && S.dev[d].state == 0) {
+      device_setup(d, now);
+      read |= UINT64_C(1) << d;
+    }
   uint64_t mark = now > GP_NVML_PCIE_INTERVAL_NS ? now - GP_NVML_PCIE_INTERVAL_NS : 0;
   for (int d = 0; d < MAX_DEV; d++) {
     struct dev *v = &S.dev[d];
     if (v->state != 1) continue;
-    instants(d, now);
-    if (v->state != 1) continue;
-    utilization(d, now);
-    v->prev_tick = now;
+    if (read >> d & 1) {
+      instants(d, now);
+      if (v->state != 1) continue;
+      utilization(d, now);
+      v->prev_tick = now;
+    }
     if (v->util_mark < mark) mark = v->util_mark;
     uint64_t due = (uint64_t)S.gpm_ms * 1000000ull - (uint64_t)S.period_ms * 500000ull;
-    if (v->gpm && now > v->gpm_last &&
+    if ((read >> d & 1) && v->gpm && now > v->gpm_last &&
         (now - v->gpm_last >= due || (last && now - v->gpm_last >= 1000000ull)))
       gpm_read(d, now);
     if (v->gpm && v->gpm_last < mark) mark = v->gpm_last;
@@ -737,6 +805,7 @@ static void finish_nvml(void) {
   if (nv.inited && nv.shutdown) nv.shutdown();
   nv.inited = 0;
   nvml_tried = 0;
+  base_energy.n = 0;
 }
 
 /* A reading holds tick_lock; fork takes it first (pthread_atfork), for at
@@ -788,23 +857,40 @@ static void *thread_main(void *arg) {
   pthread_mutex_lock(&S.lock);
   S.started = 1; /* the starting thread waits for this (gp_sampler_start) */
   pthread_cond_broadcast(&S.cond);
+  pthread_mutex_unlock(&S.lock);
+  /* NVML now, not at the first tick: a device is read as soon as the
+   * trace describes it (gp_sampler_poll wakes this thread), so a run
+   * shorter than a period, or a long period, still has a reading near its
+   * start. */
+  pthread_mutex_lock(&tick_lock);
+  if (!nvml_tried) {
+    nvml_load();
+    energy_baseline();
+  }
+  tick(0, 1);
+  pthread_mutex_unlock(&tick_lock);
+  pthread_mutex_lock(&S.lock);
   for (;;) {
     struct timespec dl = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
-    while (!S.stop && pthread_cond_timedwait(&S.cond, &S.lock, &dl) != ETIMEDOUT)
-      ;
+    int timed_out = 0;
+    while (!S.stop && !S.fresh && !timed_out)
+      timed_out = pthread_cond_timedwait(&S.cond, &S.lock, &dl) == ETIMEDOUT;
     if (S.stop) break;
+    S.fresh = 0;
     pthread_mutex_unlock(&S.lock);
     pthread_mutex_lock(&tick_lock);
-    tick(0);
+    tick(0, !timed_out); /* woken early: the devices described since */
     pthread_mutex_unlock(&tick_lock);
-    uint64_t now = clock_of(CLOCK_MONOTONIC);
-    next += period;
-    if (next <= now) next = now + period;
+    if (timed_out) {
+      uint64_t now = clock_of(CLOCK_MONOTONIC);
+      next += period;
+      if (next <= now) next = now + period;
+    }
     pthread_mutex_lock(&S.lock);
   }
   pthread_mutex_unlock(&S.lock);
   pthread_mutex_lock(&tick_lock);
-  tick(1); /* the last reading, up to the end of the run */
+  tick(1, 0); /* the last reading, up to the end of the run */
   finish_nvml();
   pthread_mutex_unlock(&tick_lock);
   atomic_fetch_sub(&gp_own_threads, 1);
@@ -832,6 +918,7 @@ void gp_sampler_start(void) {
   S.t_start = clock_of(CLOCK_MONOTONIC);
   S.stop = 0;
   S.started = 0;
+  S.fresh = 0;
   S.released = 0;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -938,7 +1025,13 @@ void gp_sampler_poll(void) {
   if (mode == 0) return;
   uint64_t devices = gp_records_devices();
   if (mode == 1) {
-    atomic_store(&S.want, devices);
+    uint64_t had = atomic_exchange(&S.want, devices);
+    if (devices & ~had) { /* read the new ones now, not a period later */
+      pthread_mutex_lock(&S.lock);
+      S.fresh = 1;
+      pthread_cond_signal(&S.cond);
+      pthread_mutex_unlock(&S.lock);
+    }
     drain();
     return;
   }
@@ -981,6 +1074,7 @@ void gp_sampler_reset(void) {
   S.running = 0;
   pthread_mutex_init(&S.lock, NULL);
   S.stop = 0;
+  S.fresh = 0;
   S.qhead = S.qn = 0;
   S.dropped = S.dropped_told = 0;
   memset(S.dev, 0, sizeof S.dev);
@@ -994,4 +1088,5 @@ void gp_sampler_reset(void) {
   atomic_store(&S.want, 0);
   nv.inited = 0;
   nvml_tried = 0;
+  base_energy.n = 0;
 }

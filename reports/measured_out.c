@@ -134,10 +134,10 @@ static void text_dev(FILE *f, const struct gp_proc_res *r,
   char b1[32], b2[32];
   pct_item(&l, "nvidia-smi GPU-Util", mean(m, GP_MQ_GPU_UTIL),
            src_of(m, GP_MQ_GPU_UTIL));
-  /* NVML sampled (its instant readings are there) but no GPU-Util period
-   * fell inside the window: a run shorter than a few of NVML's periods */
-  if (mean(m, GP_MQ_GPU_UTIL) < 0 && m->q[GP_MQ_MEM_USED].source &&
-      m->q[GP_MQ_MEM_USED].total.ns > 0)
+  /* NVML read the device (its memory readings are there, inside the
+   * window or only after it, at exit) but no GPU-Util period fell inside
+   * the window: a run shorter than a few of NVML's periods */
+  if (mean(m, GP_MQ_GPU_UTIL) < 0 && m->q[GP_MQ_MEM_USED].source)
     add(&l, "nvidia-smi GPU-Util none (no NVML sample period within the run)");
   if (d) add(&l, "%sbusy %.1f%% (ours)", l.n ? ", " : "", d->util.busy_pct);
   double sa = mean(m, GP_MQ_SM_ACTIVE);

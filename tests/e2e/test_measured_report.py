@@ -187,9 +187,112 @@ def t_nvml_missing():
     check("Measured (device-wide)" not in txt, "a measured section without counters")
 
 
+# The simulated NVML's power model (tests/simcuda/README.md, "NVML"):
+# 100 W idle + 500 W x GPU-Util; the energy counter is its integral, so
+# over [a, b) it is 100 W x (b - a) + 500 W x (the time a kernel ran).
+IDLE_W, BUSY_W = 100.0, 500.0
+
+
+def model_energy(d):
+    """The model's energy over the report's window, in J, from the window
+    and the device busy share the report computed from the kernels."""
+    w = d["window_ns"] / 1e9
+    return IDLE_W * w + BUSY_W * d["measured"]["device_busy_pct"] / 100 * w
+
+
+def t_short():
+    """A run shorter than one sampling period (GPUPHASE_SAMPLE_MS=1000, a
+    120 ms loop): the sampler's first reading of the device comes when the
+    trace first describes it, not a period later, so the window has memory
+    used (the 512 MiB context and the program's 1 MiB allocation) and power
+    (100 W: the model's power is that of the last complete NVML period,
+    1/6 s from NVML's initialisation at the first CUDA call, and none has
+    completed by then), and the text says why GPU-Util is missing (NVML's
+    first period only starts its samples: the second ends after the run).
+    The period leaves a loaded machine room: the device is described
+    within the writer's 10 ms poll when idle, tens of ms when not. Then a
+    run of about a millisecond."""
+    r, d, txt, err = report(["launch", 120], {"GPUPHASE_SAMPLE_MS": "1000"})
+    m = d["measured"]
+    check(m is not None, "no measured object")
+    check(d["window_ns"] < 1000e6, f"window {d['window_ns']} ns: not shorter than a period")
+    check(m["mem_used_peak_bytes"] == 512 * MIB + MIB,
+          f"memory used peak {m['mem_used_peak_bytes']}")
+    check(m["power_w"] == IDLE_W, f"power {m['power_w']} W")
+    check(m["sm_clock_mhz"] == 1980, f"SM clock {m['sm_clock_mhz']}")
+    check(m["nvml_gpu_util_pct"] is None, f"GPU-Util {m['nvml_gpu_util_pct']}")
+    check("nvidia-smi GPU-Util none (no NVML sample period within the run)" in txt,
+          f"no GPU-Util note: {txt.split('Measured', 1)[-1][:400]}")
+    check("memory used peak 513.0 MiB (device)" in txt,
+          f"memory not in the text: {txt.split('Measured', 1)[-1][:400]}")
+    check(err == "", f"stderr: {err}")
+    # ten kernels, about a millisecond: the device may be described only
+    # at exit, its readings then all after the window; the note still
+    # says why GPU-Util is missing. The energy, when the sampler's first
+    # reading (once NVML is initialised on its thread) came before the
+    # window's end, is the counter interpolated between that reading and
+    # the one at exit: at most the model's full power over the window
+    # (JSON rounds to a mJ)
+    r, d, txt, err = report(["fixed", 10], {"GPUPHASE_SAMPLE_MS": None})
+    m = d["measured"]
+    check(m is not None, "ten kernels: no measured object")
+    check(m["nvml_gpu_util_pct"] is None, f"ten kernels: GPU-Util {m['nvml_gpu_util_pct']}")
+    check("nvidia-smi GPU-Util none (no NVML sample period within the run)" in txt,
+          f"ten kernels: no GPU-Util note: {txt.split('Measured', 1)[-1][:400]}")
+    w = d["window_ns"] / 1e9
+    check(m["energy_j"] is None or 0 <= m["energy_j"] <= (IDLE_W + BUSY_W) * w + 0.002,
+          f"ten kernels: energy {m['energy_j']} J over {w * 1e3:.3f} ms")
+    check(err == "", f"ten kernels: stderr: {err}")
+
+
+def t_long_period():
+    """GPUPHASE_SAMPLE_MS=60000 over a 1 s run: the reading at start and the
+    one at exit give every quantity its value: GPU-Util (NVML's periods
+    within the run, read at exit) against busy, SM active (one GPM interval
+    from start to exit) against busy / 132, memory used, clocks, power
+    (100 W: no NVML period had completed at the first reading) and the
+    energy of the model."""
+    r, d, txt, err = report(["launch", 1000], {"GPUPHASE_SAMPLE_MS": "60000"})
+    m = d["measured"]
+    check(m is not None, "no measured object")
+    busy = m["device_busy_pct"]
+    check(m["nvml_gpu_util_pct"] is not None and abs(m["nvml_gpu_util_pct"] - busy) <= 4,
+          f"nvidia-smi GPU-Util {m['nvml_gpu_util_pct']} vs busy {busy}")
+    near(m["sm_active_pct"], busy / SMS, 0.12, "SM active (one block of 132 SMs)")
+    check(m["mem_used_peak_bytes"] == 512 * MIB + MIB,
+          f"memory used peak {m['mem_used_peak_bytes']}")
+    check(m["sm_clock_mhz"] == 1980 and m["mem_clock_mhz"] == 2619,
+          f"clocks {m['sm_clock_mhz']} {m['mem_clock_mhz']}")
+    check(m["power_w"] == IDLE_W, f"power {m['power_w']} W")
+    near(m["energy_j"], model_energy(d), ENERGY_TOL, "energy over the window")
+    for what in ("GPU-Util", "SM active", "memory used peak", "energy"):
+        check(what in txt, f"{what} not in the text")
+    check(err == "", f"stderr: {err}")
+
+
+# The report's energy is the counter's difference between the window's
+# edges, interpolated between the readings around each (the sampler reads
+# every device's counter when it starts, at the first CUDA call, once NVML
+# is initialised on its thread, and once more at exit, after the window),
+# else from the first reading inside it. 3%: linear interpolation while
+# the power changes between two readings, the report's busy share rounded,
+# and a first reading some ms after the window's start on a loaded machine
+# or under a sanitizer. A first reading one 100 ms period late misses about
+# 10% of a 1 s run.
+ENERGY_TOL = 0.03
+
+
+def t_energy():
+    """Energy over a 1 s run at the default period against the model."""
+    _, d, _, _ = report(["launch", 1000], {"GPUPHASE_SAMPLE_MS": None})
+    m = d["measured"]
+    near(m["energy_j"], model_energy(d), ENERGY_TOL, "energy over the window")
+
+
 TESTS = {"launch": t_launch, "saturated": t_saturated, "tensor": t_tensor,
          "bandwidth": t_bandwidth, "pm": t_pm, "pm_denied": t_pm_denied,
-         "nvml_missing": t_nvml_missing}
+         "nvml_missing": t_nvml_missing, "short": t_short,
+         "long_period": t_long_period, "energy": t_energy}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))
