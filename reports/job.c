@@ -324,9 +324,8 @@ static int hosts_of(struct gp_job *j) {
   return 0;
 }
 
-/* The correction of each host from the collective ends: the median of
- * (reference rank's end - this host's first rank's end on the header
- * clock) over the collectives both ran; then the residual of every rank. */
+/* ---- matching the collectives of the ranks (docs/jobs.md, "Collectives") */
+
 #define COLL(i) (j->r[i].in->c)
 /* Rank i ran communication kernels: it takes part in the matching (a rank
  * without any, a data loader say, is left out rather than leaving every
@@ -342,23 +341,490 @@ static size_t part_ref(const struct gp_job *j) {
   return i;
 }
 
-static int align(struct gp_job *j, size_t ncoll) {
+/* A rank's collectives i .. i + n - 1 are the reference sequence's
+ * k .. k + n - 1. */
+struct mrun {
+  size_t k, i, n;
+};
+
+/* How one rank's collectives match the reference sequence: runs in
+ * increasing k (and i), no two touching in both. */
+struct rmatch {
+  struct mrun *run;
+  size_t nrun, cap;
+  size_t matched; /* collectives of the reference it has */
+  size_t extra;   /* its collectives that match none of the reference's */
+  int64_t off;    /* first estimate: added to its times, the reference's */
+  uint64_t spread;
+};
+
+struct matching {
+  size_t ref;          /* the rank (index into j->r) of the reference
+                          sequence: the most collectives, the lowest rank */
+  size_t nref;         /* its collectives */
+  uint64_t tol;        /* ends this close (after the offset) match */
+  struct rmatch *m;    /* by index into j->r, empty for a rank left out */
+  struct mrun *common; /* the k every rank taking part has (i unused) */
+  size_t ncommon;
+};
+
+static void matching_free(struct matching *mt, size_t n) {
+  for (size_t i = 0; mt->m && i < n; i++)
+    free(mt->m[i].run);
+  free(mt->m);
+  free(mt->common);
+}
+
+/* The first estimate of a rank's offset compares its first EST_K
+ * collectives with the reference's, shifted by up to EST_W either side
+ * of position and of where its header's clock puts it. */
+#define EST_K 64
+#define EST_W 8
+/* a shift whose spread is within twice the best one's and this, or
+ * within an eighth of the median gap between the reference's ends, fits
+ * as well as the best (a job whose steps are all alike fits every shift);
+ * when the best spread is beyond that (or a quarter of TOL_MAX_NS), the
+ * ends scatter too far to match the collectives by them */
+#define EST_SLACK_NS 1000ull
+/* the matching tolerance: half the smallest gap between consecutive ends
+ * of the reference, at least TOL_MIN_NS (and 4 x the largest spread of
+ * the first estimates), at most TOL_MAX_NS */
+#define TOL_MIN_NS 2000ull
+#define TOL_MAX_NS 1000000ull
+
+/* Shift d (the rank's k-th collective is the reference's k + d) over its
+ * first EST_K collectives: *off the median of (reference's end - its end),
+ * *spread the median distance to it. 0 when fewer than half of them have
+ * a collective of the reference at that shift. */
+static int est_shift(const struct gp_job_coll *ref, size_t nref,
+                     const struct gp_job_coll *a, size_t na, int64_t d,
+                     int64_t *off, uint64_t *spread) {
+  int64_t v[EST_K];
+  uint64_t u[EST_K];
+  size_t kk = na < EST_K ? na : EST_K, m = 0;
+  for (size_t k = 0; k < kk; k++) {
+    int64_t q = (int64_t)k + d;
+    if (q < 0 || (uint64_t)q >= nref) continue;
+    v[m++] = (int64_t)(ref[q].end - a[k].end);
+  }
+  if (!m || 2 * m < kk) return 0;
+  qsort(v, m, sizeof *v, cmp_i64);
+  *off = v[rank_of(m, 50)];
+  for (size_t x = 0; x < m; x++)
+    u[x] = mag(wsub(v[x], *off));
+  qsort(u, m, sizeof *u, cmp_u64);
+  *spread = u[rank_of(m, 50)];
+  return 1;
+}
+
+/* The index of the reference's collective whose end is nearest t (ends in
+ * increasing order, compared as clock differences). */
+static size_t nearest_end(const struct gp_job_coll *ref, size_t nref,
+                          uint64_t t) {
+  size_t lo = 0, hi = nref;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((int64_t)(ref[mid].end - t) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == nref) return nref - 1;
+  if (lo &&
+      mag((int64_t)(t - ref[lo - 1].end)) < mag((int64_t)(ref[lo].end - t)))
+    return lo - 1;
+  return lo;
+}
+
+struct cand {
+  int64_t d, off;
+  uint64_t spread;
+};
+
+/* Of two shifts that fit as well: by position when the rank ran as many
+ * collectives as the reference; else the nearer the header's offset
+ * (prior), when both headers read plausible dates; else the smaller
+ * shift. */
+static int cand_better(const struct cand *x, const struct cand *y, int same_n,
+                       int64_t prior, int use_prior) {
+  if (same_n && (x->d == 0) != (y->d == 0)) return x->d == 0;
+  if (use_prior) {
+    uint64_t ex = mag(wsub(x->off, prior)), ey = mag(wsub(y->off, prior));
+    if (ex != ey) return ex < ey;
+  }
+  uint64_t dx = mag(x->d), dy = mag(y->d);
+  return dx < dy;
+}
+
+/* The first estimate of the offset of a rank's clock onto the reference
+ * sequence's rank's, from the ends of its first collectives. */
+static void estimate(const struct gp_job_coll *ref, size_t nref,
+                     const struct gp_job_coll *a, size_t na, int64_t prior,
+                     int use_prior, uint64_t fit_min, struct rmatch *m) {
+  int64_t off;
+  uint64_t sp;
+  int same_n = na == nref;
+  m->off = prior;
+  m->spread = 0;
+  /* in step from the first collective: shift 0 fits, and is taken */
+  if (same_n && est_shift(ref, nref, a, na, 0, &off, &sp) &&
+      (sp <= EST_SLACK_NS || sp <= fit_min)) {
+    m->off = off;
+    m->spread = sp;
+    return;
+  }
+  struct cand c[2 * (2 * EST_W + 1)];
+  size_t nc = 0;
+  uint64_t smin = UINT64_MAX;
+  int64_t dp = use_prior
+                   ? (int64_t)nearest_end(ref, nref, a[0].end + (uint64_t)prior)
+                   : 0;
+  for (int w = 0; w < 2; w++) {
+    if (w && !use_prior) break;
+    int64_t at = w ? dp : 0;
+    for (int64_t d = at - EST_W; d <= at + EST_W; d++) {
+      if (w && d >= -EST_W && d <= EST_W) continue; /* tried */
+      if (!est_shift(ref, nref, a, na, d, &off, &sp)) continue;
+      c[nc++] = (struct cand){d, off, sp};
+      if (sp < smin) smin = sp;
+    }
+  }
+  if (!nc) return;
+  uint64_t fit = smin > (UINT64_MAX - EST_SLACK_NS) / 2
+                     ? UINT64_MAX
+                     : 2 * smin + EST_SLACK_NS;
+  if (fit < fit_min) fit = fit_min;
+  size_t best = nc;
+  for (size_t x = 0; x < nc; x++)
+    if (c[x].spread <= fit &&
+        (best == nc || cand_better(&c[x], &c[best], same_n, prior, use_prior)))
+      best = x;
+  m->off = c[best].off;
+  m->spread = c[best].spread;
+}
+
+static int add_match(struct rmatch *m, size_t k, size_t i) {
+  m->matched++;
+  if (m->nrun) {
+    struct mrun *r = &m->run[m->nrun - 1];
+    if (r->k + r->n == k && r->i + r->n == i) {
+      r->n++;
+      return 0;
+    }
+  }
+  if (m->nrun == m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 4;
+    struct mrun *r = realloc(m->run, cap * sizeof *r);
+    if (!r) return -1;
+    m->run = r;
+    m->cap = cap;
+  }
+  m->run[m->nrun++] = (struct mrun){k, i, 1};
+  return 0;
+}
+
+/* The first index of [lo, n) whose running maximum of the ends, mx,
+ * reaches t (compared as a clock difference); n when none does. */
+static size_t first_reaching(const uint64_t *mx, size_t lo, size_t n,
+                             uint64_t t) {
+  size_t hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((int64_t)(mx[mid] - t) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static int near(uint64_t x, uint64_t y, uint64_t tol) {
+  return mag((int64_t)(x - y)) <= tol;
+}
+
+/* A rank's collectives a[0..na) against the reference's, in order: a pair
+ * whose ends (a's moved by the offset o) are within tol matches, and the
+ * offset follows it by an eighth of the difference (the clocks may drift
+ * apart over a long run). When the ends differ by more, the later one is
+ * looked up on the other side (rmx, amx: the running maxima of the ends),
+ * and what lies before its match there has no partner; when it matches
+ * nothing, or passing over more than one would leave the next pair
+ * unmatched too (an end out of order, a damaged record, that falls near
+ * another collective), it is the one without a partner. */
+static int sweep(const struct gp_job_coll *ref, const uint64_t *rmx,
+                 size_t nref, const struct gp_job_coll *a, uint64_t *amx,
+                 size_t na, uint64_t tol, struct rmatch *m) {
+  for (size_t p = 0; p < na; p++)
+    amx[p] = p && amx[p - 1] > a[p].end ? amx[p - 1] : a[p].end;
+  uint64_t o = (uint64_t)m->off;
+  size_t k = 0, p = 0;
+  while (k < nref && p < na) {
+    int64_t d = (int64_t)(a[p].end + o - ref[k].end);
+    if (mag(d) <= tol) {
+      if (add_match(m, k, p) < 0) return -1;
+      o -= (uint64_t)(d / 8);
+      k++, p++;
+    } else if (d > 0) { /* the reference's k-th ends first */
+      uint64_t t = a[p].end + o;
+      size_t x = first_reaching(rmx, k + 1, nref, t - tol);
+      if (x < nref && near(t, ref[x].end, tol) &&
+          (x == k + 1 || x + 1 == nref || p + 1 == na ||
+           near(a[p + 1].end + o, ref[x + 1].end, tol)))
+        k = x; /* the reference's k .. x - 1 lack a partner here */
+      else
+        p++;
+    } else { /* a's p-th ends first */
+      uint64_t t = ref[k].end - o;
+      size_t x = first_reaching(amx, p + 1, na, t - tol);
+      if (x < na && near(a[x].end, t, tol) &&
+          (x == p + 1 || x + 1 == na || k + 1 == nref ||
+           near(a[x + 1].end, ref[k + 1].end - o, tol)))
+        p = x; /* a's p .. x - 1: the reference has none there */
+      else
+        k++;
+    }
+  }
+  m->extra = na - m->matched;
+  return 0;
+}
+
+/* 1 when a host's header realtime reads a plausible date (2000 to 2200) */
+static int plausible(uint64_t real) {
+  return real >= 946684800000000000ull && real <= 7258118400000000000ull;
+}
+
+/* The collectives every rank taking part has: their runs intersected. */
+static int common_of(struct gp_job *j, struct matching *mt) {
+  struct mrun *c = malloc(sizeof *c);
+  if (!c) return -1;
+  c[0] = (struct mrun){0, 0, mt->nref};
+  size_t nc = mt->nref > 0;
+  for (size_t i = 0; i < j->nranks && nc; i++) {
+    if (!PART(i) || i == mt->ref) continue;
+    const struct rmatch *m = &mt->m[i];
+    struct mrun *o = malloc((nc + m->nrun) * sizeof *o);
+    if (!o) {
+      free(c);
+      return -1;
+    }
+    size_t no = 0, x = 0, y = 0;
+    while (x < nc && y < m->nrun) {
+      size_t ex = c[x].k + c[x].n, ey = m->run[y].k + m->run[y].n;
+      size_t lo = c[x].k > m->run[y].k ? c[x].k : m->run[y].k;
+      size_t hi = ex < ey ? ex : ey;
+      if (lo < hi) o[no++] = (struct mrun){lo, 0, hi - lo};
+      if (ex <= ey)
+        x++;
+      else
+        y++;
+    }
+    free(c);
+    c = o;
+    nc = no;
+  }
+  mt->common = c;
+  mt->ncommon = nc;
+  return 0;
+}
+
+/* The reference rank's collectives k .. k + n - 1 for itself. */
+static int whole_run(struct rmatch *m, size_t n) {
+  if (!n) return 0;
+  if (!(m->run = malloc(sizeof *m->run))) return -1;
+  m->run[0] = (struct mrun){0, 0, n};
+  m->nrun = m->cap = 1;
+  m->matched = n;
+  return 0;
+}
+
+/* By position: the k-th collective of every rank taking part, for k below
+ * count (the fewest any of them ran). */
+static int match_position(struct gp_job *j, struct matching *mt, size_t count) {
+  size_t n = j->nranks;
+  mt->ref = part_ref(j);
+  mt->nref = count;
+  if (mt->ref == n) return 0;
+  if (!(mt->m = calloc(n, sizeof *mt->m))) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (PART(i) && whole_run(&mt->m[i], count) < 0) return -1;
+  return common_of(j, mt);
+}
+
+/* By end time (docs/jobs.md, "Collectives"): every rank's collectives
+ * matched to the reference sequence, the rank's with the most; j->r in
+ * rank order. 0; 1 when the ends scatter too far to tell the collectives
+ * apart (*scatter: the largest spread; nothing is matched); -1 out of
+ * memory. */
+static int match_by_time(struct gp_job *j, struct matching *mt,
+                         uint64_t *scatter) {
+  size_t n = j->nranks;
+  mt->ref = n;
+  for (size_t i = 0; i < n; i++)
+    if (PART(i) && (mt->ref == n || j->r[i].in->nc > mt->nref))
+      mt->ref = i, mt->nref = j->r[i].in->nc;
+  if (mt->ref == n) return 0;
+  size_t rf = mt->ref, nref = mt->nref;
+  const struct gp_job_coll *ref = COLL(rf);
+  /* scratch: the gaps between the reference's ends, then the running
+   * maxima of the ends, the reference's and a rank's */
+  uint64_t *mx = malloc(2 * nref * sizeof *mx);
+  if (!mx || !(mt->m = calloc(n, sizeof *mt->m))) {
+    free(mx);
+    return -1;
+  }
+  uint64_t gap_min = UINT64_MAX, gap_med = 0;
+  for (size_t k = 1; k < nref; k++) {
+    int64_t g = (int64_t)(ref[k].end - ref[k - 1].end);
+    mx[k - 1] = g > 0 ? (uint64_t)g : 0;
+    if (g > 0 && (uint64_t)g < gap_min) gap_min = (uint64_t)g;
+  }
+  if (nref > 1) {
+    qsort(mx, nref - 1, sizeof *mx, cmp_u64);
+    gap_med = mx[rank_of(nref - 1, 50)];
+  }
+  /* the prior of a rank's offset: that of a rank of its host that ran as
+   * many collectives as the reference (the ranks of a host share its
+   * clock), first those; else its header's, when both read plausible
+   * dates */
+  int64_t *host_off = calloc(j->nhosts ? j->nhosts : 1, sizeof *host_off);
+  char *host_known = calloc(j->nhosts ? j->nhosts : 1, 1);
+  if (!host_off || !host_known) {
+    free(mx);
+    free(host_off);
+    free(host_known);
+    return -1;
+  }
+  int64_t hdr_ref = j->hosts[j->r[rf].host_idx].header_ns;
+  int real_ref = plausible(j->r[rf].in->start_real_ns);
+  uint64_t spread = 0;
+  host_known[j->r[rf].host_idx] = 1;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < n; i++) {
+      if (!PART(i) || i == rf || (j->r[i].in->nc == nref) == pass) continue;
+      size_t h = j->r[i].host_idx;
+      int64_t prior =
+          host_known[h] ? host_off[h] : wsub(j->hosts[h].header_ns, hdr_ref);
+      estimate(ref, nref, COLL(i), j->r[i].in->nc, prior,
+               host_known[h] ||
+                   (real_ref && plausible(j->r[i].in->start_real_ns)),
+               gap_med / 8, &mt->m[i]);
+      if (!pass && !host_known[h])
+        host_off[h] = mt->m[i].off, host_known[h] = 1;
+      if (mt->m[i].spread > spread) spread = mt->m[i].spread;
+    }
+  free(host_off);
+  free(host_known);
+  *scatter = spread;
+  if (spread > TOL_MAX_NS / 4 || (nref > 1 && spread > gap_med / 8)) {
+    free(mx);
+    return 1;
+  }
+  uint64_t tol = 4 * spread > TOL_MIN_NS ? 4 * spread : TOL_MIN_NS;
+  if (gap_min == UINT64_MAX && nref == 1) tol = TOL_MAX_NS;
+  if (gap_min != UINT64_MAX && gap_min / 2 > tol) tol = gap_min / 2;
+  mt->tol = tol > TOL_MAX_NS ? TOL_MAX_NS : tol;
+  for (size_t k = 0; k < nref; k++)
+    mx[k] = k && mx[k - 1] > ref[k].end ? mx[k - 1] : ref[k].end;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (!PART(i)) continue;
+    if (i == rf)
+      rc = whole_run(&mt->m[i], nref);
+    else
+      rc = sweep(ref, mx, nref, COLL(i), mx + nref, j->r[i].in->nc, mt->tol,
+                 &mt->m[i]);
+  }
+  free(mx);
+  return rc < 0 ? -1 : common_of(j, mt);
+}
+
+/* The collectives the ranks lack: for a rank, those of the reference it
+ * has no match for; for the reference's rank, those every other rank has
+ * and it lacks, at least (the fewest that another rank has beyond the
+ * reference's: a damaged collective of one rank is not counted against
+ * it). The first 3 ranks in rank order are named. */
+static int missing_notes(struct gp_job *j, const struct matching *mt) {
+  size_t shown = 0, more = 0, more_n = 0, least_extra = SIZE_MAX;
+  if (!mt->m) return 0;
+  for (size_t i = 0; i < j->nranks; i++)
+    if (PART(i) && i != mt->ref && mt->m[i].extra < least_extra)
+      least_extra = mt->m[i].extra;
+  if (least_extra == SIZE_MAX) least_extra = 0;
+  for (size_t i = 0; i < j->nranks; i++) {
+    if (!PART(i)) continue;
+    size_t miss = i == mt->ref ? least_extra : mt->nref - mt->m[i].matched;
+    if (!miss) continue;
+    if (shown++ < 3) {
+      if (note(j,
+               "%zu collective%s missing on rank %lld (events lost?): left "
+               "out of the waits and the stragglers",
+               miss, miss > 1 ? "s" : "", (long long)j->r[i].rank) < 0)
+        return -1;
+    } else {
+      more++;
+      more_n += miss;
+    }
+  }
+  if (more &&
+      note(j, "%zu collective%s missing on %zu more rank%s: left out too",
+           more_n, more_n > 1 ? "s" : "", more, more > 1 ? "s" : "") < 0)
+    return -1;
+  return 0;
+}
+
+/* Walks the collectives (k of the reference) two ranks both have, in
+ * increasing k: their indices, 1; 0 at the end. */
+struct both {
+  const struct rmatch *a, *b;
+  size_t x, y, k;
+};
+
+static int both_next(struct both *t, size_t *ia, size_t *ib) {
+  while (t->x < t->a->nrun && t->y < t->b->nrun) {
+    const struct mrun *ra = &t->a->run[t->x], *rb = &t->b->run[t->y];
+    size_t ea = ra->k + ra->n, eb = rb->k + rb->n;
+    size_t lo = ra->k > rb->k ? ra->k : rb->k, hi = ea < eb ? ea : eb;
+    if (t->k < lo) t->k = lo;
+    if (t->k < hi) {
+      *ia = ra->i + (t->k - ra->k);
+      *ib = rb->i + (t->k - rb->k);
+      t->k++;
+      return 1;
+    }
+    if (ea <= eb)
+      t->x++;
+    else
+      t->y++;
+  }
+  return 0;
+}
+
+/* The index of a rank's collective matching the reference's k-th, which
+ * it has; *cur carries the search from one call to the next (k
+ * increasing). */
+static size_t idx_of(const struct rmatch *m, size_t *cur, size_t k) {
+  while (m->run[*cur].k + m->run[*cur].n <= k)
+    (*cur)++;
+  return m->run[*cur].i + (k - m->run[*cur].k);
+}
+
+/* The correction of each host from the collective ends: the median of
+ * (reference rank's end - this host's first rank's end on the header
+ * clock) over the collectives both ran; then the residual of every rank. */
+static int align(struct gp_job *j, const struct matching *mt) {
   for (size_t i = 0; i < j->nranks; i++)
     j->r[i].clock_ns = j->hosts[j->r[i].host_idx].header_ns;
   size_t r0 = part_ref(j);
-  if (!ncoll || r0 == j->nranks) return 0;
-  int64_t *diff = malloc(ncoll * sizeof *diff);
-  uint64_t *res = malloc(ncoll * j->nranks * sizeof *res);
-  if (!diff || !res) {
-    free(diff);
-    free(res);
-    return -1;
-  }
+  if (r0 == j->nranks || !mt->m) return 0;
+  const struct rmatch *m0 = &mt->m[r0];
+  int64_t *diff = malloc((m0->matched ? m0->matched : 1) * sizeof *diff);
+  size_t cap = 0;
+  uint64_t *res = NULL;
+  if (!diff) return -1;
   /* the reference rank's host keeps its header's offset; the others are
    * moved onto it (when the reference is not on the first host, that one
    * is moved too) */
-  const struct gp_job_coll *ref = COLL(r0);
-  size_t href = j->r[r0].host_idx;
+  size_t href = j->r[r0].host_idx, a, b;
   int64_t hdr_ref = j->hosts[href].header_ns;
   for (size_t h = 0; h < j->nhosts; h++) {
     if (h == href) continue;
@@ -367,33 +833,48 @@ static int align(struct gp_job *j, size_t ncoll) {
       first++;
     if (first == j->nranks) continue; /* none of its ranks took part */
     int64_t hdr = j->hosts[h].header_ns;
-    for (size_t k = 0; k < ncoll; k++)
-      diff[k] = wsub(wadd((int64_t)(ref[k].end - COLL(first)[k].end), hdr_ref),
-                     hdr);
-    qsort(diff, ncoll, sizeof *diff, cmp_i64);
-    j->hosts[h].correction_ns = diff[rank_of(ncoll, 50)];
-    j->hosts[h].samples = ncoll;
+    size_t m = 0;
+    struct both t = {m0, &mt->m[first], 0, 0, 0};
+    while (both_next(&t, &a, &b))
+      diff[m++] = wsub(
+          wadd((int64_t)(COLL(r0)[a].end - COLL(first)[b].end), hdr_ref), hdr);
+    if (!m) continue;
+    qsort(diff, m, sizeof *diff, cmp_i64);
+    j->hosts[h].correction_ns = diff[rank_of(m, 50)];
+    j->hosts[h].samples = m;
   }
   for (size_t i = 0; i < j->nranks; i++)
     j->r[i].clock_ns =
         wadd(j->r[i].clock_ns, j->hosts[j->r[i].host_idx].correction_ns);
-  for (size_t h = 0; h < j->nhosts; h++) {
+  int rc = 0;
+  for (size_t h = 0; h < j->nhosts && !rc; h++) {
     size_t m = 0;
-    for (size_t i = 0; i < j->nranks; i++) {
+    for (size_t i = 0; i < j->nranks && !rc; i++) {
       if (i == r0 || !PART(i) || j->r[i].host_idx != h) continue;
       int64_t c = wsub(j->r[i].clock_ns, j->r[r0].clock_ns);
-      for (size_t k = 0; k < ncoll; k++) {
-        res[m++] = mag(wadd((int64_t)(COLL(i)[k].end - ref[k].end), c));
+      struct both t = {&mt->m[i], m0, 0, 0, 0};
+      while (both_next(&t, &a, &b)) {
+        if (m == cap) {
+          size_t nc = cap ? 2 * cap : 256;
+          uint64_t *x = realloc(res, nc * sizeof *x);
+          if (!x) {
+            rc = -1;
+            break;
+          }
+          res = x;
+          cap = nc;
+        }
+        res[m++] = mag(wadd((int64_t)(COLL(i)[a].end - COLL(r0)[b].end), c));
       }
     }
-    if (!m) continue;
+    if (!m || rc) continue;
     qsort(res, m, sizeof *res, cmp_u64);
     j->hosts[h].residual_p50_ns = res[rank_of(m, 50)];
     j->hosts[h].residual_max_ns = res[m - 1];
   }
   free(diff);
   free(res);
-  return 0;
+  return rc;
 }
 
 /* A unit's straggler counts as last only when the others waited for it
@@ -402,69 +883,89 @@ static int align(struct gp_job *j, size_t ncoll) {
  * step. */
 #define STRAG_MIN_NS 5000ull
 
-/* Stragglers: per collective, the rank whose kernel ran shortest arrived
- * last; each rank's wait is its duration minus that shortest one. With
- * steps, a step's straggler is the rank the others waited for longest in
- * it. */
-static int stragglers(struct gp_job *j, size_t ncoll,
+/* A step ends: its straggler, the rank charged the most waiting in it. */
+static void step_straggler(struct gp_job *j, uint64_t *acc, size_t np) {
+  size_t n = j->nranks, w = 0;
+  for (size_t i = 1; i < n; i++)
+    if (acc[i] > acc[w]) w = i;
+  if (acc[w] && acc[w] >= STRAG_MIN_NS * (np - 1)) j->r[w].last_count++;
+  memset(acc, 0, n * sizeof *acc);
+}
+
+/* Stragglers: per collective every rank taking part has, the rank whose
+ * kernel ran shortest arrived last; each rank's wait is its duration minus
+ * that shortest one. With steps, a step's straggler is the rank the others
+ * waited for longest in it. */
+static int stragglers(struct gp_job *j, const struct matching *mt,
                       struct gp_proc_res *const *procs,
                       const struct scope *sc) {
   size_t n = j->nranks, r0 = part_ref(j), np = 0;
-  if (r0 == n) return 0;
+  if (r0 == n || !mt->m) return 0;
   for (size_t i = 0; i < n; i++)
     np += PART(i);
   uint64_t *acc = calloc(n, sizeof *acc);
-  if (!acc) return -1;
-  const struct gp_steps_res *rs = &procs[j->r[r0].proc]->steps;
-  long cur = -1;
-  size_t hint = 0;
-  for (size_t k = 0; k <= ncoll; k++) {
-    long st = -1;
-    if (k < ncoll && sc->by_step) {
-      st = gp_job_step_of(rs, sc->from, sc->to, COLL(r0)[k].start, &hint);
-      if (st < 0) continue; /* outside the measured steps */
-    }
-    if (sc->by_step && st != cur) { /* a step ends: its straggler */
-      if (cur >= 0) {
-        size_t w = 0;
-        for (size_t i = 1; i < n; i++)
-          if (acc[i] > acc[w]) w = i;
-        if (acc[w] && acc[w] >= STRAG_MIN_NS * (np - 1)) j->r[w].last_count++;
-        memset(acc, 0, n * sizeof *acc);
-      }
-      cur = st;
-    }
-    if (k == ncoll) break;
-    size_t last = r0;
-    uint64_t min = UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-      if (!PART(i)) continue;
-      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
-      if (du < min) min = du, last = i;
-    }
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (!PART(i)) continue;
-      uint64_t du = COLL(i)[k].end - COLL(i)[k].start;
-      j->r[i].comm_ns += du;
-      j->r[i].wait_ns += du - min;
-      sum += du - min;
-      /* the same from the aligned clocks: arrival lag behind the last */
-      int64_t lag = wadd((int64_t)(COLL(last)[k].start - COLL(i)[k].start),
-                         wsub(j->r[last].clock_ns, j->r[i].clock_ns));
-      if (lag < 0) {
-        j->clamped++;
-        if (mag(lag) > j->clamped_max_ns) j->clamped_max_ns = mag(lag);
-      }
-    }
-    j->r[last].others_wait_ns += sum;
-    j->wait_total += sum;
-    if (!sc->by_step && sum && sum >= STRAG_MIN_NS * (np - 1))
-      j->r[last].last_count++;
-    acc[last] += sum;
-    j->collectives++;
+  size_t *cur = calloc(n, sizeof *cur), *ix = calloc(n, sizeof *ix);
+  if (!acc || !cur || !ix) {
+    free(acc);
+    free(cur);
+    free(ix);
+    return -1;
   }
+  const struct gp_steps_res *rs = &procs[j->r[r0].proc]->steps;
+  long cs = -1;
+  size_t hint = 0;
+  for (size_t c = 0; c < mt->ncommon; c++) {
+    /* each rank's collectives of a common run are one run of its own */
+    const struct mrun *cr = &mt->common[c];
+    for (size_t i = 0; i < n; i++)
+      if (PART(i)) ix[i] = idx_of(&mt->m[i], &cur[i], cr->k) - 1;
+    for (size_t k = cr->k; k < cr->k + cr->n; k++) {
+      for (size_t i = 0; i < n; i++)
+        ix[i]++;
+#define CK(i) (COLL(i)[ix[i]])
+      if (sc->by_step) {
+        long st = gp_job_step_of(rs, sc->from, sc->to, CK(r0).start, &hint);
+        if (st < 0) continue; /* outside the measured steps */
+        if (st != cs) {
+          if (cs >= 0) step_straggler(j, acc, np);
+          cs = st;
+        }
+      }
+      size_t last = r0;
+      uint64_t min = UINT64_MAX;
+      for (size_t i = 0; i < n; i++) {
+        if (!PART(i)) continue;
+        uint64_t du = CK(i).end - CK(i).start;
+        if (du < min) min = du, last = i;
+      }
+      uint64_t sum = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (!PART(i)) continue;
+        uint64_t du = CK(i).end - CK(i).start;
+        j->r[i].comm_ns += du;
+        j->r[i].wait_ns += du - min;
+        sum += du - min;
+        /* the same from the aligned clocks: arrival lag behind the last */
+        int64_t lag = wadd((int64_t)(CK(last).start - CK(i).start),
+                           wsub(j->r[last].clock_ns, j->r[i].clock_ns));
+        if (lag < 0) {
+          j->clamped++;
+          if (mag(lag) > j->clamped_max_ns) j->clamped_max_ns = mag(lag);
+        }
+      }
+#undef CK
+      j->r[last].others_wait_ns += sum;
+      j->wait_total += sum;
+      if (!sc->by_step && sum && sum >= STRAG_MIN_NS * (np - 1))
+        j->r[last].last_count++;
+      acc[last] += sum;
+      j->collectives++;
+    }
+  }
+  if (sc->by_step && cs >= 0) step_straggler(j, acc, np);
   free(acc);
+  free(cur);
+  free(ix);
   return 0;
 }
 
@@ -759,8 +1260,9 @@ static int run_ids_note(struct gp_job *j, struct gp_proc_res *const *procs) {
  * 1 ms, far over a link's latency, says that the ranks of one host name do
  * not share a clock (several machines, or containers, of one name). */
 #define SKEW_ODD_NS 1000000ull
-/* mismatch: the ranks ran different numbers of collectives (matched by
- * position, which a collective missing in the middle shifts) */
+/* mismatch: the ranks ran different numbers of collectives, matched by
+ * position (their ends too scattered to match by time), which a collective
+ * missing in the middle shifts */
 static int clock_notes(struct gp_job *j, int mismatch) {
   for (size_t h = 0; h < j->nhosts; h++) {
     const struct gp_job_host *o = &j->hosts[h];
@@ -768,7 +1270,7 @@ static int clock_notes(struct gp_job *j, int mismatch) {
     for (size_t i = 0; i < j->nranks && !r; i++)
       if (j->r[i].host_idx == h) r = &j->r[i];
     uint64_t real = r ? r->in->start_real_ns : 0;
-    if (r && (real < 946684800000000000ull || real > 7258118400000000000ull) &&
+    if (r && !plausible(real) &&
         note(j,
              "host %.60s: its header's realtime clock reads no plausible "
              "date: its offset comes from the collective ends alone",
@@ -786,7 +1288,7 @@ static int clock_notes(struct gp_job *j, int mismatch) {
                      "not right either",
                      o->name ? o->name : "(unknown)",
                      gp_fmt_dur(x, sizeof x, o->residual_max_ns))
-              : note(j,
+               : note(j,
                      "host %.60s: its ranks disagree by up to %s after "
                      "alignment: do several machines (or containers) share "
                      "the name? The waits are right; the arrival lags are "
@@ -864,17 +1366,17 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
   if (rc < 0 || hosts_of(j) < 0) return fail(j, err, errlen);
   struct scope sc = scope_of(procs, n);
   j->by_step = sc.by_step;
-  size_t ncoll = SIZE_MAX, most = 0, none = 0;
+  size_t fewest = SIZE_MAX, most = 0, none = 0;
   const struct gp_job_rank *idle = NULL; /* the first rank without any */
   for (size_t i = 0; i < n; i++) {
     if (!j->r[i].in->nc) {
       if (!none++) idle = &j->r[i];
       continue;
     }
-    if (j->r[i].in->nc < ncoll) ncoll = j->r[i].in->nc;
+    if (j->r[i].in->nc < fewest) fewest = j->r[i].in->nc;
     if (j->r[i].in->nc > most) most = j->r[i].in->nc;
   }
-  if (ncoll == SIZE_MAX) ncoll = 0;
+  if (fewest == SIZE_MAX) fewest = 0;
   if (none && most &&
       note(j,
            "%zu rank%s (rank %lld%s) ran no communication kernel: left out "
@@ -882,22 +1384,45 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
            none, none > 1 ? "s" : "", (long long)idle->rank,
            none > 1 ? " first" : "") < 0)
     return fail(j, err, errlen);
-  if (ncoll != most &&
-      note(j,
-           "the ranks ran different numbers of communication kernels "
-           "(%zu to %zu): the first %zu of each are matched by position",
-           ncoll, most, ncoll) < 0)
+  /* as many collectives everywhere: the k-th of every rank is one, as
+   * the ends would say (and do not need to); else some were lost, and
+   * the ends tell which */
+  struct matching mt = {0};
+  uint64_t scatter = 0;
+  int by_pos = fewest == most, mrc = 0;
+  if (!by_pos && (mrc = match_by_time(j, &mt, &scatter)) == 1) {
+    matching_free(&mt, n);
+    mt = (struct matching){0};
+    by_pos = 1;
+  }
+  char sc_s[32];
+  if (mrc < 0 || (by_pos && match_position(j, &mt, fewest) < 0) ||
+      (fewest != most && !by_pos &&
+       note(j,
+            "the ranks ran different numbers of communication kernels "
+            "(%zu to %zu): matched by their end times",
+            fewest, most) < 0) ||
+      (fewest != most && by_pos &&
+       note(j,
+            "the ranks ran different numbers of communication kernels "
+            "(%zu to %zu), and the ends of their collectives scatter too "
+            "far to match them by time (by %s): the first %zu of each are "
+            "matched by position",
+            fewest, most, gp_fmt_dur(sc_s, sizeof sc_s, scatter), fewest) <
+           0) ||
+      missing_notes(j, &mt) < 0 ||
+      (!most &&
+       note(j,
+            "no communication kernel (names matching %s) in the traces: "
+            "no collective to find stragglers at",
+            j->comm_rule) < 0) ||
+      align(j, &mt) < 0 || stragglers(j, &mt, procs, &sc) < 0) {
+    matching_free(&mt, n);
     return fail(j, err, errlen);
-  if (!most &&
-      note(j,
-           "no communication kernel (names matching %s) in the traces: "
-           "no collective to find stragglers at",
-           j->comm_rule) < 0)
-    return fail(j, err, errlen);
-  if (align(j, ncoll) < 0 || stragglers(j, ncoll, procs, &sc) < 0 ||
-      job_steps(j, procs, &sc) < 0)
-    return fail(j, err, errlen);
-  if (run_ids_note(j, procs) < 0 || clock_notes(j, ncoll != most) < 0)
+  }
+  matching_free(&mt, n);
+  if (job_steps(j, procs, &sc) < 0 || run_ids_note(j, procs) < 0 ||
+      clock_notes(j, by_pos && fewest != most) < 0)
     return fail(j, err, errlen);
   j->units = sc.by_step ? sc.to - sc.from : j->collectives;
   per_unit(j, procs);
@@ -908,8 +1433,9 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
            "from the kernels' durations and are never negative",
            (unsigned long long)j->clamped,
            (unsigned long long)j->clamped_max_ns,
-           ncoll != most ? "or collectives matched by position that differ"
-                         : "within the residual skew") < 0)
+           by_pos && fewest != most
+               ? "or collectives matched by position that differ"
+               : "within the residual skew") < 0)
     return fail(j, err, errlen);
   qsort(j->r, n, sizeof *j->r, cmp_outlier);
   for (size_t i = 0; i < n; i++)

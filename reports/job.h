@@ -100,7 +100,7 @@ struct gp_job {
   const char *comm_rule;     /* owned */
   int by_step;               /* units are steps, else collectives */
   size_t units;              /* measured steps common to all, or collectives */
-  size_t collectives;        /* matched by position and counted */
+  size_t collectives;        /* every rank taking part has, counted */
   uint64_t step_p50, step_p95, step_max; /* the job's step: slowest rank */
   size_t nstrag;
   size_t *strag; /* indices into r: last at least once, worst first */

@@ -22,6 +22,12 @@
  *                  the others' collectives end as if it did not exist
  *   --drop R:S     rank R's trace lacks step S (the events lost): its
  *                  later collectives are one behind the others' by position
+ *   --drop-coll R:S  rank R's trace lacks the collective kernel of step S
+ *                  only (its record lost; the step and the launch are
+ *                  there); up to 8 of them
+ *   --extra-step G the slow rank is NS + i x G late at step i (the steps
+ *                  differ, so a collective paired with another step's
+ *                  shows)
  * Time, on the job's clock G: step i starts at g = 1 ms + i x 10 ms. Each
  * rank launches its compute kernel "gemm_kernel" at g (+NS when its host is
  * late), which runs [launch + 10 us, + C) with C = 1 ms (+NS when its
@@ -130,9 +136,9 @@ static void device(int64_t dev) {
 int main(int argc, char **argv) {
   int ranks = 4, per_host = 2, steps = 20, nosteps = 0, slow = -1, slow2 = -1;
   int host_late = 0, copy = 0, wild = 0, one_name = 0, unranked = -1,
-      nocomm = -1, drop_r = -1, drop_s = -1;
+      nocomm = -1, drop_r = -1, drop_s = -1, ndc = 0, dc_r[8], dc_s[8];
   const char *run_id = NULL;
-  uint64_t extra = 2 * MS;
+  uint64_t extra = 2 * MS, grow = 0;
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -160,6 +166,10 @@ int main(int argc, char **argv) {
       nocomm = atoi(v), i++;
     else if (v && !strcmp(a, "--drop") && strchr(v, ':'))
       drop_r = atoi(v), drop_s = atoi(strchr(v, ':') + 1), i++;
+    else if (v && !strcmp(a, "--drop-coll") && strchr(v, ':') && ndc < 8)
+      dc_r[ndc] = atoi(v), dc_s[ndc++] = atoi(strchr(v, ':') + 1), i++;
+    else if (v && !strcmp(a, "--extra-step"))
+      grow = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--extra"))
       extra = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--how"))
@@ -208,17 +218,18 @@ int main(int argc, char **argv) {
              nccl = str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
     for (int i = 0; i < steps; i++) {
       uint64_t g = base + (uint64_t)i * period, amax = 0;
+      uint64_t xi = extra + (uint64_t)i * grow; /* the slow rank's lateness */
       for (int q = 0; q < ranks; q++) { /* every rank's arrival */
         if (q == nocomm) continue;
         int sq = q == slow || q == slow2;
-        uint64_t a = g + 10 * US + C + (sq ? extra : 0);
+        uint64_t a = g + 10 * US + C + (sq ? xi : 0);
         if (a > amax) amax = a;
       }
       int s = r == slow || r == slow2;
-      uint64_t launch = g + (s && host_late ? extra : 0);
+      uint64_t launch = g + (s && host_late ? xi : 0);
       uint64_t cstart = launch + 10 * US;
-      uint64_t a = cstart + C + (s && !host_late ? extra : 0);
-      uint64_t kstart = cstart + (s && copy ? extra : 0); /* after the copy */
+      uint64_t a = cstart + C + (s && !host_late ? xi : 0);
+      uint64_t kstart = cstart + (s && copy ? xi : 0); /* after the copy */
       uint64_t end = r == nocomm ? a : amax + T + (uint64_t)(r % 3) * 200;
       uint64_t corr = 2 * (uint64_t)i + 1;
       if (r == drop_r && i == drop_s) continue;
@@ -231,7 +242,10 @@ int main(int argc, char **argv) {
       if (!nosteps) range(GPUPHASE_RANGE_POP, end + 10 * US + M, 0);
       if (s && copy) memcpy_rec(dev, cstart + M, kstart + M, corr + 1000000);
       kernel(dev, kstart + M, a + M, gemm, corr);
-      if (r != nocomm) kernel(dev, a + M, end + M, nccl, corr + 1);
+      int lost = 0; /* this collective's record */
+      for (int q = 0; q < ndc; q++)
+        lost |= dc_r[q] == r && dc_s[q] == i;
+      if (r != nocomm && !lost) kernel(dev, a + M, end + M, nccl, corr + 1);
     }
     uint64_t last = base + (uint64_t)steps * period + M;
     struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, last};

@@ -189,6 +189,9 @@ def test_mismatch_and_options():
     j = report(a[0], a[1], b[2], b[3])["job"]
     check(j["collectives"] == 10, "the first 10 matched")
     check(any("different numbers" in n for n in j["notes"]), "noted")
+    check(any("10 collectives missing on rank 2" in n for n in j["notes"]) and
+          any("10 collectives missing on rank 3" in n for n in j["notes"]),
+          f"the ranks that stopped early named: {j['notes']}")
     rc, out, err = run("--comm-kernels", "", a[0])
     check(rc == 2 and len(err.strip().splitlines()) == 1 and
           "--comm-kernels" in err, f"empty glob refused: {rc} {err}")
@@ -199,17 +202,120 @@ def test_mismatch_and_options():
     check(j["collectives"] == 0 and j["stragglers"] == [] and
           j["finding"] is None, "no collective: no straggler")
     check(any("no communication kernel" in n for n in j["notes"]), "noted")
-    # a rank's trace lacks step 5 (events lost): matched by position, its
-    # later collectives pair with the next steps'; the notes say that the
-    # waits are then wrong too (one said "The waits are right")
+    # a rank's trace lacks step 5 (events lost): its collectives are
+    # matched by their ends, so only step 5's is left out (matched by
+    # position, its later ones were paired with the next steps', and
+    # node-1's ranks disagreed by a step); its steps are still matched by
+    # index, so the counted steps are the 19 every rank has
     d = job("drop", "--slow", "3", "--per-host", "4", "--drop", "5:5", ranks=8)
     j = report(*d)["job"]
     notes = " ".join(j["notes"])
-    check("19 to 20" in notes and "not right either" in notes and
-          "The waits are right" not in notes, f"notes {j['notes']}")
+    check("19 to 20" in notes and
+          "1 collective missing on rank 5 (events lost?)" in notes and
+          "disagree" not in notes and "not right" not in notes,
+          f"notes {j['notes']}")
+    check(j["collectives"] == 18 and
+          all(h["residual_max_ns"] <= 400 for h in j["clock"]["hosts"]),
+          f"steps 0..18 but 5 counted, clocks aligned: {j['collectives']} "
+          f"{j['clock']['hosts']}")
     # a single ranked file: no job view unless asked for
     check("job" not in report(a[0]), "one file: no job view")
     check(report("--job", a[0])["job"]["ranks"] == 1, "--job: one rank")
+
+
+def test_lost_collective():
+    """A rank's trace lacks one collective (its kernel record lost: mkjob
+    --drop-coll R:S). The collectives are matched by their end times, so
+    only that one is left out of the waits and the stragglers, and a note
+    names the rank; matched by position, as before, the rank's later
+    collectives were paired with the next steps' (its host's correction a
+    step off when it is the host's first rank, the waits those of other
+    steps). The slow rank 3 is X + i G late at step i, so that the steps
+    differ: rank r's collective of step i lasts X + i G + T + lat_r, its
+    wait X + i G + lat_r - lat_3."""
+    X, G = 2 * MS, 10 * US
+
+    def waits(steps, ranks):
+        return sum(X + i * G + lat(r) - lat(3) for i in steps for r in ranks
+                   if r != 3)
+
+    # in the middle: rank 4, node-1's first rank (node-1's correction
+    # comes from its ends), lacks step 7's collective; 8 ranks, 4 a host
+    for flags in ([], ["--no-steps"]):
+        files = job("lost-mid" + "".join(flags), "--slow", "3", "--extra",
+                    str(X), "--extra-step", str(G), "--per-host", "4",
+                    "--drop-coll", "4:7", *flags, ranks=8)
+        j = report(*files)["job"]
+        what = f"lost in the middle {flags}"
+        steps = [i for i in range(20) if i != 7]
+        check(j["collectives"] == 19 and
+              j["units"] == (19 if flags else 20),
+              f"{what}: 19 collectives: {j['collectives']} {j['units']}")
+        s = j["stragglers"]
+        check(len(s) == 1 and s[0]["rank"] == 3 and s[0]["last_count"] == 19,
+              f"{what}: rank 3 last in the 19: {s}")
+        check(s and s[0]["others_wait_ns"] == waits(steps, range(8)),
+              f"{what}: others' wait {s and s[0]['others_wait_ns']} == "
+              f"{waits(steps, range(8))}")
+        pr = by_rank({"job": j})
+        check(pr[4]["communication_wait_ns"] == waits(steps, [4]) and
+              pr[4]["communication_ns"] ==
+              sum(X + i * G + T + lat(4) for i in steps),
+              f"{what}: rank 4's own collectives: {pr[4]}")
+        h = {x["host"]: x for x in j["clock"]["hosts"]}
+        check(h["node-1"]["correction_ns"] == lat(0) - lat(4) - 50 * US and
+              h["node-1"]["samples"] == 19,
+              f"{what}: node-1 corrected by lat_0 - lat_4 - 50 us: "
+              f"{h['node-1']}")
+        check(h["node-0"]["residual_max_ns"] == 400 and
+              h["node-1"]["residual_max_ns"] == 200 and
+              j["clock"]["clamped"] == 0,
+              f"{what}: residuals the latencies: {j['clock']}")
+        check(any("1 collective missing on rank 4 (events lost?)" in n
+                  for n in j["notes"]) and
+              not any("disagree" in n or "rank 4" not in n and "missing" in n
+                      for n in j["notes"]),
+              f"{what}: the note names rank 4: {j['notes']}")
+        f = j["finding"] or ""
+        check(f"last to reach the collective in 19 of {j['units']}" in f,
+              f"{what}: finding {f}")
+    # at the start and at the end: rank 2, node-1's first rank, lacks its
+    # first collective (its ends are one step later than rank 0's: every
+    # shift of a step fits them alike, and the header's offset, 50 us off,
+    # picks the right one), rank 1 its last; steps 1..18 counted
+    files = job("lost-edges", "--slow", "3", "--extra", str(X),
+                "--extra-step", str(G), "--drop-coll", "2:0",
+                "--drop-coll", "1:19")
+    j = report(*files)["job"]
+    s = j["stragglers"]
+    check(j["collectives"] == 18 and s and s[0]["rank"] == 3 and
+          s[0]["last_count"] == 18 and
+          s[0]["others_wait_ns"] == waits(range(1, 19), range(4)),
+          f"lost at the edges: {j['collectives']} {s}, want "
+          f"{waits(range(1, 19), range(4))}")
+    h = {x["host"]: x for x in j["clock"]["hosts"]}
+    check(h["node-1"]["correction_ns"] == lat(0) - lat(2) - 50 * US and
+          h["node-1"]["samples"] == 19 and h["node-1"]["residual_max_ns"] == 400,
+          f"lost at the edges: node-1 {h['node-1']}")
+    for r in (1, 2):
+        check(any(f"1 collective missing on rank {r} (events lost?)" in n
+                  for n in j["notes"]), f"rank {r} named: {j['notes']}")
+    # the lowest rank, the clocks' reference, lacks step 5's: the others
+    # are matched to rank 1's collectives, and node-1 still aligned to
+    # rank 0 over the 19 it has
+    files = job("lost-ref", "--slow", "3", "--extra", str(X),
+                "--extra-step", str(G), "--drop-coll", "0:5")
+    j = report(*files)["job"]
+    steps = [i for i in range(20) if i != 5]
+    s = j["stragglers"]
+    check(j["collectives"] == 19 and s and s[0]["rank"] == 3 and
+          s[0]["others_wait_ns"] == waits(steps, range(4)),
+          f"lost on the reference: {j['collectives']} {s}")
+    h = {x["host"]: x for x in j["clock"]["hosts"]}
+    check(h["node-1"]["correction_ns"] == lat(0) - lat(2) - 50 * US and
+          h["node-1"]["samples"] == 19 and
+          any("1 collective missing on rank 0" in n for n in j["notes"]),
+          f"lost on the reference: {h['node-1']} {j['notes']}")
 
 
 def test_balanced():
@@ -293,6 +399,15 @@ def test_parallel_same_bytes():
         rc, out, err = run("-f", fmt, *files)  # the default: the CPUs
         outs.add(out)
         check(len(outs) == 1, f"{fmt}: one output for every -j")
+    # and with collectives lost (at the start of a host's first rank, in
+    # the middle, at the end): the matching is made once all are read
+    lost = job("big-lost", "--slow", "17", "--per-host", "8", "--steps", "6",
+               "--drop-coll", "8:0", "--drop-coll", "30:3",
+               "--drop-coll", "63:5", ranks=64)
+    for fmt in ("text", "json"):
+        outs = {run("-f", fmt, "-j", jobs, *lost)[1] for jobs in ("1", "3", "64")}
+        check(len(outs) == 1 and "missing on rank 30" in outs.pop(),
+              f"{fmt}: one output for every -j, collectives lost")
     j = report("-j", "4", *files)["job"]
     check(j["ranks"] == 64 and j["hosts"] == 8, "64 ranks on 8 hosts")
     check(j["stragglers"][0]["rank"] == 17, "rank 17 the straggler")
@@ -372,7 +487,7 @@ def test_summaries():
     """merge(summaries of parts) is the report of the whole: text and JSON
     byte for byte, HTML but for the per-process timelines (the merged page
     says once why it has none), whatever the split; with steps and
-    without, ranked or not."""
+    without, ranked or not, with collectives lost."""
     X = 2 * MS
     cases = {
         "steps": (job("sum-steps", "--slow", "3", "--extra", str(X)),
@@ -380,6 +495,10 @@ def test_summaries():
         "nosteps": (job("sum-nost", "--slow", "2", "--how", "host",
                         "--no-steps", "--extra", str(X)), []),
         "comm": (job("sum-comm", "--slow", "1"), ["--comm-kernels", "gemm*"]),
+        # collectives lost at the start, in the middle and at the end
+        "lost": (job("sum-lost", "--slow", "3", "--extra-step", str(10 * US),
+                     "--drop-coll", "2:0", "--drop-coll", "1:9",
+                     "--drop-coll", "3:19"), ["--warmup", "0"]),
     }
     for name, (files, opts) in cases.items():
         for split in ([4], [1, 3], [2, 2], [1, 1, 1, 1]):
@@ -810,6 +929,7 @@ test_host_late_no_steps()
 test_copy()
 test_tie_across_hosts()
 test_mismatch_and_options()
+test_lost_collective()
 test_balanced()
 test_no_comm_rank()
 test_partial_ranks()
