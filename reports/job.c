@@ -383,8 +383,8 @@ static void matching_free(struct matching *mt, size_t n) {
 /* a shift whose spread is within twice the best one's and this, or
  * within an eighth of the median gap between the reference's ends, fits
  * as well as the best (a job whose steps are all alike fits every shift);
- * when the best spread is beyond that (or a quarter of TOL_MAX_NS), the
- * ends scatter too far to match the collectives by them */
+ * when the spread of the shift taken exceeds that eighth (or a quarter of
+ * TOL_MAX_NS), the ends cannot tell the collectives apart */
 #define EST_SLACK_NS 1000ull
 /* the matching tolerance: half the smallest gap between consecutive ends
  * of the reference, at least TOL_MIN_NS (and 4 x the largest spread of
@@ -441,26 +441,18 @@ struct cand {
   uint64_t spread;
 };
 
-/* Of two shifts that fit as well: by position when the rank ran as many
- * collectives as the reference; else the nearer the header's offset
- * (prior), when both headers read plausible dates; else the smaller
- * shift. */
-static int cand_better(const struct cand *x, const struct cand *y, int same_n,
-                       int64_t prior, int use_prior) {
-  if (same_n && (x->d == 0) != (y->d == 0)) return x->d == 0;
-  if (use_prior) {
-    uint64_t ex = mag(wsub(x->off, prior)), ey = mag(wsub(y->off, prior));
-    if (ex != ey) return ex < ey;
-  }
-  uint64_t dx = mag(x->d), dy = mag(y->d);
-  return dx < dy;
-}
+/* What a rank's offset is expected to be, before its ends: none; its
+ * host's header offset (the hosts' realtime clocks agree to NTP's
+ * accuracy); that of a rank of its host matched from the first collective
+ * on (the ranks of a host share its clock). */
+enum { PRIOR_NONE, PRIOR_HEADER, PRIOR_HOST };
 
 /* The first estimate of the offset of a rank's clock onto the reference
  * sequence's rank's, from the ends of its first collectives. */
 static void estimate(const struct gp_job_coll *ref, size_t nref,
                      const struct gp_job_coll *a, size_t na, int64_t prior,
-                     int use_prior, uint64_t fit_min, struct rmatch *m) {
+                     int prior_kind, uint64_t fit_min, struct rmatch *m) {
+  int use_prior = prior_kind != PRIOR_NONE;
   int64_t off;
   uint64_t sp;
   int same_n = na == nref;
@@ -494,11 +486,28 @@ static void estimate(const struct gp_job_coll *ref, size_t nref,
                      ? UINT64_MAX
                      : 2 * smin + EST_SLACK_NS;
   if (fit < fit_min) fit = fit_min;
-  size_t best = nc;
-  for (size_t x = 0; x < nc; x++)
-    if (c[x].spread <= fit &&
-        (best == nc || cand_better(&c[x], &c[best], same_n, prior, use_prior)))
-      best = x;
+  /* of the shifts that fit: position when the rank ran as many as the
+   * reference; else the one whose offset is nearest the prior, when it is
+   * at least 3 times nearer than any other's (the prior agrees with the
+   * ends to within a quarter of the shifts' spacing) and, for a header's,
+   * within TOL_MAX_NS of it; else the smallest shift, the later first */
+  size_t pos = nc, near1 = nc, small = nc;
+  uint64_t e1 = UINT64_MAX, e2 = UINT64_MAX;
+  for (size_t x = 0; x < nc; x++) {
+    if (c[x].spread > fit) continue;
+    if (c[x].d == 0) pos = x;
+    uint64_t e = mag(wsub(c[x].off, prior));
+    if (e < e1)
+      e2 = e1, e1 = e, near1 = x;
+    else if (e < e2)
+      e2 = e;
+    if (small == nc || mag(c[x].d) < mag(c[small].d) ||
+        (mag(c[x].d) == mag(c[small].d) && c[x].d > c[small].d))
+      small = x;
+  }
+  int by_prior = use_prior && (e2 == UINT64_MAX || e2 / 3 > e1) &&
+                 (prior_kind == PRIOR_HOST || e1 <= TOL_MAX_NS);
+  size_t best = same_n && pos < nc ? pos : by_prior ? near1 : small;
   m->off = c[best].off;
   m->spread = c[best].spread;
 }
@@ -652,9 +661,9 @@ static int match_position(struct gp_job *j, struct matching *mt, size_t count) {
 
 /* By end time (docs/jobs.md, "Collectives"): every rank's collectives
  * matched to the reference sequence, the rank's with the most; j->r in
- * rank order. 0; 1 when the ends scatter too far to tell the collectives
- * apart (*scatter: the largest spread; nothing is matched); -1 out of
- * memory. */
+ * rank order. 0; 1 when the first collectives of some rank fit no
+ * alignment well enough to tell the collectives apart (*scatter: the
+ * largest spread; nothing is matched); -1 out of memory. */
 static int match_by_time(struct gp_job *j, struct matching *mt,
                          uint64_t *scatter) {
   size_t n = j->nranks;
@@ -704,10 +713,12 @@ static int match_by_time(struct gp_job *j, struct matching *mt,
       size_t h = j->r[i].host_idx;
       int64_t prior =
           host_known[h] ? host_off[h] : wsub(j->hosts[h].header_ns, hdr_ref);
-      estimate(ref, nref, COLL(i), j->r[i].in->nc, prior,
-               host_known[h] ||
-                   (real_ref && plausible(j->r[i].in->start_real_ns)),
-               gap_med / 8, &mt->m[i]);
+      int kind = host_known[h] ? PRIOR_HOST
+                 : real_ref && plausible(j->r[i].in->start_real_ns)
+                     ? PRIOR_HEADER
+                     : PRIOR_NONE;
+      estimate(ref, nref, COLL(i), j->r[i].in->nc, prior, kind, gap_med / 8,
+               &mt->m[i]);
       if (!pass && !host_known[h])
         host_off[h] = mt->m[i].off, host_known[h] = 1;
       if (mt->m[i].spread > spread) spread = mt->m[i].spread;
@@ -1261,8 +1272,8 @@ static int run_ids_note(struct gp_job *j, struct gp_proc_res *const *procs) {
  * not share a clock (several machines, or containers, of one name). */
 #define SKEW_ODD_NS 1000000ull
 /* mismatch: the ranks ran different numbers of collectives, matched by
- * position (their ends too scattered to match by time), which a collective
- * missing in the middle shifts */
+ * position (their ends fit no alignment), which a collective missing in
+ * the middle shifts */
 static int clock_notes(struct gp_job *j, int mismatch) {
   for (size_t h = 0; h < j->nhosts; h++) {
     const struct gp_job_host *o = &j->hosts[h];
@@ -1405,9 +1416,10 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
       (fewest != most && by_pos &&
        note(j,
             "the ranks ran different numbers of communication kernels "
-            "(%zu to %zu), and the ends of their collectives scatter too "
-            "far to match them by time (by %s): the first %zu of each are "
-            "matched by position",
+            "(%zu to %zu), and the ends of some rank's first collectives "
+            "fit no alignment with the others' (they spread by %s: ends "
+            "far apart, or events lost here and there): the first %zu of "
+            "each are matched by position",
             fewest, most, gp_fmt_dur(sc_s, sizeof sc_s, scatter), fewest) <
            0) ||
       missing_notes(j, &mt) < 0 ||
