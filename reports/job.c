@@ -926,7 +926,9 @@ static int stragglers(struct gp_job *j, const struct matching *mt,
   long cs = -1;
   size_t hint = 0;
   for (size_t c = 0; c < mt->ncommon; c++) {
-    /* each rank's collectives of a common run are one run of its own */
+    /* each rank's collectives of a common run are one run of its own:
+     * its index one before the run's first, each k adding one (unsigned,
+     * so one before 0 wraps and comes back) */
     const struct mrun *cr = &mt->common[c];
     for (size_t i = 0; i < n; i++)
       if (PART(i)) ix[i] = idx_of(&mt->m[i], &cur[i], cr->k) - 1;
