@@ -290,6 +290,27 @@ static void line_is(const char *text, const char *want, int line) {
 }
 #define LINE(text, want) line_is((text), (want), __LINE__)
 
+/* Wrapped text keeps a number with its unit: a note whose "340.5" ends
+ * at column 99 and whose "us" would pass column 100 moves both to the
+ * next line (no line of the text starts with the unit). */
+static void test_wrap_units(void) {
+  struct gp_proc_res *r = five_shares();
+  char note[200];
+  memset(note, 'a', 89);
+  snprintf(note + 89, sizeof note - 89, " 340.5 us (7%%), host wait 4.2 ms");
+  char *notes[1] = {note}, **saved = r->notes;
+  size_t nsaved = r->nnotes;
+  r->notes = notes;
+  r->nnotes = 1;
+  char *txt = rendered(r, 0);
+  r->notes = saved;
+  r->nnotes = nsaved;
+  EQ(strstr(txt, "\n    340.5 us (7%), host wait 4.2 ms\n") != NULL, 1);
+  EQ(strstr(txt, "\n    us ") == NULL, 1);
+  free(txt);
+  gp_res_free(r);
+}
+
 static void test_text_shares(void) {
   struct gp_proc_res *r = five_shares();
   char *txt = rendered(r, 0);
@@ -518,6 +539,7 @@ int main(int argc, char **argv) {
     return tl_failures ? 1 : rc;
   }
   test_text_shares();
+  test_wrap_units();
   test_text_width();
   test_json_shares();
   test_short_name();
