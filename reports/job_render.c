@@ -47,8 +47,7 @@ static void wrap_text(FILE *f, const char *lead, const char *s) {
   gp_text_clean(s, c, sizeof c, sizeof c);
   int col = fprintf(f, "%s", lead);
   for (const char *p = c; *p;) {
-    const char *sp = strchr(p, ' ');
-    int len = sp ? (int)(sp - p) : (int)strlen(p);
+    int whole = (int)gp_wrap_word(p), len = whole;
     if (col + len + 1 > 100 && col > 4)
       col = fprintf(f, "\n    ") - 1;
     else if (p != c)
@@ -56,7 +55,8 @@ static void wrap_text(FILE *f, const char *lead, const char *s) {
     if (len > 100 - col) len = 100 - col; /* a word longer than a line */
     fwrite(p, 1, (size_t)(len > 0 ? len : 0), f);
     col += len;
-    p = sp ? sp + 1 : p + strlen(p);
+    p += whole;
+    if (*p == ' ') p++;
   }
   fputc('\n', f);
 }

@@ -109,9 +109,15 @@ static void line(struct sink *s, const char *text) {
     return;
   }
   for (size_t width = 96; strlen(p) > width; width = 94) {
-    const char *cut = p + width;
-    while (cut > p && *cut != ' ')
-      cut--;
+    /* the last blank at or before width that no word crosses (a number
+     * and its unit are one word: gp_wrap_word) */
+    const char *cut = p;
+    for (const char *w = p; *w && (size_t)(w - p) <= width;) {
+      const char *e = w + gp_wrap_word(w);
+      if (*e != ' ' || (size_t)(e - p) > width) break;
+      cut = e;
+      w = e + 1;
+    }
     if (cut == p) break; /* one long word: left whole */
     out(s, "%s%.*s\n", width == 96 ? "  " : "    ", (int)(cut - p), p);
     p = cut + 1;

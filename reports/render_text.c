@@ -55,20 +55,6 @@ static void cell(struct out *o, const char *s, size_t cols) {
     fputc(' ', o->f);
 }
 
-/* Whether the word at p (up to a space or the end) is a unit that a
- * number before it keeps on its line: "340.5 us", "1.2 GiB". */
-static int is_unit(const char *p) {
-  static const char *const units[] = {
-      "ns", "us", "ms", "s", "min", "h", "B", "KiB", "MiB", "GiB", "TiB",
-      "kB", "MB", "GB", "TB", "GB/s", "MB/s", "W", "J", "MHz", "GHz"};
-  size_t n = strcspn(p, " ");
-  /* trailing punctuation stays with the unit: "us," "ms)" */
-  while (n > 1 && strchr(",;:)", p[n - 1])) n--;
-  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-    if (strlen(units[i]) == n && strncmp(p, units[i], n) == 0) return 1;
-  return 0;
-}
-
 /* Words of s, wrapped at WIDTH, each line after the first indented; a
  * number and its unit stay together. */
 static void wrap(struct out *o, const char *lead, const char *s, int indent) {
@@ -77,11 +63,7 @@ static void wrap(struct out *o, const char *lead, const char *s, int indent) {
   int col = fprintf(o->f, "%s", lead);
   const char *p = clean;
   while (*p) {
-    const char *sp = strchr(p, ' ');
-    int len = sp ? (int)(sp - p) : (int)strlen(p);
-    if (sp && len > 0 && p[len - 1] >= '0' && p[len - 1] <= '9' &&
-        sp[1] && is_unit(sp + 1))
-      len += 1 + (int)strcspn(sp + 1, " ");
+    int len = (int)gp_wrap_word(p);
     if (col + len + 1 > WIDTH && col > indent) {
       col = fprintf(o->f, "\n%*s", indent, "");
       col--;

@@ -129,6 +129,26 @@ static size_t count_cols(const unsigned char *p, size_t len) {
   return cols;
 }
 
+static int unit_word(const char *p) {
+  static const char *const units[] = {
+      "ns", "us", "ms", "s", "min", "h", "B", "KiB", "MiB", "GiB", "TiB",
+      "kB", "MB", "GB", "TB", "GB/s", "MB/s", "W", "J", "MHz", "GHz"};
+  size_t n = strcspn(p, " ");
+  while (n > 1 && strchr(",;:)", p[n - 1])) /* "us," "ms)" */
+    n--;
+  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+    if (strlen(units[i]) == n && strncmp(p, units[i], n) == 0) return 1;
+  return 0;
+}
+
+size_t gp_wrap_word(const char *p) {
+  size_t len = strcspn(p, " ");
+  if (len && p[len] == ' ' && p[len - 1] >= '0' && p[len - 1] <= '9' &&
+      p[len + 1] && p[len + 1] != ' ' && unit_word(p + len + 1))
+    len += 1 + strcspn(p + len + 1, " ");
+  return len;
+}
+
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   size_t len = strlen((const char *)p), o = 0, chars = 0;

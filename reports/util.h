@@ -47,6 +47,12 @@ int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap)
  * number of columns written. */
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
 
+/* For wrapping text at blanks: the length of the word at p (up to a blank
+ * or the end), or, when it ends in a digit and the next word is a unit
+ * ("340.5 us", "1.2 GiB", "us,"), of both words and the blank between:
+ * a number stays on the line of its unit. */
+size_t gp_wrap_word(const char *p);
+
 /* Copies msg into out (size n); a longer message (a long path) loses its
  * middle, marked " ... ", not its end, which says why. Cuts fall between
  * UTF-8 characters. */

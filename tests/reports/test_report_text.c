@@ -309,6 +309,16 @@ static void test_wrap_units(void) {
   EQ(strstr(txt, "\n    us ") == NULL, 1);
   free(txt);
   gp_res_free(r);
+  /* the word the three wrappers (text, job, compare) break between */
+  EQ(gp_wrap_word("340.5 us (7%)"), 8);
+  EQ(gp_wrap_word("4.2 GiB, then"), 8);
+  EQ(gp_wrap_word("12 ms) more"), 6);
+  EQ(gp_wrap_word("2 launches"), 1);
+  EQ(gp_wrap_word("step 3 us"), 4);
+  EQ(gp_wrap_word("3 "), 1);
+  EQ(gp_wrap_word("3  us"), 1);
+  EQ(gp_wrap_word("x"), 1);
+  EQ(gp_wrap_word(""), 0);
 }
 
 static void test_text_shares(void) {
