@@ -142,7 +142,11 @@ struct gp_tstate {
   struct gp_tbuf *buf;
   int depth;        /* >0 while inside one of our wrappers: re-entry passes */
   uint32_t corr;    /* set by the CUPTI callback during the real call */
-  int32_t device;   /* current device as set through cudaSetDevice */
+  int32_t device;   /* current device: cudaSetDevice, or the current
+                     * context's (driver context calls) */
+  int32_t rt_device; /* the runtime's device as set by cudaSetDevice (0
+                      * until then): the device once no context is
+                      * current */
   int internal;     /* our own threads: never record */
   struct gp_stk_tls stk;
 };

@@ -77,7 +77,12 @@ void gp_track_ctx_device(struct gp_tstate *ts) {
   if (!get_device)
     get_device = (CUresult(*)(CUdevice *))real_driver("cuCtxGetDevice");
   CUdevice d;
-  if (get_device && get_device(&d) == CUDA_SUCCESS) ts->device = (int32_t)d;
+  if (get_device && get_device(&d) == CUDA_SUCCESS)
+    ts->device = (int32_t)d;
+  else if (get_device) /* no context left current (popped, destroyed, set
+                        * to NULL): the runtime's next call binds its own
+                        * device's primary context */
+    ts->device = ts->rt_device;
 }
 
 int gp_ctx_device_of(void *ctx) {

@@ -292,7 +292,8 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
  * stays current (a device that does not exist must not become a GPU of
  * the report). */
 #define REC_SETDEV(d)                                                          \
-  GP_POST(((r == cudaSuccess ? (void)(ts->device = (d)) : (void)0),            \
+  GP_POST(((r == cudaSuccess ? (void)(ts->device = ts->rt_device = (d))       \
+                             : (void)0),                                       \
            ev->device = ts->device))
 
 /* ---- the wrapper body ---- */

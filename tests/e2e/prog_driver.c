@@ -11,7 +11,15 @@
  *                   (test_record.py ctx_device)
  *   prog N ctxpop D a context created on device D, popped (the primary
  *                   context of the other device of two current again),
- *                   then destroyed: the cuCtxDestroy is about device D */
+ *                   then destroyed: the cuCtxDestroy is about device D
+ *   prog N popnone D  the primary context of device D pushed onto an empty
+ *                   stack and popped: no context is current after the pop
+ *   prog N managed  on device 0's primary context: a 1 MiB managed
+ *                   allocation prefetched to device 0 on a stream
+ *                   (cuMemPrefetchAsync_v2: one 1 MiB MANAGED copy),
+ *                   attached to the stream, a captured graph of one
+ *                   1000-byte memset uploaded (cuGraphUpload) and launched
+ *                   twice, the stream synchronised; the N copies first */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -37,6 +45,39 @@ static int copies(void) {
   for (int i = 0; i < n_copies; i++) CK(cuMemcpyHtoD(p, host, sizeof host));
   CK(cuCtxSynchronize());
   CK(cuMemFree(p));
+  return 0;
+}
+
+#if CUDA_VERSION < 12020 /* declared by cuda.h from 12.2 on */
+CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
+                                       CUmemLocation location,
+                                       unsigned int flags, CUstream hStream);
+#endif
+
+/* The stream-ordered calls on managed memory and graphs that are not
+ * kernels or copies (the "managed" mode above). */
+static int managed(void) {
+  CUstream s;
+  CUdeviceptr m;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CK(cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+  CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+  CK(cuMemPrefetchAsync_v2(m, 1 << 20, loc, 0, s));
+  CK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_GLOBAL));
+  CUgraph g;
+  CUgraphExec ge;
+  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CK(cuMemsetD8Async(m, 0, 1000, s));
+  CK(cuStreamEndCapture(s, &g));
+  CK(cuGraphInstantiate(&ge, g, 0));
+  CK(cuGraphUpload(ge, s));
+  CK(cuGraphLaunch(ge, s));
+  CK(cuGraphLaunch(ge, s));
+  CK(cuStreamSynchronize(s));
+  CK(cuGraphExecDestroy(ge));
+  CK(cuGraphDestroy(g));
+  CK(cuMemFree(m));
+  CK(cuStreamDestroy(s));
   return 0;
 }
 
@@ -84,6 +125,16 @@ int main(int argc, char **argv) {
     CK(cuCtxPopCurrent(&out));
     CK(cuCtxDestroy(c));
     CK(cuDevicePrimaryCtxRelease(other));
+  } else if (argc > 3 && strcmp(argv[2], "popnone") == 0) {
+    CUdevice d;
+    CUcontext p, out, cur = NULL;
+    CK(cuDeviceGet(&d, atoi(argv[3])));
+    CK(cuDevicePrimaryCtxRetain(&p, d));
+    CK(cuCtxPushCurrent(p));
+    CK(cuCtxPopCurrent(&out));
+    CK(cuCtxGetCurrent(&cur));
+    if (cur) return 1; /* the stack was empty before the push */
+    CK(cuDevicePrimaryCtxRelease(d));
   } else {
     CUdevice dev;
     CUcontext ctx;
@@ -91,6 +142,8 @@ int main(int argc, char **argv) {
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CK(cuCtxSetCurrent(ctx));
     if (copies() != 0) return 1;
+    if (argc > 2 && strcmp(argv[2], "managed") == 0 && managed() != 0)
+      return 1;
     CK(cuDevicePrimaryCtxRelease(dev));
   }
   printf("copies=%d\n", n_copies);

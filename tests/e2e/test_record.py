@@ -552,6 +552,44 @@ def t_ctx_device():
     recs, _ = dump(traces(d)[0])
     dest = [a["device"] for a in api_calls(recs) if a["fn"].startswith("cuCtxDestroy")]
     check(dest == [0], f"cuCtxDestroy on devices {dest}")
+    # device 1's primary context pushed onto an empty stack and popped: no
+    # context is current, and the thread's calls are on the runtime's
+    # device again (cudaSetDevice's, 0 here), which the runtime's next
+    # call binds; not on device 1, whose context is gone from the thread
+    d = workdir()
+    p = run([prog("e2e-prog-driver"), "0", "popnone", "1"], d, {"GPUSIM_DEVICES": "2"})
+    check(p.returncode == 0, f"popnone: {p.returncode} {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    ctx = [(a["fn"], a["device"]) for a in api_calls(recs) if a["fn"].startswith("cuCtx")]
+    check(ctx == [("cuCtxPushCurrent_v2", 1), ("cuCtxPopCurrent_v2", 0)],
+          f"popnone: context calls {ctx}")
+
+
+def t_driver_managed():
+    """The driver's stream-ordered calls that are not kernels or copies are
+    recorded, like their runtime forms: cuMemPrefetchAsync_v2 (with its
+    bytes, stream and pointer, and linked by its correlation id to the one
+    1 MiB MANAGED copy it made), cuStreamAttachMemAsync and cuGraphUpload
+    (prog_driver.c "managed")."""
+    d = workdir()
+    p = run([prog("e2e-prog-driver"), "1", "managed"], d)
+    check(p.returncode == 0, f"managed: {p.returncode} {p.stderr}")
+    recs, _ = dump(traces(d)[0])
+    calls = api_calls(recs)
+    by_fn = {}
+    for a in calls:
+        by_fn.setdefault(a["fn"], []).append(a)
+    for fn in ("cuMemPrefetchAsync_v2", "cuStreamAttachMemAsync", "cuGraphUpload"):
+        check(len(by_fn.get(fn, [])) == 1, f"{fn}: {len(by_fn.get(fn, []))} records")
+    pf = by_fn["cuMemPrefetchAsync_v2"][0]
+    att = by_fn["cuStreamAttachMemAsync"][0]
+    check(pf["bytes"] == 1 << 20 and pf["stream"] != 0 and pf["ptr"] != 0
+          and att["stream"] == pf["stream"] and att["ptr"] == pf["ptr"],
+          f"prefetch {pf}, attach {att}")
+    managed = [c for c in by_kind(recs, "memcpy") if c["src_mem"] == 4 and c["dst_mem"] == 4]
+    check(len(managed) == 1 and managed[0]["bytes"] == 1 << 20
+          and managed[0]["corr"] == pf["corr"] and pf["corr"] != 0,
+          f"managed copies {managed}, prefetch corr {pf['corr']}")
 
 
 def t_thread_names():
@@ -1440,6 +1478,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
+         "driver_managed": t_driver_managed,
          "thread_names": t_thread_names, "closed_fd": t_closed_fd,
          "vfork": t_vfork, "main_exit": t_main_exit, "altstack": t_altstack}
 
