@@ -164,9 +164,11 @@ static void read_error(const char *cmd, const char *path, gpuphase_reader *r,
   if (rc == GPUPHASE_E_CORRUPT)
     fprintf(stderr, "gpuphase-report %s: %s: corrupt %s%s\n", cmd, path,
             strncmp(m, "frame at", 8) ? "trace: " : "", m);
-  else
+  else if (strncmp(m, gpuphase_strerror(rc), strlen(gpuphase_strerror(rc))))
     fprintf(stderr, "gpuphase-report %s: %s: %s: %s\n", cmd, path,
             gpuphase_strerror(rc), m);
+  else /* the message says it already ("out of memory: the trace's...") */
+    fprintf(stderr, "gpuphase-report %s: %s: %s\n", cmd, path, m);
 }
 
 static void truncated_warning(const char *cmd, const char *path) {

@@ -105,6 +105,10 @@ static int check_prefix(gpuphase_reader *r, const uint8_t *h, size_t avail) {
   r->swap = bom == GP_BOM_SWAPPED;
   uint32_t v = gp_load16(h + GP_HO_VERSION, r->swap);
   uint32_t min = gp_load16(h + GP_HO_MIN_READER, r->swap);
+  if (v == 0) /* no version 0 was ever written: damage */
+    return gp_reader_fail(r, GPUPHASE_E_CORRUPT,
+                          "corrupt header: format version 0 (versions start "
+                          "at 1)");
   if (v < OLDEST_READABLE || min > GPUPHASE_FORMAT_VERSION)
     return gp_reader_fail(r, GPUPHASE_E_VERSION,
                           "format version %" PRIu32

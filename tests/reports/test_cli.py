@@ -276,6 +276,14 @@ def test_damaged():
     rc, out, err = run("-f", "json", cut)
     check(rc == 0 and "truncated" in err, f"truncated: warning ({err!r})")
     check(json.loads(out)["truncated"] is True, "truncated in JSON")
+    # frames that would need more memory at once than the time-ordered
+    # reader allows: "out of memory", said once (dump said it twice)
+    thrash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz",
+                          "regress", "reader", "crafted-thrash-small.gph")
+    for args in (["dump", "--sorted", thrash], [thrash]):
+        rc, _, err = run(*args)
+        check(rc == 1 and one_line(err) and err.count("out of memory") == 1,
+              f"{args[:-1]}: {rc} {err!r}")
 
 
 VOID = {"meta", "br", "rect", "img", "hr", "input", "link"}

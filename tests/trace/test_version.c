@@ -95,8 +95,11 @@ static void test_versions(const char *path) {
   CHECK(!gpuphase_reader_open(path, &err) && err == GPUPHASE_E_VERSION);
   CHECK(!gpuphase_reader_open_sorted(path, &err) && err == GPUPHASE_E_VERSION);
   memcpy(b.p + 10, &zero + 0, 2);
-  memcpy(b.p + 8, &zero, 2); /* version 0 predates every reader */
-  CHECK(open_err(&b, 0, msg) == GPUPHASE_E_VERSION);
+  memcpy(b.p + 8, &zero, 2); /* no version 0 was ever written: damage, not
+                              * a newer writer */
+  CHECK(open_err(&b, 0, msg) == GPUPHASE_E_CORRUPT);
+  CHECK(strstr(msg, "versions start at 1") != NULL);
+  CHECK(open_err(&b, 1, msg) == GPUPHASE_E_CORRUPT);
   memcpy(b.p + 8, "\x07\x00", 2); /* version 7, readable by version 1 */
   memcpy(b.p + 10, "\x01\x00", 2);
   CHECK(open_err(&b, 0, msg) == 0);
