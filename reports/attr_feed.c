@@ -427,7 +427,9 @@ int gp_graph_role(const char *n) {
            {"cuGraphLaunch", GP_GR_LAUNCH},
            {"cuGraphLaunch_ptsz", GP_GR_LAUNCH},
            {"cudaGraphExecDestroy", GP_GR_EXEC_DESTROY},
-           {"cuGraphExecDestroy", GP_GR_EXEC_DESTROY}};
+           {"cuGraphExecDestroy", GP_GR_EXEC_DESTROY},
+           {"cudaGraphAddMemFreeNode", GP_GR_FREE_NODE},
+           {"cuGraphAddMemFreeNode", GP_GR_FREE_NODE}};
   for (size_t i = 0; n && i < sizeof t / sizeof *t; i++)
     if (!strcmp(n, t[i].name)) return t[i].role;
   return 0;
@@ -440,7 +442,11 @@ static void on_graph_mem(struct gp_attr *a, const struct apidef *def,
     struct gnode *v = grow(a->gnodes, &a->gnodes_cap, a->ngnodes, sizeof *v);
     if (!v) return;
     a->gnodes = v;
-    v[a->ngnodes++] = (struct gnode){r->stream, r->ptr, r->bytes, r->device};
+    v[a->ngnodes++] = (struct gnode){r->stream, r->ptr, r->bytes, r->device, 0};
+  } else if (def->graph_role == GP_GR_FREE_NODE && r->ptr) {
+    for (size_t k = 0; k < a->ngnodes; k++)
+      if (a->gnodes[k].graph == r->stream && a->gnodes[k].ptr == r->ptr)
+        a->gnodes[k].pooled = 1;
   } else if (def->graph_role == GP_GR_INSTANTIATE && r->ptr) {
     struct gexec *v = grow(a->gexecs, &a->gexecs_cap, a->ngexecs, sizeof *v);
     if (!v) return;
@@ -452,16 +458,21 @@ static void on_graph_mem(struct gp_attr *a, const struct apidef *def,
     for (size_t i = 0; i < a->ngexecs; i++) {
       struct gexec *e = &a->gexecs[i];
       if (e->exec != x) continue;
-      int first = !e->launched && def->graph_role == GP_GR_LAUNCH;
-      for (size_t k = 0; k < a->ngnodes && (first || e->launched); k++) {
+      int launch = def->graph_role == GP_GR_LAUNCH;
+      for (size_t k = 0; k < a->ngnodes && (launch || e->launched); k++) {
         const struct gnode *n = &a->gnodes[k];
         if (n->graph != e->graph) continue;
-        if (first)
+        int live = gp_u64map_get(&a->allocs, n->ptr) != NULL;
+        /* each launch allocates what is not live (an allocation the
+         * program freed since: CUDA refuses to relaunch before); the
+         * destruction gives back the pool's, not what the program must
+         * free itself */
+        if (launch && !live)
           add_blk(a, n->ptr, n->bytes, n->device, 0, t);
-        else if (gp_u64map_get(&a->allocs, n->ptr))
+        else if (!launch && live && n->pooled)
           free_blk(a, n->ptr, t);
       }
-      e->launched |= first;
+      e->launched |= launch;
       if (def->graph_role == GP_GR_EXEC_DESTROY) *e = a->gexecs[--a->ngexecs];
       break;
     }

@@ -91,7 +91,8 @@ enum {
   GP_GR_ALLOC_NODE = 1,
   GP_GR_INSTANTIATE,
   GP_GR_LAUNCH,
-  GP_GR_EXEC_DESTROY
+  GP_GR_EXEC_DESTROY,
+  GP_GR_FREE_NODE
 };
 int gp_graph_role(const char *api_name);
 
@@ -215,6 +216,9 @@ struct gp_attr {
   struct gnode {
     uint64_t graph, ptr, bytes;
     int64_t device;
+    int pooled; /* the graph has a free node for it: CUDA's graph memory
+                 * pool keeps it from the first launch to the executable
+                 * graph's destruction */
   } *gnodes;
   size_t ngnodes, gnodes_cap;
   struct gexec {

@@ -3,9 +3,18 @@
  * copy out of the allocation; kernel ge_b and a host callback), joined by
  * the free of the allocation. Instantiated, uploaded, launched 10 times;
  * after the 5th launch kernel ge_a is given 396 blocks instead of 132.
- * Prints what it checked (same with and without the profiler). */
+ * Prints what it checked (same with and without the profiler).
+ *
+ * With argument "unfreed": a graph of one 1 MiB allocation node and no
+ * free node, launched; 20 ms later the program frees the allocation
+ * (cudaFree); 20 ms later it launches the graph again (CUDA allocates
+ * again); 20 ms later it destroys the executable graph (the allocation
+ * stays: the program must free it); 20 ms later cudaFree; 5 ms later the
+ * end. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 void ge_a(void) {}
 void ge_b(void) {}
@@ -95,7 +104,45 @@ static void run(void) {
   OK(cudaStreamDestroy(s));
 }
 
-int main(void) {
+static void pause_ms(int ms) {
+  struct timespec t = {0, ms * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+static void unfreed(void) {
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  cudaGraphNode_t alloc;
+  OK(cudaGraphCreate(&g, 0));
+  struct cudaMemAllocNodeParams ap = {0};
+  ap.poolProps.allocType = cudaMemAllocationTypePinned;
+  ap.poolProps.location.type = cudaMemLocationTypeDevice;
+  ap.poolProps.location.id = 0;
+  ap.bytesize = MIB;
+  OK(cudaGraphAddMemAllocNode(&alloc, g, NULL, 0, &ap));
+  OK(cudaGraphInstantiate(&exec, g, 0));
+  OK(cudaGraphLaunch(exec, 0));
+  OK(cudaStreamSynchronize(0));
+  pause_ms(20);
+  OK(cudaFree(ap.dptr));
+  pause_ms(20);
+  OK(cudaGraphLaunch(exec, 0));
+  OK(cudaStreamSynchronize(0));
+  pause_ms(20);
+  OK(cudaGraphExecDestroy(exec));
+  OK(cudaGraphDestroy(g));
+  pause_ms(20);
+  OK(cudaFree(ap.dptr));
+  pause_ms(5);
+  OK(cudaDeviceSynchronize());
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "unfreed") == 0) {
+    unfreed();
+    printf("status=%s\n", failed ? "failed" : "ok");
+    return failed ? 1 : 0;
+  }
   run();
   printf("status=%s\n", failed ? "failed" : "ok");
   return failed ? 1 : 0;

@@ -25,10 +25,10 @@ SIM_DEFAULTS = {k: "" for k in (
     "GPUSIM_API_NS", "GPUSIM_CUPTI")}
 
 
-def run_both(name):
+def run_both(name, *argv):
     """Runs the program without and with the shim: same exit code and
     stdout; returns the trace's records, the trace and the output."""
-    args = [prog("e2e-prog-" + name)]
+    args = [prog("e2e-prog-" + name), *argv]
     d0, d1 = workdir(), workdir()
     p0 = run(args, d0, extra=SIM_DEFAULTS, preload=False)
     p1 = run(args, d1, extra=SIM_DEFAULTS)
@@ -191,6 +191,30 @@ def t_explicit():
     check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB}")
 
 
+def t_unfreed():
+    """Graph memory that the graph does not free (no free node): it is the
+    program's from each launch until the program frees it, as CUDA has it
+    (prog_graph_explicit.c "unfreed"): live from the first launch to the
+    first cudaFree, and again from the relaunch to the second cudaFree,
+    across the executable graph's destruction. The mean over the window is
+    1 MiB times that time over the window (the calls' start times, from
+    the trace; a tolerance of 0.1% for the rounding of the mean)."""
+    recs, path, said = run_both("graph_explicit", "unfreed")
+    check(said.get("status") == "ok", f"program said {said}")
+    calls = sorted(calls_of(recs), key=lambda c: c["start"])
+    launch = [c["start"] for c in calls if c["fn"] == "cudaGraphLaunch"]
+    free = [c["start"] for c in calls if c["fn"] == "cudaFree"]
+    check(len(launch) == 2 and len(free) == 2, f"launches {launch}, frees {free}")
+    live = (free[0] - launch[0]) + (free[1] - launch[1])
+    j = report_json(path)
+    u, window = j["devices"][0]["utilization"], j["devices"][0]["window_ns"]
+    want = MB * live / window
+    check(u["mem_peak_bytes"] == MB, f"memory peak {u['mem_peak_bytes']}")
+    check(abs(u["mem_mean_bytes"] - want) <= want * 0.001 + 1,
+          f"memory mean {u['mem_mean_bytes']}, want {want:.0f} "
+          f"(1 MiB over {live} of {window} ns)")
+
+
 def t_abandon():
     """Captures abandoned by destroying a stream (prog_capture_abandon.c):
     the new streams that get the destroyed streams' handles are not in a
@@ -230,4 +254,5 @@ def t_abandon():
 
 
 if __name__ == "__main__":
-    sys.exit(main({"forkjoin": t_forkjoin, "explicit": t_explicit, "abandon": t_abandon}))
+    sys.exit(main({"forkjoin": t_forkjoin, "explicit": t_explicit, "abandon": t_abandon,
+                   "unfreed": t_unfreed}))
