@@ -189,6 +189,17 @@ def t_explicit():
     # the 1 MiB cudaMalloc and, from the first launch on, the graph's 1 MiB
     peak = j["devices"][0]["utilization"]["mem_peak_bytes"]
     check(peak == 2 * MB, f"memory peak {peak}, want {2 * MB}")
+    # the graph frees its allocation (a free node): CUDA's pool keeps it
+    # from the first launch to the executable graph's destruction, whatever
+    # the launches in between (the second launch ended it); the cudaMalloc
+    # lives from its call to its cudaFree
+    at = {fn: sorted(c["start"] for c in calls if c["fn"] == fn)
+          for fn in ("cudaMalloc", "cudaFree", "cudaGraphExecDestroy")}
+    live = (at["cudaFree"][-1] - at["cudaMalloc"][0]) + \
+        (at["cudaGraphExecDestroy"][0] - gl[0]["start"])
+    mean, window = j["devices"][0]["utilization"]["mem_mean_bytes"], j["devices"][0]["window_ns"]
+    want = MB * live / window
+    check(abs(mean - want) <= want * 0.001 + 1, f"memory mean {mean}, want {want:.0f}")
 
 
 def t_unfreed():
