@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "gp_clock.h"
+#include "gp_fd.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
 
@@ -47,8 +48,8 @@ static int tsc_usable(void) {
   if (force && *force && strcmp(force, "tsc") != 0)
     gp_warn("ignoring GPUPHASE_CLOCK=%s (expected monotonic or tsc)", force);
   char buf[64] = "";
-  int fd = open("/sys/devices/system/clocksource/clocksource0/"
-                "current_clocksource", O_RDONLY | O_CLOEXEC);
+  int fd = gp_fd_high(open("/sys/devices/system/clocksource/clocksource0/"
+                          "current_clocksource", O_RDONLY | O_CLOEXEC));
   if (fd >= 0) {
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);

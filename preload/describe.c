@@ -9,6 +9,7 @@
 
 #include "gp_apitab.h"
 #include "gp_describe.h"
+#include "gp_fd.h"
 
 #define MAX_DEVICES 64
 
@@ -96,7 +97,7 @@ void gp_describe_thread(pid_t tid, char *name, size_t cap) {
   char path[64];
   name[0] = 0;
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = gp_fd_high(open(path, O_RDONLY | O_CLOEXEC));
   if (fd < 0) return;
   ssize_t n = read(fd, name, cap - 1);
   close(fd);

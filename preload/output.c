@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gp_fd.h"
 #include "gp_output.h"
 #include "gp_settings.h"
 #include "gp_shim.h"
@@ -101,7 +102,7 @@ static int open_unique(const char *base, char *path, size_t cap) {
   snprintf(path, cap, "%s", base);
   for (int i = 1; i < 1000; i++) {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0 || errno != EEXIST) return fd;
+    if (fd >= 0 || errno != EEXIST) return gp_fd_high(fd);
     size_t len = strlen(base);
     int k;
     if (len > 4 && strcmp(base + len - 4, ".gph") == 0)
@@ -116,7 +117,7 @@ static int open_unique(const char *base, char *path, size_t cap) {
 
 static void read_cmdline(char *out, size_t cap) {
   out[0] = 0;
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  int fd = gp_fd_high(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
   if (fd < 0) return;
   ssize_t n = read(fd, out, cap - 1);
   close(fd);
@@ -167,7 +168,7 @@ static void manifest_line(const char *mark, const char *path) {
     int k = snprintf(line, sizeof line, "%s%s/%s\n", mark, cwd, path);
     if (k < 0 || (size_t)k >= sizeof line) return;
   }
-  int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC);
+  int fd = gp_fd_high(open(m, O_WRONLY | O_APPEND | O_CLOEXEC));
   if (fd < 0) return;
   ssize_t w = write(fd, line, strlen(line));
   (void)w;
@@ -202,7 +203,7 @@ static int own_fd(struct gp_output *o) {
   const char *why = "its name is too long";
   int fd = -1;
   if (o->again[0]) {
-    fd = open(o->again, O_RDWR | O_CLOEXEC);
+    fd = gp_fd_high(open(o->again, O_RDWR | O_CLOEXEC));
     why = fd < 0 ? strerror(errno) : "another file has its name";
     if (fd >= 0 && !is_trace(o, fd)) {
       close(fd);
@@ -349,8 +350,8 @@ int gp_output_flush(struct gp_output *o, uint64_t added) {
  * cannot be made. */
 static size_t make_end(uint64_t lost, const struct gpuphase_summary *sum,
                        uint8_t *buf, size_t cap) {
-  int mfd = memfd_create("gpuphase-end", MFD_CLOEXEC);
-  int dup_fd = mfd < 0 ? -1 : fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+  int mfd = gp_fd_high(memfd_create("gpuphase-end", MFD_CLOEXEC));
+  int dup_fd = mfd < 0 ? -1 : fcntl(mfd, F_DUPFD_CLOEXEC, 3);
   int err;
   gp_writer *w = dup_fd < 0 ? NULL : open_writer(dup_fd, &err);
   ssize_t n = 0;

@@ -35,6 +35,7 @@
 
 #include <cuda.h>
 
+#include "gp_fd.h"
 #include "gp_lifecycle.h"
 #include "gp_nvml.h"
 #include "gp_records.h"
@@ -324,7 +325,16 @@ static int nvml_tried;
 #define SYM(field, name)                                                       \
   (nv.field = (__typeof__(nv.field))(uintptr_t)dlsym(nv.lib, name))
 
+static void nvml_load_held(void);
+
+/* NVML's library and set-up may open descriptors: above 2 (gp_fd.h). */
 static void nvml_load(void) {
+  unsigned held = gp_fd_std_hold();
+  nvml_load_held();
+  gp_fd_std_release(held);
+}
+
+static void nvml_load_held(void) {
   nvml_tried = 1;
   nvml_status = GPUPHASE_MSTAT_OK;
   if (!nv.lib) nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);

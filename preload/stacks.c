@@ -31,6 +31,7 @@
 #include "gp_apitab.h"
 #include "gp_clock.h"
 #include "gp_config.h"
+#include "gp_fd.h"
 #include "gp_lifecycle.h"
 #include "gp_pyframes.h"
 #include "gp_records.h"
@@ -321,10 +322,14 @@ static void set_up(void) {
     gp_warn("GPUPHASE_STACKS: built without libunwind; no call sites");
   S.mode = GP_STK_OFF;
 #else
+  /* libunwind opens its pipe here (even with call sites off): above 2,
+   * whatever of 0..2 the program closed (gp_fd.h) */
   static unsigned char before[FD_NOTE_MAX / 8];
+  unsigned held = gp_fd_std_hold();
   if (S.mode != GP_STK_OFF) each_fd(mark_fd, before);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   if (S.mode != GP_STK_OFF) each_fd(note_new_fifo, before);
+  gp_fd_std_release(held);
 #endif
   dl_iterate_phdr(find_own, (void *)(uintptr_t)gp_stacks_start);
   S.napi = gp_api_count();

@@ -68,6 +68,12 @@
  *                  more for appending, launches for 300 ms more, prints
  *                  "launches=N" (all of them) and exits 0 with every
  *                  descriptor open
+ *   closestd N     closes 0, 1 and 2 before any CUDA call, N launches
+ *                  (synchronised), waits 300 ms (the profiler's threads at
+ *                  work), then reads 0 and writes 1 and 2, N launches more;
+ *                  exits 0 if all three failed with EBADF, as they do
+ *                  without the profiler, else 10 + a bit for each that did
+ *                  not (1: the read, 2: stdout, 4: stderr)
  */
 #include <stdint.h>
 #include <sys/time.h>
@@ -349,6 +355,18 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "churn")) return churn(n);
   if (!strcmp(mode, "exitthread")) return exit_thread(n);
   if (!strcmp(mode, "mainexit")) return main_exit(n);
+  if (!strcmp(mode, "closestd")) {
+    close(0), close(1), close(2);
+    if (work(n)) return 1;
+    usleep(300000);
+    char c;
+    int bad = 0;
+    if (read(0, &c, 1) != -1 || errno != EBADF) bad |= 1;
+    if (write(1, "out\n", 4) != -1 || errno != EBADF) bad |= 2;
+    if (write(2, "err\n", 4) != -1 || errno != EBADF) bad |= 4;
+    if (work(n)) return 1;
+    return bad ? 10 + bad : 0;
+  }
   if (work(3)) return 1;
   if (!strcmp(mode, "soak")) return soak(n, argc > 3 ? atoi(argv[3]) : 16);
   if (!strcmp(mode, "spinchild")) kill(getppid(), SIGUSR2);

@@ -1319,6 +1319,27 @@ def t_closed_fd():
     complete_trace(d, "unwfds", 2003)
 
 
+def t_closed_std():
+    """A program that closed its standard input, output and error before its
+    first CUDA call: none of our descriptors (the trace file, libunwind's
+    pipe) takes 0, 1 or 2, so its read and writes there fail (EBADF) as
+    they do without the profiler (before, it read libunwind's pipe and
+    wrote its output into the pipe and the trace file), and the trace is
+    complete. With call sites on and off (libunwind is set up either way),
+    and with NVML's set-up allowed."""
+    for extra in ({}, {"GPUPHASE_STACKS": "off"}, {"GPUPHASE_NVML": "0"}):
+        base = run([prog(HARDEN), "closestd", "4"], workdir(), extra, preload=False)
+        check(base.returncode == 0, f"without the profiler: returned {base.returncode}")
+        d = workdir()
+        p = run([prog(HARDEN), "closestd", "4"], d, extra)
+        check(p.returncode == 0, f"{extra}: returned {p.returncode} (10 + 1: read 0, "
+              f"2: wrote 1, 4: wrote 2)")
+        complete_trace(d, f"closed 0-2 {extra}", 8)
+        i = info(traces(d)[0])
+        check(i.returncode == 0 and re.search(r"^status:\s+complete$", i.stdout, re.M),
+              f"{extra}: info {i.stdout!r} {i.stderr!r}")
+
+
 def t_vfork():
     """vfork children (Python's subprocess uses vfork) run in the parent's
     memory: their exec, _exit, and a failed exec leave the parent's trace
@@ -1480,6 +1501,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "driver_cupti": t_driver_cupti, "ctx_device": t_ctx_device,
          "driver_managed": t_driver_managed,
          "thread_names": t_thread_names, "closed_fd": t_closed_fd,
+         "closed_std": t_closed_std,
          "vfork": t_vfork, "main_exit": t_main_exit, "altstack": t_altstack}
 
 if __name__ == "__main__":
