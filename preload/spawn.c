@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "gp_lifecycle.h"
@@ -140,6 +141,8 @@ static void scratch_free(void *mem, size_t need) {
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[], char *const[]);
 
@@ -150,12 +153,16 @@ static void *real(const char *name) {
 /* Looked up at load time: dlsym may allocate. */
 static execve_fn rexecve;
 static execvpe_fn rexecvpe;
+static fexecve_fn rfexecve;
+static execveat_fn rexecveat; /* glibc 2.34 and later */
 static spawn_fn rspawn, rspawnp;
 
 __attribute__((constructor(103))) static void spawn_resolve(void) {
   int saved = errno;
   rexecve = (execve_fn)real("execve");
   rexecvpe = (execvpe_fn)real("execvpe");
+  rfexecve = (fexecve_fn)real("fexecve");
+  rexecveat = (execveat_fn)real("execveat");
   rspawn = (spawn_fn)real("posix_spawn");
   rspawnp = (spawn_fn)real("posix_spawnp");
   errno = saved;
@@ -178,11 +185,28 @@ static void after_failed_exec(void) {
   errno = saved;
 }
 
-static int do_exec(int path_search, const char *file, char *const argv[],
-                   char *const envp[]) {
+/* execveat without the C library's (before glibc 2.34): the system call. */
+static int at_syscall(int fd, const char *file, char *const argv[],
+                      char *const envp[], int flags) {
+#ifdef SYS_execveat
+  return (int)syscall(SYS_execveat, fd, file, argv, envp, flags);
+#else
+  (void)fd, (void)file, (void)argv, (void)envp, (void)flags;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* How the new program is named: a path, a name searched in PATH, an open
+ * descriptor (fexecve), or a directory descriptor, a path and flags
+ * (execveat). */
+enum { BY_PATH, BY_SEARCH, BY_FD, BY_AT };
+
+static int do_exec_as(int how, int fd, const char *file, char *const argv[],
+                      char *const envp[], int flags) {
   if (!rexecve) spawn_resolve(); /* called before the constructors ran */
-  execve_fn f = path_search ? rexecvpe : rexecve;
-  if (!f) {
+  if ((how == BY_PATH && !rexecve) || (how == BY_SEARCH && !rexecvpe) ||
+      (how == BY_FD && !rfexecve)) {
     errno = ENOSYS;
     return -1;
   }
@@ -190,13 +214,23 @@ static int do_exec(int path_search, const char *file, char *const argv[],
   _Alignas(16) char stack_buf[need <= STACK_SCRATCH ? need : 1];
   void *mem = scratch(need, stack_buf);
   char **env = mem ? fixed_env(envp, mem) : NULL;
+  char *const *use = env ? env : envp;
   int owner = before_exec();
-  int r = f(file, argv, env ? env : envp);
+  int r = how == BY_PATH     ? rexecve(file, argv, use)
+          : how == BY_SEARCH ? rexecvpe(file, argv, use)
+          : how == BY_FD     ? rfexecve(fd, argv, use)
+          : rexecveat        ? rexecveat(fd, file, argv, use, flags)
+                             : at_syscall(fd, file, argv, use, flags);
   int e = errno;
   scratch_free(mem, need);
   if (owner) after_failed_exec();
   errno = e;
   return r;
+}
+
+static int do_exec(int path_search, const char *file, char *const argv[],
+                   char *const envp[]) {
+  return do_exec_as(path_search ? BY_SEARCH : BY_PATH, -1, file, argv, envp, 0);
 }
 
 GP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
@@ -210,6 +244,15 @@ GP_EXPORT int execv(const char *path, char *const argv[]) {
 }
 GP_EXPORT int execvp(const char *file, char *const argv[]) {
   return do_exec(1, file, argv, environ);
+}
+GP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  return do_exec_as(BY_FD, fd, NULL, argv, envp, 0);
+}
+/* Where the C library has no execveat (before glibc 2.34), the system
+ * call. */
+GP_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
+                       char *const envp[], int flags) {
+  return do_exec_as(BY_AT, dirfd, path, argv, envp, flags);
 }
 
 /* glibc declares arg non-null; a program may still pass NULL (no

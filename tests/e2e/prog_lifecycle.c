@@ -9,6 +9,9 @@
  *   exec     CUDA work, then execve of itself ("after") with an environment
  *            that has neither LD_PRELOAD nor GPUPHASE_*
  *   spawn    CUDA work, then posix_spawn of itself ("after") likewise
+ *   fexecve  5 launches, then fexecve of itself ("after") by a descriptor,
+ *            with that environment
+ *   execveat 5 launches, then execveat of itself ("after"), likewise
  *   after    CUDA work (2 launches)
  *   forkchain N [T S]  a chain of N processes: each one's first CUDA call
  *            starts the profiler and right after it, while the profiler's
@@ -22,6 +25,7 @@
  */
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +122,20 @@ int main(int argc, char **argv) {
       return 1;
     printf("child %d\n", (int)pid);
     return 0;
+  }
+  if (!strcmp(mode, "fexecve") || !strcmp(mode, "execveat")) {
+    if (work(5)) return 1;
+    char *args[] = {argv[0], "after", NULL};
+    char *bare_env[] = {"PATH=/usr/bin:/bin", NULL};
+    fflush(stdout);
+    if (!strcmp(mode, "fexecve")) {
+      int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return 1;
+      fexecve(fd, args, bare_env);
+    } else {
+      execveat(AT_FDCWD, "/proc/self/exe", args, bare_env, 0);
+    }
+    return 1;
   }
   if (!strcmp(mode, "after")) {
     if (getenv("GPUPHASE_OUTPUT") == NULL) return 3; /* must be restored */

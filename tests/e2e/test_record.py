@@ -390,6 +390,29 @@ def t_exec():
     check(len(by_kind(b, "kernel")) == 2, "the post-exec image must be profiled")
 
 
+def t_exec_fd():
+    """fexecve and execveat complete the current image's trace as execve
+    does (before, the first file had no records and no summary), and the
+    new image keeps the preload and the settings."""
+    for mode in ("fexecve", "execveat"):
+        d = workdir()
+        p = run([prog("e2e-prog-lifecycle"), mode], d, {"GPUPHASE_OUTPUT": "t-%p.gph"})
+        check(p.returncode == 0, f"{mode} program returned {p.returncode}: {p.stderr}")
+        files = traces(d)
+        check(len(files) == 2, f"{mode}: two traces expected (before and after exec): {files}")
+        first = [f for f in files if not f.endswith(".1.gph")]
+        second = [f for f in files if f.endswith(".1.gph")]
+        check(len(first) == 1 and len(second) == 1, f"{mode}: names {files}")
+        a, _ = dump(first[0])
+        b, _ = dump(second[0])
+        check(len(by_kind(a, "kernel")) == 5 and len(by_kind(a, "summary")) == 1,
+              f"{mode}: the pre-exec trace must be complete "
+              f"({len(by_kind(a, 'kernel'))} kernels, {len(by_kind(a, 'summary'))} summaries)")
+        i = info(first[0])
+        check(re.search(r"^status:\s+complete$", i.stdout, re.M), f"{mode}: info {i.stdout!r}")
+        check(len(by_kind(b, "kernel")) == 2, f"{mode}: the post-exec image must be profiled")
+
+
 def t_spawn():
     d = workdir()
     p = run([prog("e2e-prog-lifecycle"), "spawn"], d, {"GPUPHASE_OUTPUT": "s-%p.gph"})
@@ -1490,7 +1513,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "forkchain": t_forkchain,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
-         "run_tool": t_run_tool, "run_ignored": t_run_ignored, "errno": t_errno, "exec": t_exec, "nvtx": t_nvtx, "othertool": t_othertool,
+         "run_tool": t_run_tool, "run_ignored": t_run_ignored, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
