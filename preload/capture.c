@@ -9,12 +9,12 @@
  * of one thread are seen in order; a capture begun on one thread and fed
  * from another is followed only as far as the rings are drained in time
  * order (docs/interception.md). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gp_capture.h"
 #include "gp_apitab.h"
+#include "gp_settings.h"
 #include "gpuphase/trace_records.h"
 
 enum { ROLE_NONE = 1, ROLE_BEGIN, ROLE_END, ROLE_RECORD, ROLE_WAIT, ROLE_DESTROY };
@@ -99,8 +99,8 @@ static struct cstream *find(uint64_t h, uint32_t t) {
 
 static void too_many(void) {
   if (!warned)
-    fprintf(stderr, "gpuphase: too many capturing streams or events; "
-                    "calls issued to some captures are not marked\n");
+    gp_warn("too many capturing streams or events; calls issued to some "
+            "captures are not marked");
   warned = 1;
 }
 

@@ -9,9 +9,13 @@
  *      264 blocks (20 us), is synchronised and destroyed; B's end then
  *      fails (capture invalidated), and B runs 1 kernel of 396 blocks.
  * Prints what it checked, and whether the new streams reused a destroyed
- * handle (the same with and without the profiler). */
+ * handle (the same with and without the profiler).
+ * With "many N": captures begun on N streams at once, a kernel issued to
+ * each, then every capture ended (prints status=ok). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void ab_captured(void) {}
 void ab_after(void) {}
@@ -69,8 +73,27 @@ static void run(void) {
   OK(cudaStreamDestroy(b));
 }
 
-int main(void) {
-  run();
+static void many(int n) {
+  static cudaStream_t s[1024];
+  dim3 g = {1, 1, 1}, b = {1, 1, 1};
+  if (n < 1 || n > 1024) n = 1024;
+  for (int i = 0; i < n; i++) {
+    OK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    OK(cudaStreamBeginCapture(s[i], cudaStreamCaptureModeRelaxed));
+    OK(cudaLaunchKernel((const void *)ab_captured, g, b, NULL, 0, s[i]));
+  }
+  for (int i = 0; i < n; i++) {
+    cudaGraph_t gr;
+    OK(cudaStreamEndCapture(s[i], &gr));
+    OK(cudaGraphDestroy(gr));
+    OK(cudaStreamDestroy(s[i]));
+  }
+  OK(cudaDeviceSynchronize());
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 && !strcmp(argv[1], "many")) many(atoi(argv[2]));
+  else run();
   printf("status=%s\n", failed ? "failed" : "ok");
   return failed ? 1 : 0;
 }

@@ -264,6 +264,23 @@ def t_abandon():
     check(j["launches"]["captured"] == 1, f"launches.captured {j['launches']}")
 
 
+def t_many_quiet():
+    """Captures on more streams than the shim follows: one line says so,
+    through the shim's warnings, so GPUPHASE_QUIET=1 silences it (before,
+    it was written to stderr whatever the setting)."""
+    args = [prog("e2e-prog-capture_abandon"), "many", "300"]
+    d = workdir()
+    p = run(args, d, extra=SIM_DEFAULTS)
+    check(p.returncode == 0 and "status=ok" in p.stdout, f"returned {p.returncode}: {p.stdout}")
+    lines = [l for l in p.stderr.splitlines() if "too many capturing streams" in l]
+    check(len(lines) == 1 and lines[0].startswith("gpuphase: "), f"stderr {p.stderr!r}")
+    d = workdir()
+    p = run(args, d, extra=dict(SIM_DEFAULTS, GPUPHASE_QUIET="1"))
+    check(p.returncode == 0 and "status=ok" in p.stdout, f"quiet: returned {p.returncode}")
+    check(p.stderr == "", f"GPUPHASE_QUIET=1, stderr {p.stderr!r}")
+    check(len(traces(d)) == 1, f"quiet: traces {traces(d)}")
+
+
 if __name__ == "__main__":
     sys.exit(main({"forkjoin": t_forkjoin, "explicit": t_explicit, "abandon": t_abandon,
-                   "unfreed": t_unfreed}))
+                   "unfreed": t_unfreed, "many_quiet": t_many_quiet}))
