@@ -38,6 +38,9 @@ void gp_records_settle(struct gp_tbuf *b);
 void gp_records_activity(const struct gp_dev_activity *a, void *ctx);
 /* CUPTI's dropped-record count so far: records the increase as LOST. */
 void gp_records_cupti_dropped(uint64_t dropped);
+/* n calls made unrecorded while recording started (gp_start_lost), so far:
+ * a LOST record (source 3) for those not yet written. */
+void gp_records_start_lost(uint64_t n);
 
 /* A source of its own for a producer of timed records (the sampler). */
 uint32_t gp_records_new_source(void);

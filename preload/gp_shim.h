@@ -189,14 +189,22 @@ static inline __attribute__((always_inline)) uint64_t gp_tsc(void) {
 #endif
 }
 
-/* Slow paths (shim.c, rings.c). */
+/* Calls made unrecorded while recording was starting (shim.c): written
+ * as lost by the writer (gp_records_start_lost). */
+extern GP_HIDDEN _Atomic uint64_t gp_start_lost;
+
+/* Slow paths (shim.c, rings.c). gp_enter_slow returns NULL with the depth
+ * raised (GP_DEPTH_LOST) for a call made while recording starts: the
+ * caller makes the call and then gp_leave. */
 struct gp_tstate *gp_enter_slow(void);
 void gp_ring_full(struct gp_tbuf *b);
 
 extern GP_TLS GP_HIDDEN struct gp_tstate gp_ts;
 
 /* Returns the thread's state with depth raised, or NULL when this call must
- * not be recorded (not running, re-entered, internal thread). */
+ * not be recorded (not running, re-entered, internal thread); where NULL
+ * leaves the depth raised (recording starting: gp_enter_slow), the caller
+ * makes the call and then gp_leave. */
 static inline __attribute__((always_inline)) struct gp_tstate *gp_enter(void) {
   struct gp_tstate *ts = &gp_ts;
   if (GP_LIKELY(ts->buf != NULL &&

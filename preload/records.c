@@ -50,6 +50,7 @@ static struct {
   uint32_t overflow_source;
   uint64_t lost_total;
   uint64_t cupti_lost_reported;
+  uint64_t start_lost_reported;
   uint64_t added; /* records handed to the writer, taken or refused */
   /* API records of the ring being drained, not yet handed to the writer */
   struct gpuphase_record batch[BATCH];
@@ -161,7 +162,7 @@ void gp_records_end(void) {
 
 void gp_records_reset(void) {
   memset(LC, 0, sizeof LC);
-  R.lost_total = R.cupti_lost_reported = 0;
+  R.lost_total = R.cupti_lost_reported = R.start_lost_reported = 0;
   memset(R.streams, 0, sizeof R.streams);
   R.overflow_source = 0;
   R.devices_done = 0;
@@ -687,6 +688,17 @@ void gp_records_activity(const struct gp_dev_activity *a, void *ctx) {
                      ? stream_source(a->device | 0x80000000u, a->stream)
                      : stream_source(a->device, a->stream);
   if (device_record(a, &r)) gp_records_add(src, &r);
+}
+
+void gp_records_start_lost(uint64_t n) {
+  if (n <= R.start_lost_reported) return;
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
+  r.u.lost.start = gp_mono_ns();
+  r.u.lost.count = n - R.start_lost_reported;
+  r.u.lost.source = 3;
+  gp_records_add(0, &r);
+  R.lost_total += n - R.start_lost_reported;
+  R.start_lost_reported = n;
 }
 
 void gp_records_cupti_dropped(uint64_t dropped) {

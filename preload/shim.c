@@ -28,10 +28,12 @@
 
 _Atomic int gp_state = GP_IDLE;
 _Atomic int gp_fast_state = GP_IDLE;
+_Atomic uint64_t gp_start_lost;
 
 /* gp_state and gp_fast_state: the latter drops before and rises after the
  * former, so that it never says running when gp_state does not. */
 static void set_state(int st) {
+  if (st == GP_IDLE) atomic_store(&gp_start_lost, 0); /* a new trace's */
   if (st != GP_RUNNING) atomic_store(&gp_fast_state, st);
   atomic_store(&gp_state, st);
   if (st == GP_RUNNING && gp_clock_tsc) atomic_store(&gp_fast_state, st);
@@ -185,6 +187,19 @@ struct gp_tstate *gp_enter_slow(void) {
     } else {
       st = atomic_load(&gp_state);
     }
+  }
+  if (st == GP_STARTING) {
+    /* Another thread's first call is setting up, which can take the whole
+     * of CUPTI's initialisation: this call is not waited for but made
+     * unrecorded, and counted lost (the writer's LOST record, source 3).
+     * The calls it makes pass through too (depth raised; the wrapper's
+     * gp_leave lowers it), so that none is recorded once running as a call
+     * the program made; GP_DEPTH_LOST keeps the CUPTI callback from marking
+     * it under way. */
+    atomic_fetch_add_explicit(&gp_start_lost, 1, memory_order_relaxed);
+    ts->depth = GP_DEPTH_LOST;
+    errno = saved;
+    return NULL;
   }
   if (st != GP_RUNNING) {
     errno = saved;

@@ -305,7 +305,13 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
  * counts the call lost (gp_slot) and makes it all the same. */
 #define GP_RECORD_CALL(RET, ARGS, ID, REC)                                     \
   struct gp_tstate *ts = gp_enter_outer();                                     \
-  if (ts == NULL) return gp_fn_ ARGS;                                          \
+  if (ts == NULL) {                                                            \
+    if (GP_LIKELY(gp_ts.depth == 0)) return gp_fn_ ARGS;                       \
+    /* made while recording starts: counted lost, depth raised */            \
+    RET gp_r_ = gp_fn_ ARGS;                                                   \
+    gp_leave(&gp_ts);                                                          \
+    return gp_r_;                                                              \
+  }                                                                            \
   struct gp_tbuf *gp_b_ = ts->buf;                                             \
   /* the call site, before the slot (a new stack's event goes first) */        \
   uint16_t gp_stk_ = gp_stk_policy[ID]                                         \
@@ -573,9 +579,15 @@ launch_mono(struct gp_event *ev, void *fn) {
    * differ). */                                                               \
   static __attribute__((noinline, cold))                                       \
   cudaError_t slow_##NAME GP_LAUNCH_PARAMS {                                   \
-    if (gp_enter_slow() == NULL)                                               \
-      return ((NAME##_fn)__atomic_load_n(&real_##NAME,                         \
-                                         __ATOMIC_RELAXED))GP_LAUNCH_ARGS;     \
+    if (gp_enter_slow() == NULL) {                                             \
+      NAME##_fn gp_fn_ =                                                       \
+          (NAME##_fn)__atomic_load_n(&real_##NAME, __ATOMIC_RELAXED);          \
+      if (GP_LIKELY(gp_ts.depth == 0)) return gp_fn_ GP_LAUNCH_ARGS;           \
+      /* made while recording starts: counted lost, depth raised */          \
+      cudaError_t r = gp_fn_ GP_LAUNCH_ARGS;                                   \
+      gp_leave(&gp_ts);                                                        \
+      return r;                                                                \
+    }                                                                          \
     gp_leave(&gp_ts);                                                          \
     if (gp_clock_tsc) return tsc_##NAME GP_LAUNCH_ARGS;                        \
     return mono_##NAME GP_LAUNCH_ARGS;                                         \

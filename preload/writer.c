@@ -88,6 +88,7 @@ static void pass(int flush) {
   gp_clock_calibrate();
   write_notes();
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_drain(b);
+  gp_records_start_lost(atomic_load(&gp_start_lost));
   gp_stacks_writer_poll();
   gp_pmsample_drain();
   gp_sampler_poll();
@@ -113,6 +114,7 @@ static void final_pass(void) {
   }
   gp_pmsample_end(); /* after the device records, before the last flush */
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) gp_records_settle(b);
+  gp_records_start_lost(atomic_load(&gp_start_lost));
   gp_sampler_finish(); /* after the devices' last records are described */
   gp_stacks_writer_poll();
   write_notes();

@@ -1,6 +1,10 @@
 /* Hostile lifecycles for the shim (test_record.py), chosen by argv[1]:
  *   churn N        N threads started and joined one after another, each
  *                  launching one kernel; prints "rss_kb=R hwm_kb=H"
+ *   startrace N    the process's first CUDA calls: 8 threads leave a
+ *                  barrier together and make N launches each, while the
+ *                  first of them starts recording; then a synchronise;
+ *                  prints "launches=L" (all of them) and exits 0
  *   exitthread MS  the main thread launches without end; another thread
  *                  calls exit(0) after MS ms
  *   mainexit N     CUDA work, then the main thread starts a thread that
@@ -173,6 +177,33 @@ static void *launch_n(void *arg) {
   printf("launches=%d\n", n + 1);
   fflush(stdout);
   return NULL;
+}
+
+#define RACERS 8
+static pthread_barrier_t race_bar;
+static void *race_launches(void *arg) {
+  int n = (int)(size_t)arg;
+  pthread_barrier_wait(&race_bar);
+  for (int i = 0; i < n; i++)
+    if (launch()) return (void *)1;
+  return NULL;
+}
+
+static int start_race(int n) {
+  pthread_t t[RACERS];
+  void *r;
+  int bad = 0;
+  pthread_barrier_init(&race_bar, NULL, RACERS);
+  for (int i = 0; i < RACERS; i++)
+    if (pthread_create(&t[i], NULL, race_launches, (void *)(size_t)n))
+      return 1;
+  for (int i = 0; i < RACERS; i++) {
+    pthread_join(t[i], &r);
+    bad |= r != NULL;
+  }
+  if (bad || cudaDeviceSynchronize() != cudaSuccess) return 1;
+  printf("launches=%d\n", RACERS * n);
+  return 0;
 }
 
 static void say_atexit(void) {
@@ -367,6 +398,7 @@ int main(int argc, char **argv) {
     if (work(n)) return 1;
     return bad ? 10 + bad : 0;
   }
+  if (!strcmp(mode, "startrace")) return start_race(n);
   if (work(3)) return 1;
   if (!strcmp(mode, "soak")) return soak(n, argc > 3 ? atoi(argv[3]) : 16);
   if (!strcmp(mode, "spinchild")) kill(getppid(), SIGUSR2);

@@ -746,6 +746,43 @@ def t_lost():
     check(kernels + lost[1] == n, f"{kernels} kernels + {lost[1]} lost != {n}")
 
 
+def t_start_race():
+    """8 threads leave a barrier together and make the process's first CUDA
+    calls, 50 launches each (prog_harden.c "startrace"): the calls of the
+    others while the first starts recording (CUPTI's initialisation) are
+    not waited for, but made unrecorded and counted lost (LOST source 3),
+    so that every launch is recorded or counted, the summary and `info`
+    say so, and no call the program did not make is recorded (the driver
+    calls an unrecorded launch makes, once recording runs)."""
+    n, racers = 50, 8
+    seen_lost = 0
+    for _ in range(4):
+        d = workdir()
+        p = run([prog("e2e-prog-harden"), "startrace", str(n)], d)
+        check(p.returncode == 0 and f"launches={n * racers}" in p.stdout,
+              f"program: {p.returncode} {p.stdout!r} {p.stderr!r}")
+        recs, _ = dump(traces(d)[0])
+        calls = api_calls(recs)
+        fns = {c["fn"] for c in calls}
+        check(fns <= {"cudaLaunchKernel", "cudaDeviceSynchronize"},
+              f"calls the program did not make recorded: {sorted(fns)}")
+        launches = sum(1 for c in calls if c["fn"] == "cudaLaunchKernel")
+        lost = sum(r["count"] for r in by_kind(recs, "lost"))
+        check(all(r["source"] == 3 for r in by_kind(recs, "lost")),
+              f"LOST records: {by_kind(recs, 'lost')}")
+        syncs = len(calls) - launches
+        check(syncs <= 1 and launches + syncs + lost == n * racers + 1,
+              f"{launches} launches recorded + {lost} lost != {n * racers} made "
+              f"(+{syncs} of 1 synchronise)")
+        summ = by_kind(recs, "summary")
+        check(summ and summ[0]["lost"] == lost, f"summary {summ} vs LOST {lost}")
+        inf = info(traces(d)[0]).stdout
+        check(re.search(r"lost events:\s+%d in LOST records" % lost, inf),
+              f"info: {inf}")
+        seen_lost += lost
+    print(f"{seen_lost} calls counted lost while recording started, 4 runs")
+
+
 def t_threads():
     """Two waves of 8 threads, 2000 launches each on its own stream, the
     second wave reusing the first's released rings: every call recorded once
@@ -1516,7 +1553,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_tool": t_run_tool, "run_ignored": t_run_ignored, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "threads": t_threads, "items": t_items, "run_id": t_run_id,
+         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
          "signals": t_signals, "signal_setters": t_signal_setters,
          "signal_inside_call": t_signal_inside_call, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
