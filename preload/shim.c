@@ -158,6 +158,10 @@ static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
   gp_stacks_start(); /* before the writer thread, which reads its settings */
   if (gp_writer_start() != 0) return -1;
+  /* The file exists: a terminating signal from now on completes it, even
+   * while CUPTI loads and initialises, which can take long (before, a
+   * signal then left a file with a header only). */
+  gp_signals_arm(complete_for_signal);
   /* CUPTI before anything else is enabled; it needs our thread marked
    * internal so its own CUDA calls are not recorded. */
   if (gp_cfg.cupti) gp_dev_start();
@@ -166,7 +170,6 @@ static int start_process(void) {
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
   gp_pmsample_begin(); /* after CUPTI activity, when GPUPHASE_PM=1 */
   gp_sampler_start(); /* device counters, on a thread of its own */
-  gp_signals_arm(complete_for_signal);
   atexit(shutdown_atexit);
   return 0;
 }
@@ -315,7 +318,12 @@ static int complete_for_signal(int sig, int fault) {
   if (!gp_lifecycle_owner()) return 0; /* a vfork child: the parent's trace */
   if (pthread_mutex_trylock(&shutdown_lock) != 0) return 0;
   int deferred = 0;
-  if (!shutdown_done && atomic_load(&gp_state) == GP_RUNNING) {
+  int st = atomic_load(&gp_state);
+  /* Starting: the writer runs (the handlers are armed once it does). The
+   * thread starting it, inside the program's first CUDA call, has its
+   * depth raised, so that the writer completes the trace while it goes
+   * on; another thread waits for it, as when running. */
+  if (!shutdown_done && (st == GP_RUNNING || st == GP_STARTING)) {
     shutdown_done = 1;
     if (gp_ts.depth != 0 && !fault) {
       atomic_store(&deferred_sig, sig);

@@ -1090,6 +1090,38 @@ def t_altstack():
             complete_trace(d, f"overflow, alternate stack of {size}", 3)
 
 
+def t_signal_starting():
+    """SIGTERM while recording starts (the trace file made, CUPTI still
+    loading: a CUPTI library whose loading takes 2 s, slowcupti.c): the
+    program dies by it, as without the profiler, and the trace is complete
+    (its summary), not a header alone. Single-threaded, the signal lands on
+    the thread that is starting recording, inside the program's first CUDA
+    call; with "startrace", 8 threads make their first calls together."""
+    slow = os.path.join(PROGDIR, "libe2e-slowcupti.so")
+    for args in (["spin"], ["startrace", "50"]):
+        d = workdir()
+        pr = subprocess.Popen([prog("e2e-prog-harden")] + args, cwd=d,
+                              env=env(dict(NO_SAN_HANDLERS, GPUPHASE_CUPTI_LIB=slow)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              restore_signals=True, preexec_fn=default_dispositions)
+        t0 = time.monotonic()
+        while not traces(d) and time.monotonic() - t0 < 10:
+            time.sleep(0.01)
+        check(traces(d), f"{args}: no trace file after 10 s")
+        time.sleep(0.2)  # within CUPTI's 2 s loading
+        check(pr.poll() is None, f"{args}: ended before the signal")
+        pr.send_signal(signal.SIGTERM)
+        try:
+            out, err = pr.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            raise Fail(f"{args}: still running 30 s after SIGTERM")
+        check(pr.returncode == -signal.SIGTERM,
+              f"{args}: ended with {pr.returncode}, want -SIGTERM: {err!r}")
+        recs = complete_trace(d, f"SIGTERM while starting ({args[0]})", 0)
+        check(not by_kind(recs, "api"), f"{args}: calls recorded before CUPTI ran")
+
+
 def t_signal_setters():
     """sigset, bsd_signal and sysv_signal, like signal: the program reads
     back SIG_DFL where it set nothing (before, our handler), puts it back
@@ -1554,7 +1586,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
-         "signals": t_signals, "signal_setters": t_signal_setters,
+         "signals": t_signals, "signal_starting": t_signal_starting,
+         "signal_setters": t_signal_setters,
          "signal_inside_call": t_signal_inside_call, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
          "exit_thread": t_exit_thread, "launch_dims": t_launch_dims, "repeats": t_repeats,
