@@ -75,8 +75,10 @@ static int is_eligible(int s) {
   return s > 0 && s < NSIG && eligible[s];
 }
 
+/* SA_SIGINFO with a null sa_sigaction is SIG_DFL to the kernel too. */
 static int is_default(const struct sigaction *a) {
-  return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+  if (a->sa_flags & SA_SIGINFO) return a->sa_sigaction == NULL;
+  return a->sa_handler == SIG_DFL;
 }
 
 static void on_signal(int sig, siginfo_t *info, void *uctx);

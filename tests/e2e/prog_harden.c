@@ -21,6 +21,10 @@
  *                  sleeps 300 ms, prints "survived", exits 0
  *   default SIG    CUDA work, a handler for SIG, then SIG_DFL again (with
  *                  signal()); prints "ready" and waits to be killed by SIG
+ *   defaultinfo SIG
+ *                  the same with sigaction: a handler for SIG, then
+ *                  SA_SIGINFO with a null sa_sigaction (the kernel's
+ *                  SIG_DFL too)
  *   query SIG      CUDA work, then prints what sigaction and signal say the
  *                  disposition of SIG is ("dfl dfl" when untouched)
  *   segv           CUDA work, then a store to address 0 (a real SIGSEGV)
@@ -431,6 +435,22 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "default")) {
     if (signal(n, on_sig) == SIG_ERR || signal(n, SIG_DFL) != on_sig) return 1;
+    if (work(2)) return 1;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) pause();
+  }
+  if (!strcmp(mode, "defaultinfo")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sig;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(n, &sa, NULL)) return 1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sa.sa_sigaction = NULL;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(n, &sa, NULL)) return 1;
     if (work(2)) return 1;
     printf("ready\n");
     fflush(stdout);

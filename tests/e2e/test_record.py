@@ -1185,6 +1185,15 @@ def t_handlers():
     pr.communicate(timeout=30)
     check(pr.returncode == -signal.SIGTERM, f"SIG_DFL again: returned {pr.returncode}")
     complete_trace(d, "SIG_DFL again", 5)
+    # the default set with SA_SIGINFO and a null sa_sigaction, which the
+    # kernel takes as SIG_DFL
+    d = workdir()
+    pr = start_ready([prog(HARDEN), "defaultinfo", str(int(signal.SIGTERM))], d)
+    pr.send_signal(signal.SIGTERM)
+    pr.communicate(timeout=30)
+    check(pr.returncode == -signal.SIGTERM,
+          f"SIG_DFL as a null sa_sigaction: returned {pr.returncode}")
+    complete_trace(d, "SIG_DFL as a null sa_sigaction", 5)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGSEGV, signal.SIGUSR2):
         d = workdir()
         a = run([prog(HARDEN), "query", str(int(sig))], d, preexec_fn=default_dispositions)
