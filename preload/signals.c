@@ -203,6 +203,10 @@ static int install(int sig, const struct sigaction *app) {
  * view: both are written before it (a forked child finds them set). */
 void gp_signals_arm(int (*complete)(int sig, int fault)) {
   if (!atomic_load(&complete_hook)) find_terminating();
+  /* The hook first: a signal that reaches the handler as soon as it is
+   * installed completes the trace (before, one in the loop's window acted
+   * at once, and left a file with its header only). */
+  atomic_store(&complete_hook, complete);
   for (int s = 1; s < NSIG; s++) {
     struct sigaction cur;
     if (!is_eligible(s) || real_sigaction(s, NULL, &cur) != 0) continue;
@@ -210,7 +214,6 @@ void gp_signals_arm(int (*complete)(int sig, int fault)) {
      * Already ours: inherited through fork, view kept. */
     if (is_default(&cur)) install(s, &cur);
   }
-  atomic_store(&complete_hook, complete);
 }
 
 void gp_signals_deliver(int sig) {
