@@ -89,7 +89,8 @@
 /* Events dropped, by where: source 0 = a host thread's buffer was full
  * (thread says which), 1 = CUPTI dropped device records, 2 = the trace
  * file's writes failed (a full disk: the events recorded after the file's
- * last whole flush). */
+ * last whole flush), 3 = calls made by other threads while recording was
+ * starting (passed through unrecorded). */
 #define GPUPHASE_FIELDS_LOST(F)                                               \
   F(V, uint64_t, thread) F(V, uint64_t, start) F(V, uint64_t, count)         \
   F(V, uint64_t, source)
