@@ -690,24 +690,24 @@ void gp_records_activity(const struct gp_dev_activity *a, void *ctx) {
   if (device_record(a, &r)) gp_records_add(src, &r);
 }
 
-void gp_records_start_lost(uint64_t n) {
-  if (n <= R.start_lost_reported) return;
+/* A running total of events lost at one source (1: CUPTI's drops, 3: the
+ * calls made while recording started): what it grew by since *reported,
+ * as one LOST record. */
+static void lost_since(uint64_t total, uint64_t *reported, uint64_t source) {
+  if (total <= *reported) return;
   struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
   r.u.lost.start = gp_mono_ns();
-  r.u.lost.count = n - R.start_lost_reported;
-  r.u.lost.source = 3;
+  r.u.lost.count = total - *reported;
+  r.u.lost.source = source;
   gp_records_add(0, &r);
-  R.lost_total += n - R.start_lost_reported;
-  R.start_lost_reported = n;
+  R.lost_total += total - *reported;
+  *reported = total;
+}
+
+void gp_records_start_lost(uint64_t n) {
+  lost_since(n, &R.start_lost_reported, 3);
 }
 
 void gp_records_cupti_dropped(uint64_t dropped) {
-  if (dropped <= R.cupti_lost_reported) return;
-  struct gpuphase_record r = {.kind = GPUPHASE_REC_LOST};
-  r.u.lost.start = gp_mono_ns();
-  r.u.lost.count = dropped - R.cupti_lost_reported;
-  r.u.lost.source = 1;
-  gp_records_add(0, &r);
-  R.lost_total += dropped - R.cupti_lost_reported;
-  R.cupti_lost_reported = dropped;
+  lost_since(dropped, &R.cupti_lost_reported, 1);
 }
