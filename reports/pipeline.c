@@ -75,8 +75,16 @@ static int feed_all(gpuphase_reader *rd, gp_attr *a, const char *path,
  * calling thread feeds the engine: the records go between them in batches
  * of copies, their blobs copied with them (a record handed out by the
  * reader lives only until the next one). The engine sees the same records
- * in the same order, so the output is that of one thread. */
-enum { BATCH_RECS = 2048, BATCH_BYTES = 128 * 1024, NBATCH = 4 };
+ * in the same order, so the output is that of one thread.
+ *
+ * Eight batches of 2,048 (2.4 MB of copies): the reading stops for about
+ * a millisecond at each frame it decompresses (256 KB, some 30,000
+ * records) and runs ahead of the engine in between, so the ring has to
+ * absorb both. With four, the reader waited for room at one batch in
+ * three and the engine for records at every frame: -j 2 was 14% slower
+ * (docs/performance.md, "Two threads, one file"). Larger batches, or
+ * more of them, spill out of the core's cache and gain nothing. */
+enum { BATCH_RECS = 2048, BATCH_BYTES = 128 * 1024, NBATCH = 8 };
 
 struct batch {
   struct gpuphase_record *recs; /* BATCH_RECS */
