@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gp_fd.h"
 #include "gp_lifecycle.h"
 #include "gp_pmsample.h"
 #include "gp_rings.h"
@@ -162,6 +163,10 @@ static int start_process(void) {
    * while CUPTI loads and initialises, which can take long (before, a
    * signal then left a file with a header only). */
   gp_signals_arm(complete_for_signal);
+  /* CUPTI's loading and set-up (and the PM sampler's) may open
+   * descriptors of their own: a closed 0, 1 or 2 is held meanwhile, so
+   * that none of them lands there (gp_fd.h). */
+  unsigned held = gp_fd_std_hold();
   /* CUPTI before anything else is enabled; it needs our thread marked
    * internal so its own CUDA calls are not recorded. */
   if (gp_cfg.cupti) gp_dev_start();
@@ -169,6 +174,7 @@ static int start_process(void) {
     gp_writer_note_degraded(gp_mono_ns(), 1,
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
   gp_pmsample_begin(); /* after CUPTI activity, when GPUPHASE_PM=1 */
+  gp_fd_std_release(held);
   gp_sampler_start(); /* device counters, on a thread of its own */
   atexit(shutdown_atexit);
   return 0;

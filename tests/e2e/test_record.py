@@ -1427,8 +1427,15 @@ def t_closed_std():
     they do without the profiler (before, it read libunwind's pipe and
     wrote its output into the pipe and the trace file), and the trace is
     complete. With call sites on and off (libunwind is set up either way),
-    and with NVML's set-up allowed."""
-    for extra in ({}, {"GPUPHASE_STACKS": "off"}, {"GPUPHASE_NVML": "0"}):
+    with NVML's set-up allowed, and with a CUPTI library that opens three
+    descriptors of its own while it loads and keeps them (slowcupti.c):
+    before, they took 0, 1 and 2, and the program read /dev/zero and
+    wrote into it."""
+    slow = os.path.join(PROGDIR, "libe2e-slowcupti.so")
+    cupti_fds = {"GPUPHASE_CUPTI_LIB": slow, "GP_SLOWCUPTI_MS": "0",
+                 "GP_SLOWCUPTI_FDS": "3"}
+    for extra in ({}, {"GPUPHASE_STACKS": "off"}, {"GPUPHASE_NVML": "0"},
+                  cupti_fds):
         base = run([prog(HARDEN), "closestd", "4"], workdir(), extra, preload=False)
         check(base.returncode == 0, f"without the profiler: returned {base.returncode}")
         d = workdir()
