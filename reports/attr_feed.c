@@ -174,6 +174,8 @@ void gp_attr_free(gp_attr *a) {
   for (size_t i = 0; i < sizeof idx / sizeof *idx; i++)
     gp_idx_free(idx[i]);
   gp_u64map_free(&a->corr);
+  gp_u64map_free(&a->sdev);
+  gp_u64map_free(&a->edev);
   gp_u64map_free(&a->allocs);
   gp_u64map_free(&a->ranges);
   free(a->gnodes);
@@ -435,6 +437,111 @@ int gp_graph_role(const char *n) {
   return 0;
 }
 
+int gp_event_role(const char *n) {
+  static const struct {
+    const char *name;
+    int role;
+  } t[] = {{"cudaEventRecord", GP_ER_RECORD},
+           {"cudaEventRecordWithFlags", GP_ER_RECORD},
+           {"cuEventRecord", GP_ER_RECORD},
+           {"cuEventRecordWithFlags", GP_ER_RECORD},
+           {"cudaEventSynchronize", GP_ER_WAIT},
+           {"cudaEventQuery", GP_ER_WAIT},
+           {"cuEventSynchronize", GP_ER_WAIT},
+           {"cuEventQuery", GP_ER_WAIT},
+           {"cudaStreamDestroy", GP_ER_STREAM_DESTROY},
+           {"cuStreamDestroy", GP_ER_STREAM_DESTROY},
+           {"cuStreamDestroy_v2", GP_ER_STREAM_DESTROY}};
+  if (!n) return 0;
+  size_t len = strlen(n);
+  /* the per-thread default stream variants: the same call */
+  if (len > 5 && (!strcmp(n + len - 5, "_ptsz") || !strcmp(n + len - 5, "_ptds")))
+    len -= 5;
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    if (strlen(t[i].name) == len && !strncmp(n, t[i].name, len))
+      return t[i].role;
+  return 0;
+}
+
+/* ---- Streams' devices ----
+ * A call's device is the thread's current device (API.device), except for
+ * a call on an application stream (a handle above 2: 0, 1 and 2 are the
+ * current device's default streams) whose device the trace has shown, and
+ * for an event wait whose event was recorded on a stream: their device is
+ * that stream's. A stream's device is learned from the device record of
+ * work launched on it (a kernel, copy or memset: its device is the one
+ * that ran it), which names the call by its correlation id; lring keeps
+ * the stream of the last 1,024 calls by that id, which is enough to learn
+ * each stream once. A stream destroyed forgets its device (CUDA may give
+ * its handle to a new stream of another device). */
+static inline struct sdslot *sd_slot(struct gp_attr *a, uint64_t stream) {
+  return &a->sdc[(stream >> 4 ^ stream >> 10) & 63];
+}
+
+static void __attribute__((noinline))
+learn_stream_slow(struct gp_attr *a, struct lslot *l, uint64_t device) {
+  uint64_t stream = l->stream;
+  l->corr = 0;
+  if (gp_u64map_put(&a->sdev, stream, device) < 0) {
+    a->oom = 1;
+    return;
+  }
+  *sd_slot(a, stream) = (struct sdslot){stream, (int64_t)device};
+}
+
+static inline void learn_stream(struct gp_attr *a, uint64_t corr,
+                                uint64_t device) {
+  struct lslot *l = &a->lring[corr & 1023];
+  if (__builtin_expect(l->corr == corr && corr, 0))
+    learn_stream_slow(a, l, device);
+}
+
+/* The device of call r (API.device unless the rules above say otherwise);
+ * the stream looked up in the cache first (call_device_fast). */
+static int64_t __attribute__((noinline))
+call_device(struct gp_attr *a, const struct apidef *def,
+            const struct gpuphase_api *r) {
+  int64_t d = r->device;
+  if (def->ev_role == GP_ER_WAIT) {
+    uint64_t *v = r->ptr ? gp_u64map_get(&a->edev, r->ptr) : NULL;
+    return v ? (int64_t)*v : d;
+  }
+  if (r->stream > 2) {
+    struct sdslot *c = sd_slot(a, r->stream);
+    uint64_t *v = c->stream == r->stream ? NULL
+                                         : gp_u64map_get(&a->sdev, r->stream);
+    if (c->stream == r->stream) {
+      d = c->dev;
+    } else if (v) {
+      *c = (struct sdslot){r->stream, (int64_t)*v};
+      d = (int64_t)*v;
+    } else if (r->corr) { /* not known yet: learn it from the call's work */
+      a->lring[r->corr & 1023] = (struct lslot){r->corr, r->stream};
+    }
+    if (def->ev_role == GP_ER_STREAM_DESTROY && r->ret == 0) {
+      gp_u64map_del(&a->sdev, r->stream, NULL);
+      if (c->stream == r->stream) c->stream = 0;
+    }
+  }
+  if (def->ev_role == GP_ER_RECORD && r->ptr && r->ret == 0 &&
+      gp_u64map_put(&a->edev, r->ptr, (uint64_t)d) < 0)
+    a->oom = 1;
+  return d;
+}
+
+/* call_device, with the usual case inline: a call on a stream whose device
+ * is in the cache, or a call on none of the current device's. */
+static inline int64_t call_device_fast(struct gp_attr *a,
+                                       const struct apidef *def,
+                                       const struct gpuphase_api *r) {
+  if (__builtin_expect(!def->ev_role, 1)) {
+    if (r->stream <= 2) return r->device;
+    const struct sdslot *c = sd_slot(a, r->stream);
+    if (c->stream == r->stream) return c->dev;
+  }
+  return call_device(a, def, r);
+}
+
 static void on_graph_mem(struct gp_attr *a, const struct apidef *def,
                          const struct gpuphase_api *r, uint64_t t) {
   if (r->ret != 0 || (r->flags & GPUPHASE_OP_CAPTURED)) return;
@@ -585,9 +692,9 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   /* indices, not pointers: on_mem may add a device and move the table */
   uint32_t ti, dev = NODEV;
   IDX_OF(a, thr_map, thr, r->thread, gp_attr_thr_add(a, r->thread), ti);
-  if (r->device >= 0)
-    IDX_OF(a, dev_map, dev, (uint64_t)r->device,
-           gp_attr_dev_add(a, r->device), dev);
+  int64_t rdev = call_device_fast(a, def, r);
+  if (rdev >= 0)
+    IDX_OF(a, dev_map, dev, (uint64_t)rdev, gp_attr_dev_add(a, rdev), dev);
   a->thr[ti].calls++;
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
     on_mem(a, r, def->cls, s);
@@ -720,6 +827,7 @@ static int kq_grow(struct gp_attr *a, struct dev *d) {
 static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t end = r->end >= r->start ? r->end : r->start;
   a->n_devrec++;
+  learn_stream(a, r->corr, r->device);
   uint64_t s = timed(a, r->start, end, 1);
   struct dev *d = gp_attr_dev(a, (int64_t)r->device);
   struct kst *k = kst_get(a, r->name);
@@ -852,6 +960,7 @@ static void link_copy(struct gp_attr *a, const struct gpuphase_memcpy *r,
 static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
   uint64_t end = r->end >= r->start ? r->end : r->start;
   a->n_devrec++;
+  learn_stream(a, r->corr, r->device);
   uint64_t s = timed(a, r->start, end, 1);
   struct dev *d = gp_attr_dev(a, (int64_t)r->device);
   if (!d) return;
@@ -886,6 +995,7 @@ static void on_memcpy(struct gp_attr *a, const struct gpuphase_memcpy *r) {
 static void on_memset(struct gp_attr *a, const struct gpuphase_memset *r) {
   uint64_t end = r->end >= r->start ? r->end : r->start;
   a->n_devrec++;
+  learn_stream(a, r->corr, r->device);
   uint64_t s = timed(a, r->start, end, 1);
   struct dev *d = gp_attr_dev(a, (int64_t)r->device);
   if (!d) return;
@@ -991,6 +1101,7 @@ feed(gp_attr *a, const struct gpuphase_record *rec) {
       d->cls = rec->u.api_def.cls;
       d->layer = rec->u.api_def.layer;
       d->graph_role = gp_graph_role(gp_attr_str(a, d->name));
+      d->ev_role = gp_event_role(gp_attr_str(a, d->name));
       d->sc_ones = gp_steps_ones(d->cls);
     }
     break;

@@ -96,9 +96,18 @@ enum {
 };
 int gp_graph_role(const char *api_name);
 
+/* apidef.ev_role: calls whose device is their stream's or event's */
+enum {
+  GP_ER_RECORD = 1,    /* records an event (ptr) on a stream */
+  GP_ER_WAIT,          /* waits for or polls an event (ptr) */
+  GP_ER_STREAM_DESTROY /* ends a stream: its handle may be reused */
+};
+int gp_event_role(const char *api_name);
+
 struct apidef {
   uint64_t id, name, cls, layer;
   int graph_role; /* GP_GR_*: a part in graph memory accounting, or 0 */
+  int ev_role;    /* GP_ER_*: an event or stream call call_device reads */
   uint64_t count, total, blocked, errors;
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
@@ -211,6 +220,20 @@ struct gp_attr {
   int oom;
   struct gp_idx str_map, thr_map, api_map, dev_map, k_map, ph_map;
   struct gp_u64map corr, allocs, ranges;
+  /* The devices of the application's streams and events, where the trace
+   * shows them (attr_feed.c, call_device): a stream's from the device
+   * record of work launched on it, found through lring (the stream of
+   * recent calls on streams not yet known, by correlation id), an event's
+   * from the stream it was last recorded on. sdc: a direct-mapped cache
+   * of sdev (stream 0: empty). */
+  struct gp_u64map sdev, edev;
+  struct sdslot {
+    uint64_t stream;
+    int64_t dev;
+  } sdc[64];
+  struct lslot {
+    uint64_t corr, stream;
+  } lring[1024];
   /* graph memory: alloc nodes (graph, address, size, device) and the
    * executable graphs instantiated from graphs (exec, graph, launched) */
   struct gnode {

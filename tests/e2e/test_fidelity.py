@@ -1,6 +1,6 @@
 """End-to-end runs of programs written like real ones (prog_arrays.c,
 prog_managed.c, prog_occupancy.c, prog_streams_callbacks.c,
-prog_omp2gpu.c) on the simulated GPU: the same exit code and stdout with
+prog_omp2gpu.c, prog_xstream.c) on the simulated GPU: the same exit code and stdout with
 and without the shim, every device record linked to exactly one API
 record, and the kernel and copy counts, bytes, durations and memory
 figures that the simulator's documented model predicts
@@ -262,8 +262,55 @@ def t_omp2gpu():
               f"device {d}: memory peak {dv['utilization']['mem_peak_bytes']}")
 
 
+def idle_overlap(intervals, busy, lo, hi):
+    """The time in [lo, hi) covered by intervals and by none of busy."""
+    total = 0
+    for s, e in intervals:
+        s, e = max(s, lo), min(e, hi)
+        if s >= e:
+            continue
+        cuts = sorted((max(bs, s), min(be, e)) for bs, be in busy if bs < e and be > s)
+        t, covered = s, 0
+        for bs, be in cuts:
+            if be > t:
+                covered += be - max(bs, t)
+                t = be
+        total += (e - s) - covered
+    return total
+
+
+def t_xstream():
+    """Waits from GPU 0 for work on GPU 1's stream (cudaStreamSynchronize
+    on it, cudaEventSynchronize on an event recorded on it): the calls are
+    booked on GPU 1, the device they wait for, not on GPU 0, the thread's
+    current device. Before, GPU 0 (which runs nothing) showed the two waits
+    as sync idle and GPU 1 none. GPU 1's sync idle is the part of the two
+    waits during which it ran no kernel, worked out here from the records."""
+    recs, calls, path, out = run_both("e2e-prog-xstream", extra={"GPUSIM_DEVICES": "2"})
+    check(out == "done\n", f"output {out!r}")
+    ks = by_kind(recs, "kernel")
+    check(len(ks) == 10 and all(k["device"] == 1 for k in ks), "10 kernels, all on GPU 1")
+    check(all(k["end"] - k["start"] == 200000 for k in ks), "kernels of 200 us (20 waves)")
+    waits = only(calls, "cudaStreamSynchronize") + only(calls, "cudaEventSynchronize")
+    check(len(waits) == 2 and all(w["device"] == 0 for w in waits),
+          "two waits, made with GPU 0 current")
+    j = report(path)
+    g0, g1 = device_of(j, 0)["breakdown"], device_of(j, 1)["breakdown"]
+    check(g0["sync_idle"]["ns"] == 0 and g0["launch"]["ns"] == 0,
+          f"GPU 0 ran nothing and no call waited for it: {g0}")
+    busy = [(k["start"], k["end"]) for k in ks]
+    # the waits lie inside the window (from the first call to the last event)
+    want = idle_overlap([(w["start"], w["end"]) for w in waits], busy, 0, 1 << 64)
+    check(want > 0, "the waits outlast the kernels (the simulator's return latency)")
+    check(g1["sync_idle"]["ns"] == want,
+          f"GPU 1 sync idle {g1['sync_idle']['ns']} ns, the waits' idle part {want} ns")
+    check(g0["host_wait"]["ns"] == device_of(j, 0)["window_ns"],
+          f"GPU 0 all host wait: {g0}")
+
+
 if __name__ == "__main__":
     sys.exit(main({
         "arrays": t_arrays, "managed": t_managed, "occupancy": t_occupancy,
         "streams_callbacks": t_streams_callbacks, "omp2gpu": t_omp2gpu,
+        "xstream": t_xstream,
     }))
