@@ -457,6 +457,59 @@ static void say_error(const char *msg) {
   fprintf(stderr, "gpuphase-report: %s\n", clean);
 }
 
+/* Inputs that hold one process (the same host, pid and first CUDA call:
+ * a trace given twice or copied, or summaries of overlapping sets of
+ * traces) are counted once each: said on stderr, a line per input after
+ * the first, since it is rarely what was meant. */
+struct proc_key {
+  const struct gp_proc_res *p;
+  size_t i;
+};
+
+static int key_cmp(const void *x, const void *y) {
+  const struct gp_proc_res *a = ((const struct proc_key *)x)->p,
+                           *b = ((const struct proc_key *)y)->p;
+  if (a->started != b->started) return a->started ? -1 : 1;
+  int c = strcmp(a->host ? a->host : "", b->host ? b->host : "");
+  if (c) return c;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
+  size_t i = ((const struct proc_key *)x)->i, j = ((const struct proc_key *)y)->i;
+  return i < j ? -1 : i > j;
+}
+
+static void warn_twice(struct gp_proc_res *const *procs, size_t n,
+                       int merging) {
+  struct proc_key *k = n > 1 ? malloc(n * sizeof *k) : NULL;
+  if (!k) return;
+  for (size_t i = 0; i < n; i++)
+    k[i] = (struct proc_key){procs[i], i};
+  qsort(k, n, sizeof *k, key_cmp);
+  for (size_t i = 1, first = 0; i < n; i++) {
+    const struct gp_proc_res *a = k[first].p, *b = k[i].p;
+    if (!b->started || a->pid != b->pid || a->wstart != b->wstart ||
+        strcmp(a->host ? a->host : "", b->host ? b->host : "")) {
+      first = i;
+      continue;
+    }
+    char ca[4608], cb[4608];
+    gp_text_clean(a->file ? a->file : "?", ca, sizeof ca, sizeof ca - 1);
+    gp_text_clean(b->file ? b->file : "?", cb, sizeof cb, sizeof cb - 1);
+    if (!strcmp(ca, cb))
+      fprintf(stderr,
+              "gpuphase-report: warning: %s is %s: its process is counted "
+              "each time\n",
+              cb, merging ? "in more than one summary" : "given more than once");
+    else
+      fprintf(stderr,
+              "gpuphase-report: warning: %s holds the same process as %s "
+              "(pid %lld, first CUDA call at the same instant): it is "
+              "counted for each\n",
+              cb, ca, (long long)b->pid);
+  }
+  free(k);
+}
+
 /* The files, read at once by o->threads threads; what is said on stderr
  * (the warnings in file order, then the first error) is what reading them
  * one by one says. */
@@ -482,6 +535,7 @@ static int read_all(int n, char **files, const struct opts *o,
               "to its last complete frame\n",
               files[i]);
   }
+  warn_twice(procs, (size_t)n, 0);
   return 0;
 }
 
@@ -600,6 +654,7 @@ static int merge(const struct opts *o, char **files, size_t n) {
     say_error(err);
     rc = 1;
   }
+  if (!rc) warn_twice(set.procs, set.n, 1);
   struct gp_report_opts ro = o->ro;
   ro.link_gbps = set.link_gbps;
   struct gp_proc_res *sum = NULL;

@@ -422,7 +422,38 @@ def test_no_summary():
           f"compare: {j['new']['runs'][0].get('truncated')} {j.get('notes')} {err!r}")
 
 
-for t in (test_json, test_windows, test_text, test_html, test_perfetto_utf8, test_degraded, test_several,
+
+def test_twice():
+    """One process given twice (the same file, a copy of it, summaries
+    that overlap) is counted each time, as any file is, and said once per
+    extra input on stderr; distinct processes, even with one pid and host,
+    say nothing."""
+    a = trace("tw1.gph")
+    b = trace("tw2.gph", "--pid", "77")
+    rc, _, err = run("-f", "json", a, b)
+    check(rc == 0 and err == "", f"distinct processes: rc {rc}, stderr {err!r}")
+    j, _ = report_json(a, b, a)
+    check(j["processes_count"] == 3, "the file given twice counts twice")
+    rc, _, err = run("-f", "json", a, b, a)
+    check(rc == 0 and err.count("\n") == 1 and
+          f"{a} is given more than once: its process is counted each time" in err,
+          f"given twice: {err!r}")
+    copy = os.path.join(TMP, "tw1-copy.gph")
+    with open(a, "rb") as f, open(copy, "wb") as g:
+        g.write(f.read())
+    rc, _, err = run("-f", "json", a, copy)
+    check(rc == 0 and f"{copy} holds the same process as {a} (pid 4242" in err,
+          f"a copy: {err!r}")
+    s1, s2 = os.path.join(TMP, "tw-a.sum"), os.path.join(TMP, "tw-b.sum")
+    check(run("-f", "summary", "-o", s1, a, b)[0] == 0 and
+          run("-f", "summary", "-o", s2, b)[0] == 0, "summaries written")
+    rc, out, err = run("merge", "-f", "json", s1, s2)
+    check(rc == 0 and json.loads(out)["processes_count"] == 3 and
+          f"{b} is in more than one summary" in err, f"merge: {err!r}")
+    rc, _, err = run("merge", "-f", "json", s1)
+    check(rc == 0 and err == "", f"merge of one summary: {err!r}")
+
+for t in (test_json, test_twice, test_windows, test_text, test_html, test_perfetto_utf8, test_degraded, test_several,
           test_output_file, test_errors, test_damaged, test_no_summary):
     t()
 print("failures:", failures)
