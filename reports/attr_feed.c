@@ -229,7 +229,9 @@ timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
     if (!opens_window) return UINT64_MAX;
     gp_sweep_start(a, s);
   }
-  if (end > a->wend) a->wend = end; /* every caller's end is >= s */
+  /* every caller's end is >= s; a store either way, so no branch on
+   * which record ends last */
+  a->wend = end > a->wend ? end : a->wend;
   if (a->wend >= a->wlimit) gp_win_fit(a);
   if (s < a->T) {
     a->diag.late++;
@@ -845,7 +847,11 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     k->c_occ = occupancy(d, threads, r->regs, smem);
   }
   uint64_t f = UINT64_MAX; /* SM count unknown */
-  if (sms) f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
+  if (sms < (1ull << 43)) { /* all real ones: min(blocks, sms) x FIX_ONE fits */
+    if (sms) f = (blocks < sms ? blocks : sms) * FIX_ONE / sms;
+  } else {
+    f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
+  }
   double occ = k->c_occ;
   kernel_stats(k, r, blocks, threads, end - r->start, f, occ);
   gp_steps_device(a, r->corr, k, end - r->start, 0, -1, 0);
@@ -862,8 +868,11 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     cov = (uint32_t)f;
     d->cov_rate += f;
   }
-  if (k->comm) flags |= HF_COMM, d->n_comm++;
-  if (sms && blocks * 2 < sms) flags |= HF_SMALL, d->n_small++;
+  /* without branches (the grids of successive kernels vary) */
+  uint32_t comm = k->comm != 0, small = sms && blocks * 2 < sms;
+  flags |= (uint16_t)(comm * HF_COMM | small * HF_SMALL);
+  d->n_comm += comm;
+  d->n_small += small;
   if (occ >= 0) {
     flags |= HF_OCC;
     occ_fix = (uint32_t)(occ * FIX_ONE + 0.5);

@@ -322,14 +322,14 @@ void gp_flush_dev_to(struct gp_attr *a, struct dev *d, uint64_t t) {
 
 static void kend_apply(struct dev *d, uint32_t cov, uint32_t occ,
                        uint32_t flags) {
+  /* without branches: the flags follow the kernels' sizes and names, which
+   * a branch predictor cannot tell (occ is 0 without HF_OCC) */
   d->n_kern--;
   d->cov_rate -= cov;
-  if (flags & HF_COMM) d->n_comm--;
-  if (flags & HF_SMALL) d->n_small--;
-  if (flags & HF_OCC) {
-    d->n_occ--;
-    d->occ_rate -= occ;
-  }
+  d->n_comm -= (flags & HF_COMM) != 0;
+  d->n_small -= (flags & HF_SMALL) != 0;
+  d->n_occ -= (flags & HF_OCC) != 0;
+  d->occ_rate -= occ;
 }
 
 /* account() for a stretch in which the device runs a kernel (n_kern > 0):
@@ -338,7 +338,9 @@ static void kend_apply(struct dev *d, uint32_t cov, uint32_t occ,
 static void account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
                            uint64_t to) {
   uint64_t len = to - from;
-  double cov = d->cov_rate >= FIX_ONE ? 1.0 : (double)d->cov_rate / FIX_ONE;
+  /* min(cov_rate, FIX_ONE) / FIX_ONE: 1.0 exactly at FIX_ONE */
+  double cov =
+      (double)(d->cov_rate < FIX_ONE ? d->cov_rate : FIX_ONE) / FIX_ONE;
   double occ = (double)d->occ_rate / FIX_ONE;
   struct gp_breakdown *b = &d->tot;
   b->cat[GP_CAT_KERNEL] += len;
