@@ -394,15 +394,18 @@ static void add_blk(struct gp_attr *a, uint64_t ptr, uint64_t bytes,
   mem_change(a, slot, bytes, 1, t);
 }
 
+/* dev: the call's device (call_device): a stream-ordered allocation
+ * comes from its stream's device's pool, any other from the current
+ * device. */
 static void on_mem(struct gp_attr *a, const struct gpuphase_api *r,
-                   uint64_t cls, uint64_t t) {
+                   uint64_t cls, uint64_t t, int64_t dev) {
   if (r->ret != 0 || !r->ptr) return;
   if (cls & GPUPHASE_API_FREE) {
     free_blk(a, r->ptr, t);
     return;
   }
-  add_blk(a, r->ptr, r->bytes, r->device, (cls & GPUPHASE_API_HOSTMEM) != 0,
-          t);
+  add_blk(a, r->ptr, r->bytes, cls & GPUPHASE_API_ASYNC ? dev : r->device,
+          (cls & GPUPHASE_API_HOSTMEM) != 0, t);
 }
 
 /* Graph memory (docs/attribution.md): an alloc node's memory counts from
@@ -699,7 +702,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
     IDX_OF(a, dev_map, dev, (uint64_t)rdev, gp_attr_dev_add(a, rdev), dev);
   a->thr[ti].calls++;
   if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
-    on_mem(a, r, def->cls, s);
+    on_mem(a, r, def->cls, s, rdev);
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
   if (def->graph_role) on_graph_mem(a, def, r, s);
   int cl = call_class(a, r, def->cls, end);

@@ -283,8 +283,8 @@ def t_xstream():
     """Waits from GPU 0 for work on GPU 1's stream (cudaStreamSynchronize
     on it, cudaEventSynchronize on an event recorded on it): the calls are
     booked on GPU 1, the device they wait for, not on GPU 0, the thread's
-    current device. Before, GPU 0 (which runs nothing) showed the two waits
-    as sync idle and GPU 1 none. GPU 1's sync idle is the part of the two
+    current device; so is a cudaMallocAsync on that stream (its memory). Before, GPU 0 (which runs nothing) showed the two waits
+    as sync idle and GPU 1 none. GPU 1's sync idle is the part of the
     waits during which it ran no kernel, worked out here from the records."""
     recs, calls, path, out = run_both("e2e-prog-xstream", extra={"GPUSIM_DEVICES": "2"})
     check(out == "done\n", f"output {out!r}")
@@ -292,8 +292,8 @@ def t_xstream():
     check(len(ks) == 10 and all(k["device"] == 1 for k in ks), "10 kernels, all on GPU 1")
     check(all(k["end"] - k["start"] == 200000 for k in ks), "kernels of 200 us (20 waves)")
     waits = only(calls, "cudaStreamSynchronize") + only(calls, "cudaEventSynchronize")
-    check(len(waits) == 2 and all(w["device"] == 0 for w in waits),
-          "two waits, made with GPU 0 current")
+    check(len(waits) == 3 and all(w["device"] == 0 for w in waits),
+          "three waits (two on the stream, one on the event), made with GPU 0 current")
     j = report(path)
     g0, g1 = device_of(j, 0)["breakdown"], device_of(j, 1)["breakdown"]
     check(g0["sync_idle"]["ns"] == 0 and g0["launch"]["ns"] == 0,
@@ -306,6 +306,12 @@ def t_xstream():
           f"GPU 1 sync idle {g1['sync_idle']['ns']} ns, the waits' idle part {want} ns")
     check(g0["host_wait"]["ns"] == device_of(j, 0)["window_ns"],
           f"GPU 0 all host wait: {g0}")
+    # the stream-ordered allocation on GPU 1's stream, GPU 0 current
+    allocs = only(calls, "cudaMallocAsync")
+    check(len(allocs) == 1 and allocs[0]["device"] == 0 and allocs[0]["bytes"] == MB,
+          "one cudaMallocAsync of 1 MiB made with GPU 0 current")
+    peaks = [device_of(j, d)["utilization"]["mem_peak_bytes"] for d in (0, 1)]
+    check(peaks == [0, MB], f"memory peaks of GPU 0 and 1: {peaks}, want [0, {MB}]")
 
 
 if __name__ == "__main__":
