@@ -46,6 +46,17 @@ static struct cudaKernelNodeParams kernel(void (*f)(void), unsigned blocks) {
   return p;
 }
 
+/* A graph allocation of MIB bytes on device 0 (its address is set when
+ * the node is added). */
+static struct cudaMemAllocNodeParams alloc_params(void) {
+  struct cudaMemAllocNodeParams ap = {0};
+  ap.poolProps.allocType = cudaMemAllocationTypePinned;
+  ap.poolProps.location.type = cudaMemLocationTypeDevice;
+  ap.poolProps.location.id = 0;
+  ap.bytesize = MIB;
+  return ap;
+}
+
 static size_t free_mem(void) {
   size_t f = 0, t = 0;
   cudaMemGetInfo(&f, &t);
@@ -62,11 +73,7 @@ static void run(void) {
   cudaGraph_t g;
   cudaGraphNode_t alloc, set, ka, copy, kb, host, release;
   OK(cudaGraphCreate(&g, 0));
-  struct cudaMemAllocNodeParams ap = {0};
-  ap.poolProps.allocType = cudaMemAllocationTypePinned;
-  ap.poolProps.location.type = cudaMemLocationTypeDevice;
-  ap.poolProps.location.id = 0;
-  ap.bytesize = MIB;
+  struct cudaMemAllocNodeParams ap = alloc_params();
   OK(cudaGraphAddMemAllocNode(&alloc, g, NULL, 0, &ap));
   struct cudaMemsetParams sp = {
       .dst = ap.dptr, .value = 0, .elementSize = 1, .width = 1000, .height = 1};
@@ -114,11 +121,7 @@ static void unfreed(void) {
   cudaGraphExec_t exec;
   cudaGraphNode_t alloc;
   OK(cudaGraphCreate(&g, 0));
-  struct cudaMemAllocNodeParams ap = {0};
-  ap.poolProps.allocType = cudaMemAllocationTypePinned;
-  ap.poolProps.location.type = cudaMemLocationTypeDevice;
-  ap.poolProps.location.id = 0;
-  ap.bytesize = MIB;
+  struct cudaMemAllocNodeParams ap = alloc_params();
   OK(cudaGraphAddMemAllocNode(&alloc, g, NULL, 0, &ap));
   OK(cudaGraphInstantiate(&exec, g, 0));
   OK(cudaGraphLaunch(exec, 0));

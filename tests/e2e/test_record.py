@@ -375,19 +375,31 @@ def t_exec():
     """exec completes the current image's trace; the new image (same pid)
     keeps the preload and the output pattern although its environment was
     replaced, and writes a second file instead of overwriting."""
+    exec_pair("exec", 3)
+
+
+def exec_pair(mode, kernels_before):
+    """Runs prog_lifecycle MODE, which launches kernels_before kernels,
+    replaces its image, and launches 2 more: two traces, the first complete
+    (its summary), the second of the new image."""
     d = workdir()
-    p = run([prog("e2e-prog-lifecycle"), "exec"], d, {"GPUPHASE_OUTPUT": "t-%p.gph"})
-    check(p.returncode == 0, f"exec program returned {p.returncode}: {p.stderr}")
+    p = run([prog("e2e-prog-lifecycle"), mode], d, {"GPUPHASE_OUTPUT": "t-%p.gph"})
+    check(p.returncode == 0, f"{mode} program returned {p.returncode}: {p.stderr}")
     files = traces(d)
-    check(len(files) == 2, f"two traces expected (before and after exec): {files}")
+    check(len(files) == 2, f"{mode}: two traces expected (before and after exec): {files}")
     first = [f for f in files if not f.endswith(".1.gph")]
     second = [f for f in files if f.endswith(".1.gph")]
-    check(len(first) == 1 and len(second) == 1, f"names {files}")
+    check(len(first) == 1 and len(second) == 1, f"{mode}: names {files}")
+    if len(first) != 1 or len(second) != 1:
+        return
     a, _ = dump(first[0])
     b, _ = dump(second[0])
-    check(len(by_kind(a, "kernel")) == 3 and len(by_kind(a, "summary")) == 1,
-          "the pre-exec trace must be complete")
-    check(len(by_kind(b, "kernel")) == 2, "the post-exec image must be profiled")
+    check(len(by_kind(a, "kernel")) == kernels_before and len(by_kind(a, "summary")) == 1,
+          f"{mode}: the pre-exec trace must be complete "
+          f"({len(by_kind(a, 'kernel'))} kernels, {len(by_kind(a, 'summary'))} summaries)")
+    i = info(first[0])
+    check(re.search(r"^status:\s+complete$", i.stdout, re.M), f"{mode}: info {i.stdout!r}")
+    check(len(by_kind(b, "kernel")) == 2, f"{mode}: the post-exec image must be profiled")
 
 
 def t_exec_fd():
@@ -395,22 +407,7 @@ def t_exec_fd():
     does (before, the first file had no records and no summary), and the
     new image keeps the preload and the settings."""
     for mode in ("fexecve", "execveat"):
-        d = workdir()
-        p = run([prog("e2e-prog-lifecycle"), mode], d, {"GPUPHASE_OUTPUT": "t-%p.gph"})
-        check(p.returncode == 0, f"{mode} program returned {p.returncode}: {p.stderr}")
-        files = traces(d)
-        check(len(files) == 2, f"{mode}: two traces expected (before and after exec): {files}")
-        first = [f for f in files if not f.endswith(".1.gph")]
-        second = [f for f in files if f.endswith(".1.gph")]
-        check(len(first) == 1 and len(second) == 1, f"{mode}: names {files}")
-        a, _ = dump(first[0])
-        b, _ = dump(second[0])
-        check(len(by_kind(a, "kernel")) == 5 and len(by_kind(a, "summary")) == 1,
-              f"{mode}: the pre-exec trace must be complete "
-              f"({len(by_kind(a, 'kernel'))} kernels, {len(by_kind(a, 'summary'))} summaries)")
-        i = info(first[0])
-        check(re.search(r"^status:\s+complete$", i.stdout, re.M), f"{mode}: info {i.stdout!r}")
-        check(len(by_kind(b, "kernel")) == 2, f"{mode}: the post-exec image must be profiled")
+        exec_pair(mode, 5)
 
 
 def t_spawn():
