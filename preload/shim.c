@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gp_fd.h"
@@ -155,14 +156,47 @@ __attribute__((constructor(101))) static void gp_init(void) {
 static void shutdown_atexit(void);
 static int complete_for_signal(int sig, int fault);
 
+/* While the first CUDA call starts the writer: 0 until it runs, 1 once it
+ * does, -1 if it could not start. A terminating signal that comes before
+ * it runs waits for it (complete_for_signal), or, on the starting thread
+ * itself, is deferred (start_sig) and sent once it runs. */
+static _Atomic int writer_phase;
+static _Atomic int start_sig;
+static pthread_t starter;
+
+/* The signal deferred while the writer started: the writer completes the
+ * trace and delivers it; without a writer it is delivered now. */
+static int start_deferred(void) {
+  int sig = atomic_load(&start_sig);
+  if (!sig) return 0;
+  atomic_store(&deferred_sig, sig);
+  if (atomic_load(&writer_phase) == 1) {
+    gp_writer_stop_deliver(sig);
+    return 1;
+  }
+  gp_signals_deliver(sig);
+  /* still here (the program blocks it now, say): it goes on unrecorded */
+  atomic_store(&deferred_sig, 0);
+  atomic_store(&gp_dying, 0);
+  return 1;
+}
+
 static int start_process(void) {
   if (gp_rings_start() != 0) return -1;
   gp_stacks_start(); /* before the writer thread, which reads its settings */
-  if (gp_writer_start() != 0) return -1;
-  /* The file exists: a terminating signal from now on completes it, even
-   * while CUPTI loads and initialises, which can take long (before, a
-   * signal then left a file with a header only). */
+  /* Armed before the file exists, so that a terminating signal never
+   * leaves a file with a header only: one that comes while the file is
+   * made and the writer starts (before, about 1 start in 75 of a soak's
+   * children signalled at once) completes the trace once it runs, as does
+   * one while CUPTI loads and initialises, which can take seconds. */
+  starter = pthread_self();
+  atomic_store(&writer_phase, 0);
+  atomic_store(&start_sig, 0);
   gp_signals_arm(complete_for_signal);
+  int rc = gp_writer_start();
+  atomic_store(&writer_phase, rc == 0 ? 1 : -1);
+  if (start_deferred()) return rc; /* the process is ending by it */
+  if (rc != 0) return -1;
   /* CUPTI's loading and set-up (and the PM sampler's) may open
    * descriptors of their own: a closed 0, 1 or 2 is held meanwhile, so
    * that none of them lands there (gp_fd.h). */
@@ -320,15 +354,35 @@ EXIT_WRAPPER(_Exit)
  * time, so that a stuck writer cannot keep the process from dying. Nothing
  * if another thread is already shutting down. */
 #define SIGNAL_WAIT_MS 5000
+#define START_WAIT_MS 2000
 static int complete_for_signal(int sig, int fault) {
   if (!gp_lifecycle_owner()) return 0; /* a vfork child: the parent's trace */
   if (pthread_mutex_trylock(&shutdown_lock) != 0) return 0;
   int deferred = 0;
   int st = atomic_load(&gp_state);
-  /* Starting: the writer runs (the handlers are armed once it does). The
+  /* Starting, before the writer runs: see writer_phase. Once it runs, the
    * thread starting it, inside the program's first CUDA call, has its
    * depth raised, so that the writer completes the trace while it goes
    * on; another thread waits for it, as when running. */
+  if (!shutdown_done && st == GP_STARTING && !atomic_load(&writer_phase)) {
+    if (pthread_equal(pthread_self(), starter)) {
+      /* inside the writer's start, which may hold a lock of the C
+       * library's: start_process sends it on once the writer runs */
+      if (!fault) {
+        shutdown_done = 1;
+        atomic_store(&start_sig, sig);
+        atomic_store(&gp_dying, 1);
+        deferred = 1;
+      }
+      pthread_mutex_unlock(&shutdown_lock);
+      return deferred;
+    }
+    /* another thread: the writer is about to run (a bounded wait) */
+    for (int i = 0; i < START_WAIT_MS && !atomic_load(&writer_phase); i++) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  }
   if (!shutdown_done && (st == GP_RUNNING || st == GP_STARTING)) {
     shutdown_done = 1;
     if (gp_ts.depth != 0 && !fault) {
@@ -363,6 +417,8 @@ static void atfork_child(void) {
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);
   atomic_store(&gp_dying, 0);
+  atomic_store(&writer_phase, 0);
+  atomic_store(&start_sig, 0);
   atomic_store(&main_gone, 0); /* this thread is the child's main thread */
   atomic_store(&gp_own_threads, 0);
   gp_writer_child_reset();

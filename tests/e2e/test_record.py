@@ -1119,6 +1119,52 @@ def t_signal_starting():
         check(not by_kind(recs, "api"), f"{args}: calls recorded before CUPTI ran")
 
 
+def t_signal_opening():
+    """SIGTERM after the trace file is made and before the writer thread
+    runs (a window of microseconds, made a second long by preloading
+    slowreserve.c ahead of the shim; before, about one start in 75 of the
+    soak's children, signalled at once, left a file with its header
+    only): the program dies by it and the trace is complete. Single-
+    threaded, the signal lands on the thread starting the writer, which
+    sends it on once the writer runs; with "startrace", on another thread,
+    which waits for the writer."""
+    slow = os.path.join(PROGDIR, "libe2e-slowreserve.so")
+    for args in (["spin"], ["startrace", "50"]):
+        d = workdir()
+        e = env(dict(NO_SAN_HANDLERS, GP_SLOWRESERVE_MS="1000"))
+        e["LD_PRELOAD"] = e["LD_PRELOAD"].replace(LIB, slow + ":" + LIB)
+        pr = subprocess.Popen([prog("e2e-prog-harden")] + args, cwd=d, env=e,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              restore_signals=True, preexec_fn=default_dispositions)
+        t0 = time.monotonic()
+        while not traces(d) and time.monotonic() - t0 < 10:
+            time.sleep(0.005)
+        check(traces(d), f"{args}: no trace file after 10 s")
+        time.sleep(0.2)  # within the reserve's second
+        check(pr.poll() is None, f"{args}: ended before the signal")
+        pr.send_signal(signal.SIGTERM)
+        try:
+            out, err = pr.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            raise Fail(f"{args}: still running 30 s after SIGTERM")
+        check("slowreserve: sleeping" in err,
+              f"{args}: the reserve was not slowed (not preloaded?): {err!r}")
+        check(pr.returncode == -signal.SIGTERM,
+              f"{args}: ended with {pr.returncode}, want -SIGTERM: {err!r}")
+        what = f"SIGTERM before the writer ran ({args[0]})"
+        if args[0] == "spin":
+            recs = complete_trace(d, what, 0)
+            check(not by_kind(recs, "api"), f"{what}: calls recorded")
+            continue
+        # the other threads go on while the signalled one waits for the
+        # writer: what they launched meanwhile may be in the trace
+        files = traces(d)
+        check(len(files) == 1, f"{what}: traces {files}")
+        recs, _ = dump(files[0])
+        check(len(by_kind(recs, "summary")) == 1, f"{what}: no summary (trace not completed)")
+
+
 def t_signal_setters():
     """sigset, bsd_signal and sysv_signal, like signal: the program reads
     back SIG_DFL where it set nothing (before, our handler), puts it back
@@ -1600,6 +1646,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
          "signals": t_signals, "signal_starting": t_signal_starting,
+         "signal_opening": t_signal_opening,
          "signal_setters": t_signal_setters,
          "signal_inside_call": t_signal_inside_call, "handlers": t_handlers, "disk_full": t_disk_full,
          "warn_long": t_warn_long, "run_badout": t_run_badout, "churn": t_churn,
