@@ -360,7 +360,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     opt[1] = (char)optopt;
     const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
     /* a write error: main's check of standard output names it */
-    if (c == 'h') return fputs(usage, stdout), 0;
+    if (c == 'h') return gp_put(usage, stdout), 0;
     if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION), 0;
     if (c == ':') return usage_error("option '%s' needs a value", name);
     if (c == '?') {

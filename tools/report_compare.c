@@ -443,7 +443,7 @@ static const struct option longs[] = {
 
 static void help(struct cli *c) {
   FILE *f = c->mem ? c->mem : stdout;
-  fputs(c->check ? check_usage : compare_usage, f);
+  gp_put(c->check ? check_usage : compare_usage, f);
   if (!c->check) return;
   fputs("\nMetrics:\n", f);
   for (int m = 0; m < GP_M_N; m++)

@@ -91,12 +91,20 @@ FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
   return f;
 }
 
+static int put_errno; /* why the last failed gp_put failed */
+
+void gp_put(const char *s, FILE *f) {
+  errno = 0;
+  if (fputs(s, f) == EOF && errno) put_errno = errno;
+}
+
 int gp_out_done(FILE *f, const char *prefix, const char *name) {
   int bad = ferror(f), e = 0;
   errno = 0;
   if (fflush(f)) bad = 1, e = errno;
   if (f != stdout && fclose(f) && !bad) bad = 1, e = errno;
   if (!bad) return 0;
+  if (!e) e = put_errno;
   fprintf(stderr, "%s: %s: write error: %s\n", prefix, name,
           e ? strerror(e) : "output lost");
   return -1;
@@ -241,7 +249,7 @@ int gp_cmd_dump(int argc, char **argv) {
   int mode = GP_OPEN_FILE_ORDER, opts = 1;
   for (int i = 1; i < argc; i++) {
     if (opts && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
-      fputs(dump_usage, stdout);
+      gp_put(dump_usage, stdout);
       return 0;
     }
     if (opts && !strcmp(argv[i], "--"))
@@ -512,7 +520,7 @@ int gp_cmd_info(int argc, char **argv) {
   int files = 0, status = 0, opts = 1;
   for (int i = 1; i < argc; i++) {
     if (opts && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
-      fputs(info_usage, stdout);
+      gp_put(info_usage, stdout);
       return 0;
     }
     if (opts && !strcmp(argv[i], "--"))

@@ -30,6 +30,11 @@ FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
  * "PREFIX: NAME: write error: REASON". */
 int gp_out_done(FILE *f, const char *prefix, const char *name);
 
+/* fputs(s, f) that keeps the reason of a failed write for gp_out_done: a
+ * text longer than stdio's buffer (a --help) is written at once, and the
+ * error it meets is not met again when f is flushed. */
+void gp_put(const char *s, FILE *f);
+
 /* After a failed write to path (NULL: standard output, left alone): the
  * partial file is removed when it is a regular file, so that a full disk
  * leaves no truncated report behind. */

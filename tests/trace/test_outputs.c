@@ -147,6 +147,9 @@ static void test_write_errors(const char *t, const char *b) {
       fprintf(stderr, "  command %zu (%s %s): exit status %d\n", i, args[0],
               args[1] ? args[1] : "", rc);
     CHECK(rc == 1 || rc == 2);
+    /* with the reason (a --help longer than stdio's buffer once said
+     * "output lost") */
+    CHECK(one_line("standard output: write error: No space left on device"));
     /* the same to /dev/null: a verdict (compare, check) or success, and
      * nothing to say */
     rc = run_to("/dev/null", O_WRONLY, args);
