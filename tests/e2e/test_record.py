@@ -1087,6 +1087,31 @@ def t_altstack():
             complete_trace(d, f"overflow, alternate stack of {size}", 3)
 
 
+def sigterm_starting(args, e):
+    """Runs prog_harden with args under env e, sends SIGTERM 0.2 s after
+    its trace file appears, and checks that the program died by it; the
+    work directory and the program's stderr."""
+    d = workdir()
+    pr = subprocess.Popen([prog("e2e-prog-harden")] + args, cwd=d, env=e,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          restore_signals=True, preexec_fn=default_dispositions)
+    t0 = time.monotonic()
+    while not traces(d) and time.monotonic() - t0 < 10:
+        time.sleep(0.005)
+    check(traces(d), f"{args}: no trace file after 10 s")
+    time.sleep(0.2)  # within the slowed start
+    check(pr.poll() is None, f"{args}: ended before the signal")
+    pr.send_signal(signal.SIGTERM)
+    try:
+        out, err = pr.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pr.kill()
+        raise Fail(f"{args}: still running 30 s after SIGTERM")
+    check(pr.returncode == -signal.SIGTERM,
+          f"{args}: ended with {pr.returncode}, want -SIGTERM: {err!r}")
+    return d, err
+
+
 def t_signal_starting():
     """SIGTERM while recording starts (the trace file made, CUPTI still
     loading: a CUPTI library whose loading takes 2 s, slowcupti.c): the
@@ -1096,25 +1121,7 @@ def t_signal_starting():
     call; with "startrace", 8 threads make their first calls together."""
     slow = os.path.join(PROGDIR, "libe2e-slowcupti.so")
     for args in (["spin"], ["startrace", "50"]):
-        d = workdir()
-        pr = subprocess.Popen([prog("e2e-prog-harden")] + args, cwd=d,
-                              env=env(dict(NO_SAN_HANDLERS, GPUPHASE_CUPTI_LIB=slow)),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              restore_signals=True, preexec_fn=default_dispositions)
-        t0 = time.monotonic()
-        while not traces(d) and time.monotonic() - t0 < 10:
-            time.sleep(0.01)
-        check(traces(d), f"{args}: no trace file after 10 s")
-        time.sleep(0.2)  # within CUPTI's 2 s loading
-        check(pr.poll() is None, f"{args}: ended before the signal")
-        pr.send_signal(signal.SIGTERM)
-        try:
-            out, err = pr.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            pr.kill()
-            raise Fail(f"{args}: still running 30 s after SIGTERM")
-        check(pr.returncode == -signal.SIGTERM,
-              f"{args}: ended with {pr.returncode}, want -SIGTERM: {err!r}")
+        d, _ = sigterm_starting(args, env(dict(NO_SAN_HANDLERS, GPUPHASE_CUPTI_LIB=slow)))
         recs = complete_trace(d, f"SIGTERM while starting ({args[0]})", 0)
         check(not by_kind(recs, "api"), f"{args}: calls recorded before CUPTI ran")
 
@@ -1130,28 +1137,11 @@ def t_signal_opening():
     which waits for the writer."""
     slow = os.path.join(PROGDIR, "libe2e-slowreserve.so")
     for args in (["spin"], ["startrace", "50"]):
-        d = workdir()
         e = env(dict(NO_SAN_HANDLERS, GP_SLOWRESERVE_MS="1000"))
         e["LD_PRELOAD"] = e["LD_PRELOAD"].replace(LIB, slow + ":" + LIB)
-        pr = subprocess.Popen([prog("e2e-prog-harden")] + args, cwd=d, env=e,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              restore_signals=True, preexec_fn=default_dispositions)
-        t0 = time.monotonic()
-        while not traces(d) and time.monotonic() - t0 < 10:
-            time.sleep(0.005)
-        check(traces(d), f"{args}: no trace file after 10 s")
-        time.sleep(0.2)  # within the reserve's second
-        check(pr.poll() is None, f"{args}: ended before the signal")
-        pr.send_signal(signal.SIGTERM)
-        try:
-            out, err = pr.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            pr.kill()
-            raise Fail(f"{args}: still running 30 s after SIGTERM")
+        d, err = sigterm_starting(args, e)
         check("slowreserve: sleeping" in err,
               f"{args}: the reserve was not slowed (not preloaded?): {err!r}")
-        check(pr.returncode == -signal.SIGTERM,
-              f"{args}: ended with {pr.returncode}, want -SIGTERM: {err!r}")
         what = f"SIGTERM before the writer ran ({args[0]})"
         if args[0] == "spin":
             recs = complete_trace(d, what, 0)
