@@ -473,25 +473,39 @@ int gp_event_role(const char *n) {
  * a call on an application stream (a handle above 2: 0, 1 and 2 are the
  * current device's default streams) whose device the trace has shown, and
  * for an event wait whose event was recorded on a stream: their device is
- * that stream's. A stream's device is learned from the device record of
- * work launched on it (a kernel, copy or memset: its device is the one
- * that ran it), which names the call by its correlation id; lring keeps
- * the stream of the last 1,024 calls by that id, which is enough to learn
- * each stream once. A stream destroyed forgets its device (CUDA may give
- * its handle to a new stream of another device). */
+ * that stream's. A stream's device is learned from the first kernel
+ * launched on it that succeeded (CUDA launches a kernel only on a stream
+ * of the current device), and from the device record of the first work
+ * launched on it (a kernel, copy or memset: its device is the one that ran
+ * it; it has the last word), which names the call by its correlation id;
+ * lring keeps the stream of the last 1,024 calls by that id, which is
+ * enough to learn each stream once. A stream destroyed forgets its device
+ * (CUDA may give its handle to a new stream of another device). */
 static inline struct sdslot *sd_slot(struct gp_attr *a, uint64_t stream) {
   return &a->sdc[(stream >> 4 ^ stream >> 10) & 63];
 }
 
-static void __attribute__((noinline))
-learn_stream_slow(struct gp_attr *a, struct lslot *l, uint64_t device) {
-  uint64_t stream = l->stream;
-  l->corr = 0;
+static void learn_stream_is(struct gp_attr *a, uint64_t stream,
+                            uint64_t device) {
   if (gp_u64map_put(&a->sdev, stream, device) < 0) {
     a->oom = 1;
     return;
   }
   *sd_slot(a, stream) = (struct sdslot){stream, (int64_t)device};
+}
+
+static void __attribute__((noinline))
+learn_stream_slow(struct gp_attr *a, struct lslot *l, uint64_t device) {
+  l->corr = 0;
+  learn_stream_is(a, l->stream, device);
+}
+
+/* A kernel launched (a grid), made on the stream, not captured into a
+ * graph: its stream is the current device's, which the call names. */
+static int launched_on(const struct apidef *def,
+                       const struct gpuphase_api *r) {
+  return (def->cls & GPUPHASE_API_LAUNCH) && r->grid && r->ret == 0 &&
+         r->device >= 0 && !(r->flags & GPUPHASE_OP_CAPTURED);
 }
 
 static inline void learn_stream(struct gp_attr *a, uint64_t corr,
@@ -520,8 +534,11 @@ call_device(struct gp_attr *a, const struct apidef *def,
     } else if (v) {
       *c = (struct sdslot){r->stream, (int64_t)*v};
       d = (int64_t)*v;
-    } else if (r->corr) { /* not known yet: learn it from the call's work */
-      a->lring[r->corr & 1023] = (struct lslot){r->corr, r->stream};
+    } else {
+      /* not known yet: from a kernel launched on it at once, and from the
+       * call's work when its device record comes (which has the last word) */
+      if (launched_on(def, r)) learn_stream_is(a, r->stream, (uint64_t)r->device);
+      if (r->corr) a->lring[r->corr & 1023] = (struct lslot){r->corr, r->stream};
     }
     if (def->ev_role == GP_ER_STREAM_DESTROY && r->ret == 0) {
       gp_u64map_del(&a->sdev, r->stream, NULL);

@@ -6,8 +6,13 @@
  * Then, GPU 0 current, it allocates 1 MiB stream-ordered on GPU 1's stream
  * (cudaMallocAsync: from that stream's device's pool), frees it there and
  * waits: a memory peak of 1 MiB on GPU 1, none on GPU 0.
+ * Last, a wait that begins before the device record of the stream's first
+ * work: GPU 1 current, a new stream s3 waits for an event recorded behind
+ * a kernel of 100 waves (1 ms) on another new stream s2, and one kernel is
+ * launched on s3; then, GPU 0 current, s3 is synchronised. s3's kernel
+ * starts only when the long one ends, after the wait began.
  * Model figures (test_fidelity.py): 2 x 5 kernels on GPU 1 of 20 waves
- * each (132 SMs, 2,640 blocks of 128 threads: 200 us at the default 10 us
+ * each, then one of 100 waves and one of 20 (132 SMs, 2,640 blocks of 128 threads: 200 us at the default 10 us
  * a wave), none on GPU 0; the two waits block on GPU 1's work, so no
  * thread is ever blocked on GPU 0. */
 #include <cuda_runtime_api.h>
@@ -16,13 +21,17 @@
 void xstream_work(void);
 void xstream_work(void) {}
 
-static int launches(cudaStream_t s) {
-  dim3 grid = {132u * 20u, 1, 1}, block = {128, 1, 1};
-  for (int i = 0; i < 5; i++)
+static int launch_n(cudaStream_t s, int n, unsigned waves) {
+  dim3 grid = {132u * waves, 1, 1}, block = {128, 1, 1};
+  for (int i = 0; i < n; i++)
     if (cudaLaunchKernel((const void *)xstream_work, grid, block, NULL, 0, s) !=
         cudaSuccess)
       return 1;
   return 0;
+}
+
+static int launches(cudaStream_t s) {
+  return launch_n(s, 5, 20);
 }
 
 int main(void) {
@@ -45,8 +54,17 @@ int main(void) {
   if (cudaMallocAsync(&p, 1u << 20, s1) != cudaSuccess ||
       cudaFreeAsync(p, s1) != cudaSuccess || cudaStreamSynchronize(s1) != cudaSuccess)
     return 1;
+  cudaStream_t s2, s3;
+  cudaEvent_t e2;
+  if (cudaSetDevice(1) != cudaSuccess || cudaStreamCreate(&s2) != cudaSuccess ||
+      cudaStreamCreate(&s3) != cudaSuccess || cudaEventCreate(&e2) != cudaSuccess ||
+      launch_n(s2, 1, 100) || cudaEventRecord(e2, s2) != cudaSuccess ||
+      cudaStreamWaitEvent(s3, e2, 0) != cudaSuccess || launch_n(s3, 1, 20) ||
+      cudaSetDevice(0) != cudaSuccess || cudaStreamSynchronize(s3) != cudaSuccess)
+    return 1;
   if (cudaSetDevice(1) != cudaSuccess || cudaEventDestroy(e1) != cudaSuccess ||
-      cudaStreamDestroy(s1) != cudaSuccess)
+      cudaEventDestroy(e2) != cudaSuccess || cudaStreamDestroy(s1) != cudaSuccess ||
+      cudaStreamDestroy(s2) != cudaSuccess || cudaStreamDestroy(s3) != cudaSuccess)
     return 1;
   puts("done");
   return 0;

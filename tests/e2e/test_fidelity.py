@@ -283,17 +283,25 @@ def t_xstream():
     """Waits from GPU 0 for work on GPU 1's stream (cudaStreamSynchronize
     on it, cudaEventSynchronize on an event recorded on it): the calls are
     booked on GPU 1, the device they wait for, not on GPU 0, the thread's
-    current device; so is a cudaMallocAsync on that stream (its memory). Before, GPU 0 (which runs nothing) showed the two waits
+    current device; so is a cudaMallocAsync on that stream (its memory),
+    and a wait that begins before the device record of its stream's first
+    work (known from the kernel launched on it; before, that wait was
+    GPU 0's). Before, GPU 0 (which runs nothing) showed the two waits
     as sync idle and GPU 1 none. GPU 1's sync idle is the part of the
     waits during which it ran no kernel, worked out here from the records."""
     recs, calls, path, out = run_both("e2e-prog-xstream", extra={"GPUSIM_DEVICES": "2"})
     check(out == "done\n", f"output {out!r}")
     ks = by_kind(recs, "kernel")
-    check(len(ks) == 10 and all(k["device"] == 1 for k in ks), "10 kernels, all on GPU 1")
-    check(all(k["end"] - k["start"] == 200000 for k in ks), "kernels of 200 us (20 waves)")
+    check(len(ks) == 12 and all(k["device"] == 1 for k in ks), "12 kernels, all on GPU 1")
+    durs = sorted(k["end"] - k["start"] for k in ks)
+    check(durs == [200000] * 11 + [1000000], f"kernels of 200 us (20 waves) and one of 1 ms: {durs}")
     waits = only(calls, "cudaStreamSynchronize") + only(calls, "cudaEventSynchronize")
-    check(len(waits) == 3 and all(w["device"] == 0 for w in waits),
-          "three waits (two on the stream, one on the event), made with GPU 0 current")
+    check(len(waits) == 4 and all(w["device"] == 0 for w in waits),
+          "four waits (three on streams, one on the event), made with GPU 0 current")
+    # the last wait began before its stream's first (and only) kernel
+    last = max(waits, key=lambda w: w["start"])
+    check(last["start"] < max(k["start"] for k in ks),
+          "the last wait begins before the device record of its stream's work")
     j = report(path)
     g0, g1 = device_of(j, 0)["breakdown"], device_of(j, 1)["breakdown"]
     check(g0["sync_idle"]["ns"] == 0 and g0["launch"]["ns"] == 0,
