@@ -382,6 +382,10 @@ static int complete_for_signal(int sig, int fault) {
       struct timespec ms = {0, 1000000};
       nanosleep(&ms, NULL);
     }
+    if (atomic_load(&writer_phase) != 1) { /* none came: nothing to complete */
+      pthread_mutex_unlock(&shutdown_lock);
+      return 0;
+    }
   }
   if (!shutdown_done && (st == GP_RUNNING || st == GP_STARTING)) {
     shutdown_done = 1;
