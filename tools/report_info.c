@@ -91,20 +91,22 @@ FILE *gp_out_open(const char *path, const char *mode, char *const *inputs,
   return f;
 }
 
-static int put_errno; /* why the last failed gp_put failed */
+/* why the last failed gp_put failed, and on which stream */
+static int put_errno;
+static const FILE *put_file;
 
 void gp_put(const char *s, FILE *f) {
   errno = 0;
-  if (fputs(s, f) == EOF && errno) put_errno = errno;
+  if (fputs(s, f) == EOF && errno) put_errno = errno, put_file = f;
 }
 
 int gp_out_done(FILE *f, const char *prefix, const char *name) {
-  int bad = ferror(f), e = 0;
+  int bad = ferror(f), e = 0, put = f == put_file;
   errno = 0;
   if (fflush(f)) bad = 1, e = errno;
   if (f != stdout && fclose(f) && !bad) bad = 1, e = errno;
   if (!bad) return 0;
-  if (!e) e = put_errno;
+  if (!e && put) e = put_errno;
   fprintf(stderr, "%s: %s: write error: %s\n", prefix, name,
           e ? strerror(e) : "output lost");
   return -1;

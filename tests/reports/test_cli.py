@@ -422,7 +422,6 @@ def test_no_summary():
           f"compare: {j['new']['runs'][0].get('truncated')} {j.get('notes')} {err!r}")
 
 
-
 def test_twice():
     """One process given twice (the same file, a copy of it, summaries
     that overlap) is counted each time, as any file is, and said once per
@@ -452,6 +451,7 @@ def test_twice():
           f"{b} is in more than one summary" in err, f"merge: {err!r}")
     rc, _, err = run("merge", "-f", "json", s1)
     check(rc == 0 and err == "", f"merge of one summary: {err!r}")
+
 
 for t in (test_json, test_twice, test_windows, test_text, test_html, test_perfetto_utf8, test_degraded, test_several,
           test_output_file, test_errors, test_damaged, test_no_summary):
