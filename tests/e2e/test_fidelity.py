@@ -1,6 +1,6 @@
 """End-to-end runs of programs written like real ones (prog_arrays.c,
 prog_managed.c, prog_occupancy.c, prog_streams_callbacks.c,
-prog_omp2gpu.c, prog_xstream.c) on the simulated GPU: the same exit code and stdout with
+prog_omp2gpu.c, prog_xstream.c, prog_ctxmix.c) on the simulated GPU: the same exit code and stdout with
 and without the shim, every device record linked to exactly one API
 record, and the kernel and copy counts, bytes, durations and memory
 figures that the simulator's documented model predicts
@@ -322,9 +322,50 @@ def t_xstream():
     check(peaks == [0, MB], f"memory peaks of GPU 0 and 1: {peaks}, want [0, {MB}]")
 
 
+def t_ctxmix():
+    """Runtime calls inside contexts the driver API made current
+    (cuCtxSetCurrent, cuCtxPushCurrent_v2, cuCtxPopCurrent_v2) run on
+    those contexts' devices, as CUDA's runtime does, and are recorded
+    there; cudaSetDevice replaces the current context. Before, the
+    simulated runtime made its own device's primary context current under
+    the program (cudaGetDevice said 0 and GPU 1's kernels ran on GPU 0)."""
+    recs, calls, path, out = run_both("e2e-prog-ctxmix", extra={"GPUSIM_DEVICES": "2"})
+    check(out == "devices 1 0 1 0\n", f"output {out!r}")
+    owner = linked(recs, calls)
+    ks = by_kind(recs, "kernel")
+    on = {d: sorted(k["end"] - k["start"] for k in ks if k["device"] == d) for d in (0, 1)}
+    check(on == {0: [100000, 100000], 1: [200000] * 3},
+          f"kernels by GPU {on}: want two of 100 us (10 waves) on GPU 0, three of 200 us on GPU 1")
+    for i, k in enumerate(ks):
+        check(owner[("kernel", i)]["device"] == k["device"],
+              f"the launch of kernel {i} is recorded on GPU {owner[('kernel', i)]['device']}, "
+              f"it ran on GPU {k['device']}")
+    waits = only(calls, "cudaDeviceSynchronize") + only(calls, "cudaStreamSynchronize")
+    waits.sort(key=lambda c: c["start"])
+    check([(w["fn"], w["device"]) for w in waits] ==
+          [("cudaDeviceSynchronize", 1), ("cudaStreamSynchronize", 0),
+           ("cudaDeviceSynchronize", 1), ("cudaDeviceSynchronize", 0)],
+          f"the waits and their GPUs: {[(w['fn'], w['device']) for w in waits]}")
+    mem = only(calls, "cudaMalloc") + only(calls, "cudaFree")
+    check(len(mem) == 2 and all(c["device"] == 1 for c in mem),
+          f"cudaMalloc and cudaFree on GPU 1: {mem}")
+    j = report(path)
+    peaks = [device_of(j, d)["utilization"]["mem_peak_bytes"] for d in (0, 1)]
+    check(peaks == [0, MB], f"memory peaks of GPU 0 and 1: {peaks}, want [0, {MB}]")
+    for d in (0, 1):
+        b = device_of(j, d)["breakdown"]
+        check(b["kernel"]["ns"] == sum(on[d]), f"GPU {d} kernel time {b['kernel']['ns']}")
+        blocked = [(c["start"], c["end"]) for c in waits + mem
+                   if c["device"] == d and c["fn"] != "cudaMalloc"]
+        busy = [(k["start"], k["end"]) for k in ks if k["device"] == d]
+        want = idle_overlap(blocked, busy, 0, 1 << 64)
+        check(b["sync_idle"]["ns"] == want,
+              f"GPU {d} sync idle {b['sync_idle']['ns']} ns, its blocking calls' idle part {want} ns")
+
+
 if __name__ == "__main__":
     sys.exit(main({
         "arrays": t_arrays, "managed": t_managed, "occupancy": t_occupancy,
         "streams_callbacks": t_streams_callbacks, "omp2gpu": t_omp2gpu,
-        "xstream": t_xstream,
+        "xstream": t_xstream, "ctxmix": t_ctxmix,
     }))

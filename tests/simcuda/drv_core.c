@@ -165,6 +165,11 @@ sim_ctx *gp_current_ctx(void) {
   return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
 }
 
+GPUSIM_EXPORT int gpusim_current_device(void) {
+  sim_ctx *c = gp_current_ctx();
+  return c ? c->dev : -1;
+}
+
 CUresult gp_need_ctx(sim_ctx **out) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   *out = gp_current_ctx();

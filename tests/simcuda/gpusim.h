@@ -83,6 +83,9 @@ void gpusim_api_enter(gpusim_api_frame *f, CUpti_CallbackDomain domain,
 void gpusim_api_exit(gpusim_api_frame *f, void *retval);
 CUfunction gpusim_function(const char *name);
 const char *gpusim_function_name(const void *maybe_function);
+/* The device of the calling thread's current context, -1 with none (no
+ * API call, no callback: the runtime asks it before each call). */
+int gpusim_current_device(void);
 unsigned long long gpusim_procaddr_count(void);
 const gpusim_cupti_ops *gpusim_cupti(void);
 int gpusim_device_ids(int dev, char *pci, size_t len, unsigned char uuid[16]);

@@ -156,7 +156,7 @@ const char *gp_rt_handle_name(const void *p);
 cudaError_t gp_rt_ctx(void);
 cudaError_t gp_rt_error(CUresult r);
 int gp_rt_device(void);
-void gp_rt_set_device(int dev);
+cudaError_t gp_rt_set_device(int dev);
 CUcontext gp_rt_primary(int dev);
 bool gp_rt_enter(gpusim_api_frame *f, CUpti_CallbackId cbid, const char *name,
                  const void *params, const char *symbol);

@@ -20,6 +20,7 @@ static struct {
   void (*exit)(gpusim_api_frame *, void *);
   CUfunction (*function)(const char *);
   const char *(*function_name)(const void *);
+  int (*current_device)(void);
   CUresult(CUDAAPI *proc)(const char *, void **, int, cuuint64_t,
                           CUdriverProcAddressQueryResult *);
   cudaError_t started;
@@ -30,8 +31,9 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext primary[GPUSIM_MAX_DEVICES];
 
+/* the device cudaSetDevice chose (0 by default): its primary context is
+ * made current when a call needs one and none is */
 static __thread int tls_device;
-static __thread int tls_bound = -1; /* device whose context is current */
 static __thread cudaError_t tls_error;
 
 typedef CUresult(CUDAAPI *proc_fn)(const char *, void **, int, cuuint64_t,
@@ -64,8 +66,10 @@ static void load(void) {
   drv.function = (__typeof__(drv.function))dlsym(drv.handle, "gpusim_function");
   drv.function_name =
       (__typeof__(drv.function_name))dlsym(drv.handle, "gpusim_function_name");
+  drv.current_device = (__typeof__(drv.current_device))dlsym(
+      drv.handle, "gpusim_current_device");
   if (!drv.proc || !cfg || !drv.enter || !drv.exit || !drv.function ||
-      !drv.function_name) {
+      !drv.function_name || !drv.current_device) {
     fprintf(stderr, "gpusim: libcuda.so.1 is not the simulated driver\n");
     return;
   }
@@ -179,12 +183,13 @@ cudaError_t gp_rt_error(CUresult r) {
   }
 }
 
+/* As the real runtime does with a context the driver API made current
+ * (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxCreate): the thread's device is
+ * that context's, and the runtime works in it. */
 int gp_rt_device(void) {
+  int cur = gp_rt_load() == cudaSuccess ? drv.current_device() : -1;
+  if (cur >= 0) tls_device = cur;
   return tls_device;
-}
-
-void gp_rt_set_device(int dev) {
-  tls_device = dev;
 }
 
 /* The primary context of a device, retained for the process. The driver
@@ -202,15 +207,30 @@ CUcontext gp_rt_primary(int dev) {
   return c;
 }
 
-/* Makes the thread's device's primary context current in the driver,
- * once per thread and device change. */
-cudaError_t gp_rt_ctx(void) {
-  if (tls_bound == tls_device) return cudaSuccess;
-  CUcontext c = gp_rt_primary(tls_device);
+/* Makes dev's primary context the thread's current one (replacing the
+ * current context, as cuCtxSetCurrent does) unless it already is. */
+static cudaError_t bind(int dev) {
+  if (drv.current_device() == dev) return cudaSuccess;
+  CUcontext c = gp_rt_primary(dev);
   if (!c) return cudaErrorInvalidDevice;
-  cudaError_t e = gp_rt_error(gp_drv.ctx_set(c));
-  if (e == cudaSuccess) tls_bound = tls_device;
-  return e;
+  return gp_rt_error(gp_drv.ctx_set(c));
+}
+
+/* cudaSetDevice: the device chosen, its primary context current. */
+cudaError_t gp_rt_set_device(int dev) {
+  tls_device = dev;
+  return bind(dev);
+}
+
+/* Before a call that needs a context: the current one, whichever API made
+ * it current; with none, the primary context of the chosen device. */
+cudaError_t gp_rt_ctx(void) {
+  int cur = drv.current_device();
+  if (cur >= 0) {
+    tls_device = cur;
+    return cudaSuccess;
+  }
+  return bind(tls_device);
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetLastError(void) {

@@ -105,8 +105,7 @@ static bool valid_device(int d) {
 RT_API cudaError_t CUDARTAPI cudaSetDevice(int device) {
   RT_ENTER(cudaSetDevice, v3020, device);
   if (!valid_device(device)) RT_RETURN(cudaErrorInvalidDevice);
-  gp_rt_set_device(device);
-  RT_RETURN(gp_rt_ctx());
+  RT_RETURN(gp_rt_set_device(device));
 }
 
 RT_API cudaError_t CUDARTAPI cudaInitDevice(int device,
