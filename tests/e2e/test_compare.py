@@ -500,9 +500,38 @@ def t_runs():
     check(all(p.stderr == e for p in errs), f"stderr {[p.stderr for p in errs]}")
 
 
+def t_twice():
+    """One process given twice (the same file, or a copy) is said on
+    stderr, a line per file after the first: within a side it is counted
+    each time; on both sides the run is compared with itself. Distinct
+    runs say nothing; -j changes nothing."""
+    r0, r1 = runs(steps_cmd(8), 2)
+    d = workdir()
+    copy = os.path.join(d, "copy.gph")
+    with open(r0, "rb") as f, open(copy, "wb") as g:
+        g.write(f.read())
+    p = compare([r0], [r1])
+    check(p.returncode in (0, 1, 3) and "warning" not in p.stderr,
+          f"two runs: exit {p.returncode}, stderr {p.stderr!r}")
+    p = compare([r0], [r0])
+    want = (f"gpuphase-report: warning: {r0} is given more than once: the baseline and "
+            "the candidate share it, so that run is compared with itself\n")
+    check(p.returncode in (0, 1, 3) and p.stderr == want, f"same file on both sides: {p.stderr!r}")
+    errs = [compare([r0, copy], [r1], "-j", n) for n in ("1", "4")]
+    want = (f"gpuphase-report: warning: {copy} holds the same process as {r0} (pid ")
+    e = errs[0].stderr
+    check(e.startswith(want) and e.endswith("its process is counted each time\n") and
+          e.count("\n") == 1, f"a copy on one side: {e!r}")
+    check(errs[1].stderr == e, f"-j 4: {errs[1].stderr!r}")
+    p = report_cmd(["check", "--budget", "busy>=1%", r1, r1])
+    check(p.stderr == f"gpuphase-report: warning: {r1} is given more than once: its "
+          "process is counted each time\n", f"check: {p.stderr!r}")
+
+
 TESTS = {"kernels": t_kernels, "host_wait": t_host_wait, "pageable": t_pageable,
          "noise": t_noise, "exit_codes": t_exit_codes, "budgets": t_budgets,
-         "text": t_text, "junit": t_junit, "json": t_json, "runs": t_runs}
+         "text": t_text, "junit": t_junit, "json": t_json, "runs": t_runs,
+         "twice": t_twice}
 
 if __name__ == "__main__":
     sys.exit(main(TESTS))

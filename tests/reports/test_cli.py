@@ -181,7 +181,8 @@ def test_output_file():
               f"-f {fmt} past the size limit: {p.returncode} {err!r}")
         check(not os.path.exists(out), f"-f {fmt}: a partial {out} was left")
     out = os.path.join(TMP, "partial.cmp")
-    p = subprocess.run([REPORT, "compare", "-f", "json", "-o", out, big, "--vs", big],
+    p = subprocess.run([REPORT, "compare", "-f", "json", "-o", out, big, "--vs",
+                        trace("o4.gph", "--pid", "4343")],
                        capture_output=True, preexec_fn=small_files)
     err = p.stderr.decode("utf-8", "replace")
     check(p.returncode == 2 and "write error" in err and one_line(err) and not os.path.exists(out),

@@ -70,10 +70,13 @@ static void add(gp_writer *w, uint32_t src, struct gpuphase_record r) {
   CHECK(gp_writer_add(w, src, &r) == GPUPHASE_OK);
 }
 
-/* A device, launches and their kernels: enough for every command. */
-static void write_trace(const char *path) {
+/* A device, launches and their kernels: enough for every command. pid
+ * added to the usual one's makes another process (compare and check say
+ * when one process is given twice). */
+static void write_trace(const char *path, int64_t pid) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   struct gp_process_info in = tt_info();
+  in.pid += pid;
   gp_writer *w = gp_writer_open(fd, &in, 0, NULL);
   struct gpuphase_record r = {.kind = GPUPHASE_REC_DEVICE};
   r.u.device = (struct gpuphase_device){.name = gp_writer_intern(w, "GPU", 3),
@@ -116,7 +119,9 @@ static int intact(const char *path) {
   return same;
 }
 
-static void test_write_errors(const char *t, const char *b) {
+/* t and the traces of five other processes (runs[0] is t): a run each. */
+static void test_write_errors(char *const *runs, const char *b) {
+  const char *t = runs[0];
   static const char *const cmds[][12] = {
       {"X"},
       {"-f", "json", "X"},
@@ -124,8 +129,8 @@ static void test_write_errors(const char *t, const char *b) {
       {"info", "X"},
       {"dump", "X"},
       {"dump", "--sorted", "X"},
-      {"compare", "X", "X", "X", "--vs", "X", "X", "X"},
-      {"compare", "-f", "json", "X", "--vs", "X"},
+      {"compare", "X", "1", "2", "--vs", "3", "4", "5"},
+      {"compare", "-f", "json", "X", "--vs", "1"},
       {"check", "--budgets", "B", "X"},
       {"check", "-f", "markdown", "--budget", "kernel < 99%", "X"},
       {"--help"},
@@ -139,7 +144,9 @@ static void test_write_errors(const char *t, const char *b) {
     for (size_t j = 0; cmds[i][j]; j++)
       args[j] = !strcmp(cmds[i][j], "X")   ? t
                 : !strcmp(cmds[i][j], "B") ? b
-                                           : cmds[i][j];
+                : cmds[i][j][0] >= '1' && cmds[i][j][0] <= '5' && !cmds[i][j][1]
+                    ? runs[cmds[i][j][0] - '0']
+                    : cmds[i][j];
     int rc = run_to("/dev/full", O_WRONLY, args);
     if (rc == 0 || rc > 2 ||
         !one_line("standard output: write error: No "
@@ -163,9 +170,9 @@ static void test_write_errors(const char *t, const char *b) {
   CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
   CHECK(RUN0("-f", "chrome", "-o", "/dev/full", t) == 1);
   CHECK(one_line("gpuphase-report: /dev/full: write error: No space left"));
-  CHECK(RUN0("compare", t, "--vs", t, "-o", "/dev/full") == 2);
+  CHECK(RUN0("compare", t, "--vs", runs[1], "-o", "/dev/full") == 2);
   CHECK(one_line("compare: /dev/full: write error: No space left"));
-  CHECK(RUN0("compare", t, "--vs", t, "--junit", "/dev/full") == 2);
+  CHECK(RUN0("compare", t, "--vs", runs[1], "--junit", "/dev/full") == 2);
   CHECK(one_line("compare: /dev/full: write error: No space left"));
   CHECK(RUN0("check", "--budgets", b, t, "-o", "/dev/full") == 2);
   CHECK(one_line("check: /dev/full: write error: No space left"));
@@ -327,18 +334,27 @@ int main(int argc, char **argv) {
   if (!dir) dir = mkdtemp(tmpl);
   if (!dir) return 1;
   char *t = path_in("t.gph"), *other = path_in("other.gph"),
-       *b = path_in("budgets.txt");
-  write_trace(t);
-  write_trace(other);
+       *b = path_in("budgets.txt"), *runs[6] = {t};
+  write_trace(t, 0);
+  write_trace(other, 0);
+  for (int i = 1; i < 6; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "run%d.gph", i);
+    write_trace(runs[i] = path_in(name), i);
+  }
   tt_write_file(b, "kernel < 99%\n", 13);
   orig = tt_slurp(t, &orig_len);
-  test_write_errors(t, b);
+  test_write_errors(runs, b);
   test_same_file(t, b);
   test_other_output(t);
   test_odd_inputs(t);
   CHECK(intact(t));
   unlink(t);
   unlink(other);
+  for (int i = 1; i < 6; i++) {
+    unlink(runs[i]);
+    free(runs[i]);
+  }
   unlink(b);
   rmdir(dir);
   free(t);
