@@ -146,6 +146,13 @@ static CUresult do_launch(const sim_launch *l) {
   bool run = false;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(l->stream, l->pt, &s);
+  if (r == CUDA_SUCCESS && s->kind == STREAM_USER) {
+    /* as CUDA's: a kernel is launched only on a stream of the current
+     * context's device (copies may use another device's stream) */
+    sim_ctx *c;
+    r = gp_need_ctx(&c);
+    if (r == CUDA_SUCCESS && c->dev != s->dev) r = CUDA_ERROR_INVALID_HANDLE;
+  }
   if (r == CUDA_SUCCESS && s->capture) {
     sim_node n = {.kind = NODE_KERNEL, .u.k = *l};
     r = gp_capture(s, &n);

@@ -340,7 +340,9 @@ GPUSIM_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
 }
 
 /* The wait is folded into the stream's tail: later work on the stream
- * starts no earlier than the event's time. */
+ * starts no earlier than the event's time. On the legacy stream the wait
+ * is an action like any other: it first waits for the blocking streams,
+ * and they then wait for it. */
 static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
   uint64_t begin = gp_now();
   sim_stream *s;
@@ -351,8 +353,10 @@ static CUresult stream_wait(CUstream h, CUevent ev, bool pt) {
   bool captured = false;
   if (r == CUDA_SUCCESS && (s->capture || e->cap_id))
     r = gp_capture_wait(s, e, &captured);
-  if (r == CUDA_SUCCESS && !captured && e->recorded)
-    s->tail = max64(s->tail, e->time);
+  if (r == CUDA_SUCCESS && !captured) {
+    if (s->kind == STREAM_LEGACY) s->tail = gp_stream_ready(s);
+    if (e->recorded) s->tail = max64(s->tail, e->time);
+  }
   uint32_t sid = r == CUDA_SUCCESS ? s->id : 0;
   uint32_t cid = r == CUDA_SUCCESS ? gp_dev[s->dev].ctx.id : 0;
   uint32_t eid = r == CUDA_SUCCESS ? e->id : 0;
@@ -451,7 +455,9 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
 
 /* An event record is a zero-length operation: it completes when all
  * earlier work of its stream has, or at the record call if that is
- * later. */
+ * later. On the legacy stream it is an action like any other: the
+ * blocking streams' later work waits for it (and so for what it waited
+ * for). */
 static CUresult event_record(CUevent ev, CUstream h, bool pt) {
   sim_stream *s;
   sim_event *e;
@@ -464,6 +470,7 @@ static CUresult event_record(CUevent ev, CUstream h, bool pt) {
     gp_event_forget(e);
     e->time = max64(gp_now(), gp_stream_ready(s));
     e->recorded = true;
+    if (s->kind == STREAM_LEGACY) s->tail = max64(s->tail, e->time);
   }
   pthread_mutex_unlock(&gp_lock);
   return r;

@@ -2,11 +2,16 @@
  * devices (README, "The runtime reaches the driver like the real one"):
  * cudaGetDevice gives the current context's device and runtime calls work
  * in it; with none current, the runtime binds the primary context of the
- * device cudaSetDevice chose; cudaSetDevice replaces the current context. */
+ * device cudaSetDevice chose; cudaSetDevice replaces the current context.
+ * A kernel is launched only on a stream of the current device; a copy may
+ * use another device's stream. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "test_util.h"
+
+void ctx_kernel(void);
+void ctx_kernel(void) {}
 
 static int rt_device(void) {
   int d = -1;
@@ -65,6 +70,23 @@ int main(void) {
   CHECK_EQ(device_of(p), 1);
   CHECK(current() == c1);
   CHECK_EQ(cudaFree(p), cudaSuccess);
+  /* a kernel only on a stream of the current device; a copy on any */
+  cudaStream_t s1;
+  static char host[4096];
+  dim3 one = {1, 1, 1};
+  CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess); /* GPU 1's */
+  CHECK_EQ(cudaSetDevice(0), cudaSuccess);
+  CHECK_EQ(cudaLaunchKernel((const void *)ctx_kernel, one, one, NULL, 0, s1),
+           cudaErrorInvalidResourceHandle);
+  CHECK_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  CHECK_EQ(cudaMemcpyAsync(q, host, sizeof host, cudaMemcpyHostToDevice, s1),
+           cudaSuccess);
+  CHECK_EQ(cudaStreamSynchronize(s1), cudaSuccess);
+  CHECK_EQ(cudaSetDevice(1), cudaSuccess);
+  CHECK_EQ(cudaLaunchKernel((const void *)ctx_kernel, one, one, NULL, 0, s1),
+           cudaSuccess);
+  CHECK_EQ(cudaStreamSynchronize(s1), cudaSuccess);
+  CHECK_EQ(cudaStreamDestroy(s1), cudaSuccess);
   CHECK_EQ(cudaSetDevice(0), cudaSuccess);
   CHECK_EQ(cudaFree(q), cudaSuccess);
   CHECK_EQ(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);

@@ -148,6 +148,41 @@ static void test_legacy_stream(void) {
   cudaStreamDestroy(n1);
 }
 
+/* An event record and an event wait on the legacy stream are actions of
+ * that stream like a launch: they wait for the blocking streams, which
+ * then wait for them, so a blocking stream's next kernel waits for
+ * another blocking stream's earlier one. */
+static void test_legacy_actions(void) {
+  cudaStream_t b1, b2, n1;
+  cudaEvent_t e, f;
+  CHECK_EQ(cudaStreamCreate(&b1), cudaSuccess);
+  CHECK_EQ(cudaStreamCreate(&b2), cudaSuccess);
+  CHECK_EQ(cudaStreamCreateWithFlags(&n1, cudaStreamNonBlocking), cudaSuccess);
+  CHECK_EQ(cudaEventCreate(&e), cudaSuccess);
+  CHECK_EQ(cudaEventCreate(&f), cudaSuccess);
+  rec_clear();
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, b1), cudaSuccess); /* 0 */
+  CHECK_EQ(cudaEventRecord(e, 0), cudaSuccess);
+  CHECK_EQ(launch1(k_small, 1, b2), cudaSuccess); /* 1: waits for 0 */
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  CHECK_EQ(cudaEventRecord(f, n1), cudaSuccess); /* nothing before it */
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, b1), cudaSuccess); /* 2 */
+  CHECK_EQ(cudaStreamWaitEvent(0, f, 0), cudaSuccess);
+  CHECK_EQ(launch1(k_small, 1, b2), cudaSuccess); /* 3: waits for 2 */
+  CHECK_EQ(launch1(k_other, 1, n1), cudaSuccess); /* 4: waits for none */
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  rec_flush();
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 5);
+  CHECK_EQ(KERNEL(1)->start, KERNEL(0)->end);
+  CHECK_EQ(KERNEL(3)->start, KERNEL(2)->end);
+  CHECK(KERNEL(4)->start < KERNEL(2)->end);
+  cudaEventDestroy(e);
+  cudaEventDestroy(f);
+  cudaStreamDestroy(b1);
+  cudaStreamDestroy(b2);
+  cudaStreamDestroy(n1);
+}
+
 static void test_wait_event(void) {
   cudaStream_t n1, n2;
   cudaEvent_t e;
@@ -188,6 +223,7 @@ int main(void) {
   test_event_elapsed(s);
   test_overlap();
   test_legacy_stream();
+  test_legacy_actions();
   test_wait_event();
   cudaStreamDestroy(s);
   return test_result("test_timing");
