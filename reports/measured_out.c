@@ -363,9 +363,10 @@ void gp_meas_json(struct gp_json *j, const struct gp_proc_res *r,
       continue;
     gp_json_num(j, gp_mq_json[q], mean(m, q), 2, 1);
   }
-  gp_json_num(j, "procs_max",
-              m->q[GP_MQ_PROCS].source ? m->q[GP_MQ_PROCS].total.peak : -1, 0,
-              1);
+  const struct gp_mq_res *pr = &m->q[GP_MQ_PROCS];
+  /* null, as procs_mean, when no reading fell in the window */
+  gp_json_num(j, "procs_max", pr->source && pr->total.ns > 0 ? pr->total.peak : -1,
+              0, 1);
   gp_json_bool(j, "other_processes", m->other_procs || m->other_mem);
   gp_json_num(j, "mem_elsewhere_bytes",
               mu->source && mu->total.ns > 0 ? m->mem_other_bytes : -1, 0, 1);

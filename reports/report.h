@@ -302,8 +302,9 @@ int gp_step_excess(const struct gp_steps_res *s, size_t i, uint64_t *ns);
 /* The same in words: "+38.0 ms host wait" (per GPU). */
 const char *gp_step_why(const struct gp_steps_res *s, size_t i, char *buf,
                         size_t n);
-/* The process whose steps speak for a set of processes: rank 0, else the
- * one with the most measured steps; NULL when none has steps. */
+/* The process whose steps speak for a set of processes: the only one
+ * (with steps or not), else rank 0, else the one with the most measured
+ * steps; NULL when several are given and none has steps. */
 const struct gp_proc_res *gp_steps_pick(struct gp_proc_res *const *procs,
                                         size_t n);
 

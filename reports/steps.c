@@ -205,6 +205,7 @@ const char *gp_step_why(const struct gp_steps_res *s, size_t i, char *buf,
 
 const struct gp_proc_res *gp_steps_pick(struct gp_proc_res *const *procs,
                                         size_t n) {
+  if (n == 1) return procs[0]; /* its "none" says why, as its own does */
   const struct gp_proc_res *best = NULL;
   for (size_t i = 0; i < n; i++) {
     const struct gp_proc_res *r = procs[i];

@@ -127,6 +127,12 @@ def t_heuristic():
     check(s["source"] == "none" and s["count"] == 0 and s["median_ns"] is None,
           f"4 steps: {s['source']} {s['count']}")
     check("no steps found" in s["how"], f"how: {s['how']}")
+    # one file: the top-level steps are its own, the reason included
+    p = subprocess.run([REPORT, "--format", "json"] + files, capture_output=True,
+                       text=True, timeout=60, env=env(preload=False))
+    j = json.loads(p.stdout)
+    check(j["steps"] == j["processes"][0]["steps"] and j["steps"]["pid"] == j["processes"][0]["pid"],
+          f"top-level steps {j['steps']} against the process's {j['processes'][0]['steps']}")
 
 
 def t_items():

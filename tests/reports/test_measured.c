@@ -99,6 +99,8 @@ enum {
                              goes OFF at 1 ms */
   F_PM_FAIL = 1 << 8,     /* with F_PM: PM fails at 99 ms */
   F_NO_GPU_UTIL = 1 << 9, /* no gpu_util metric */
+  F_LATE_PROCS = 1 << 10, /* with F_QUIET: the one procs reading after the
+                             window (at 150 ms), none in it */
   F_HEURISTIC = 1 << 6    /* no ranges: cudaDeviceSynchronize returns at 10,
                              20, ... 90 ms, the steps run from one return to
                              the next */
@@ -229,7 +231,10 @@ static char *write_trace(const char *name, int flags) {
     sample(51, MEMU, 0, 0, 1 * GIB);
     sample(51, ENERGY, 0, 0, 1000000);
     sample(51, CLK, 0, 0, 0);
-    sample(51, PROCS, 0, 0, 1);
+    if (flags & F_LATE_PROCS)
+      sample(51, PROCS, 150 * MS, 150 * MS, 1);
+    else
+      sample(51, PROCS, 0, 0, 1);
     if (!quiet) sample(51, CLK, 20 * MS, 20 * MS, 0x4);
     sample(51, ENERGY, 40 * MS, 40 * MS, 1020000);
     sample(51, MEMU, 50 * MS, 50 * MS, quiet ? 3 * GIB : 10 * GIB);
@@ -838,8 +843,21 @@ static void test_no_samples(void) {
   gp_res_free(r);
 }
 
+/* A quantity with no reading in the window: its mean and its maximum are
+ * both null (the maximum once said 0 processes). */
+static void test_late_procs(void) {
+  struct gp_proc_res *r = report("lateprocs", F_QUIET | F_LATE_PROCS);
+  char *j = compact(render(r, gp_render_json));
+  HAS(j, "\"procs_mean\":null");
+  HAS(j, "\"procs_max\":null");
+  HAS(j, "\"mem_used_peak_bytes\":3221225472");
+  free(j);
+  gp_res_free(r);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+  test_late_procs();
   test_base();
   test_pm_quiet();
   test_low_util();
