@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* GPUPHASE_OUTPUT's default, and the name a directory given as the
+ * pattern gets inside it */
+#define GP_OUTPUT_DEFAULT "gpuphase-%h-%p.gph"
+
 struct gp_config {
   char output[4096]; /* pattern */
   size_t ring_bytes;

@@ -272,9 +272,24 @@ static void unreserve(struct gp_output *o, uint64_t size) {
   o->reserve_at = 0;
 }
 
+/* A pattern that names a directory (one that exists, or any ending in
+ * '/') gets the default file name inside it: `-o traces/` or `-o /tmp`
+ * puts gpuphase-HOST-PID.gph there (before, `/tmp` became `/tmp.1`). */
+static void in_directory(char *base, size_t cap) {
+  size_t len = strlen(base);
+  struct stat st;
+  if (!len || !(base[len - 1] == '/' || (stat(base, &st) == 0 && S_ISDIR(st.st_mode))))
+    return;
+  char name[256];
+  gp_expand_pattern(GP_OUTPUT_DEFAULT, name, sizeof name);
+  if (len + 1 + strlen(name) + 1 > cap) return; /* too long: open says so */
+  snprintf(base + len, cap - len, "%s%s", base[len - 1] == '/' ? "" : "/", name);
+}
+
 int gp_output_open(struct gp_output *o) {
   char base[PATH_MAX];
   gp_expand_pattern(gp_cfg.output, base, sizeof base);
+  in_directory(base, sizeof base);
   int fd = open_unique(base, o->path, sizeof o->path);
   if (fd < 0) {
     gp_warn("cannot create trace file %s: %s; not recording", base,

@@ -174,7 +174,7 @@ void gp_settings_run_id(void) {
 void gp_settings_read(void) {
   gp_cfg.quiet = env_switch("GPUPHASE_QUIET", 0);
   copy_env(gp_cfg.output, sizeof gp_cfg.output, "GPUPHASE_OUTPUT",
-           "gpuphase-%h-%p.gph");
+           GP_OUTPUT_DEFAULT);
   gp_cfg.ring_bytes =
       (size_t)env_uint("GPUPHASE_BUFFER_KB", 4096, 64, 1u << 20) * 1024;
   gp_cfg.flush_ms = env_uint("GPUPHASE_FLUSH_MS", 500, 10, 500);

@@ -38,6 +38,7 @@ static const char usage[] =
     "       gpuphase-report merge -f summary -o SUMMARY [-j N] SUMMARY...\n"
     "       gpuphase-report compare [options] BASE... --vs NEW...\n"
     "       gpuphase-report check --budget EXPR|--budgets FILE [options] NEW...\n"
+    "       gpuphase-report help [info|dump|compare|check|merge]\n"
     "\n"
     "Says where the time of each GPU went (kernel, transfer, launch, sync "
     "idle,\n"
@@ -250,8 +251,8 @@ static int apply(struct opts *o, int c, const char *arg) {
     if (!strcmp(arg, "all"))
       o->rend.procs = SIZE_MAX;
     else if (parse_num(arg, 1, 1e9, &v) < 0 || v != (size_t)v)
-      return usage_error("invalid --processes '%s': expected a count >= 1 "
-                         "or 'all'",
+      return usage_error("invalid --processes '%s': expected a count from 1 "
+                         "to 1000000000, or 'all'",
                          arg);
     else
       o->rend.procs = (size_t)v;
@@ -264,7 +265,9 @@ static int apply(struct opts *o, int c, const char *arg) {
   case O_WARMUP:
     o->fixed = "--warmup";
     if (parse_num(arg, 0, 1e9, &v) < 0 || v != (long)v)
-      return usage_error("invalid --warmup '%s': expected a count >= 0", arg);
+      return usage_error("invalid --warmup '%s': expected a count from 0 to "
+                         "1000000000",
+                         arg);
     o->ro.warmup = (long)v;
     break;
   case O_HDETAIL:
@@ -743,6 +746,28 @@ int main(int argc, char **argv) {
    * outputs report on one line and clean up after (gp_out_done), instead of
    * SIGXFSZ killing us with a partial file left. */
   signal(SIGXFSZ, SIG_IGN);
+  /* "help" and "help COMMAND", as --help and COMMAND --help */
+  char help_opt[] = "--help";
+  char *help_argv[4] = {argv[0], help_opt, NULL, NULL};
+  if (argc > 3 && !strcmp(argv[1], "help")) {
+    fprintf(stderr, "gpuphase-report: help takes one command at most\n");
+    return 2;
+  }
+  if (argc > 1 && !strcmp(argv[1], "help")) {
+    static const char *const cmds[] = {"info", "dump", "compare", "check",
+                                       "merge"};
+    int known = argc == 2;
+    for (size_t i = 0; argc == 3 && i < sizeof cmds / sizeof *cmds; i++)
+      known |= !strcmp(argv[2], cmds[i]);
+    if (!known) {
+      fprintf(stderr, "gpuphase-report: help: no command '%s' (info, dump, "
+              "compare, check or merge)\n", argv[2]);
+      return 2;
+    }
+    if (argc == 3) help_argv[1] = argv[2], help_argv[2] = help_opt;
+    argc = argc == 3 ? 3 : 2;
+    argv = help_argv;
+  }
   if (argc > 1 && !strcmp(argv[1], "info"))
     rc = gp_cmd_info(argc - 1, argv + 1);
   else if (argc > 1 && !strcmp(argv[1], "dump"))

@@ -32,8 +32,10 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o, --output PATTERN  trace file name; %p pid, %h host, %r rank,\n"
-    "                        %q{VAR} environment variable, %% a percent sign\n"
-    "                        (default: $GPUPHASE_OUTPUT or gpuphase-%h-%p.gph)\n"
+    "                        %q{VAR} environment variable, %% a percent sign;\n"
+    "                        a directory (or a path ending in /): the default\n"
+    "                        name inside it (default: $GPUPHASE_OUTPUT or\n"
+    "                        gpuphase-%h-%p.gph)\n"
     "  -q, --quiet           do not list the traces written (GPUPHASE_QUIET=1\n"
     "                        does the same)\n"
     "  -h, --help            this help\n"
@@ -52,7 +54,8 @@ static const char usage_text[] =
     "ignored here, like system() does: the terminal sends them to COMMAND.\n"
     "exit status: COMMAND's own (killed by a signal: killed by the same);\n"
     "127 if it cannot be found, 126 if it cannot be run, 2 for a usage\n"
-    "error.\n";
+    "error, 1 if gpuphase itself cannot start it (the library to preload not\n"
+    "found, no memory for the environment, fork failed).\n";
 
 /* The help or the version written: 0, or 1 with a line saying why when
  * standard output could not take it (a full disk, a closed pipe). */

@@ -109,7 +109,9 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
   } else if (!strcmp(name, "warmup")) {
     if (count(value, 0, 1e9, &v) < 0)
       return fail(U, err, errlen,
-                  "invalid warmup '%.100s': expected a count >= 0", value);
+                  "invalid warmup '%.100s': expected a count from 0 to "
+                  "1000000000",
+                  value);
     o->ro.warmup = (long)v;
   } else if (!strcmp(name, "step")) {
     if (!*value) return fail(U, err, errlen, "step needs a range name or glob");
@@ -159,8 +161,8 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
       o->procs = SIZE_MAX;
     else if (count(value, 1, 1e9, &v) < 0)
       return fail(U, err, errlen,
-                  "invalid processes '%.100s': expected a count >= 1 or "
-                  "'all'",
+                  "invalid processes '%.100s': expected a count from 1 to "
+                  "1000000000, or 'all'",
                   value);
     else
       o->procs = (size_t)v;

@@ -691,6 +691,21 @@ def t_output():
     check(got == ["fixed.1.gph", "fixed.2.gph", "fixed.gph"], f"repeated runs wrote {got}")
     i = info(os.path.join(d, "fixed.gph"))
     check(re.search(r"rank:\s+5\b", i.stdout), f"rank from SLURM_PROCID: {i.stdout}")
+    # a directory (existing, or any path ending in '/') gets the default
+    # name inside it; before, an existing one became "DIR.1"
+    sub = os.path.join(d, "traces")
+    os.mkdir(sub)
+    for pattern in (sub, sub + "/"):
+        p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_OUTPUT": pattern})
+        check(p.returncode == 0, f"program failed: {p.stderr}")
+    names = sorted(os.listdir(sub))
+    want = re.compile(r"^gpuphase-" + re.escape(host) + r"-(\d+)\.gph$")
+    check(len(names) == 2 and all(want.match(n) for n in names), f"in the directory: {names}")
+    check(not [n for n in os.listdir(d) if n.startswith("traces.")],
+          f"beside it: {sorted(os.listdir(d))}")
+    p = run([prog("e2e-prog-basic")], d, {"GPUPHASE_OUTPUT": os.path.join(d, "none") + "/"})
+    check(p.returncode == 0 and "cannot create trace file" in p.stderr and
+          "none/gpuphase-" in p.stderr, f"a missing directory: {p.returncode} {p.stderr!r}")
 
 
 def t_lost():

@@ -235,6 +235,18 @@ def test_errors():
     check(rc == 0, f"-f json --top 3 --no-job: {rc} {err!r}")
     rc, out, _ = run("--help")
     check(rc == 0 and b"Usage" in out, "--help")
+    # "help [COMMAND]" is --help and COMMAND --help (it was a file name)
+    check(run("help") == (0, out, ""), "help is --help")
+    for cmd in ("info", "dump", "compare", "check", "merge"):
+        want = run(cmd, "--help")
+        check(want[0] == 0 and run("help", cmd) == want, f"help {cmd} is {cmd} --help")
+    rc, o2, err = run("help", "nope")
+    check(rc == 2 and o2 == b"" and one_line(err) and "'nope'" in err, f"help nope: {rc} {err!r}")
+    rc, o2, err = run("help", "info", "dump")
+    check(rc == 2 and one_line(err), f"help info dump: {rc} {err!r}")
+    # a count's message gives its range
+    rc, _, err = run("--warmup", "1000000001", good)
+    check(rc == 2 and "from 0 to 1000000000" in err, f"--warmup past the limit: {err!r}")
     rc, out, _ = run("--window", "2.5ms", good)
     check(rc == 0, "2.5ms is a window")
     # no call-site records: folded output is empty and says why, once
