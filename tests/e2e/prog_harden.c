@@ -55,8 +55,10 @@
  *                  SIG_DFL (else "other"), puts back what it returned with
  *                  F and raises SIG: dies by it
  *   sidefx         launches and synchronises in a loop, writing "it\n" after
- *                  each; another thread writes "sent\n" and sends SIGTERM
- *                  to the main thread after 300 ms: dies by it
+ *                  each; another thread sends SIGTERM to the main thread
+ *                  after 300 ms, then writes "sent N\n", N the iterations
+ *                  counted by then (an iteration counts once its "it" is
+ *                  written): dies by it
  *   exitsig        CUDA work, then a 200 us interval timer whose SIGALRM
  *                  handler calls _exit(7) once the program is leaving, and
  *                  exit(0): ends with 7 (or 0), never hangs
@@ -117,12 +119,18 @@ static int work(int launches) {
 int nouw_work(int launches); /* prog_harden_nouw.c */
 
 static pthread_t sidefx_main;
+static atomic_long sidefx_iters;
+/* The count is read after the signal is sent, and printed after that: a
+ * killer descheduled on a loaded machine between the two cannot make the
+ * main thread's iterations look like ones after the signal. */
 static void *sidefx_killer(void *arg) {
   struct timespec ts = {0, 300000000};
   nanosleep(&ts, NULL);
-  ssize_t w = write(1, "sent\n", 5);
-  (void)w;
   pthread_kill(sidefx_main, SIGTERM);
+  char line[40];
+  int n = snprintf(line, sizeof line, "sent %ld\n", atomic_load(&sidefx_iters));
+  ssize_t w = write(1, line, (size_t)n);
+  (void)w;
   return arg;
 }
 
@@ -493,6 +501,7 @@ int main(int argc, char **argv) {
       if (work(1)) return 1;
       ssize_t w = write(1, "it\n", 3); /* what a killed program would not do */
       (void)w;
+      atomic_fetch_add(&sidefx_iters, 1);
     }
   }
   if (!strcmp(mode, "exitsig")) {
