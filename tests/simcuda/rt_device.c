@@ -1,6 +1,7 @@
 /* Simulated runtime: device management, versions and error strings.
  * Device properties are read from the driver's attributes, as the real
  * runtime does. */
+#include <pthread.h>
 #include <string.h>
 
 #include "rt.h"
@@ -221,10 +222,23 @@ RT_API cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
   RT_RETURN(DRV(gp_drv, ctx_sync, NULL));
 }
 
+/* Peer access enabled, per (device, peer): see peer_set below. */
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool peer_on[GPUSIM_MAX_DEVICES][GPUSIM_MAX_DEVICES];
+
+static void peer_forget(int dev) {
+  if (dev < 0 || dev >= GPUSIM_MAX_DEVICES) return;
+  pthread_mutex_lock(&peer_lock);
+  memset(peer_on[dev], 0, sizeof peer_on[dev]);
+  pthread_mutex_unlock(&peer_lock);
+}
+
 RT_API cudaError_t CUDARTAPI cudaDeviceReset(void) {
   RT_ENTER0(cudaDeviceReset, v3020);
   RT_NEED_CTX();
-  RT_RETURN(DRV(gp_drv, primary_reset, gp_rt_device()));
+  cudaError_t e = DRV(gp_drv, primary_reset, gp_rt_device());
+  if (e == cudaSuccess) peer_forget(gp_rt_device());
+  RT_RETURN(e);
 }
 
 RT_API cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free, size_t *total) {
@@ -248,17 +262,36 @@ RT_API cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer,
   RT_RETURN(DRV(gp_drv, device_peer, canAccessPeer, device, peerDevice));
 }
 
-/* Peer access is always possible in the simulation; enabling it is a
- * no-op. */
+/* Peer access is possible between any two devices of the simulation and
+ * changes nothing it models, but it is kept per (device, peer) pair for
+ * CUDA's results: enabling it twice, or disabling it when it is not
+ * enabled, fails, as does naming the current device itself; a device
+ * reset forgets the device's. */
+static cudaError_t peer_set(int peer, bool on) {
+  int dev = gp_rt_device();
+  if (!valid_device(peer) || peer == dev || dev < 0 || dev >= GPUSIM_MAX_DEVICES)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock(&peer_lock);
+  bool was = peer_on[dev][peer];
+  if (was != on) peer_on[dev][peer] = on;
+  pthread_mutex_unlock(&peer_lock);
+  if (was == on)
+    return on ? cudaErrorPeerAccessAlreadyEnabled : cudaErrorPeerAccessNotEnabled;
+  return cudaSuccess;
+}
+
 RT_API cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice,
                                                         unsigned int flags) {
   RT_ENTER(cudaDeviceEnablePeerAccess, v4000, peerDevice, flags);
-  RT_RETURN(valid_device(peerDevice) ? cudaSuccess : cudaErrorInvalidDevice);
+  RT_NEED_CTX();
+  if (flags) RT_RETURN(cudaErrorInvalidValue);
+  RT_RETURN(peer_set(peerDevice, true));
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peerDevice) {
   RT_ENTER(cudaDeviceDisablePeerAccess, v4000, peerDevice);
-  RT_RETURN(valid_device(peerDevice) ? cudaSuccess : cudaErrorInvalidDevice);
+  RT_NEED_CTX();
+  RT_RETURN(peer_set(peerDevice, false));
 }
 
 RT_API cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char *pciBusId, int len,

@@ -170,8 +170,20 @@ static void test_p2p(void) {
            cudaErrorInvalidDevice);
   CHECK_EQ(cudaDeviceGetP2PAttribute(&v, (enum cudaDeviceP2PAttr)99, 0, 1),
            cudaErrorInvalidValue);
+  /* peer access, as CUDA answers it: once per pair, never to itself */
+  CHECK_EQ(cudaDeviceDisablePeerAccess(1), cudaErrorPeerAccessNotEnabled);
   CHECK_EQ(cudaDeviceEnablePeerAccess(1, 0), cudaSuccess);
+  CHECK_EQ(cudaDeviceEnablePeerAccess(1, 0), cudaErrorPeerAccessAlreadyEnabled);
+  CHECK_EQ(cudaGetLastError(), cudaErrorPeerAccessAlreadyEnabled);
+  CHECK_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
+  CHECK_EQ(cudaDeviceEnablePeerAccess(2, 0), cudaErrorInvalidDevice);
+  CHECK_EQ(cudaDeviceEnablePeerAccess(1, 1), cudaErrorInvalidValue);
+  CHECK_EQ(cudaSetDevice(1), cudaSuccess); /* the other direction is apart */
+  CHECK_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaSuccess);
+  CHECK_EQ(cudaDeviceDisablePeerAccess(0), cudaSuccess);
+  CHECK_EQ(cudaSetDevice(0), cudaSuccess);
   CHECK_EQ(cudaDeviceDisablePeerAccess(1), cudaSuccess);
+  CHECK_EQ(cudaDeviceDisablePeerAccess(1), cudaErrorPeerAccessNotEnabled);
   cudaGetLastError();
 }
 
