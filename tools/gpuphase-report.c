@@ -460,57 +460,19 @@ static void say_error(const char *msg) {
   fprintf(stderr, "gpuphase-report: %s\n", clean);
 }
 
-/* Inputs that hold one process (the same host, pid and first CUDA call:
- * a trace given twice or copied, or summaries of overlapping sets of
- * traces) are counted once each: said on stderr, a line per input after
- * the first, since it is rarely what was meant. */
-struct proc_key {
-  const struct gp_proc_res *p;
-  size_t i;
-};
-
-static int key_cmp(const void *x, const void *y) {
-  const struct gp_proc_res *a = ((const struct proc_key *)x)->p,
-                           *b = ((const struct proc_key *)y)->p;
-  if (a->started != b->started) return a->started ? -1 : 1;
-  int c = strcmp(a->host ? a->host : "", b->host ? b->host : "");
-  if (c) return c;
-  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
-  if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
-  size_t i = ((const struct proc_key *)x)->i, j = ((const struct proc_key *)y)->i;
-  return i < j ? -1 : i > j;
-}
-
+/* Inputs that hold one process are counted once each, and said on stderr
+ * (gp_warn_same_process). */
 static void warn_twice(struct gp_proc_res *const *procs, size_t n,
                        int merging) {
-  struct proc_key *k = n > 1 ? malloc(n * sizeof *k) : NULL;
-  if (!k) return;
+  struct gp_proc_ident *v = n > 1 ? malloc(n * sizeof *v) : NULL;
+  if (!v) return;
   for (size_t i = 0; i < n; i++)
-    k[i] = (struct proc_key){procs[i], i};
-  qsort(k, n, sizeof *k, key_cmp);
-  for (size_t i = 1, first = 0; i < n; i++) {
-    const struct gp_proc_res *a = k[first].p, *b = k[i].p;
-    if (!b->started || a->pid != b->pid || a->wstart != b->wstart ||
-        strcmp(a->host ? a->host : "", b->host ? b->host : "")) {
-      first = i;
-      continue;
-    }
-    char ca[4608], cb[4608];
-    gp_text_clean(a->file ? a->file : "?", ca, sizeof ca, sizeof ca - 1);
-    gp_text_clean(b->file ? b->file : "?", cb, sizeof cb, sizeof cb - 1);
-    if (!strcmp(ca, cb))
-      fprintf(stderr,
-              "gpuphase-report: warning: %s is %s: its process is counted "
-              "each time\n",
-              cb, merging ? "in more than one summary" : "given more than once");
-    else
-      fprintf(stderr,
-              "gpuphase-report: warning: %s holds the same process as %s "
-              "(pid %lld, first CUDA call at the same instant): it is "
-              "counted for each\n",
-              cb, ca, (long long)b->pid);
-  }
-  free(k);
+    v[i] = (struct gp_proc_ident){procs[i]->started, procs[i]->pid,
+                                  procs[i]->wstart, procs[i]->host,
+                                  procs[i]->file, 0};
+  gp_warn_same_process(v, n, merging ? "in more than one summary"
+                                     : "given more than once");
+  free(v);
 }
 
 /* The files, read at once by o->threads threads; what is said on stderr

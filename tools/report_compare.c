@@ -510,20 +510,12 @@ static int validate(struct cli *c) {
  * file, reads it, then waits for its turn to add the result to its side,
  * so that the sides, the warnings and the first error are those of
  * reading the files one by one in the order given. */
-/* What tells one process from another (the same host, pid and first CUDA
- * call: a trace given twice, or copied), kept per file to say when one
- * process is given twice. */
-struct ident {
-  int started;
-  int64_t pid;
-  uint64_t wstart;
-  char *host;
-};
-
 struct read_task {
   struct cli *c;
   struct gp_cmp_side *s;
-  struct ident *id; /* per file, both sides; NULL: not kept (no memory) */
+  /* per file, both sides, to say when one process is given twice
+   * (gp_warn_same_process); NULL: not kept (no memory) */
+  struct gp_proc_ident *id;
   struct gp_report_opts ro;
   size_t n;      /* files of both sides: the base's first */
   size_t next;   /* the next file to add */
@@ -562,9 +554,9 @@ static void read_one(void *ctx, size_t i) {
               clean);
     }
     if (t->id && r->started) {
-      t->id[i] = (struct ident){1, r->pid, r->wstart,
-                                strdup(r->host ? r->host : "")};
-      if (!t->id[i].host) t->id[i].started = 0;
+      char *host = strdup(r->host ? r->host : "");
+      if (host)
+        t->id[i] = (struct gp_proc_ident){1, r->pid, r->wstart, host, path, side};
     }
     if (gp_cmp_side_add(&t->s[side], r) < 0) {
       t->failed = i;
@@ -575,43 +567,6 @@ static void read_one(void *ctx, size_t i) {
   pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
   gp_res_free(r);
-}
-
-static const char *file_of(const struct cli *c, size_t i) {
-  int side = i >= c->nf[0];
-  return c->files[side][side ? i - c->nf[0] : i];
-}
-
-/* One process given twice is rarely what was meant: within a side it is
- * counted each time (as the report counts it), and on both sides the
- * comparison holds the run against itself. Said on stderr, a line per
- * file after the first of its process, in the order given. */
-static void warn_twice(const struct cli *c, const struct ident *id, size_t n) {
-  for (size_t i = 1; i < n; i++) {
-    if (!id[i].started) continue;
-    size_t j = 0;
-    while (j < i && !(id[j].started && id[j].pid == id[i].pid &&
-                      id[j].wstart == id[i].wstart &&
-                      !strcmp(id[j].host, id[i].host)))
-      j++;
-    if (j == i) continue;
-    char a[400], b[400];
-    gp_text_clean(file_of(c, j), a, sizeof a, 200);
-    gp_text_clean(file_of(c, i), b, sizeof b, 200);
-    int same_side = (j >= c->nf[0]) == (i >= c->nf[0]);
-    const char *what =
-        same_side ? "its process is counted each time"
-                  : "the baseline and the candidate share it, so that run "
-                    "is compared with itself";
-    if (!strcmp(a, b))
-      fprintf(stderr, "gpuphase-report: warning: %s is given more than once: %s\n",
-              b, what);
-    else
-      fprintf(stderr,
-              "gpuphase-report: warning: %s holds the same process as %s "
-              "(pid %lld, first CUDA call at the same instant): %s\n",
-              b, a, (long long)id[i].pid, what);
-  }
 }
 
 /* Reads the files of both sides (check: the candidate's alone), each
@@ -631,9 +586,9 @@ static int read_sides(struct cli *c, struct gp_cmp_side *s) {
   pthread_cond_destroy(&t.cv);
   pthread_mutex_destroy(&t.mu);
   if (t.id) {
-    if (t.failed == t.n) warn_twice(c, t.id, t.n);
+    if (t.failed == t.n) gp_warn_same_process(t.id, t.n, "given more than once");
     for (size_t i = 0; i < t.n; i++)
-      free(t.id[i].host);
+      free((char *)t.id[i].host);
     free(t.id);
   }
   return t.failed < t.n ? input_error(c, t.msg) : 0;

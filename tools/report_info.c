@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -546,4 +547,67 @@ int gp_cmd_info(int argc, char **argv) {
     status |= rc;
   }
   return status;
+}
+
+/* ---- one process given twice ---- */
+
+static const char *host_of(const struct gp_proc_ident *p) {
+  return p->host ? p->host : "";
+}
+
+/* by process (the inputs that never called CUDA first), then input order */
+static int ident_cmp(const void *x, const void *y) {
+  const struct gp_proc_ident *a = *(const struct gp_proc_ident *const *)x,
+                             *b = *(const struct gp_proc_ident *const *)y;
+  if (a->started != b->started) return a->started ? 1 : -1;
+  int c = strcmp(host_of(a), host_of(b));
+  if (c) return c;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+void gp_warn_same_process(const struct gp_proc_ident *v, size_t n,
+                          const char *twice) {
+  if (n < 2) return;
+  const struct gp_proc_ident **k = malloc(n * sizeof *k);
+  size_t *first = malloc(n * sizeof *first); /* per input; n: none */
+  if (!k || !first) {
+    free(k);
+    free(first);
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    k[i] = &v[i], first[i] = n;
+  qsort(k, n, sizeof *k, ident_cmp);
+  for (size_t i = 1, f = 0; i < n; i++) {
+    const struct gp_proc_ident *a = k[f], *b = k[i];
+    if (!b->started || !a->started || a->pid != b->pid ||
+        a->wstart != b->wstart || strcmp(host_of(a), host_of(b))) {
+      f = i;
+      continue;
+    }
+    first[b - v] = (size_t)(a - v);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (first[i] == n) continue;
+    const struct gp_proc_ident *a = &v[first[i]], *b = &v[i];
+    const char *what = a->side != b->side
+                           ? "the baseline and the candidate share it, so "
+                             "that run is compared with itself"
+                           : "its process is counted each time";
+    char ca[4608], cb[4608];
+    gp_text_clean(a->file ? a->file : "?", ca, sizeof ca, sizeof ca - 1);
+    gp_text_clean(b->file ? b->file : "?", cb, sizeof cb, sizeof cb - 1);
+    if (!strcmp(ca, cb))
+      fprintf(stderr, "gpuphase-report: warning: %s is %s: %s\n", cb, twice,
+              what);
+    else
+      fprintf(stderr,
+              "gpuphase-report: warning: %s holds the same process as %s "
+              "(pid %lld, first CUDA call at the same instant): %s\n",
+              cb, ca, (long long)b->pid, what);
+  }
+  free(k);
+  free(first);
 }

@@ -6,6 +6,7 @@
 #define GP_REPORT_INFO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int gp_cmd_info(int argc, char **argv);
@@ -39,5 +40,24 @@ void gp_put(const char *s, FILE *f);
  * partial file is removed when it is a regular file, so that a full disk
  * leaves no truncated report behind. */
 void gp_out_discard(const char *path);
+
+/* One process given to a command more than once (the same host, pid and
+ * instant of the first CUDA call: a trace given twice or copied, or
+ * summaries of overlapping sets of traces) is rarely what was meant. */
+struct gp_proc_ident {
+  int started;      /* 0: no CUDA call, never the same as another */
+  int64_t pid;
+  uint64_t wstart;  /* the first CUDA call, CLOCK_MONOTONIC ns */
+  const char *host; /* NULL: unknown */
+  const char *file; /* as given */
+  int side;         /* compare: 0 the baseline's, 1 the candidate's */
+};
+
+/* Says so on stderr, a line per input after the first of its process, in
+ * the inputs' order. twice: what a repeated name is ("given more than
+ * once", "in more than one summary"); the consequence: counted each time,
+ * or, between the sides of a comparison, the run compared with itself. */
+void gp_warn_same_process(const struct gp_proc_ident *v, size_t n,
+                          const char *twice);
 
 #endif
