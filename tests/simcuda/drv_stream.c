@@ -418,7 +418,14 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent,
   DRV_ENTER(cuEventCreate, phEvent, Flags);
   sim_ctx *c;
   CUresult r = gp_need_ctx(&c);
-  if (r == CUDA_SUCCESS && !phEvent) r = CUDA_ERROR_INVALID_VALUE;
+  /* CUDA's flags: blocking sync, disable timing, interprocess (which
+   * needs timing disabled) */
+  const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                         CU_EVENT_INTERPROCESS;
+  if (r == CUDA_SUCCESS &&
+      (!phEvent || (Flags & ~known) ||
+       ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))))
+    r = CUDA_ERROR_INVALID_VALUE;
   sim_event *e = r == CUDA_SUCCESS ? calloc(1, sizeof *e) : NULL;
   if (r == CUDA_SUCCESS && !e) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_SUCCESS) {
@@ -491,6 +498,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent,
                                                       CUstream hStream,
                                                       unsigned int flags) {
   DRV_ENTER(cuEventRecordWithFlags, hEvent, hStream, flags);
+  if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   DRV_RETURN(event_record(hEvent, hStream, false));
 }
 
@@ -498,6 +507,8 @@ GPUSIM_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent,
                                                            CUstream hStream,
                                                            unsigned flags) {
   DRV_ENTER(cuEventRecordWithFlags_ptsz, hEvent, hStream, flags);
+  if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+    DRV_RETURN(CUDA_ERROR_INVALID_VALUE);
   DRV_RETURN(event_record(hEvent, hStream, true));
 }
 

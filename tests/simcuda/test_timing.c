@@ -92,6 +92,28 @@ static void test_event_elapsed(cudaStream_t s) {
   cudaEventDestroy(b);
 }
 
+/* CUDA's event flags only; interprocess needs timing disabled; an event
+ * without timing has no elapsed time */
+static void test_event_flags(cudaStream_t s) {
+  cudaEvent_t e = NULL, t;
+  CHECK_EQ(cudaEventCreateWithFlags(&e, 0x80), cudaErrorInvalidValue);
+  CHECK_EQ(cudaEventCreateWithFlags(&e, cudaEventInterprocess),
+           cudaErrorInvalidValue);
+  CHECK_EQ(cudaEventCreateWithFlags(
+               &e, cudaEventInterprocess | cudaEventDisableTiming),
+           cudaSuccess);
+  CHECK_EQ(cudaEventCreateWithFlags(&t, cudaEventBlockingSync), cudaSuccess);
+  CHECK_EQ(cudaEventRecordWithFlags(t, s, 0x10), cudaErrorInvalidValue);
+  CHECK_EQ(cudaEventRecordWithFlags(t, s, cudaEventRecordExternal),
+           cudaSuccess);
+  CHECK_EQ(cudaEventRecord(e, s), cudaSuccess);
+  CHECK_EQ(cudaEventSynchronize(e), cudaSuccess);
+  float ms;
+  CHECK_EQ(cudaEventElapsedTime(&ms, t, e), cudaErrorInvalidResourceHandle);
+  cudaEventDestroy(e);
+  cudaEventDestroy(t);
+}
+
 static void test_overlap(void) {
   cudaStream_t n1, n2;
   CHECK_EQ(cudaStreamCreateWithFlags(&n1, cudaStreamNonBlocking), cudaSuccess);
@@ -221,6 +243,7 @@ int main(void) {
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   test_kernel_durations(s);
   test_event_elapsed(s);
+  test_event_flags(s);
   test_overlap();
   test_legacy_stream();
   test_legacy_actions();
