@@ -104,9 +104,15 @@ void gp_copy_record(const sim_copy *q, const sim_op *op, int kind, sim_where ws,
     memcpy_record(q, op, kind, ws, wd);
 }
 
-/* Schedules the copy (or captures it); synchronous copies and copies
- * touching pageable memory return only once the simulated copy has
- * ended. */
+static bool is_host(int kind) {
+  return kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+}
+
+/* Schedules the copy (or captures it); synchronous copies, copies
+ * touching pageable memory and copies from host memory to host memory
+ * (CUDA's are synchronous, even the Async ones) return only once the
+ * simulated copy has ended. */
 static CUresult do_copy(const sim_copy *q) {
   return gp_copy(q);
 }
@@ -142,7 +148,8 @@ CUresult gp_copy(const sim_copy *q) {
   if (!run) return r;
   gp_copy_record(q, &op, kind, ws, wd);
   if (!q->async || ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
-      wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
+      wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
+      (is_host(ws.kind) && is_host(wd.kind)))
     gp_sleep_until(op.end);
   return CUDA_SUCCESS;
 }
@@ -482,8 +489,8 @@ void gp_set_record(const sim_set *q, const sim_op *op, int kind) {
   gp_emit(&m, sizeof m);
 }
 
-/* Memsets run at the device-to-device rate and never block the caller
- * (device memory only, as real CUDA). */
+/* Memsets run at the device-to-device rate; they block the caller only
+ * where CUDA's do (below). Pageable memory is refused. */
 static CUresult do_memset(const sim_set *q) {
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (q->bytes == 0) return CUDA_SUCCESS;
@@ -505,6 +512,11 @@ static CUresult do_memset(const sim_set *q) {
   }
   pthread_mutex_unlock(&gp_lock);
   if (run) gp_set_record(q, &op, w.kind);
+  /* a synchronous memset of pinned host or managed memory is synchronous
+   * with the host, as CUDA's; of device memory it is not */
+  if (run && !q->async && (w.kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED ||
+                           w.kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED))
+    gp_sleep_until(op.end);
   return r;
 }
 

@@ -96,7 +96,8 @@ static void test_sync_copies(char *dev, char *pageable) {
   cudaGetLastError();
 }
 
-/* Memsets run at the HBM rate; the synchronous one does not wait. */
+/* Memsets run at the HBM rate; the synchronous one of device memory does
+ * not wait. */
 static void test_memset(char *dev, cudaStream_t s) {
   rec_clear();
   /* 1000 B: 2000 + ceil(1000 / 3000) = 2001 ns. */
@@ -124,6 +125,56 @@ static void test_memset(char *dev, cudaStream_t s) {
   CHECK(after < b->start);
   CHECK_EQ(c->end - c->start, 2001);
   CHECK_EQ(c->bytes, 3000);
+}
+
+/* CUDA's exceptions: a copy from host memory to host memory is
+ * synchronous even when Async; a synchronous memset of pinned or managed
+ * memory is synchronous (its Async form is not). Each is queued behind a
+ * 100 ms kernel, so returning early is seen on the wall clock. */
+static void test_host_sync_exceptions(char *pinned, cudaStream_t s) {
+  char *managed;
+  REQUIRE(cudaMallocManaged((void **)&managed, 4096, cudaMemAttachGlobal) ==
+          cudaSuccess);
+  rec_clear();
+  CHECK_EQ(big_kernel(s), cudaSuccess);
+  /* pinned to pinned, 2500 B at the PCIe rate: 2000 + 100 = 2100 ns */
+  CHECK_EQ(cudaMemcpyAsync(pinned + 8192, pinned, 2500, cudaMemcpyHostToHost,
+                           s),
+           cudaSuccess);
+  uint64_t after_copy = mono_ns();
+  CHECK_EQ(big_kernel(0), cudaSuccess);
+  CHECK_EQ(cudaMemsetAsync(pinned, 1, 1000, 0), cudaSuccess);
+  uint64_t after_async_set = mono_ns();
+  CHECK_EQ(cudaMemset(pinned, 2, 1000), cudaSuccess);
+  uint64_t after_pinned_set = mono_ns();
+  CHECK_EQ(big_kernel(0), cudaSuccess);
+  CHECK_EQ(cudaMemset(managed, 3, 1000), cudaSuccess);
+  uint64_t after_managed_set = mono_ns();
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  rec_flush();
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMCPY) == 1);
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMSET) == 3);
+  const CUpti_ActivityMemcpy6 *c = copy_rec(0);
+  CHECK_EQ(c->copyKind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
+  CHECK_EQ(c->end - c->start, 2100);
+  CHECK_EQ(c->start, KERNEL(0)->end);
+  CHECK(after_copy >= c->end);
+  CHECK(after_copy <= c->end + WALL_TOLERANCE_NS);
+  const CUpti_ActivityMemset4 *a = &rec_nth(CUPTI_ACTIVITY_KIND_MEMSET, 0)->u.s;
+  const CUpti_ActivityMemset4 *p = &rec_nth(CUPTI_ACTIVITY_KIND_MEMSET, 1)->u.s;
+  const CUpti_ActivityMemset4 *m = &rec_nth(CUPTI_ACTIVITY_KIND_MEMSET, 2)->u.s;
+  CHECK_EQ(a->memoryKind, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+  CHECK_EQ(a->start, KERNEL(1)->end);
+  CHECK(after_async_set < a->start);
+  CHECK_EQ(p->memoryKind, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+  CHECK_EQ(p->start, a->end);
+  CHECK(after_pinned_set >= p->end);
+  CHECK(after_pinned_set <= p->end + WALL_TOLERANCE_NS);
+  CHECK_EQ(m->memoryKind, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
+  CHECK_EQ(m->start, KERNEL(2)->end);
+  CHECK(after_managed_set >= m->end);
+  CHECK(after_managed_set <= m->end + WALL_TOLERANCE_NS);
+  CHECK_EQ(cudaFree(managed), cudaSuccess);
 }
 
 static void test_invalid_launch(void) {
@@ -192,6 +243,7 @@ int main(void) {
   test_async_blocking(dev, pinned, pageable, s);
   test_sync_copies(dev, pageable);
   test_memset(dev, s);
+  test_host_sync_exceptions(pinned, s);
   test_invalid_launch();
   test_host_func(s);
   test_query(s);
