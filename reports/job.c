@@ -894,11 +894,14 @@ static int align(struct gp_job *j, const struct matching *mt) {
  * step. */
 #define STRAG_MIN_NS 5000ull
 
-/* A step ends: its straggler, the rank charged the most waiting in it. */
+/* A step ends: its straggler, the rank charged the most waiting in it;
+ * every rank charged that much holds the others up. */
 static void step_straggler(struct gp_job *j, uint64_t *acc, size_t np) {
   size_t n = j->nranks, w = 0;
-  for (size_t i = 1; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     if (acc[i] > acc[w]) w = i;
+    if (acc[i] && acc[i] >= STRAG_MIN_NS * (np - 1)) j->r[i].held_count++;
+  }
   if (acc[w] && acc[w] >= STRAG_MIN_NS * (np - 1)) j->r[w].last_count++;
   memset(acc, 0, n * sizeof *acc);
 }
@@ -970,7 +973,7 @@ static int stragglers(struct gp_job *j, const struct matching *mt,
       j->r[last].others_wait_ns += sum;
       j->wait_total += sum;
       if (!sc->by_step && sum && sum >= STRAG_MIN_NS * (np - 1))
-        j->r[last].last_count++;
+        j->r[last].last_count++, j->r[last].held_count++;
       acc[last] += sum;
       j->collectives++;
     }
@@ -1140,12 +1143,20 @@ static int finding(struct gp_job *j, struct gp_proc_res *const *procs) {
   char rk[32];
   snprintf(rk, sizeof rk, "%lld", (long long)w->rank);
   double units = j->units ? (double)j->units : 1;
+  /* a rank that held the others up in more units than it was their
+   * straggler (another rank was later at another collective of the step)
+   * says so */
+  char held[96] = "";
+  if (w->held_count > w->last_count)
+    snprintf(held, sizeof held, " and held the others up in %llu",
+             (unsigned long long)w->held_count);
   if (asprintf(&j->finding,
                "rank %s (%s) was the last to reach the collective in %llu of "
-               "%zu %ss; the other ranks' communication kernels waited %s for "
-               "it in all (%s per %s)%s",
+               "%zu %ss%s; the other ranks' communication kernels waited %s "
+               "for it in all (%s per %s)%s",
                rk, w->host ? w->host : "?", (unsigned long long)w->last_count,
-               counted, unit, fmt_ms(c, sizeof c, (double)w->others_wait_ns),
+               counted, unit, held,
+               fmt_ms(c, sizeof c, (double)w->others_wait_ns),
                fmt_ms(b, sizeof b, (double)w->others_wait_ns / units), unit,
                detail) < 0) {
     j->finding = NULL;
@@ -1452,13 +1463,16 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
                : "within the residual skew") < 0)
     return fail(j, err, errlen);
   qsort(j->r, n, sizeof *j->r, cmp_outlier);
+  /* the stragglers: every rank that held the others up at least once
+   * (a rank late at one collective of every step, behind another late at
+   * another, is never the step's straggler but costs the others as much) */
   for (size_t i = 0; i < n; i++)
-    if (j->r[i].last_count) j->nstrag++;
+    if (j->r[i].held_count) j->nstrag++;
   /* cmp_outlier orders by others' wait first, so they lead the ranks */
   if (j->nstrag && !(j->strag = malloc(j->nstrag * sizeof *j->strag)))
     return fail(j, err, errlen);
   for (size_t i = 0, m = 0; i < n; i++)
-    if (j->r[i].last_count) j->strag[m++] = i;
+    if (j->r[i].held_count) j->strag[m++] = i;
   if (finding(j, procs) < 0) return fail(j, err, errlen);
   return j;
 }

@@ -74,6 +74,10 @@ struct gp_job_rank {
   uint64_t ncomm;       /* communication kernels in the trace */
   uint64_t comm_ns, wait_ns; /* over the counted collectives */
   uint64_t last_count, others_wait_ns;
+  /* units in which the others waited for it 5 us each or more on average
+   * (at the collectives it reached last), whether or not it was the
+   * unit's straggler: >= last_count */
+  uint64_t held_count;
   uint64_t steps_slowest; /* steps in which it was the slowest rank */
   int64_t clock_ns;       /* added to its times to put them on the job's
                              clock (the reference host's monotonic clock) */

@@ -150,11 +150,15 @@ void gp_job_text(FILE *f, const struct gp_job *j, int color, size_t top) {
             off, un);
     for (size_t i = 0; i < j->nstrag && i < top; i++) {
       const struct gp_job_rank *r = &j->r[j->strag[i]];
+      char held[48] = "";
+      if (r->held_count > r->last_count)
+        snprintf(held, sizeof held, ", held them up in %llu",
+                 (unsigned long long)r->held_count);
       fprintf(f,
-              "  rank %-6lld last in %llu of %zu %ss; the others waited "
+              "  rank %-6lld last in %llu of %zu %ss%s; the others waited "
               "%s for it (%.0f%% of all waiting)\n",
               (long long)(r->rank % 1000000), (unsigned long long)r->last_count,
-              j->by_step ? j->units : j->collectives, un,
+              j->by_step ? j->units : j->collectives, un, held,
               gp_fmt_sdur(x, sizeof x, r->others_wait_ns),
               pct(r->others_wait_ns, j->wait_total));
     }
@@ -251,6 +255,7 @@ void gp_job_json(struct gp_json *js, const struct gp_job *j) {
     gp_json_num(js, "communication_wait_pct", pct(r->wait_ns, r->comm_ns), 2,
                 0);
     gp_json_u64(js, "last_count", r->last_count);
+    gp_json_u64(js, "held_count", r->held_count);
     gp_json_u64(js, "others_wait_ns", r->others_wait_ns);
     gp_json_u64(js, "slowest_steps", r->steps_slowest);
     gp_json_i64(js, "clock_offset_ns", r->clock_ns);
@@ -264,6 +269,7 @@ void gp_job_json(struct gp_json *js, const struct gp_job *j) {
     gp_json_i64(js, "rank", r->rank);
     gp_json_str(js, "host", r->host);
     gp_json_u64(js, "last_count", r->last_count);
+    gp_json_u64(js, "held_count", r->held_count);
     gp_json_u64(js, "others_wait_ns", r->others_wait_ns);
     gp_json_end(js);
   }
@@ -351,8 +357,11 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
       td(f, r->cat[c]);
     td(f, r->compute);
     td(f, j->units ? (double)r->comm_ns / j->units : 0);
-    fprintf(f, "<td class=\"n\">%.0f%%</td><td class=\"n\">%llu</td>",
+    fprintf(f, "<td class=\"n\">%.0f%%</td><td class=\"n\">%llu",
             pct(r->wait_ns, r->comm_ns), (unsigned long long)r->last_count);
+    if (r->held_count > r->last_count)
+      fprintf(f, " (held %llu)", (unsigned long long)r->held_count);
+    fputs("</td>", f);
     td(f, (double)r->others_wait_ns);
     fputs("</tr>\n", f);
   }

@@ -28,6 +28,8 @@
  *   --extra-step G the slow rank is NS + i x G late at step i (the steps
  *                  differ, so a collective paired with another step's
  *                  shows)
+ *   --coll2 R      each step has a second collective (below); rank R's
+ *                  compute before it runs --extra2 NS (1 ms) longer
  * Time, on the job's clock G: step i starts at g = 1 ms + i x 10 ms. Each
  * rank launches its compute kernel "gemm_kernel" at g (+NS when its host is
  * late), which runs [launch + 10 us, + C) with C = 1 ms (+NS when its
@@ -36,6 +38,11 @@
  * transfer), lat_r = (r % 3) x 200 ns (the link latency). The step is the
  * range "train_step" from g to E + lat_r + 10 us; cudaDeviceSynchronize
  * spans [launch + 9 us, E + lat_r + 5 us).
+ * With --coll2, once the collective ends each rank runs "gemm2_kernel" for
+ * C2 = 500 us (+NS2 on rank R) and then the collective
+ * ncclDevKernel_AllGather_f32 from its end b_r to E2 + lat_r, E2 = max(b)
+ * + 100 us; the step and the synchronising call end after it (E2 in place
+ * of E above). Launches of step i have correlation ids 4i+1 to 4i+4.
  * Clocks: host h's monotonic clock reads G + h x 5 s; its realtime clock
  * reads G + 1.7e18 + h x 50 us (its realtime is 50 us off per host). */
 #include <fcntl.h>
@@ -138,7 +145,9 @@ int main(int argc, char **argv) {
   int host_late = 0, copy = 0, wild = 0, one_name = 0, unranked = -1,
       nocomm = -1, drop_r = -1, drop_s = -1, ndc = 0, dc_r[8], dc_s[8];
   const char *run_id = NULL;
-  uint64_t extra = 2 * MS, grow = 0;
+  uint64_t extra = 2 * MS, grow = 0, extra2 = 1 * MS;
+  int coll2 = -1; /* the rank late at the second collective */
+  int two = 0;
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,6 +177,10 @@ int main(int argc, char **argv) {
       drop_r = atoi(v), drop_s = atoi(strchr(v, ':') + 1), i++;
     else if (v && !strcmp(a, "--drop-coll") && strchr(v, ':') && ndc < 8)
       dc_r[ndc] = atoi(v), dc_s[ndc++] = atoi(strchr(v, ':') + 1), i++;
+    else if (v && !strcmp(a, "--coll2"))
+      coll2 = atoi(v), two = 1, i++;
+    else if (v && !strcmp(a, "--extra2"))
+      extra2 = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--extra-step"))
       grow = strtoull(v, NULL, 10), i++;
     else if (v && !strcmp(a, "--extra"))
@@ -179,7 +192,8 @@ int main(int argc, char **argv) {
   }
   if (!dir || ranks < 1 || per_host < 1 || steps < 1)
     return fprintf(stderr, "usage: mkjob [options] DIR\n"), 2;
-  const uint64_t base = 1 * MS, period = 10 * MS, C = 1 * MS, T = 100 * US;
+  const uint64_t base = 1 * MS, period = 10 * MS, C = 1 * MS, T = 100 * US,
+                 C2 = 500 * US;
   for (int r = 0; r < ranks; r++) {
     int h = r / per_host;
     uint64_t M = (uint64_t)h * 5000 * MS, eps = (uint64_t)h * 50 * US;
@@ -215,7 +229,9 @@ int main(int argc, char **argv) {
     int64_t dev = cur_dev = r % per_host;
     device(dev);
     uint64_t sname = str("train_step"), gemm = str("gemm_kernel"),
-             nccl = str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+             nccl = str("ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+             gemm2 = two ? str("gemm2_kernel") : 0,
+             gather = two ? str("ncclDevKernel_AllGather_f32") : 0;
     for (int i = 0; i < steps; i++) {
       uint64_t g = base + (uint64_t)i * period, amax = 0;
       uint64_t xi = extra + (uint64_t)i * grow; /* the slow rank's lateness */
@@ -230,14 +246,29 @@ int main(int argc, char **argv) {
       uint64_t cstart = launch + 10 * US;
       uint64_t a = cstart + C + (s && !host_late ? xi : 0);
       uint64_t kstart = cstart + (s && copy ? xi : 0); /* after the copy */
-      uint64_t end = r == nocomm ? a : amax + T + (uint64_t)(r % 3) * 200;
-      uint64_t corr = 2 * (uint64_t)i + 1;
+      uint64_t lat = (uint64_t)(r % 3) * 200;
+      uint64_t end1 = r == nocomm ? a : amax + T + lat, end = end1;
+      uint64_t corr = 4 * (uint64_t)i + 1;
+      if (two) { /* the second collective: arrivals after the first's end */
+        uint64_t bmax = 0;
+        for (int q = 0; q < ranks; q++)
+          if (q != nocomm) {
+            uint64_t b = amax + T + (uint64_t)(q % 3) * 200 + C2 +
+                         (q == coll2 ? extra2 : 0);
+            if (b > bmax) bmax = b;
+          }
+        end = r == nocomm ? end1 : bmax + T + lat;
+      }
       if (r == drop_r && i == drop_s) continue;
       if (!nosteps) range(GPUPHASE_RANGE_PUSH, g + M, sname);
       api(1, launch + M, launch + 5 * US + M, corr);
       if (s && copy)
         api(3, launch + 1 * US + M, launch + 2 * US + M, corr + 1000000);
       if (r != nocomm) api(1, launch + 6 * US + M, launch + 8 * US + M, corr + 1);
+      if (two && r != nocomm) {
+        api(1, launch + 8200 + M, launch + 8400 + M, corr + 2);
+        api(1, launch + 8600 + M, launch + 8800 + M, corr + 3);
+      }
       if (!nosteps) api(2, launch + 9 * US + M, end + 5 * US + M, 0);
       if (!nosteps) range(GPUPHASE_RANGE_POP, end + 10 * US + M, 0);
       if (s && copy) memcpy_rec(dev, cstart + M, kstart + M, corr + 1000000);
@@ -245,7 +276,12 @@ int main(int argc, char **argv) {
       int lost = 0; /* this collective's record */
       for (int q = 0; q < ndc; q++)
         lost |= dc_r[q] == r && dc_s[q] == i;
-      if (r != nocomm && !lost) kernel(dev, a + M, end + M, nccl, corr + 1);
+      if (r != nocomm && !lost) kernel(dev, a + M, end1 + M, nccl, corr + 1);
+      if (two && r != nocomm) {
+        uint64_t b = end1 + C2 + (r == coll2 ? extra2 : 0);
+        kernel(dev, end1 + M, b + M, gemm2, corr + 2);
+        kernel(dev, b + M, end + M, gather, corr + 3);
+      }
     }
     uint64_t last = base + (uint64_t)steps * period + M;
     struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, last};

@@ -124,6 +124,48 @@ def test_slow_kernel():
     check("job" not in j2, "--no-job")
 
 
+def test_two_collectives():
+    """Two collectives a step, rank 1 late (its kernel X longer) at the
+    first and rank 4 (X2) at the second: rank 1 is each step's straggler,
+    but rank 4 held the others up in every step too and is listed."""
+    X, X2, n = 2 * MS, 1 * MS, 6
+    files = job("two", "--per-host", "3", "--slow", "1", "--extra", str(X),
+                "--coll2", "4", "--extra2", str(X2), ranks=n)
+    j = report(*files)["job"]
+    check(j["units"] == 20 and j["collectives"] == 40, "20 steps, 40 collectives")
+    s = j["stragglers"]
+    check([x["rank"] for x in s] == [1, 4], f"ranks 1 then 4: {s}")
+    # first collective: the others wait X + lat_r - lat_1; the second
+    # starts when the first ends (E + lat_r), so they arrive lat_r apart
+    # and leave lat_r apart: each waits exactly X2 for rank 4
+    w1 = 20 * sum(X + lat(r) - lat(1) for r in range(n) if r != 1)
+    w4 = 20 * (n - 1) * X2
+    if len(s) == 2:
+        check(s[0]["last_count"] == 20 and s[0]["held_count"] == 20,
+              f"rank 1 last in every step: {s[0]}")
+        check(s[1]["last_count"] == 0 and s[1]["held_count"] == 20,
+              f"rank 4 never last, held them up in every step: {s[1]}")
+        check(s[0]["others_wait_ns"] == w1 and s[1]["others_wait_ns"] == w4,
+              f"waits {s[0]['others_wait_ns']} {s[1]['others_wait_ns']}, "
+              f"want {w1} {w4}")
+    check(j["wait_ns"] == w1 + w4, f"all waiting {j['wait_ns']} == {w1 + w4}")
+    pr = by_rank({"job": j})
+    check(all(pr[r]["held_count"] == 0 for r in (0, 2, 3, 5)),
+          "the others held no one up")
+    f = j["finding"] or ""
+    check(f.startswith("rank 1 ") and "held" not in f, f"finding: {f}")
+    rc, out, err = run("--warmup", "0", *files)
+    check(rc == 0 and "last in 0 of 20 steps, held them up in 20" in out,
+          f"text names rank 4: {err}")
+    # the step's straggler alone, as a collective-by-collective count
+    # without steps: rank 1 last at 20 collectives, rank 4 at 20
+    files = job("two-nost", "--per-host", "3", "--slow", "1", "--extra",
+                str(X), "--coll2", "4", "--no-steps", ranks=n)
+    s = report(*files)["job"]["stragglers"]
+    check([(x["rank"], x["last_count"], x["held_count"]) for x in s] ==
+          [(1, 20, 20), (4, 20, 20)], f"no steps: {s}")
+
+
 def test_host_late_no_steps():
     X = 2 * MS
     files = job("host", "--slow", "2", "--how", "host", "--no-steps",
@@ -507,6 +549,9 @@ def test_summaries():
         "nosteps": (job("sum-nost", "--slow", "2", "--how", "host",
                         "--no-steps", "--extra", str(X)), []),
         "comm": (job("sum-comm", "--slow", "1"), ["--comm-kernels", "gemm*"]),
+        # two collectives a step, a rank late at each
+        "two": (job("sum-two", "--slow", "3", "--coll2", "1"),
+                ["--warmup", "0"]),
         # collectives lost at the start, in the middle and at the end
         "lost": (job("sum-lost", "--slow", "3", "--extra-step", str(10 * US),
                      "--drop-coll", "2:0", "--drop-coll", "1:9",
@@ -931,6 +976,8 @@ def test_large_job_html():
               f"read, the 12 files hold {size}")
 
 
+test_slow_kernel()
+test_two_collectives()
 test_summaries()
 test_summary_errors()
 test_summary_options()
