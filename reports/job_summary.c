@@ -22,6 +22,9 @@
 
 static const char magic[8] = {'G', 'P', 'S', 'U', 'M', 'M', 'R', 'Y'};
 #define HEAD 24                /* magic, version, flags, body size */
+/* flags: the body's zstd frame carries its content checksum (summaries
+ * written before it have 0 and are read without one) */
+#define SUM_CHECKSUM 1u
 #define BODY_MAX (16ull << 30) /* a larger body is not ours */
 /* RFC 8878: a zstd block holds at most 128 KiB of content, and one that
  * holds any takes 4 bytes or more (its 3-byte header, then the RLE byte,
@@ -625,7 +628,8 @@ static void v_opts(struct io *io, struct gp_summary_opts *ao) {
 int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
                          const struct gp_job_input *in, size_t n,
                          const char *rule, double link_gbps,
-                         const struct gp_summary_opts *ao, uint32_t ver) {
+                         const struct gp_summary_opts *ao, uint32_t ver,
+                         int checksum) {
   char *body = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&body, &len);
@@ -659,7 +663,16 @@ int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
     free(body);
     return -1;
   }
-  size_t zn = ZSTD_compress(z + HEAD, cap, body, len, 3);
+  /* the frame carries its content checksum: damage inside the body is
+   * refused, not merged (flags bit 0 says so) */
+  size_t zn = (size_t)-1;
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  if (cc && !ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel,
+                                                 3)) &&
+      !ZSTD_isError(
+          ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum != 0)))
+    zn = ZSTD_compress2(cc, z + HEAD, cap, body, len);
+  ZSTD_freeCCtx(cc);
   free(body);
   if (ZSTD_isError(zn)) {
     free(z);
@@ -667,7 +680,7 @@ int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
   }
   memcpy(z, magic, 8);
   put_le(z + 8, ver, 4);
-  put_le(z + 12, 0, 4);
+  put_le(z + 12, checksum ? SUM_CHECKSUM : 0, 4);
   put_le(z + 16, len, 8);
   fwrite(z, 1, HEAD + zn, f); /* a write error: the caller's gp_out_done */
   free(z);
@@ -693,14 +706,15 @@ int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
     ao.frames_all = o->frames_all != 0;
   }
   return gp_summary_write_ver(f, procs, in, n, rule_norm(rule),
-                              o ? o->link_gbps : 0, &ao, GP_SUMMARY_VERSION);
+                              o ? o->link_gbps : 0, &ao, GP_SUMMARY_VERSION,
+                              1);
 }
 
 int gp_summary_write_set(FILE *f, const struct gp_summary_set *set) {
   struct gp_summary_opts ao = set->ao;
   if (set->unknown) ao.known = 0;
   return gp_summary_write_ver(f, set->procs, set->in, set->n, set->rule,
-                              set->link_gbps, &ao, GP_SUMMARY_VERSION);
+                              set->link_gbps, &ao, GP_SUMMARY_VERSION, 1);
 }
 
 /* ---- reading ---- */
@@ -933,6 +947,16 @@ int gp_summary_read_mem(const uint8_t *f, size_t len, const char *path,
   *nomem = 0;
   if (check_head(f, len, path, err, errlen) < 0) return -1;
   uint64_t ver = get_le(f + 8, 4), body = get_le(f + 16, 8);
+  uint64_t flags = get_le(f + 12, 4);
+  /* RFC 8878: byte 4 of a frame is its header descriptor, bit 2 the
+   * content checksum flag */
+  if ((flags & ~(uint64_t)SUM_CHECKSUM) ||
+      ((flags & SUM_CHECKSUM) && (len < HEAD + 5 || !(f[HEAD + 4] & 4)))) {
+    snprintf(err, errlen, "%s: corrupt summary (%s)", path,
+             flags & ~(uint64_t)SUM_CHECKSUM ? "unknown flags"
+                                             : "its checksum is missing");
+    return -1;
+  }
   unsigned long long fsz = ZSTD_getFrameContentSize(f + HEAD, len - HEAD);
   if (body > BODY_MAX || fsz != body ||
       body / ZBLOCK_MAX > (len - HEAD) / 4) {

@@ -56,11 +56,13 @@ struct gp_summary_set {
 int gp_summary_write_set(FILE *f, const struct gp_summary_set *set);
 /* gp_summary_write as a summary of version ver (GP_SUMMARY_VERSION_OLDEST
  * to GP_SUMMARY_VERSION; for the tests of older summaries); ao: NULL when
- * the options are not known. */
+ * the options are not known; checksum 0: without the body's checksum, as
+ * summaries were written before it (flags 0). */
 int gp_summary_write_ver(FILE *f, struct gp_proc_res *const *procs,
                          const struct gp_job_input *in, size_t n,
                          const char *rule, double link_gbps,
-                         const struct gp_summary_opts *ao, uint32_t ver);
+                         const struct gp_summary_opts *ao, uint32_t ver,
+                         int checksum);
 
 /* Appends the summary at path to set: 0, or -1 with a one-line message
  * naming the file in err (not a summary, another version, corrupt,

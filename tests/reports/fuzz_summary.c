@@ -58,7 +58,7 @@ static uint8_t *wrap(unsigned ver, const uint8_t *body, size_t n,
   }
   memcpy(f, "GPSUMMRY", 8);
   put_le(f + 8, ver, 4);
-  put_le(f + 12, 0, 4);
+  put_le(f + 12, 1, 4); /* the body carries its checksum */
   put_le(f + 16, n, 8);
   *len = HEAD + c;
   return f;

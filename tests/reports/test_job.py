@@ -10,7 +10,7 @@ schedule). Expected values come from that schedule, by hand:
   h x 50 us: the header says host 1 is 50 us - 5 s off host 0; the ends
   correct that by lat_0 - lat_f - 50 us (f: host 1's first rank), and the
   residual of rank r on host h is |lat_r - lat_f(h)| (f(0) = rank 0).
-Usage: test_job.py GPUPHASE_REPORT MKJOB"""
+Usage: test_job.py GPUPHASE_REPORT MKJOB SUMVER"""
 import json
 import os
 import re
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-REPORT, MKJOB = sys.argv[1], sys.argv[2]
+REPORT, MKJOB, SUMVER = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="gp-job-test-")
 failures = 0
 US, MS = 1000, 1000000
@@ -594,6 +594,44 @@ def test_summaries():
     check('"job"' not in merged, "--no-job on merge")
 
 
+def test_summary_versions():
+    """Every version the report reads: a summary written again as version
+    1, 2 and 3 without the body's checksum (as they were written before
+    it) merges; version 3 into the same report, the older ones with the
+    same job view (they lack the analysis options, the graph captures,
+    the counters and the call sites, not the job's inputs)."""
+    files = job("sum-ver", "--slow", "2", "--extra", str(3 * MS))
+    good = summary(os.path.join(TMP, "ver-good.gps"), "--warmup", "0", *files)
+    rc, ref_text, _ = run("merge", good)
+    rc, ref, _ = run("merge", "-f", "json", good)
+    ref_job = json.loads(ref)["job"]
+    for ver in (1, 2, 3):
+        for csum in (True, False):
+            path = os.path.join(TMP, f"ver{ver}{'c' if csum else ''}.gps")
+            p = subprocess.run([SUMVER, good, path, str(ver)] +
+                               ([] if csum else ["--no-checksum"]),
+                               capture_output=True)
+            check(p.returncode == 0, f"sumver {ver}: {p.stderr!r}")
+            with open(path, "rb") as f:
+                head = f.read(29)
+            check(head[8] == ver and head[12] == (1 if csum else 0) and
+                  bool(head[28] & 4) == csum, f"version {ver} head")
+            rc, out, err = run("merge", "-f", "json", path)
+            check(rc == 0, f"version {ver} read: {err}")
+            if rc:
+                continue
+            if ver == 3:
+                check(out == ref, f"version 3 ({csum}): the same report")
+                rc, text, _ = run("merge", path)
+                check(text == ref_text, "version 3: the same text")
+            j = json.loads(out)["job"]
+            check(j["stragglers"] == ref_job["stragglers"] and
+                  j["per_rank"] == ref_job["per_rank"],
+                  f"version {ver}: the same job view")
+    p = subprocess.run([SUMVER, good, os.devnull, "9"], capture_output=True)
+    check(p.returncode == 2, "sumver: version 9 unknown")
+
+
 def test_summary_errors():
     files = job("sum-err", "--slow", "3")
     good = summary(os.path.join(TMP, "good.gps"), *files)
@@ -637,10 +675,20 @@ def test_summary_errors():
     big = 3 << 30
     frame = (struct.pack("<IB", 0xFD2FB528, 0xE0) + struct.pack("<Q", big) +
              struct.pack("<I", (1000 << 3) | 3)[:3] + b"\0")
-    bad("forged.gps", data[:16] + struct.pack("<Q", big) + frame,
+    # (flags 0: a summary without the checksum, as before it)
+    bad("forged.gps", data[:12] + b"\0" * 4 + struct.pack("<Q", big) + frame,
         "corrupt summary (its size)")
-    # damaged bytes inside the compressed body: an error or a report,
-    # never a crash (the sanitizer build checks the rest)
+    # the body's checksum: its flag, and the frame's, are checked
+    check(data[12:16] == b"\1\0\0\0" and data[28] & 4,
+          "a summary says it has the body's checksum, and has it")
+    bad("flags.gps", data[:12] + b"\3\0\0\0" + data[16:],
+        "corrupt summary (unknown flags)")
+    bad("nosum.gps", data[:28] + bytes([data[28] & ~4]) + data[29:],
+        "corrupt summary (its checksum is missing)")
+    # damaged bytes inside the compressed body: refused (the checksum),
+    # never a crash and never another report (a flip in bytes zstd does
+    # not read may leave the report as it was)
+    rc, ref, _ = run("merge", "-f", "json", good)
     for k, at in enumerate(range(24, len(data), max(1, len(data) // 97))):
         b = bytearray(data)
         b[at] ^= 0x5a
@@ -648,7 +696,8 @@ def test_summary_errors():
         with open(path, "wb") as f:
             f.write(bytes(b))
         rc, out, err = run("merge", "-f", "json", path)
-        check(rc in (0, 1) and (rc == 0 or len(err.strip().splitlines()) == 1),
+        check((rc == 1 and len(err.strip().splitlines()) == 1 and
+               "corrupt summary" in err) or (rc == 0 and out == ref),
               f"flip at {at}: {rc} {err!r}")
     rc, out, err = run("merge", "/nonexistent.gps")
     check(rc == 1 and "nonexistent.gps" in err, "a missing summary")
@@ -979,6 +1028,7 @@ def test_large_job_html():
 test_slow_kernel()
 test_two_collectives()
 test_summaries()
+test_summary_versions()
 test_summary_errors()
 test_summary_options()
 test_wild_clock()
