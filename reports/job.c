@@ -1066,11 +1066,18 @@ static double get_kname(const struct gp_job_rank *r, const void *arg) {
 }
 
 /* ms with two decimals; 10 s and more in seconds */
+/* A duration of the finding: milliseconds with two decimals, as the
+ * other figures of the report, but a few microseconds in microseconds
+ * (0.00 ms said nothing) */
 static const char *fmt_ms(char *b, size_t n, double ns) {
   if (ns >= 10e9)
     snprintf(b, n, "%.2f s", ns / 1e9);
-  else
+  else if (ns >= 999.95e3)
     snprintf(b, n, "%.2f ms", ns / 1e6);
+  else if (ns >= 999.5)
+    snprintf(b, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(b, n, "%.0f ns", ns > 0 ? ns : 0);
   return b;
 }
 
@@ -1453,14 +1460,14 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
   per_unit(j, procs);
   if (j->clamped &&
       note(j,
-           "the aligned clocks put %llu arrivals after the last rank's "
+           "the aligned clocks put %llu arrival%s after the last rank's "
            "(by up to %llu ns, %s): those lags count as 0; the waits come "
            "from the kernels' durations and are never negative",
-           (unsigned long long)j->clamped,
+           (unsigned long long)j->clamped, j->clamped == 1 ? "" : "s",
            (unsigned long long)j->clamped_max_ns,
            by_pos && fewest != most
                ? "or collectives matched by position that differ"
-               : "within the residual skew") < 0)
+               : "within the link latency and the clocks' residual skew") < 0)
     return fail(j, err, errlen);
   qsort(j->r, n, sizeof *j->r, cmp_outlier);
   /* the stragglers: every rank that held the others up at least once

@@ -98,7 +98,8 @@ void gp_job_text(FILE *f, const struct gp_job *j, int color, size_t top) {
           j->nranks == 1 ? "" : "s", j->nhosts, j->nhosts == 1 ? "" : "s", off);
   fprintf(f, "  per %s: %zu counted; communication kernels ", un, j->units);
   clean(f, j->comm_rule, 40, 0);
-  fprintf(f, ", %zu collectives matched\n", j->collectives);
+  fprintf(f, ", %zu collective%s matched\n", j->collectives,
+          j->collectives == 1 ? "" : "s");
   if (j->by_step)
     fprintf(f,
             "  job step (the slowest rank's, per step): p50 %s  p95 %s  "
@@ -315,12 +316,14 @@ void gp_job_html(FILE *f, const struct gp_job *j) {
   const char *un = unit_of(j);
   char x[48], y[48], z[48];
   fprintf(f,
-          "<section id=\"job\">\n<h2>Job: %zu ranks on %zu hosts</h2>\n"
+          "<section id=\"job\">\n<h2>Job: %zu rank%s on %zu host%s</h2>\n"
           "<p>per %s: %zu counted; communication kernels: <span "
           "class=\"name\">",
-          j->nranks, j->nhosts, un, j->units);
+          j->nranks, j->nranks == 1 ? "" : "s", j->nhosts,
+          j->nhosts == 1 ? "" : "s", un, j->units);
   gp_html_esc(f, j->comm_rule);
-  fprintf(f, "</span> (%zu collectives matched)", j->collectives);
+  fprintf(f, "</span> (%zu collective%s matched)", j->collectives,
+          j->collectives == 1 ? "" : "s");
   if (j->by_step)
     fprintf(f,
             "<br>job step (the slowest rank's, per step): p50 %s, p95 %s, "

@@ -49,7 +49,7 @@ int gp_parse_span(const char *s, uint64_t *from, uint64_t *to) {
 }
 
 const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns) {
-  if (ns >= 1000000000ull)
+  if (ns >= 999999500ull) /* from where ms would read 1000.000 */
     snprintf(buf, n, "%.3f s", ns / 1e9);
   else if (ns >= 1000000)
     snprintf(buf, n, "%.3f ms", ns / 1e6);
@@ -188,9 +188,9 @@ const char *gp_fmt_sdur(char *b, size_t n, uint64_t ns) {
     snprintf(b, n, "%.0e s", ns / 1e9);
   else if (ns >= 100000000000ull)
     snprintf(b, n, "%.0f s", ns / 1e9);
-  else if (ns >= 1000000000ull)
+  else if (ns >= 999950000ull) /* from where ms would read 1000.0 */
     snprintf(b, n, "%.2f s", ns / 1e9);
-  else if (ns >= 1000000)
+  else if (ns >= 999950) /* from where us would read 1000.0 */
     snprintf(b, n, "%.1f ms", ns / 1e6);
   else if (ns >= 1000)
     snprintf(b, n, "%.1f us", ns / 1e3);

@@ -166,6 +166,20 @@ def test_two_collectives():
           [(1, 20, 20), (4, 20, 20)], f"no steps: {s}")
 
 
+def test_small_lateness():
+    """A rank 6 us late: the finding's figures in microseconds (they read
+    0.00 ms before)."""
+    X = 6 * US
+    files = job("small", "--slow", "0", "--extra", str(X), ranks=3)
+    j = report(*files)["job"]
+    per_step = sum(X + lat(r) - lat(0) for r in (1, 2))  # 12.6 us
+    f = j["finding"] or ""
+    check(f.startswith("rank 0 ") and
+          f"waited {20 * per_step / 1e3:.1f} us for it in all "
+          f"({per_step / 1e3:.1f} us per step)" in f and
+          "(+6.0 us)" in f, f"finding in microseconds: {f}")
+
+
 def test_host_late_no_steps():
     X = 2 * MS
     files = job("host", "--slow", "2", "--how", "host", "--no-steps",
@@ -1027,6 +1041,7 @@ def test_large_job_html():
 
 test_slow_kernel()
 test_two_collectives()
+test_small_lateness()
 test_summaries()
 test_summary_versions()
 test_summary_errors()

@@ -48,6 +48,14 @@ static void test_durations(void) {
   STREQ(gp_fmt_dur(b, sizeof b, 999), "999 ns");
   STREQ(gp_fmt_dur(b, sizeof b, 1500), "1.500 us");
   STREQ(gp_fmt_dur(b, sizeof b, 2500000000ull), "2.500 s");
+  /* where a unit would round up to 1000 of itself, the next one */
+  STREQ(gp_fmt_dur(b, sizeof b, 999999999ull), "1.000 s");
+  STREQ(gp_fmt_dur(b, sizeof b, 999999499ull), "999.999 ms");
+  STREQ(gp_fmt_sdur(b, sizeof b, 999999), "1.0 ms");
+  STREQ(gp_fmt_sdur(b, sizeof b, 999949), "999.9 us");
+  STREQ(gp_fmt_sdur(b, sizeof b, 999960000ull), "1.00 s");
+  STREQ(gp_fmt_sdur(b, sizeof b, 999940000ull), "999.9 ms");
+  STREQ(gp_fmt_sdur(b, sizeof b, 1500), "1.5 us");
   STREQ(gp_fmt_bytes(b, sizeof b, 512), "512 B");
   STREQ(gp_fmt_bytes(b, sizeof b, 1536.0 * 1024 * 1024), "1.5 GiB");
 }
