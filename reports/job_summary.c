@@ -730,27 +730,100 @@ static int check_head(const uint8_t *f, size_t len, const char *path,
                       char *err, size_t errlen);
 
 /* The whole file, or NULL with err set. */
+/* The rest of a stream whose head is read: until its end, at most
+ * HEAD + the zstd bound of the body its head declares (a stream cannot be
+ * sized before it is read). */
+static uint8_t *slurp_stream(FILE *f, const uint8_t *head, size_t *len,
+                             int *nomem, const char *path, char *err,
+                             size_t errlen) {
+  uint64_t body = get_le(head + 16, 8);
+  if (body > BODY_MAX) {
+    snprintf(err, errlen, "%s: corrupt summary (its size)", path);
+    return NULL;
+  }
+  size_t cap = HEAD + ZSTD_compressBound((size_t)body) + 1, n = HEAD;
+  size_t have = 64 << 10 < cap ? 64 << 10 : cap;
+  uint8_t *b = malloc(have);
+  if (!b) goto nomem;
+  memcpy(b, head, HEAD);
+  for (;;) {
+    if (n == have) {
+      if (have == cap) {
+        /* more than a summary of that body can be */
+        snprintf(err, errlen, "%s: corrupt summary (its size)", path);
+        free(b);
+        return NULL;
+      }
+      size_t more = have * 2 < cap ? have * 2 : cap;
+      uint8_t *x = realloc(b, more);
+      if (!x) goto nomem;
+      b = x;
+      have = more;
+    }
+    size_t got = fread(b + n, 1, have - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  if (ferror(f)) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    free(b);
+    return NULL;
+  }
+  *len = n;
+  return b;
+nomem:
+  free(b);
+  *nomem = 1;
+  snprintf(err, errlen, "%s: out of memory", path);
+  return NULL;
+}
+
+/* A summary's bytes: a regular file, or a stream (a pipe, a FIFO with its
+ * writer, "-" for standard input) read to its end. */
 static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
                       size_t errlen) {
+  int in = !strcmp(path, "-");
+  const char *name = in ? "standard input" : path;
   /* O_NONBLOCK: a FIFO without a writer would block open() for ever */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = in ? fcntl(0, F_DUPFD_CLOEXEC, 3)
+              : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
   if (fd >= 0 && !f) close(fd);
   struct stat st;
-  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: %s", path,
-             !f ? strerror(errno) : "not a regular file");
+  int ok = f && fstat(fileno(f), &st) == 0;
+  int stream = ok && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+  if (!ok || (!S_ISREG(st.st_mode) && !stream)) {
+    snprintf(err, errlen, "%s: %s", name,
+             !f ? strerror(errno)
+                : "not a regular file or a pipe");
     if (f) fclose(f);
     return NULL;
   }
-  size_t n = (size_t)st.st_size;
+  if (stream) { /* blocking reads from here on */
+    int fl = fcntl(fileno(f), F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK))
+      fcntl(fileno(f), F_SETFL, fl & ~O_NONBLOCK);
+  }
+  size_t n = stream ? HEAD : (size_t)st.st_size;
   /* the head first: a file that is no summary of ours (a trace, a large
    * file given by mistake) is refused before it is read whole */
   uint8_t head[HEAD];
   size_t h = fread(head, 1, n < HEAD ? n : HEAD, f);
-  if (check_head(head, h == HEAD ? n : h, path, err, errlen) < 0) {
+  if (stream && !h && !ferror(f)) {
+    /* a FIFO whose writer has not opened it reads as empty, at once */
+    snprintf(err, errlen, "%s: empty pipe: no summary (a FIFO must have its "
+             "writer when merge opens it)", name);
     fclose(f);
     return NULL;
+  }
+  if (check_head(head, h == HEAD ? n : h, name, err, errlen) < 0) {
+    fclose(f);
+    return NULL;
+  }
+  if (stream) {
+    uint8_t *b = slurp_stream(f, head, len, nomem, name, err, errlen);
+    fclose(f);
+    return b;
   }
   rewind(f);
   uint8_t *b = malloc(n ? n : 1);
@@ -997,7 +1070,9 @@ int gp_summary_read(const char *path, struct gp_summary_set *set, int *nomem,
   *nomem = 0;
   uint8_t *f = slurp(path, &len, nomem, err, errlen);
   if (!f) return -1;
-  int rc = gp_summary_read_mem(f, len, path, set, nomem, err, errlen);
+  int rc = gp_summary_read_mem(f, len, strcmp(path, "-") ? path
+                                                         : "standard input",
+                               set, nomem, err, errlen);
   free(f);
   return rc;
 }

@@ -122,6 +122,43 @@ static const char usage[] =
     "  -h, --help         show this help\n"
     "  -V, --version      show the version\n";
 
+static const char merge_usage[] =
+    "Usage: gpuphase-report merge [options] SUMMARY...\n"
+    "       gpuphase-report merge -f summary -o SUMMARY [-j N] SUMMARY...\n"
+    "\n"
+    "The report of the traces behind the summaries, as reading them all at\n"
+    "once would give it: text and JSON the same, HTML without the processes'\n"
+    "timelines (summaries hold no events). A summary is what\n"
+    "'gpuphase-report --format summary -o SUMMARY FILE...' writes, on the node\n"
+    "that holds the traces (docs/jobs.md: srun, torchrun, mpirun, job arrays,\n"
+    "xargs). The summaries must have been made with the same analysis options\n"
+    "(--window, --step, --warmup, --frames, --link-gbps, --comm-kernels), which\n"
+    "go to --format summary, not to merge; a process in two summaries is\n"
+    "counted twice, with a warning. SUMMARY is a file or a pipe; - is standard\n"
+    "input (once).\n"
+    "\n"
+    "Options:\n"
+    "  -f, --format FMT   text (default), json, html, folded (the call sites\n"
+    "                     as collapsed stacks), or summary: one summary of\n"
+    "                     those given (needs -o; merged again later, in\n"
+    "                     stages: per node, per rack, the job)\n"
+    "  -o, --output FILE  write to FILE instead of standard output (- is\n"
+    "                     standard output; never one of the summaries)\n"
+    "      --top N        rows of the tables of text and html (15)\n"
+    "      --processes N|all  text and html: per-process sections (see\n"
+    "                     gpuphase-report --help)\n"
+    "      --color[=WHEN] colour the text: auto, always or never\n"
+    "      --weight W     folded: idle (default) or blocked\n"
+    "      --job, --no-job  the job view even without ranks; none\n"
+    "  -j, --jobs N       summaries read at once (default: the CPUs\n"
+    "                     available); the output is the same for any N\n"
+    "  -h, --help         show this help\n"
+    "  -V, --version      show the version\n"
+    "\n"
+    "exit status: 0 the report was written, 1 a summary is missing, damaged,\n"
+    "of another version or made with other options (a line names it), 2\n"
+    "usage error.\n";
+
 struct opts {
   struct gp_report_opts ro;
   struct gp_render_opts rend;
@@ -146,10 +183,13 @@ struct opts {
   struct gp_job_opts jo;
 };
 
+/* the help a usage error points to: merge has its own */
+static const char *help_cmd = "gpuphase-report --help";
+
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "gpuphase-report: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see gpuphase-report --help)\n");
+  fprintf(stderr, " (see %s)\n", help_cmd);
   return 2;
 }
 
@@ -363,7 +403,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     opt[1] = (char)optopt;
     const char *name = strncmp(last, "--", 2) && optopt ? opt : last;
     /* a write error: main's check of standard output names it */
-    if (c == 'h') return gp_put(usage, stdout), 0;
+    if (c == 'h') return gp_put(o->merge ? merge_usage : usage, stdout), 0;
     if (c == 'V') return printf("gpuphase-report %s\n", GP_VERSION), 0;
     if (c == ':') return usage_error("option '%s' needs a value", name);
     if (c == '?') {
@@ -614,6 +654,12 @@ static int merge(const struct opts *o, char **files, size_t n) {
   struct gp_summary_set set = {0};
   int rc = 0, nomem;
   char err[4608]; /* a path (PATH_MAX) and why */
+  size_t dashes = 0;
+  for (size_t i = 0; i < n; i++)
+    dashes += !strcmp(files[i], "-");
+  if (dashes > 1)
+    return usage_error("%s", "- (standard input) is given more than once: "
+                             "it can be read once");
   if (gp_summary_read_all(files, n, o->threads ? o->threads : gp_par_default(),
                           &set, &nomem, err, sizeof err) < 0) {
     say_error(err);
@@ -659,6 +705,7 @@ static int report(int argc, char **argv, int merging) {
   struct opts o = {.fmt = gp_renderer_find("text"), .color = -1, .job = -1};
   o.ro.warmup = -1;
   o.merge = merging;
+  if (merging) help_cmd = "gpuphase-report merge --help";
   int rc = parse(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t n = (size_t)(argc - optind);

@@ -24,7 +24,7 @@
 #define MAX_DEVICES 64
 
 static const char info_usage[] =
-    "usage: gpuphase-report info FILE...\n"
+    "Usage: gpuphase-report info FILE...\n"
     "\n"
     "For each trace file: format and gpuphase version, host, process, rank,\n"
     "command line, run id and items per step (when recorded), start time\n"
@@ -36,7 +36,7 @@ static const char info_usage[] =
     "warning, and is not an error.\n";
 
 static const char dump_usage[] =
-    "usage: gpuphase-report dump [--sorted] FILE\n"
+    "Usage: gpuphase-report dump [--sorted] FILE\n"
     "\n"
     "Prints every record of FILE, one per line: `kind field=value ...`.\n"
     "Fields holding string ids (name, reason, domain) are printed resolved\n"
@@ -53,11 +53,18 @@ static const char dump_usage[] =
 
 /* --- output files, for every subcommand */
 
+static int same_inode(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* "-" is standard input where merge reads it, and a file of that name
+ * where a trace is read: either one counts */
 static const char *input_of(const struct stat *o, char *const *in, size_t n) {
   struct stat st;
   for (size_t i = 0; i < n; i++)
-    if (in[i] && !stat(in[i], &st) && st.st_dev == o->st_dev &&
-        st.st_ino == o->st_ino)
+    if (in[i] && ((!stat(in[i], &st) && same_inode(&st, o)) ||
+                  (!strcmp(in[i], "-") && !fstat(STDIN_FILENO, &st) &&
+                   same_inode(&st, o))))
       return in[i];
   return NULL;
 }

@@ -240,6 +240,12 @@ def test_errors():
     for cmd in ("info", "dump", "compare", "check", "merge"):
         want = run(cmd, "--help")
         check(want[0] == 0 and run("help", cmd) == want, f"help {cmd} is {cmd} --help")
+        check(want[1] != out and want[1].startswith(b"Usage: gpuphase-report " +
+                                                    cmd.encode()),
+              f"{cmd} --help is its own: {want[1][:60]!r}")
+    rc, _, err = run("merge", "--bogus")
+    check(rc == 2 and "(see gpuphase-report merge --help)" in err,
+          f"merge's errors point to its help: {err!r}")
     rc, o2, err = run("help", "nope")
     check(rc == 2 and o2 == b"" and one_line(err) and "'nope'" in err, f"help nope: {rc} {err!r}")
     rc, o2, err = run("help", "info", "dump")

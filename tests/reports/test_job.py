@@ -713,6 +713,45 @@ def test_summary_errors():
         check((rc == 1 and len(err.strip().splitlines()) == 1 and
                "corrupt summary" in err) or (rc == 0 and out == ref),
               f"flip at {at}: {rc} {err!r}")
+    # pipes: standard input as - (once), process substitution; not a
+    # terminal, a directory or /dev/null
+    rc, ref_text, _ = run("merge", good)
+    p = subprocess.run([REPORT, "merge", "-"], stdin=open(good, "rb"),
+                       capture_output=True)
+    check(p.returncode == 0 and p.stdout.decode() == ref_text,
+          f"merge - < file: {p.stderr!r}")
+    p = subprocess.run(f"cat '{good}' | '{REPORT}' merge - && "
+                       f"'{REPORT}' merge <(cat '{good}')", shell=True,
+                       executable="/bin/bash", capture_output=True)
+    check(p.returncode == 0 and p.stdout.decode() == 2 * ref_text,
+          f"merge of a pipe and <(...): {p.stderr!r}")
+    p = subprocess.run(f"'{REPORT}' merge -f summary -o - '{good}' | "
+                       f"'{REPORT}' merge -", shell=True, capture_output=True)
+    check(p.returncode == 0 and p.stdout.decode() == ref_text,
+          f"a summary piped into merge: {p.stderr!r}")
+    p = subprocess.run([REPORT, "merge", "-", "-"], stdin=open(good, "rb"),
+                       capture_output=True)
+    check(p.returncode == 2 and b"more than once" in p.stderr,
+          f"- twice: {p.stderr!r}")
+    p = subprocess.run(f"head -c 100 '{good}' | '{REPORT}' merge -",
+                       shell=True, capture_output=True)
+    check(p.returncode == 1 and p.stderr.decode().startswith(
+        "gpuphase-report: standard input: corrupt summary"),
+          f"a cut pipe: {p.stderr!r}")
+    # a pipe longer than its head says the summary can be: refused when
+    # that much is read, not read to its end first
+    p = subprocess.run(f"(head -c 24 '{good}'; head -c 4000000 /dev/zero) | "
+                       f"'{REPORT}' merge -", shell=True, capture_output=True)
+    check(p.returncode == 1 and b"corrupt summary (its size)" in p.stderr,
+          f"an endless pipe: {p.stderr!r}")
+    for path in ("/dev/null", TMP):
+        rc, out, err = run("merge", path)
+        check(rc == 1 and "not a regular file or a pipe" in err,
+              f"merge {path}: {rc} {err!r}")
+    p = subprocess.run([REPORT, "merge", "-", "-o", good],
+                       stdin=open(good, "rb"), capture_output=True)
+    check(p.returncode == 2 and b"it is the input file -" in p.stderr and
+          open(good, "rb").read() == data, f"-o the file on stdin: {p.stderr!r}")
     rc, out, err = run("merge", "/nonexistent.gps")
     check(rc == 1 and "nonexistent.gps" in err, "a missing summary")
     other = summary(os.path.join(TMP, "other.gps"), "--comm-kernels",

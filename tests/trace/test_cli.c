@@ -181,7 +181,7 @@ static void test_dump(const char *good) {
   CHECK(state < lost && lost < api1 && api1 < api2 && api2 < k1);
   CHECK(api1 < items && items < api2);
   CHECK(run("dump", "--help", NULL, NULL) == 0);
-  CHECK(has(out, "usage: gpuphase-report dump"));
+  CHECK(has(out, "Usage: gpuphase-report dump"));
   CHECK(run("dump", good, good, NULL) == 2);
   CHECK(has(err, "takes one FILE"));
   CHECK(run("dump", NULL, NULL, NULL) == 2);
@@ -264,7 +264,7 @@ static void test_usage(const char *good) {
   CHECK(run("info", "--frobnicate", good, NULL) == 2);
   CHECK(has(err, "unknown option --frobnicate"));
   CHECK(run("info", "--help", NULL, NULL) == 0);
-  CHECK(has(out, "usage: gpuphase-report info FILE...\n"));
+  CHECK(has(out, "Usage: gpuphase-report info FILE...\n"));
 }
 
 int main(int argc, char **argv) {

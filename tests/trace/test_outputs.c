@@ -243,8 +243,9 @@ static void test_same_file(const char *t, const char *b) {
   free(other);
 }
 
-/* Inputs that are not files: a FIFO without a writer as a summary or a
- * budgets file (both once blocked for ever in open), an endless device as
+/* Inputs that are not files: a FIFO without a writer as a summary (an
+ * empty pipe, said at once) or a budgets file (both once blocked for ever
+ * in open), a directory as a summary, an endless device as
  * budgets (once read until memory ran out), a budgets file of several
  * lines, and one with a line too long. */
 static void test_odd_inputs(const char *t) {
@@ -252,7 +253,9 @@ static void test_odd_inputs(const char *t) {
        *wide = path_in("wide.txt");
   CHECK(mkfifo(fifo, 0600) == 0);
   CHECK(RUN0("merge", fifo) == 1);
-  CHECK(one_line("not a regular file"));
+  CHECK(one_line("fifo: empty pipe: no summary"));
+  CHECK(RUN0("merge", dir) == 1); /* a directory */
+  CHECK(one_line("not a regular file or a pipe"));
   CHECK(RUN0("check", "--budgets", fifo, t) == 2); /* empty: no budget */
   CHECK(RUN0("check", "--budgets", "/dev/zero", t) == 2);
   CHECK(one_line("/dev/zero: larger than 1048576 bytes: not a budgets file"));
