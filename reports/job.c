@@ -1389,6 +1389,25 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
                 "rank %lld appears in several files (%s and %s): are they "
                 "of one job?",
                 (long long)j->r[i].rank, j->r[i - 1].file, j->r[i].file);
+  /* ranks that carry numbers with gaps: some rank's trace was not given
+   * (or not written); the traces hold no world size, so ranks past the
+   * highest given are not known */
+  if (!unranked && !rc && n) {
+    uint64_t distinct = 1, top = (uint64_t)j->r[n - 1].rank;
+    int64_t first = j->r[0].rank > 0 ? 0 : -1;
+    for (size_t i = 1; i < n; i++) {
+      distinct += j->r[i].rank != j->r[i - 1].rank;
+      if (first < 0 && j->r[i].rank > j->r[i - 1].rank + 1)
+        first = j->r[i - 1].rank + 1;
+    }
+    if (first >= 0 && top < (1ull << 40))
+      rc = note(j,
+                "%llu rank%s of 0 to %llu not given (rank %lld first): the "
+                "job view covers the ranks given",
+                (unsigned long long)(top + 1 - distinct),
+                top + 1 - distinct == 1 ? "" : "s", (unsigned long long)top,
+                (long long)first);
+  }
   if (unranked && !rc)
     rc = note(j, "some traces carry no rank (RANK, SLURM_PROCID, "
                  "OMPI_COMM_WORLD_RANK unset): they are numbered by the "

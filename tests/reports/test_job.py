@@ -451,6 +451,17 @@ def test_partial_ranks():
     ranks = sorted(r["rank"] for r in j["per_rank"])
     check(ranks == list(range(8)), f"ranks {ranks}")
     check(any("numbered by the order of the files" in n for n in j["notes"]), "noted")
+    # ranks with gaps: said (the traces hold no world size, so what is past
+    # the highest rank given cannot be)
+    j = report(files2[0], files2[3], files2[6], files2[7])["job"]
+    check(any(n.startswith("4 ranks of 0 to 7 not given (rank 1 first)")
+              for n in j["notes"]), f"gaps noted: {j['notes']}")
+    j = report(files2[2], files2[3])["job"]
+    check(any(n.startswith("2 ranks of 0 to 3 not given (rank 0 first)")
+              for n in j["notes"]), f"from 0: {j['notes']}")
+    j = report(*files[:3])["job"]
+    check(j["ranks"] == 3 and not any("not given" in n for n in j["notes"]),
+          f"ranks 0 to 3: nothing missing: {j['notes']}")
 
 
 def test_parallel_same_bytes():
