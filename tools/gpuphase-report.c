@@ -593,7 +593,8 @@ static int render(const struct opts *o, char **files,
     fprintf(stderr, "gpuphase-report: no call-site records in %s: recorded "
                     "with GPUPHASE_STACKS=off, or by a build without "
                     "libunwind (docs/callsites.md)\n",
-            n > 1 ? "the traces" : files[0]);
+            n > 1 ? (o->merge ? "the summaries' traces" : "the traces")
+                  : files[0]);
   /* a renderer fails only on a write error, which gp_out_done names */
   int rc = o->fmt->render(f, &set, &ro);
   if (gp_out_done(f, "gpuphase-report", o->out ? o->out : "standard output")) {
