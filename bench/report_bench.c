@@ -6,6 +6,7 @@
  *                         [-j N[,N...]] [--keep FILE]
  *   gpuphase-report-bench --input FILE [--runs R]   (time an existing trace)
  *   gpuphase-report-bench --compare [--events N] [--runs R] [--keep PREFIX]
+ *   gpuphase-report-bench --stages --input FILE [--runs R]
  * --stacks: every call carries a call site (API.stack), one of 64 stacks of
  * 12 frames over 4 modules, as GPUPHASE_STACKS records them (the trace is
  * otherwise the same: same seed, same timings).
@@ -17,6 +18,12 @@
  * `gpuphase-report compare` does (each read with per-step attribution,
  * reduced, freed; the verdict; the text), in a child process whose time
  * and peak resident set are its own.
+ * --stages: the two halves of the pipeline apart, on the first 10 M
+ * records of FILE at most: the time-ordered read alone (decompressing and
+ * decoding every record, handing each to a callback that does nothing),
+ * then the attribution engine alone, fed copies of those records from
+ * memory (the records copied first, outside the timing) and finished. On
+ * two threads a file goes no faster than the slower half.
  * Results and the commands used: docs/performance.md, "Report throughput"
  * and "Comparing runs". */
 #include <fcntl.h>
@@ -28,8 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attribute.h"
+#include "codec.h"
 #include "compare.h"
 #include "pipeline.h"
+#include "reader_ext.h"
 #include "writer.h"
 
 enum {
@@ -383,6 +393,95 @@ static int measure(const char *path, int runs, const int *jobs, int njobs) {
   return 0;
 }
 
+static int count_rec(void *ctx, const struct gpuphase_record *rec) {
+  (void)rec;
+  ++*(uint64_t *)ctx;
+  return 0;
+}
+
+/* A copy of rec whose blobs are its own (a record the reader hands out
+ * lives until the next one). */
+static int own_copy(struct gpuphase_record *c, const struct gpuphase_record *r) {
+  *c = *r;
+  if (!gp_kind_in(GP_BLOB_KINDS, r->kind)) return 0;
+  const struct gp_kind_desc *d = gp_kind_desc(r->kind);
+  for (unsigned i = 0; d && i < d->nfields; i++) {
+    if (d->fields[i].coding != 'B') continue;
+    gpuphase_blob *x =
+        (gpuphase_blob *)(void *)((char *)&c->u + d->fields[i].offset);
+    if (!x->data || !x->len) continue;
+    char *m = malloc(x->len);
+    if (!m) return -1;
+    memcpy(m, x->data, x->len);
+    x->data = m;
+  }
+  return 0;
+}
+
+static void free_copy(struct gpuphase_record *c) {
+  if (!gp_kind_in(GP_BLOB_KINDS, c->kind)) return;
+  const struct gp_kind_desc *d = gp_kind_desc(c->kind);
+  for (unsigned i = 0; d && i < d->nfields; i++)
+    if (d->fields[i].coding == 'B')
+      free((void *)((gpuphase_blob *)(void *)((char *)&c->u +
+                                              d->fields[i].offset))
+               ->data);
+}
+
+/* --stages: the read alone, then the engine alone, `runs` times each. */
+static int stages(const char *path, int runs) {
+  enum { MAX_RECS = 10000000 };
+  double rd[99], en[99];
+  uint64_t n = 0;
+  for (int i = 0; i < runs; i++) {
+    int err = 0;
+    double t = now();
+    gpuphase_reader *r = gpuphase_reader_open_sorted(path, &err);
+    if (!r) return fprintf(stderr, "report_bench: %s: error %d\n", path, err), -1;
+    n = 0;
+    const struct gpuphase_record *rec;
+    int rc;
+    while (n < MAX_RECS && (rc = gp_reader_next_sorted(r, &rec)) == 1)
+      count_rec(&n, rec);
+    rd[i] = (double)n / (now() - t);
+    gpuphase_reader_close(r);
+  }
+  int err = 0;
+  gpuphase_reader *r = gpuphase_reader_open_sorted(path, &err);
+  struct gpuphase_record *v = malloc((n ? n : 1) * sizeof *v);
+  if (!r || !v) return fprintf(stderr, "report_bench: no memory\n"), -1;
+  size_t k = 0;
+  const struct gpuphase_record *rec;
+  while (k < n && gp_reader_next_sorted(r, &rec) == 1)
+    if (own_copy(&v[k++], rec) < 0)
+      return fprintf(stderr, "report_bench: no memory\n"), -1;
+  gpuphase_reader_close(r);
+  for (int i = 0; i < runs; i++) {
+    struct gp_report_opts ro = {.warmup = -1};
+    double t = now();
+    gp_attr *a = gp_attr_new(&ro);
+    if (!a || gp_attr_feed_n(a, v, k) < 0)
+      return fprintf(stderr, "report_bench: no memory\n"), -1;
+    gp_res_free(gp_attr_finish(a));
+    gp_attr_free(a);
+    en[i] = (double)k / (now() - t);
+  }
+  for (size_t i = 0; i < k; i++)
+    free_copy(&v[i]);
+  free(v);
+  for (int i = 0; i < runs; i++)
+    printf("run %d: read alone %.2f M events/s, engine alone %.2f M events/s "
+           "(%zu records)\n",
+           i + 1, rd[i] / 1e6, en[i] / 1e6, k);
+  qsort(rd, (size_t)runs, sizeof *rd, cmp_dbl);
+  qsort(en, (size_t)runs, sizeof *en, cmp_dbl);
+  double lo = rd[runs / 2] < en[runs / 2] ? rd[runs / 2] : en[runs / 2];
+  printf("median of %d: read alone %.2f M events/s, engine alone %.2f M "
+         "events/s: one file on two threads at most %.2f M events/s\n",
+         runs, rd[runs / 2] / 1e6, en[runs / 2] / 1e6, lo / 1e6);
+  return 0;
+}
+
 /* Reads both traces and judges them as `gpuphase-report compare` does:
  * each result reduced to the run's figures and freed before the next. */
 static int compare_once(char *const paths[2], const struct gp_report_opts *ro) {
@@ -490,7 +589,8 @@ int main(int argc, char **argv) {
   uint64_t events = 50000000;
   int runs = 3;
   const char *keep = NULL, *input = NULL;
-  int cmp = 0, with_stacks = 0, with_counters = 0, jobs[8] = {1}, njobs = 1;
+  int cmp = 0, with_stacks = 0, with_counters = 0, jobs[8] = {1}, njobs = 1,
+      split = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = strtoull(argv[++i], NULL, 10);
@@ -502,6 +602,8 @@ int main(int argc, char **argv) {
       input = argv[++i];
     else if (!strcmp(argv[i], "--compare"))
       cmp = 1;
+    else if (!strcmp(argv[i], "--stages"))
+      split = 1;
     else if (!strcmp(argv[i], "--stacks"))
       with_stacks = 1;
     else if (!strcmp(argv[i], "--counters"))
@@ -519,13 +621,16 @@ int main(int argc, char **argv) {
               "usage: %s [--events N] [--runs R] [--stacks] [--counters] "
               "[-j N[,N...]] "
               "[--keep FILE | --input FILE]\n       %s --compare [--events N] [--runs R] [--keep "
-              "PREFIX]\n",
-              argv[0], argv[0]);
+              "PREFIX]\n       %s --stages --input FILE [--runs R]\n",
+              argv[0], argv[0], argv[0]);
       return 2;
     }
   }
   if (runs < 1 || runs > 99) runs = 3;
   if (cmp) return compare_bench(events, runs, keep);
+  if (split && !input)
+    return fprintf(stderr, "report_bench: --stages needs --input FILE\n"), 2;
+  if (split) return stages(input, runs) < 0;
   /* a trace kept from an earlier run: time the pipeline alone, e.g. under
    * callgrind, where generating the trace would dominate */
   if (input) return measure(input, runs, jobs, njobs) < 0;
