@@ -73,6 +73,8 @@ typedef struct sim_device {
   sim_stream *streams;       /* user-created and per-thread streams */
   uint64_t retired_blocking; /* tails of destroyed blocking streams */
   uint64_t retired_all;
+  uint64_t barrier; /* work issued from now on starts after it: the end of
+                       a cudaMemcpyPeer to, from or on this device */
   uintptr_t va_base; /* reserved, never accessible address range */
   size_t va_size;
   sim_ranges allocs;
@@ -140,6 +142,10 @@ typedef struct sim_copy {
   CUstream stream;
   bool pt;
   bool async;
+  /* cudaMemcpyPeer / cuMemcpyPeer: after all the work of the current,
+   * source and destination devices, before any issued later, and
+   * asynchronous to the host */
+  bool serial;
 } sim_copy;
 
 typedef struct sim_set {

@@ -322,7 +322,7 @@ static CUresult acopy(CUarray da, uintptr_t dst, CUarray sa, uintptr_t src,
   if (da) r = array_end(da, dst, n, &dst);
   if (r == CUDA_SUCCESS && sa) r = array_end(sa, src, n, &src);
   if (r != CUDA_SUCCESS) return r;
-  sim_copy q = {dst, src, n, n, n, h, pt, async};
+  sim_copy q = {dst, src, n, n, n, h, pt, async, false};
   return gp_copy(&q);
 }
 

@@ -141,13 +141,25 @@ CUresult gp_copy(const sim_copy *q) {
     sim_node n = {.kind = NODE_COPY, .u.c = *q};
     r = gp_capture(s, &n);
   } else if (r == CUDA_SUCCESS) {
+    /* a peer copy of cudaMemcpyPeer: after the three devices' work, and
+     * before any of theirs issued later (their barrier) */
+    const int devs[3] = {s->dev, ws.dev, wd.dev};
+    for (int i = 0; q->serial && i < 3; i++)
+      if (devs[i] >= 0) {
+        uint64_t t = gp_device_tail(devs[i]);
+        if (t > s->tail) s->tail = t;
+      }
     gp_schedule(s, dur, &op);
+    for (int i = 0; q->serial && i < 3; i++)
+      if (devs[i] >= 0)
+        if (op.end > gp_dev[devs[i]].barrier) gp_dev[devs[i]].barrier = op.end;
     run = true;
   }
   pthread_mutex_unlock(&gp_lock);
   if (!run) return r;
   gp_copy_record(q, &op, kind, ws, wd);
-  if (!q->async || ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
+  if ((!q->async && !q->serial) ||
+      ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
       wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
       (is_host(ws.kind) && is_host(wd.kind)))
     gp_sleep_until(op.end);
@@ -157,7 +169,7 @@ CUresult gp_copy(const sim_copy *q) {
 static CUresult copy1d(CUdeviceptr dst, const void *srcp, CUdeviceptr src,
                        size_t n, CUstream h, bool pt, bool async) {
   uintptr_t s = srcp ? (uintptr_t)srcp : (uintptr_t)src;
-  sim_copy q = {(uintptr_t)dst, s, n, n, n, h, pt, async};
+  sim_copy q = {(uintptr_t)dst, s, n, n, n, h, pt, async, false};
   return do_copy(&q);
 }
 
@@ -272,7 +284,8 @@ static CUresult peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
   if (!gp_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!gp_ctx_lookup(dc) || !gp_ctx_lookup(sc))
     return CUDA_ERROR_INVALID_CONTEXT;
-  return copy1d(dst, NULL, src, n, h, pt, async);
+  sim_copy q = {(uintptr_t)dst, (uintptr_t)src, n, n, n, h, pt, async, !async};
+  return do_copy(&q);
 }
 
 GPUSIM_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc,
@@ -339,7 +352,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool pt,
                        bool async) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   sim_copy q = {0,  0,    (uint64_t)p->WidthInBytes * p->Height, 0, 0, h,
-                pt, async};
+                pt, async, false};
   size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
   size_t rows, sb, db;
@@ -404,7 +417,7 @@ cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream h) {
 CUresult gp_copy3d_params(const CUDA_MEMCPY3D *p, sim_copy *out) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   uint64_t bytes = (uint64_t)p->WidthInBytes * p->Height * p->Depth;
-  sim_copy q = {0, 0, bytes, 0, 0, NULL, false, true};
+  sim_copy q = {0, 0, bytes, 0, 0, NULL, false, true, false};
   size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
   size_t sh = p->srcHeight ? p->srcHeight : p->Height;

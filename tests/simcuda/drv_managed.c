@@ -38,7 +38,7 @@ static CUresult prefetch_one(sim_stream *s, CUdeviceptr p, size_t n,
   int code = loc_code(loc);
   if (!a || code < 0) return CUDA_ERROR_INVALID_VALUE;
   a->last_prefetch = (uint8_t)code;
-  *q = (sim_copy){(uintptr_t)p, (uintptr_t)p, n, n, n, NULL, false, true};
+  *q = (sim_copy){(uintptr_t)p, (uintptr_t)p, n, n, n, NULL, false, true, false};
   *kind = code == 1 ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
                     : CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
   gp_schedule(s, gp_copy_ns(n, gp_cfg.pcie_mbps), op);

@@ -119,12 +119,12 @@ uint64_t gp_stream_ready(const sim_stream *s) {
   } else if (blocking(s)) {
     t = max64(t, dev->legacy.tail);
   }
-  return t;
+  return max64(t, dev->barrier);
 }
 
 uint64_t gp_device_tail(int d) {
   const sim_device *dev = &gp_dev[d];
-  uint64_t t = max64(dev->legacy.tail, dev->retired_all);
+  uint64_t t = max64(max64(dev->legacy.tail, dev->retired_all), dev->barrier);
   for (const sim_stream *x = dev->streams; x; x = x->next)
     t = max64(t, x->tail);
   return t;

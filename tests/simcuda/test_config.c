@@ -91,6 +91,54 @@ static void test_rates(void) {
   cudaSetDevice(0);
 }
 
+/* cudaMemcpyPeer returns at once (asynchronous to the host), starts
+ * after every stream's work of the devices it touches, and work issued
+ * on them later starts after it, on any stream. */
+static void test_peer_serialised(void) {
+  char *d0, *d1;
+  cudaStream_t s0, s1, s1b;
+  CHECK_EQ(cudaMalloc((void **)&d0, 4096), cudaSuccess);
+  CHECK_EQ(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking), cudaSuccess);
+  CHECK_EQ(cudaSetDevice(1), cudaSuccess);
+  CHECK_EQ(cudaMalloc((void **)&d1, 4096), cudaSuccess);
+  CHECK_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  CHECK_EQ(cudaStreamCreateWithFlags(&s1b, cudaStreamNonBlocking),
+           cudaSuccess);
+  rec_clear();
+  /* 10^7 blocks on 100 SMs: 10^5 waves of 1000 ns, 100 ms on device 1 */
+  CHECK_EQ(launch1(10000000, s1), cudaSuccess);
+  CHECK_EQ(cudaSetDevice(0), cudaSuccess);
+  CHECK_EQ(cudaMemcpyPeer(d1, 1, d0, 0, 1000), cudaSuccess);
+  uint64_t after = mono_ns();
+  CHECK_EQ(launch1(1, s0), cudaSuccess); /* device 0, issued later */
+  CHECK_EQ(cudaSetDevice(1), cudaSuccess);
+  CHECK_EQ(launch1(1, s1b), cudaSuccess); /* device 1, another stream */
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  CHECK_EQ(cudaSetDevice(0), cudaSuccess);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  rec_flush();
+  const rec *p = rec_nth(CUPTI_ACTIVITY_KIND_MEMCPY2, 0);
+  REQUIRE(p && rec_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 3);
+  const __typeof__(*KERNEL(0)) *big = KERNEL(0);
+  CHECK_EQ(big->deviceId, 1);
+  CHECK_EQ(big->end - big->start, 100000000);
+  CHECK_EQ(p->u.p.start, big->end);
+  CHECK_EQ(p->u.p.end - p->u.p.start, 510);
+  CHECK(after < p->u.p.start);
+  int later = 0;
+  for (int i = 1; i < 3; i++) {
+    CHECK_EQ(KERNEL(i)->start, p->u.p.end);
+    later += KERNEL(i)->streamId != big->streamId;
+  }
+  CHECK_EQ(later, 2);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s1b);
+  cudaFree(d1);
+  CHECK_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStreamDestroy(s0);
+  cudaFree(d0);
+}
+
 /* 1 MiB per device, accounted per device. */
 static void test_memory(void) {
   void *a, *b;
@@ -120,6 +168,7 @@ int main(void) {
   rec_start();
   test_devices_and_waves();
   test_rates();
+  test_peer_serialised();
   test_memory();
   test_api_time();
   return test_result("test_config");
