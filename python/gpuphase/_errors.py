@@ -19,6 +19,11 @@ class Error(Exception):
         self.code = code
         self.message = message
 
+    def __reduce__(self):
+        # pickled (a process pool's worker raising it) and copied with both
+        # arguments: args holds the message alone, as str(err) wants
+        return (type(self), (self.code, self.message))
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
 

@@ -425,6 +425,14 @@ def cmd_errors(tmp, good):
                      gpuphase.Error, 4, "cannot write"),
     ]
     assert isinstance(gpuphase.UsageError(3, "x"), ValueError)
+    # pickled (a process pool's worker raising one) and copied whole
+    import copy
+    import pickle
+    for cls in (gpuphase.Error, gpuphase.TraceError, gpuphase.UsageError):
+        e = cls(5, "bad x")
+        for f in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
+            assert type(f) is cls and (f.code, f.message, str(f)) == (5, "bad x", "bad x"), \
+                repr(f)
     # what Python itself refuses is refused as Python refuses it
     for fn, cls in ((lambda: gpuphase.items(-1), ValueError),
                     (lambda: gpuphase.items(2 ** 64), ValueError),
