@@ -782,6 +782,35 @@ static void preflight_versions(const struct gp_cmp_side *b,
   }
 }
 
+/* At most 80 bytes of s from byte `from` (moved back to a character's
+ * start), "..." before and after where s is cut. */
+static void excerpt(char *out, size_t n, const char *s, size_t from) {
+  size_t len = strlen(s);
+  if (from > len) from = len;
+  while (from > 0 && ((unsigned char)s[from] & 0xc0) == 0x80)
+    from--;
+  size_t take = len - from > 80 ? 80 : len - from;
+  while (take > 0 && from + take < len &&
+         ((unsigned char)s[from + take] & 0xc0) == 0x80)
+    take--; /* end before a character's continuation */
+  snprintf(out, n, "%s%.*s%s", from ? "..." : "", (int)take, s + from,
+           from + take < len ? "..." : "");
+}
+
+/* The command lines where they differ: from 30 bytes before the first
+ * difference, so that a difference past 80 bytes shows. */
+static void note_cmdlines(struct gp_cmp_result *res, const char *cb,
+                          const char *cc) {
+  size_t k = 0;
+  while (cb[k] && cb[k] == cc[k])
+    k++;
+  size_t from = k > 30 ? k - 30 : 0;
+  char eb[100], ec[100];
+  excerpt(eb, sizeof eb, cb, from);
+  excerpt(ec, sizeof ec, cc, from);
+  note(res, "command lines differ: base '%s', new '%s'", eb, ec);
+}
+
 static void preflight(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
                       const struct gp_cmp_opts *o, struct gp_cmp_result *res) {
   preflight_devices(b, c, o, res);
@@ -789,7 +818,7 @@ static void preflight(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
   const char *cb = b->v[0].cmdline ? b->v[0].cmdline : "";
   const char *cc = c->v[0].cmdline ? c->v[0].cmdline : "";
   if (strcmp(cb, cc))
-    note(res, "command lines differ: base '%.80s', new '%.80s'", cb, cc);
+    note_cmdlines(res, cb, cc);
   size_t deg = 0, lost = 0, cut = 0, nodetail = 0, empty = 0;
   const char *first_empty = NULL;
   for (size_t i = 0; i < b->n + c->n; i++) {

@@ -111,6 +111,7 @@ struct cli {
   int check;
   struct gp_cmp_opts o;
   struct gp_budgets bud;
+  const char *no_budget_file; /* a --budgets FILE that held none */
   struct gp_report_opts ro;
   const char *format, *out, *junit;
   size_t top;
@@ -305,8 +306,10 @@ static int count_arg(struct cli *c, const char *opt, const char *arg,
 static int budget(struct cli *c, const char *arg, int file) {
   char err[4608];
   if (file) c->inputs[c->ninputs++] = (char *)arg;
+  size_t before = c->bud.n;
   int rc = file ? gp_budgets_load(&c->bud, arg, err, sizeof err)
                 : gp_budgets_add(&c->bud, arg, "--budget", err, sizeof err);
+  if (rc >= 0 && file && c->bud.n == before) c->no_budget_file = arg;
   if (rc >= 0) return 0;
   /* a --budget written wrong is a bad option (code 3), like the others; a
    * budgets file that cannot be read or holds a bad line, bad input */
@@ -495,6 +498,11 @@ static int validate(struct cli *c) {
     if (c->compare_only)
       return usage_error(c, "'--%s' is an option of compare, not of check",
                          c->compare_only);
+    if (!c->bud.n && c->no_budget_file)
+      return usage_error(c,
+                         "%s holds no budget (only comments and blank "
+                         "lines): nothing to check",
+                         c->no_budget_file);
     if (!c->bud.n)
       return usage_error(c, "no budget: give --budget or --budgets");
     if (!c->nf[1]) return usage_error(c, "no trace file given");

@@ -385,6 +385,36 @@ static void test_steps_asked(void) {
   gp_cmp_side_free(&c);
 }
 
+/* Command lines that differ past 80 bytes: the note shows where (it cut
+ * both at 80 bytes and said two equal strings differ). */
+static void test_cmdlines(void) {
+  struct pair p;
+  struct shape a = base, b = base;
+  a.cmd = "python train.py --data /datasets/imagenet/train --epochs 90 "
+          "--batch-size 256 --lr 0.1 -m range --seed 1";
+  b.cmd = "python train.py --data /datasets/imagenet/train --epochs 90 "
+          "--batch-size 256 --lr 0.1 -m nvtx --seed 1";
+  judge(&p, 3, a, 3, b);
+  run(&p);
+  int said = 0;
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    said |= strstr(p.res.notes[i], "command lines differ: base '...") &&
+            strstr(p.res.notes[i], "-m range --seed 1'") &&
+            strstr(p.res.notes[i], "-m nvtx --seed 1'");
+  CHECK(said);
+  done(&p);
+  a.cmd = "short one";
+  b.cmd = "short two";
+  judge(&p, 3, a, 3, b);
+  run(&p);
+  said = 0;
+  for (size_t i = 0; i < p.res.nnotes; i++)
+    said |= !strcmp(p.res.notes[i],
+                    "command lines differ: base 'short one', new 'short two'");
+  CHECK(said);
+  done(&p);
+}
+
 static void test_devices(void) {
   struct pair p;
   struct shape other = base;
@@ -623,6 +653,7 @@ int main(void) {
   test_grouping();
   test_runs();
   test_advisory();
+  test_cmdlines();
   test_window_and_mixed();
   test_steps_asked();
   test_devices();

@@ -257,6 +257,7 @@ static void test_odd_inputs(const char *t) {
   CHECK(RUN0("merge", dir) == 1); /* a directory */
   CHECK(one_line("not a regular file or a pipe"));
   CHECK(RUN0("check", "--budgets", fifo, t) == 2); /* empty: no budget */
+  CHECK(one_line("fifo holds no budget (only comments and blank lines)"));
   CHECK(RUN0("check", "--budgets", "/dev/zero", t) == 2);
   CHECK(one_line("/dev/zero: larger than 1048576 bytes: not a budgets file"));
   const char two[] = "kernel < 99%\r\n# a comment\n\nbusy >= 0%";
