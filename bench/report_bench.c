@@ -303,7 +303,9 @@ static int generate(const char *path, uint64_t target, uint64_t seed,
                     uint64_t slow_pct, int with_stacks, int with_counters) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
   struct gp_process_info info = {.host = "bench-host",
-                                 .pid = 4242,
+                                 /* another seed, another process: the
+                                  * compare mode's twins are two runs */
+                                 .pid = 4242 + (int64_t)(seed - 42),
                                  .ppid = 1,
                                  .rank = -1,
                                  .local_rank = -1,
