@@ -12,6 +12,7 @@
 #include "html_timeline.h"
 #include "job.h"
 #include "job_par.h"
+#include "report_info.h"
 #include "pipeline.h"
 #include "render.h"
 #include "report_compare.h"
@@ -208,7 +209,18 @@ static int read_all(gpuphase_report *r, char *err, size_t errlen) {
   int st = 0;
   size_t bad = gp_report_files(r->paths, r->n, &r->o.ro, threads_of(r), NULL,
                                NULL, r->procs, &st, e, sizeof e);
-  if (bad == r->n) return GPUPHASE_REPORT_OK;
+  if (bad == r->n) {
+    /* one process given twice is counted each time: said on stderr, as
+     * the command line says it */
+    struct gp_proc_ident *v = r->n > 1 ? malloc(r->n * sizeof *v) : NULL;
+    for (size_t i = 0; v && i < r->n; i++)
+      v[i] = (struct gp_proc_ident){r->procs[i]->started, r->procs[i]->pid,
+                                    r->procs[i]->wstart, r->procs[i]->host,
+                                    r->procs[i]->file, 0};
+    if (v) gp_warn_same_process(v, r->n, "given more than once");
+    free(v);
+    return GPUPHASE_REPORT_OK;
+  }
   return fail(st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
                                   : GPUPHASE_REPORT_E_INPUT,
               err, errlen, "%s", e);

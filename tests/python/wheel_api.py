@@ -451,6 +451,22 @@ def cmd_errors(tmp, good):
         except Exception as e:
             raise AssertionError(f"{cls.__name__} expected, got {e!r}")
         raise AssertionError(f"no {cls.__name__} raised")
+    # one process given twice: said on standard error, as the command line
+    # and compare() say it, and counted each time
+    import tempfile
+    with tempfile.TemporaryFile() as t:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(t.fileno(), 2)
+        try:
+            r = gpuphase.report([good, good])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        t.seek(0)
+        said = t.read().decode()
+    assert said.count("is given more than once: its process is counted each time") == 1, said
+    assert r.data["processes_count"] == 2, r.data["processes_count"]
     # a NUL would end the name in C: refused, as in a path
     for name in ("load\0x", "\0", "a\0\0"):
         try:
