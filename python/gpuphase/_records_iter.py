@@ -251,14 +251,22 @@ class Records:
             out[low] = arr
         return out
 
-    def to_pandas(self, kind: str) -> Any:
+    def to_pandas(self, kind: Optional[str] = None) -> Any:
         """The remaining records of one kind as a pandas DataFrame (all of
         them in memory), with ``<field>_text`` columns for string ids.
+        ``kind`` may be left out when ``records(..., kinds=[...])`` named
+        one kind (a kind it did not name gives a frame without rows).
         Columns and dtypes are the kind's, whether the frame has rows or
         not (none left, none of that kind, or numpy=False): ``index`` and
         the uint64_t fields uint64, the int64_t fields int64, blobs object,
         ``<field>_text`` what pandas gives a column of str.
         (Annotated Any: pandas is optional.)"""
+        if kind is None:
+            if not self.kinds or len(self.kinds) != 1:
+                raise UsageError(REPORT_E_USAGE,
+                                 "to_pandas() needs a kind unless records() "
+                                 "was given one kind (kinds=[...])")
+            kind = next(iter(self.kinds))
         import pandas as pd
         if kind not in NUMS:
             raise UsageError(REPORT_E_USAGE, f"unknown record kind {kind!r}")

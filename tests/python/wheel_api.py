@@ -87,6 +87,18 @@ def cmd_kinds(path, kind):
 
 def cmd_pandas(path):
     df = gpuphase.records(path).to_pandas("kernel")
+    # the kind may be left out when records() was given one
+    alone = gpuphase.records(path, kinds=["kernel"]).to_pandas()
+    assert alone.equals(df), (len(alone), len(df))
+    for rec, kind, words in ((gpuphase.records(path), None, "needs a kind"),
+                             (gpuphase.records(path, kinds=["kernel", "api"]), None,
+                              "needs a kind")):
+        try:
+            rec.to_pandas(kind) if kind else rec.to_pandas()
+        except gpuphase.UsageError as e:
+            assert words in str(e), str(e)
+        else:
+            raise AssertionError(f"to_pandas({kind}) of {rec.kinds}: no error")
     print(f"rows={len(df)} names={sorted(set(df['name_text']))!r}")
 
 
