@@ -194,7 +194,12 @@ static int split_metric(struct cli *c, const char *opt, const char *arg,
     return usage_error(c, "%s: unknown metric '%.*s' (known: %s)", opt, len,
                        arg, gp_metric_list());
   enum gp_mkind k = gp_metric_kind(*m);
-  if (*m >= GP_M_SC0 || !(k == GP_MK_DUR || k == GP_MK_RATE || k == GP_MK_CAT))
+  if (*m >= GP_M_SC0)
+    return usage_error(c,
+                       "%s: %s is a per-step counter: --exact gates the "
+                       "counters, --budget holds one to a value",
+                       opt, gp_metric_name(*m));
+  if (!(k == GP_MK_DUR || k == GP_MK_RATE || k == GP_MK_CAT))
     return usage_error(c,
                        "%s: %s is not a time or a rate (counters: --exact; "
                        "shares and sizes: --budget)",

@@ -106,6 +106,10 @@ class Records:
         if kinds is not None and not isinstance(kinds, Iterable):
             raise TypeError(f"kinds is a record kind or a list of them, not {type(kinds).__name__}")
         self.kinds = None if kinds is None else set(kinds)
+        odd = [k for k in self.kinds or () if not isinstance(k, str)]
+        if odd:
+            raise TypeError(f"kinds holds record kind names (str), not "
+                            f"{type(odd[0]).__name__}")
         unknown = sorted_(self.kinds - set(NUMS)) if self.kinds else []
         if unknown:
             raise UsageError(REPORT_E_USAGE, f"unknown record kind {unknown[0]!r}: "
@@ -118,6 +122,8 @@ class Records:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise UsageError(REPORT_E_USAGE, f"invalid chunk_size {chunk_size!r}: expected a count >= 1")
         self.chunk_size = chunk_size
+        if numpy is not None and not isinstance(numpy, bool):
+            raise TypeError(f"numpy is True, False or None, not {type(numpy).__name__}")
         self._np = _numpy() if numpy is not False else None
         if numpy and self._np is None:
             raise ImportError("gpuphase.records(numpy=True): NumPy is not installed")
@@ -142,6 +148,13 @@ class Records:
 
     def string(self, sid: int) -> Optional[str]:
         """The text of string id sid ('' for 0, None if never defined so far)."""
+        if isinstance(sid, bool) or not isinstance(sid, int):
+            try:
+                sid = operator.index(sid)  # NumPy integers too
+            except TypeError:
+                raise TypeError(f"a string id is an int, not {type(sid).__name__}") from None
+        if not 0 <= sid < 1 << 64:
+            raise ValueError(f"string id {sid} is out of range (0 to 2**64 - 1)")
         with self._lock:
             if not self._r:
                 raise UsageError(REPORT_E_USAGE, f"{self.path}: the trace is closed")

@@ -231,6 +231,11 @@ def t_exit_codes():
         one_line_error(report_cmd(args), args)
     p = report_cmd(["check", "--budgets", bad_budgets, x])
     check(f"{bad_budgets}:3: step_p95: " in p.stderr, f"file:line in {p.stderr!r}")
+    # a duration counter is named as the counter it is (it was called
+    # "not a time or a rate")
+    p = report_cmd(["compare", "--max-slowdown", "kernel_ns=5%", x, "--vs", x])
+    check(p.returncode == 2 and "kernel_ns is a per-step counter: --exact" in p.stderr,
+          f"kernel_ns=5%: {p.stderr!r}")
     for sub in ("compare", "check"):
         p = report_cmd([sub, "--help"])
         check(p.returncode == 0 and p.stdout.startswith(f"Usage: gpuphase-report {sub}"),

@@ -455,7 +455,12 @@ def cmd_errors(tmp, good):
                     (lambda: gpuphase.report(None), TypeError),
                     (lambda: gpuphase.report(123), TypeError),
                     (lambda: gpuphase.range(5), TypeError),
-                    (lambda: gpuphase.records(good, kinds=5), TypeError)):
+                    (lambda: gpuphase.records(good, kinds=5), TypeError),
+                    (lambda: gpuphase.records(good, kinds=[5, "kernel"]), TypeError),
+                    (lambda: gpuphase.records(good, numpy="no"), TypeError),
+                    (lambda: gpuphase.records(good).string(2 ** 70), ValueError),
+                    (lambda: gpuphase.records(good).string(-1), ValueError),
+                    (lambda: gpuphase.records(good).string("1"), TypeError)):
         try:
             fn()
         except cls:
