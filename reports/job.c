@@ -1065,10 +1065,9 @@ static double get_kname(const struct gp_job_rank *r, const void *arg) {
   return 0;
 }
 
-/* ms with two decimals; 10 s and more in seconds */
-/* A duration of the finding: milliseconds with two decimals, as the
- * other figures of the report, but a few microseconds in microseconds
- * (0.00 ms said nothing) */
+/* A duration of the finding: milliseconds with two decimals, 10 s and
+ * more in seconds, less than a millisecond in microseconds (0.00 ms said
+ * nothing) */
 static const char *fmt_ms(char *b, size_t n, double ns) {
   if (ns >= 10e9)
     snprintf(b, n, "%.2f s", ns / 1e9);

@@ -729,7 +729,6 @@ static uint64_t get_le(const uint8_t *p, int n) {
 static int check_head(const uint8_t *f, size_t len, const char *path,
                       char *err, size_t errlen);
 
-/* The whole file, or NULL with err set. */
 /* The rest of a stream whose head is read: until its end, at most
  * HEAD + the zstd bound of the body its head declares (a stream cannot be
  * sized before it is read). */
@@ -778,8 +777,8 @@ nomem:
   return NULL;
 }
 
-/* A summary's bytes: a regular file, or a stream (a pipe, a FIFO with its
- * writer, "-" for standard input) read to its end. */
+/* A summary's bytes, or NULL with err set: a regular file, or a stream (a
+ * pipe, a FIFO with its writer, "-" for standard input) read to its end. */
 static uint8_t *slurp(const char *path, size_t *len, int *nomem, char *err,
                       size_t errlen) {
   int in = !strcmp(path, "-");

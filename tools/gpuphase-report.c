@@ -504,15 +504,8 @@ static void say_error(const char *msg) {
  * (gp_warn_same_process). */
 static void warn_twice(struct gp_proc_res *const *procs, size_t n,
                        int merging) {
-  struct gp_proc_ident *v = n > 1 ? malloc(n * sizeof *v) : NULL;
-  if (!v) return;
-  for (size_t i = 0; i < n; i++)
-    v[i] = (struct gp_proc_ident){procs[i]->started, procs[i]->pid,
-                                  procs[i]->wstart, procs[i]->host,
-                                  procs[i]->file, 0};
-  gp_warn_same_process(v, n, merging ? "in more than one summary"
-                                     : "given more than once");
-  free(v);
+  gp_warn_same_procs(procs, n, merging ? "in more than one summary"
+                                       : "given more than once");
 }
 
 /* The files, read at once by o->threads threads; what is said on stderr

@@ -5,6 +5,7 @@
  * anything; dump lists the records as `kind field=value ...`, strings
  * resolved, for debugging and for scripts. */
 #include "report_info.h"
+#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -617,4 +618,16 @@ void gp_warn_same_process(const struct gp_proc_ident *v, size_t n,
   }
   free(k);
   free(first);
+}
+
+void gp_warn_same_procs(struct gp_proc_res *const *procs, size_t n,
+                        const char *twice) {
+  struct gp_proc_ident *v = n > 1 ? malloc(n * sizeof *v) : NULL;
+  if (!v) return;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (struct gp_proc_ident){procs[i]->started, procs[i]->pid,
+                                  procs[i]->wstart, procs[i]->host,
+                                  procs[i]->file, 0};
+  gp_warn_same_process(v, n, twice);
+  free(v);
 }

@@ -59,5 +59,10 @@ struct gp_proc_ident {
  * or, between the sides of a comparison, the run compared with itself. */
 void gp_warn_same_process(const struct gp_proc_ident *v, size_t n,
                           const char *twice);
+/* gp_warn_same_process of the processes of analysed inputs, in their
+ * order (nothing said when out of memory). */
+struct gp_proc_res;
+void gp_warn_same_procs(struct gp_proc_res *const *procs, size_t n,
+                        const char *twice);
 
 #endif

@@ -212,13 +212,7 @@ static int read_all(gpuphase_report *r, char *err, size_t errlen) {
   if (bad == r->n) {
     /* one process given twice is counted each time: said on stderr, as
      * the command line says it */
-    struct gp_proc_ident *v = r->n > 1 ? malloc(r->n * sizeof *v) : NULL;
-    for (size_t i = 0; v && i < r->n; i++)
-      v[i] = (struct gp_proc_ident){r->procs[i]->started, r->procs[i]->pid,
-                                    r->procs[i]->wstart, r->procs[i]->host,
-                                    r->procs[i]->file, 0};
-    if (v) gp_warn_same_process(v, r->n, "given more than once");
-    free(v);
+    gp_warn_same_procs(r->procs, r->n, "given more than once");
     return GPUPHASE_REPORT_OK;
   }
   return fail(st == GP_PIPE_NOMEM ? GPUPHASE_REPORT_E_NOMEM
