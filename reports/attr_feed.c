@@ -723,7 +723,7 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
   if (def->graph_role) on_graph_mem(a, def, r, s);
   int cl = call_class(a, r, def->cls, end);
-  uint32_t sver = gp_steps_call(a, def, r, cl, end);
+  uint32_t sver = gp_steps_call(a, def, r, cl, s, end);
   int launch = (def->cls & GPUPHASE_API_LAUNCH) != 0;
   if (end <= s) { /* nothing left to account after clipping */
     if (r->start < s) a->diag.late_dropped++;

@@ -32,11 +32,13 @@ int gp_steps_init(struct gp_attr *a) {
   if (!a->st) return -1;
   /* the measured steps are known from the start only with the step and
    * the warm-up given; otherwise their detail is gathered by version */
-  int known = a->o.warmup >= 0 && (a->o.step || a->o.step_api);
+  int fixed = a->o.step || a->o.step_api || a->o.step_func;
+  int known = a->o.warmup >= 0 && fixed;
   a->st->fixed = a->o.step_detail != 0;
   a->st->gather = a->o.step_detail && !known;
   a->st->warmup = a->o.warmup >= 0 ? (uint64_t)a->o.warmup : 0;
-  a->st->capped = !a->o.step && !a->o.step_api;
+  a->st->capped = !fixed;
+  a->st->launch_on = !a->o.step && !a->o.step_api;
   a->st->lead = UINT32_MAX;
   a->st->a = a;
   return 0;
@@ -55,6 +57,7 @@ void gp_steps_free(struct gp_attr *a) {
   free(st->pairs);
   free(st->ring);
   free(st->glog);
+  gp_u64map_free(&st->lmap);
   free(st);
   a->st = NULL;
 }
@@ -67,7 +70,10 @@ static uint32_t cand_new(struct gp_attr *a, int kind, uint64_t key) {
   gp_hist_init(&c->dur);
   c->kind = (uint8_t)kind;
   c->key = key;
-  c->dropped = kind == SC_SYNC && st->sync_off;
+  /* launch candidates keep no steps while they are looked for: they are
+   * many, and rarely chosen (a second pass keeps the chosen one's) */
+  c->dropped = (kind == SC_SYNC && st->sync_off) ||
+               (kind == SC_LAUNCH && !a->o.step_func);
   return (uint32_t)st->nc++;
 }
 
@@ -78,7 +84,8 @@ static uint32_t range_cand(struct gp_attr *a, uint64_t name) {
   const char *s = gp_attr_str(a, name);
   if (!s) s = "";
   uint32_t *shared = NULL;
-  if (a->o.step_api) return UINT32_MAX;
+  if (a->o.step_api || a->o.step_func || a->o.step_launches)
+    return UINT32_MAX;
   if (a->o.step) {
     int hit = a->o.step_exact ? !strcmp(a->o.step, s)
                               : !fnmatch(a->o.step, s, 0);
@@ -172,6 +179,12 @@ static void over_cap(struct gp_attr *a, uint64_t t) {
 static void sync_off(struct gp_attr *a) {
   struct gp_stepper *st = a->st;
   st->sync_off = 1;
+  /* launches likewise, which are many: not followed further (if no range
+   * qualifies at the end, a pass following them alone decides) */
+  if (st->launch_on && !a->o.step_func) {
+    st->launch_on = 0;
+    st->launch_frozen = 1;
+  }
   for (size_t i = 0; i < st->nc; i++)
     if (st->c[i].kind == SC_SYNC) drop(a, i);
 }
@@ -282,7 +295,7 @@ uint32_t gp_steps_new_version(struct gp_attr *a) {
 
 void gp_steps_sync(struct gp_attr *a, struct apidef *def,
                           const struct gpuphase_api *r, uint64_t end) {
-  if (a->o.step) return;
+  if (a->o.step || a->o.step_func || a->o.step_launches) return;
   if (a->o.step_api) {
     const char *n = gp_attr_str(a, def->name);
     if (!n || strcmp(n, a->o.step_api)) return;
@@ -294,6 +307,48 @@ void gp_steps_sync(struct gp_attr *a, struct apidef *def,
   }
   gp_sweep_push(a, end, HEV_STEP, 0, def->sync_cand - 1,
                 (uint32_t)r->thread, 0);
+}
+
+/* A launch call: a step of the candidate of the function (or graph) it
+ * launches starts at t, its start. */
+void gp_steps_launch(struct gp_attr *a, const struct apidef *def,
+                     const struct gpuphase_api *r, uint64_t t) {
+  struct gp_stepper *st = a->st;
+  int graph = def->graph_role == GP_GR_LAUNCH;
+  if (!r->func) return;
+  uint64_t key = graph ? r->func | LAUNCH_GRAPH : r->func;
+  if (a->o.step_func && key != a->o.step_func) return;
+  uint64_t *v = gp_u64map_get(&st->lmap, key);
+  uint32_t ci;
+  if (v) {
+    ci = (uint32_t)*v;
+  } else {
+    if (st->nlaunch >= LAUNCH_CANDS) return;
+    ci = cand_new(a, SC_LAUNCH, key);
+    if (ci == UINT32_MAX) return;
+    if (gp_u64map_put(&st->lmap, key, ci) < 0) {
+      a->oom = 1;
+      return;
+    }
+    st->nlaunch++;
+    if (graph) {
+      st->c[ci].kname = def->name;
+      st->c[ci].named = 1;
+    }
+  }
+  /* a kernel's name comes with its device record (by correlation id) */
+  if (!st->c[ci].named && !st->c[ci].dropped && r->corr) {
+    st->want_corr = r->corr;
+    st->want_ci = ci;
+  }
+  gp_steps_boundary(a, ci, r->thread, t);
+}
+
+void gp_steps_kname(struct gp_stepper *st, const struct kst *k) {
+  struct scand *c = &st->c[st->want_ci];
+  c->kname = k->name;
+  c->named = 1;
+  st->want_corr = 0;
 }
 
 static int xfer_of_kind(uint64_t k) {
@@ -561,10 +616,49 @@ static size_t best_sync(const struct gp_stepper *st, uint64_t end) {
   return best;
 }
 
+/* A launched function (or graph) delimits steps when at least 5 intervals
+ * between its launches satisfy covers() and are regular (as a
+ * synchronising call's). Of those, the ones within 0.1 of the most regular
+ * spread are the loop's period or a multiple of it (a function launched
+ * once every few steps); of them, the most launched one, then the first
+ * launched: the first kernel of the repeating sequence. */
+static size_t best_launch(const struct gp_stepper *st, uint64_t end) {
+  double least = INFINITY;
+  for (size_t i = 0; i < st->nc; i++) {
+    const struct scand *c = &st->c[i];
+    if (c->kind != SC_LAUNCH || c->count < 5 || !covers(c, end)) continue;
+    double sp = spread(c);
+    if (sp <= 0.5 && sp < least) least = sp;
+  }
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < st->nc && least <= 0.5; i++) {
+    const struct scand *c = &st->c[i];
+    if (c->kind != SC_LAUNCH || c->count < 5 || !covers(c, end) ||
+        spread(c) > least + 0.1)
+      continue;
+    const struct scand *b = best == SIZE_MAX ? NULL : &st->c[best];
+    if (!b || c->count > b->count ||
+        (c->count == b->count && c->first < b->first))
+      best = i;
+  }
+  return best;
+}
+
 static const char *api_name(struct gp_attr *a, uint64_t id) {
   uint32_t i;
   if (!gp_idx_get(&a->api_map, id, &i)) return NULL;
   return gp_attr_str(a, a->api[i].name);
+}
+
+/* The name of a launch candidate: its kernel's (or for a graph, the
+ * launching call's), else the function's address. */
+static const char *launch_name(struct gp_attr *a, const struct scand *c,
+                               char *buf, size_t len) {
+  const char *n = c->named ? gp_attr_str(a, c->kname) : NULL;
+  if (n && *n) return n;
+  snprintf(buf, len, "function 0x%llx",
+           (unsigned long long)(c->key & ~LAUNCH_GRAPH));
+  return buf;
 }
 
 static int describe(struct gp_attr *a, struct gp_steps_res *s,
@@ -590,6 +684,18 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
              window ? 100.0 * (double)c->sum / (double)window : 0.0);
     break;
   case GP_STEPS_HEURISTIC:
+    if (c && c->kind == SC_LAUNCH) {
+      int graph = (c->key & LAUNCH_GRAPH) != 0;
+      snprintf(how, sizeof how,
+               "heuristic: no step range and no synchronising call that "
+               "repeats regularly, so a step starts at each launch of %s "
+               "'%s' (%llu intervals, spread %.0f%%), the first of the "
+               "launches that repeat; mark steps with NVTX or "
+               "gpuphase_range_push and --step for certainty",
+               graph ? "the same CUDA graph, by" : "the kernel", nm,
+               (unsigned long long)c->count, 100 * spread(c));
+      break;
+    }
     snprintf(how, sizeof how,
              "heuristic: no step range, so a step ends at each return from "
              "%s (%llu intervals, spread %.0f%%); mark steps with NVTX or "
@@ -599,8 +705,9 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
   default:
     snprintf(how, sizeof how,
              "no steps found: no range repeats at top level (5 times or "
-             "more) and no synchronising call repeats regularly; mark steps "
-             "with NVTX or gpuphase_range_push (--step NAME)");
+             "more), and no synchronising call and no kernel launch repeats "
+             "regularly; mark steps with NVTX or gpuphase_range_push "
+             "(--step NAME)");
   }
   (void)a;
   s->how = strdup(how);
@@ -689,6 +796,7 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   struct gp_steps_res *s = &r->steps;
   uint64_t window = a->wend - a->wstart;
   size_t pick = SIZE_MAX;
+  char fbuf[40];
   s->source = GP_STEPS_NONE;
   if (!st) return describe(a, s, NULL, window);
   /* gathering, the kernels' step fields are the last version's share, not
@@ -701,7 +809,7 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   if (a->o.step) {
     s->source = GP_STEPS_NAMED;
     pick = st->named ? st->named - 1 : SIZE_MAX;
-  } else if (a->o.step_api) {
+  } else if (a->o.step_api || a->o.step_func) {
     s->source = GP_STEPS_HEURISTIC;
     pick = st->nc ? 0 : SIZE_MAX;
   } else if (st->ps && st->c[st->ps - 1].count) {
@@ -710,6 +818,10 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   } else if ((pick = best_range(st, a->wend)) != SIZE_MAX) {
     s->source = GP_STEPS_REPEATED_RANGE;
   } else if ((pick = best_sync(st, a->wend)) != SIZE_MAX) {
+    s->source = GP_STEPS_HEURISTIC;
+  } else if (st->launch_frozen) {
+    s->relaunch = 1; /* a pass following the launches alone decides */
+  } else if ((pick = best_launch(st, a->wend)) != SIZE_MAX) {
     s->source = GP_STEPS_HEURISTIC;
   }
   if (a->o.step_source && s->source != GP_STEPS_NONE)
@@ -720,7 +832,9 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
                                                   second pass's fixed name */
   else if (s->source == GP_STEPS_PROFILER_STEP) nm = "ProfilerStep#*";
   else if (c && c->kind == SC_RANGE) nm = gp_attr_str(a, c->key);
+  else if (c && c->kind == SC_LAUNCH) nm = launch_name(a, c, fbuf, sizeof fbuf);
   else if (c) nm = api_name(a, c->key);
+  if (c && c->kind == SC_LAUNCH) s->func = c->key;
   if (nm && !(s->name = strdup(nm))) return -1;
   if (describe(a, s, c, window) < 0) return -1;
   s->items_fixed = a->o.step_items;

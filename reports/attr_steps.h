@@ -16,7 +16,14 @@
 #define RING_BITS 16
 #define RING_MASK ((1u << RING_BITS) - 1)
 
-enum { SC_RANGE, SC_SYNC };
+enum { SC_RANGE, SC_SYNC, SC_LAUNCH };
+
+/* Launched functions (and CUDA graphs) followed as candidates, at most;
+ * the launches of functions first seen past it are not followed. */
+#define LAUNCH_CANDS 4096u
+/* A launch candidate's key for a graph launch (the graph exec's handle);
+ * a kernel launch's is the function's address (user space: bit 63 clear) */
+#define LAUNCH_GRAPH (1ull << 63)
 
 struct sstep {
   struct gp_step s;
@@ -27,8 +34,12 @@ struct sstep {
 
 struct scand {
   uint8_t kind, dropped, open;
+  uint8_t named;  /* LAUNCH: kname is known */
   uint64_t key;   /* RANGE: phase name string id (0: a shared class); SYNC:
-                     API id */
+                     API id; LAUNCH: the function (or LAUNCH_GRAPH | the
+                     graph exec) launched */
+  uint64_t kname; /* LAUNCH: the kernel's name (string id), or for a graph
+                     the launching call's */
   uint64_t othread, ostart;
   uint64_t count, sum, first, last; /* closed steps, dropped or not */
   struct gp_hist dur;               /* their durations */
@@ -99,6 +110,14 @@ struct gp_stepper {
   uint64_t warmup;
   uint32_t named, ps; /* candidate + 1 of --step, of ProfilerStep#N */
   int items_seen, last_meas;
+  /* launch candidates: the function (key) to candidate + 1; followed
+   * unless --step or a fixed synchronising call says otherwise */
+  struct gp_u64map lmap;
+  uint32_t nlaunch;
+  int launch_on;
+  int launch_frozen; /* launches were followed, then not: a range repeated */
+  uint64_t want_corr; /* a launch whose kernel names candidate want_ci */
+  uint32_t want_ci;
   uint64_t overlap, unlinked;
 };
 
@@ -111,6 +130,9 @@ static inline uint32_t gp_steps_vfrom(const struct gp_stepper *st,
 /* The out-of-line parts of the hooks (attr_steps.c). */
 void gp_steps_sync(struct gp_attr *a, struct apidef *def,
                    const struct gpuphase_api *r, uint64_t end);
+void gp_steps_launch(struct gp_attr *a, const struct apidef *def,
+                     const struct gpuphase_api *r, uint64_t t);
+void gp_steps_kname(struct gp_stepper *st, const struct kst *k);
 uint32_t gp_steps_new_version(struct gp_attr *a);
 /* Counts a copy call by its kind; 0 when the kind does not say (default:
  * the device record will). */
@@ -122,13 +144,16 @@ struct vacc *gp_steps_vacc_take(struct gp_stepper *st, struct vacc *v,
 void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver,
                        uint64_t ns);
 
-/* an API call (already classified) starts; returns the step set version
- * to remember for its device work */
+/* an API call (already classified) starts at s (clipped to the window);
+ * returns the step set version to remember for its device work */
 static inline uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
                                      const struct gpuphase_api *r, int cl,
-                                     uint64_t end) {
+                                     uint64_t s, uint64_t end) {
   struct gp_stepper *st = a->st;
   if (!st) return 0;
+  /* a launch may start a step (before the call counts in it) */
+  if (__builtin_expect(st->launch_on, 0) && (def->cls & GPUPHASE_API_LAUNCH))
+    gp_steps_launch(a, def, r, s);
   /* a synchronising call or a blocking copy (not a poll) may end steps */
   if (!(def->cls & GPUPHASE_API_QUERY) &&
       ((def->cls & GPUPHASE_API_SYNC) ||
@@ -162,6 +187,7 @@ static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
   if (!st || !st->ring || !corr) return;
   const struct ringent *e = &st->ring[corr & RING_MASK];
   if (e->corr != corr || !e->ver || e->ver > st->nver) return;
+  if (__builtin_expect(corr == st->want_corr, 0) && k) gp_steps_kname(st, k);
   struct vacc *v = &st->acc[e->ver % VACC_N];
   if (v->ver != e->ver) v = gp_steps_vacc_take(st, v, e->ver);
   if (!k) {

@@ -340,6 +340,7 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
   o->step_source = s->source;
   o->step_exact = 0;
   o->step_api = NULL;
+  o->step_func = 0;
   switch (s->source) {
   case GP_STEPS_REPEATED_RANGE:
     o->step = s->name;
@@ -350,7 +351,10 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
     break;
   case GP_STEPS_HEURISTIC:
     o->step = NULL;
-    o->step_api = s->name;
+    if (s->func)
+      o->step_func = s->func;
+    else
+      o->step_api = s->name;
     break;
   default: /* NAMED: o->step stays */
     break;
@@ -367,10 +371,22 @@ static struct gp_proc_res *report_file(const char *path,
    * the steps found alone, it is gathered by step set version and summed
    * once the steps are chosen: attr_steps.c). A second one, with the
    * steps the first chose, only when the first had to drop steps of the
-   * chosen candidate, or gave up the detail's log. */
+   * chosen candidate, or gave up the detail's log. Before it, when no
+   * range or synchronising call made steps and the launches were not
+   * followed to the end (a range repeated, then fell short), a pass that
+   * follows the launches alone, in place of the first. */
   struct gp_proc_res *r = one_pass(path, o, progress, ctx, status, err,
                                    errlen);
   if (!r) return NULL;
+  struct gp_report_opts lo;
+  if (r->steps.relaunch) {
+    lo = *o;
+    lo.step_launches = 1;
+    o = &lo;
+    gp_res_free(r);
+    r = one_pass(path, o, progress, ctx, status, err, errlen);
+    if (!r) return NULL;
+  }
   const struct gp_steps_res *s = &r->steps;
   int again = s->source != GP_STEPS_NONE &&
               (s->incomplete || (o->step_detail && !s->detail));

@@ -263,7 +263,10 @@ struct gp_step {
 
 struct gp_steps_res {
   enum gp_step_source source;
-  char *name; /* range name, glob or API name; NULL when none */
+  char *name; /* range name, glob, API name or launched kernel's name;
+                 NULL when none */
+  uint64_t func; /* steps cut at launches: the function (or graph) whose
+                    launches start them (internal: a second pass's key) */
   char *how;  /* one sentence: how the steps were found (or why none) */
   size_t n, warmup; /* steps found; the first `warmup` are warm-up */
   struct gp_step *v; /* n steps in start order */
@@ -272,7 +275,11 @@ struct gp_steps_res {
   uint64_t items_fixed; /* GPUPHASE_STEP_ITEMS of the run; 0: unset */
   int detail; /* kernels' and APIs' step_* fields are filled */
   int incomplete; /* chosen, but its steps were not all kept (too many
-                     candidate ranges): a second pass must settle them */
+                     candidate ranges, or launches): a second pass must
+                     settle them */
+  int relaunch;   /* none chosen, and launches were not followed to the end
+                     (a range repeated, then did not cover the window): a
+                     pass following them alone must decide */
   /* derived over the measured steps v[warmup..n) by gp_steps_derive */
   size_t measured;
   uint64_t min_ns, median_ns, mean_ns, p95_ns, p99_ns, max_ns;
@@ -354,6 +361,10 @@ struct gp_report_opts {
   int step_exact;       /* `step` is a name, not a glob */
   int step_source;      /* enum gp_step_source to report */
   const char *step_api; /* heuristic: the synchronising call's name */
+  uint64_t step_func;   /* heuristic: the function (or graph) whose launches
+                           start steps; 0: none */
+  int step_launches;    /* steps from launches alone (no range, no
+                           synchronising call) */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
   int frames_all; /* --frames all: call sites keep every frame */
   int read_threads; /* threads reading one trace (frames decompressed ahead

@@ -6,6 +6,7 @@
  *
  *   e2e-prog-steps [-n STEPS] [-s SLEEP_MS] [-k KERNELS] [-b BLOCKS]
  *                  [-p COPIES] [-B BYTES] [-m MARK] [-i ITEMS] [-x] [-r]
+ *                  [-y]
  *
  *   -n STEPS    steps (20)
  *   -s MS       host sleep per step, ms, fractions allowed (0)
@@ -26,6 +27,8 @@
  *   -i ITEMS    gpuphase_step_items(ITEMS) once a step (not called)
  *   -x          also launch one 1-block kernel k_extra a step (10 us)
  *   -r          name the step kernel k_step_renamed instead of k_step
+ *   -y          no cudaStreamSynchronize in the step (the loop runs ahead
+ *               of the GPU as far as the host sleep lets it)
  *
  * NVTX marks need NVTX_INJECTION64_PATH (gpuphase run sets it). Before the
  * loop the program creates its stream and device buffer, so that runtime
@@ -62,7 +65,7 @@ struct cfg {
   size_t bytes;
   const char *mark;
   long items;
-  int extra, renamed;
+  int extra, renamed, nosync;
 };
 
 static uint64_t now_ns(void) {
@@ -129,7 +132,8 @@ static int step(const struct cfg *c, long i, cudaStream_t s, void *dev,
   for (long p = 0; p < c->copies; p++)
     if (!ok(cudaMemcpy(dev, host, c->bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
       return -1;
-  if (!ok(cudaStreamSynchronize(s), "cudaStreamSynchronize")) return -1;
+  if (!c->nosync && !ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
+    return -1;
   if (c->items >= 0) gpuphase_step_items((uint64_t)c->items);
   mark(c, i, 1, 0);
   return 0;
@@ -137,7 +141,7 @@ static int step(const struct cfg *c, long i, cudaStream_t s, void *dev,
 
 static int parse(int argc, char **argv, struct cfg *c) {
   int o;
-  while ((o = getopt(argc, argv, "n:s:k:b:p:B:m:i:xr")) != -1) {
+  while ((o = getopt(argc, argv, "n:s:k:b:p:B:m:i:xry")) != -1) {
     switch (o) {
     case 'n': c->steps = atol(optarg); break;
     case 's': c->sleep_ms = atof(optarg); break;
@@ -149,6 +153,7 @@ static int parse(int argc, char **argv, struct cfg *c) {
     case 'i': c->items = atol(optarg); break;
     case 'x': c->extra = 1; break;
     case 'r': c->renamed = 1; break;
+    case 'y': c->nosync = 1; break;
     default: return -1;
     }
   }
@@ -159,7 +164,7 @@ static int parse(int argc, char **argv, struct cfg *c) {
 }
 
 int main(int argc, char **argv) {
-  struct cfg c = {20, 2, 0, 0, 13200, 1000000, "range", -1, 0, 0};
+  struct cfg c = {20, 2, 0, 0, 13200, 1000000, "range", -1, 0, 0, 0};
   if (parse(argc, argv, &c) < 0) {
     fprintf(stderr, "usage: see the comment at the top of prog_steps.c\n");
     return 2;

@@ -135,6 +135,36 @@ def t_heuristic():
           f"top-level steps {j['steps']} against the process's {j['processes'][0]['steps']}")
 
 
+def t_launches():
+    """No ranges and no synchronising call in the loop: a step starts at each
+    launch of the first kernel of the launches that repeat. k_step and
+    k_extra are launched once a step, k_step first: 24 launches cut 23 steps
+    of the 2 ms sleep and the two launches. With k_step launched twice a
+    step (its intervals alternate microseconds and the sleep: not regular),
+    k_extra's launches cut them."""
+    n = 2 * STEPS
+    files, slept = steps_run(["-n", n, "-s", 2, "-k", 1, "-b", 1320, "-m", "none",
+                              "-y", "-x"])
+    s = report(files)
+    check(s["source"] == "heuristic" and s["name"] == "k_step",
+          f"{s['source']} {s['name']}: {s['how']}")
+    check("launch of the kernel 'k_step'" in s["how"], f"how: {s['how']}")
+    check(s["found"] == n - 1, f"found {s['found']}")
+    within("median step", s["median_ns"], 2_000_000, slept + SLACK_NS)
+    c = counters(s)
+    check(c["launches"] == 2 and c["kernels"] == 2 and c["syncs"] == 0,
+          f"launch step counters {c}")
+    check(c["kernel_ns"] == kernel_ns(1320) + kernel_ns(1),
+          f"kernel_ns {c['kernel_ns']}")
+    files, _ = steps_run(["-n", n, "-s", 2, "-k", 2, "-b", 1320, "-m", "none",
+                          "-y", "-x"])
+    s = report(files)
+    check(s["source"] == "heuristic" and s["name"] == "k_extra",
+          f"{s['source']} {s['name']}: {s['how']}")
+    check(s["found"] == n - 1, f"found {s['found']}")
+    check(counters(s)["launches"] == 3, f"launches {counters(s)}")
+
+
 def t_items():
     """items/s from gpuphase_step_items and from GPUPHASE_STEP_ITEMS."""
     files, _ = steps_run(["-n", STEPS, "-k", 1, "-b", 1320, "-i", 32])
@@ -187,7 +217,8 @@ def t_text():
 
 
 TESTS = {"named": t_named, "repeated": t_repeated, "profiler": t_profiler,
-         "two": t_two, "heuristic": t_heuristic, "items": t_items,
+         "two": t_two, "heuristic": t_heuristic, "launches": t_launches,
+         "items": t_items,
          "pageable": t_pageable, "text": t_text}
 
 if __name__ == "__main__":

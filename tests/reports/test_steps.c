@@ -412,6 +412,130 @@ static void test_detail_gathered(void) {
   tl_free(&t);
 }
 
+/* Launches at iteration i (b = 1000i, thread 1, no range, no
+ * synchronising call) of `iters`: function 0xA0 [b+10, b+20) when
+ * i % a_every == 0, its kernel k1 [b+50, b+250); 0xB0 [b+30, b+40), its
+ * k2 [b+250, b+400); 0xC0 twice, [b+500, b+505) and [b+700, b+705), no
+ * kernel (its intervals alternate 200 and 800: not regular). */
+static void launch_loop(struct tl *t, uint64_t iters, uint64_t a_every) {
+  base(t);
+  for (uint64_t i = 0, corr = 1; i < iters; i++) {
+    uint64_t b = 1000 * i;
+    if (i % a_every == 0) {
+      tl_api(t, 1, LAUNCH, b + 10, b + 20, 0, corr)->func = 0xA0;
+      tl_kernel(t, 0, b + 50, b + 250, S_K1, 200, 128)->corr = corr++;
+    }
+    tl_api(t, 1, LAUNCH, b + 30, b + 40, 0, corr)->func = 0xB0;
+    tl_kernel(t, 0, b + 250, b + 400, S_K2, 200, 128)->corr = corr++;
+    tl_api(t, 1, LAUNCH, b + 500, b + 505, 0, corr++)->func = 0xC0;
+    tl_api(t, 1, LAUNCH, b + 700, b + 705, 0, corr++)->func = 0xC0;
+  }
+}
+
+/* No step range and no synchronising call: a repeating sequence of
+ * launches. 0xA0 and 0xB0 both start 9 intervals of 1000 (10 iterations);
+ * 0xA0 is launched first, so a step starts at each launch of it: 9 whole
+ * steps [1000i + 10, 1000(i + 1) + 10), the last one still open at the
+ * end. The first pass keeps none of them (incomplete); the second, with
+ * the function fixed, does, and names the kernel from its device record.
+ * Each step holds 4 launches (0xA0, 0xB0, 0xC0 twice) and the 2 kernels
+ * they ran: 200 + 150 = 350 ns. */
+static void test_launch_heuristic(void) {
+  struct tl t;
+  launch_loop(&t, 10, 1);
+  t.o.step_detail = 1;
+  t.o.warmup = -1;
+  struct gp_proc_res *r = tl_run(&t);
+  struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_HEURISTIC);
+  EQ(s->func, 0xA0);
+  EQ(s->incomplete, 1);
+  EQ(s->n, 9);
+  EQ(s->warmup, 3);
+  t.o.step_func = s->func;
+  t.o.warmup = (long)s->warmup;
+  gp_res_free(r);
+  r = tl_run(&t);
+  s = &r->steps;
+  EQ(s->source, GP_STEPS_HEURISTIC);
+  EQ(s->incomplete, 0);
+  EQ(s->func, 0xA0);
+  EQ(s->name && !strcmp(s->name, "k1"), 1);
+  EQ(strstr(s->how, "each launch of the kernel 'k1' (9 intervals") != NULL,
+     1);
+  EQ(s->n, 9);
+  for (size_t i = 0; i < s->n; i++) {
+    EQ(s->v[i].start, 1000 * i + 10);
+    EQ(s->v[i].end, 1000 * i + 1010);
+  }
+  EQ(s->median_ns, 1000);
+  EQ(s->c_med[GP_SC_launches], 4);
+  EQ(s->c_med[GP_SC_kernels], 2);
+  EQ(s->c_med[GP_SC_kernel_ns], 350);
+  EQ(s->c_med[GP_SC_syncs], 0);
+  /* the steps from 3 on (the open one at the end too, as with every
+   * source) launched k1 seven times */
+  EQ(tl_kern(r, "k1")->step_count, 7);
+  gp_res_free(r);
+  tl_free(&t);
+  /* 0xA0 every other iteration of 12: 5 intervals of 2000, as regular as
+   * 0xB0's 11 of 1000; the more launched, 0xB0, is the period */
+  launch_loop(&t, 12, 2);
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.func, 0xB0);
+  EQ(r->steps.n, 11);
+  gp_res_free(r);
+  tl_free(&t);
+  /* 5 iterations: 4 intervals, too few */
+  launch_loop(&t, 5, 1);
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NONE);
+  gp_res_free(r);
+  tl_free(&t);
+  /* a synchronising call that repeats regularly comes first */
+  launch_loop(&t, 10, 1);
+  for (uint64_t i = 0; i < 10; i++)
+    tl_api(&t, 1, SYNC, 1000 * i + 800, 1000 * i + 900, 0, 0);
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.func, 0);
+  EQ(r->steps.name && !strcmp(r->steps.name, "cudaDeviceSynchronize"), 1);
+  gp_res_free(r);
+  tl_free(&t);
+  /* a range that repeats 6 times early, [600 + 30i, 620 + 30i), stops
+   * the launches being followed at its fifth end (740), and then does not
+   * stretch over half of the window: no choice, but a pass following the
+   * launches alone (step_launches) makes the steps of 0xA0 */
+  launch_loop(&t, 10, 1);
+  for (uint64_t i = 0; i < 6; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 600 + 30 * i, S_INIT, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 620 + 30 * i, 0, 0);
+  }
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NONE);
+  EQ(r->steps.relaunch, 1);
+  gp_res_free(r);
+  t.o.step_launches = 1;
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.relaunch, 0);
+  EQ(r->steps.func, 0xA0);
+  EQ(r->steps.n, 9);
+  gp_res_free(r);
+  tl_free(&t);
+  /* a repeated range comes first too */
+  launch_loop(&t, 10, 1);
+  for (uint64_t i = 0; i < 10; i++) {
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 1000 * i + 5, S_STEP, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, 1000 * i + 900, 0, 0);
+  }
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_REPEATED_RANGE);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 /* The file: gathered_loop's 40 steps (without "data"), written by the
  * trace writer (thread 1's calls and ranges in source 1, the kernels in
  * source 2). gp_report_file with per-step detail and the steps found
@@ -521,6 +645,93 @@ static void test_one_pass(void) {
     check_loop_detail(r, 36);
     gp_res_free(r);
   }
+  unlink(path);
+  rmdir(dir);
+}
+
+/* The passes over a file of launch_loop(12, 1) (times + 1 ms) whose
+ * range "init" repeats 6 times early ([710 + 30i, 730 + 30i) past the
+ * start, then never): the first pass chooses nothing and stopped
+ * following launches, a second follows them alone and chooses 0xA0,
+ * whose steps it did not keep, and a third keeps them: 11 steps of
+ * 1000 ns, named after the kernel k1, 3 of warm-up. */
+static void test_launch_passes(void) {
+  char dir[] = "/tmp/gp-steps-XXXXXX", path[64];
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    exit(1);
+  }
+  snprintf(path, sizeof path, "%s/launches.gph", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+  struct gp_process_info info = {.host = "h", .pid = 8, .ppid = 1,
+                                 .rank = -1, .local_rank = -1,
+                                 .cmdline = "./launches",
+                                 .clock = "clock_gettime"};
+  if (fd < 0 || !(fw = gp_writer_open(fd, &info, 512, &err))) {
+    perror(path);
+    exit(1);
+  }
+  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
+  r.u.api_def = (struct gpuphase_api_def){
+      LAUNCH, fstr("cudaLaunchKernel"),
+      GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC, 0};
+  fadd(0, &r);
+  r = (struct gpuphase_record){.kind = GPUPHASE_REC_DEVICE};
+  r.u.device.device = 0;
+  r.u.device.name = fstr("Test GPU");
+  r.u.device.sms = 100;
+  fadd(0, &r);
+  uint64_t init = fstr("init"), kn[2] = {fstr("k1"), fstr("k2")};
+  const uint64_t t0 = 1000000;
+  for (uint64_t i = 0, corr = 1; i < 12; i++) {
+    uint64_t b = t0 + 1000 * i;
+    static const uint64_t func[4] = {0xA0, 0xB0, 0xC0, 0xC0};
+    static const uint64_t at[4] = {10, 30, 500, 700};
+    for (int j = 0; j < 4; j++, corr++) {
+      r = (struct gpuphase_record){.kind = GPUPHASE_REC_API};
+      r.u.api = (struct gpuphase_api){.thread = 1, .api = LAUNCH,
+                                      .start = b + at[j], .end = b + at[j] + 5,
+                                      .corr = corr, .device = 0,
+                                      .func = func[j]};
+      fadd(1, &r);
+      /* a thread's records in time order, as the recorder writes them */
+      for (uint64_t k = 0; k < 6 && i == 0 && j == 3; k++) {
+        frange(GPUPHASE_RANGE_PUSH, t0 + 710 + 30 * k, init);
+        frange(GPUPHASE_RANGE_POP, t0 + 730 + 30 * k, 0);
+      }
+      if (j > 1) continue;
+      r = (struct gpuphase_record){.kind = GPUPHASE_REC_KERNEL};
+      r.u.kernel = (struct gpuphase_kernel){
+          .device = 0, .stream = 7, .corr = corr,
+          .start = b + (j ? 250 : 50), .end = b + (j ? 400 : 250),
+          .name = kn[j], .grid_x = 200, .grid_y = 1, .grid_z = 1,
+          .block_x = 128, .block_y = 1, .block_z = 1};
+      fadd(2, &r);
+    }
+  }
+  if (gp_writer_close(fw, NULL) != GPUPHASE_OK) {
+    fprintf(stderr, "test_steps: close failed\n");
+    exit(1);
+  }
+  struct gp_report_opts o = {.warmup = -1, .step_detail = 1};
+  int passes = 0, status = 0;
+  char e[512] = "";
+  struct gp_proc_res *res =
+      gp_report_file(path, &o, count_pass, &passes, &status, e, sizeof e);
+  if (!res) {
+    fprintf(stderr, "test_steps: %s\n", e);
+    exit(1);
+  }
+  EQ(passes, 3);
+  const struct gp_steps_res *s = &res->steps;
+  EQ(s->source, GP_STEPS_HEURISTIC);
+  EQ(s->name && !strcmp(s->name, "k1"), 1);
+  EQ(s->n, 11);
+  EQ(s->warmup, 3);
+  EQ(s->median_ns, 1000);
+  EQ(s->v[0].start, t0 + 10);
+  EQ(s->detail, 1);
+  gp_res_free(res);
   unlink(path);
   rmdir(dir);
 }
@@ -871,11 +1082,13 @@ int main(void) {
   test_profiler_step();
   test_repeated();
   test_heuristic();
+  test_launch_heuristic();
   test_items();
   test_detail();
   test_detail_gathered();
   test_detail_gathered_sync();
   test_one_pass();
+  test_launch_passes();
   test_pageable();
   test_default_kind_copies();
   test_medians();
