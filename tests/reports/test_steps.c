@@ -571,11 +571,13 @@ static void fapi(uint64_t api, uint64_t start, uint64_t end, uint64_t corr) {
   fadd(1, &r);
 }
 
-static void write_loop(const char *path) {
+/* Opens fw on path as process pid, with the launch and synchronising
+ * calls' definitions and device 0 (100 SMs). */
+static void fopen_trace(const char *path, uint64_t pid, const char *cmd) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-  struct gp_process_info info = {.host = "h", .pid = 7, .ppid = 1,
+  struct gp_process_info info = {.host = "h", .pid = pid, .ppid = 1,
                                  .rank = -1, .local_rank = -1,
-                                 .cmdline = "./loop", .clock = "clock_gettime"};
+                                 .cmdline = cmd, .clock = "clock_gettime"};
   if (fd < 0 || !(fw = gp_writer_open(fd, &info, 512, &err))) {
     perror(path);
     exit(1);
@@ -593,6 +595,11 @@ static void write_loop(const char *path) {
   r.u.device.name = fstr("Test GPU");
   r.u.device.sms = 100;
   fadd(0, &r);
+}
+
+static void write_loop(const char *path) {
+  struct gpuphase_record r;
+  fopen_trace(path, 7, "./loop");
   uint64_t step = fstr("step"), k1 = fstr("k1");
   for (uint64_t i = 0; i < 40; i++) {
     uint64_t b = 1000000 + 1000 * i;
@@ -662,25 +669,8 @@ static void test_launch_passes(void) {
     exit(1);
   }
   snprintf(path, sizeof path, "%s/launches.gph", dir);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-  struct gp_process_info info = {.host = "h", .pid = 8, .ppid = 1,
-                                 .rank = -1, .local_rank = -1,
-                                 .cmdline = "./launches",
-                                 .clock = "clock_gettime"};
-  if (fd < 0 || !(fw = gp_writer_open(fd, &info, 512, &err))) {
-    perror(path);
-    exit(1);
-  }
-  struct gpuphase_record r = {.kind = GPUPHASE_REC_API_DEF};
-  r.u.api_def = (struct gpuphase_api_def){
-      LAUNCH, fstr("cudaLaunchKernel"),
-      GPUPHASE_API_LAUNCH | GPUPHASE_API_ASYNC, 0};
-  fadd(0, &r);
-  r = (struct gpuphase_record){.kind = GPUPHASE_REC_DEVICE};
-  r.u.device.device = 0;
-  r.u.device.name = fstr("Test GPU");
-  r.u.device.sms = 100;
-  fadd(0, &r);
+  struct gpuphase_record r;
+  fopen_trace(path, 8, "./launches");
   uint64_t init = fstr("init"), kn[2] = {fstr("k1"), fstr("k2")};
   const uint64_t t0 = 1000000;
   for (uint64_t i = 0, corr = 1; i < 12; i++) {
