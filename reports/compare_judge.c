@@ -60,11 +60,11 @@ static const char *fmt_val(char *b, size_t n, int m, double v) {
     snprintf(b, n, "%s%s", v < 0 ? "-" : "",
              gp_fmt_bytes(t, sizeof t, fabs(v)));
   else if (k == GP_MK_RATE)
-    snprintf(b, n, "%.4g/s", v);
+    snprintf(b, n, "%s/s", gp_fmt_num(t, sizeof t, v));
   else if (k == GP_MK_PCT)
     snprintf(b, n, "%.1f%%", v);
   else
-    snprintf(b, n, "%.4g", v);
+    gp_fmt_num(b, n, v);
   return b;
 }
 

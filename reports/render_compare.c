@@ -145,8 +145,11 @@ static const char *value(char *b, size_t n, int m, double v) {
   if (k == GP_MK_BYTES || k == GP_MK_MEM) return gp_fmt_bytes(b, n, v);
   if (k == GP_MK_PCT)
     snprintf(b, n, "%.1f%%", v);
-  else
-    snprintf(b, n, "%.4g%s", v, k == GP_MK_RATE ? "/s" : "");
+  else {
+    char t[48];
+    snprintf(b, n, "%s%s", gp_fmt_num(t, sizeof t, v),
+             k == GP_MK_RATE ? "/s" : "");
+  }
   return b;
 }
 
@@ -411,9 +414,11 @@ static void copies(struct sink *s, const struct gp_cmp_result *r) {
     const struct gp_cmp_counter *c = &r->ctr[cnt[i]], *b = &r->ctr[byt[i]];
     if (c->sc < 0 || b->sc < 0 || (!c->base && !c->cand)) continue;
     if (!any++) title(s, "Copies per step");
-    char t[200], b1[32], b2[32];
-    snprintf(t, sizeof t, "%s: %.4g -> %.4g copies, %s -> %s", dir[i], c->base,
-             c->cand, gp_fmt_bytes(b1, sizeof b1, b->base),
+    char t[200], b1[32], b2[32], n1[48], n2[48];
+    snprintf(t, sizeof t, "%s: %s -> %s copies, %s -> %s", dir[i],
+             gp_fmt_num(n1, sizeof n1, c->base),
+             gp_fmt_num(n2, sizeof n2, c->cand),
+             gp_fmt_bytes(b1, sizeof b1, b->base),
              gp_fmt_bytes(b2, sizeof b2, b->cand));
     line(s, t);
   }

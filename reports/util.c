@@ -60,6 +60,15 @@ const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns) {
   return buf;
 }
 
+const char *gp_fmt_num(char *buf, size_t n, double v) {
+  double a = fabs(v);
+  if (a >= 1000 && a < 1e15)
+    snprintf(buf, n, "%.0f", v);
+  else
+    snprintf(buf, n, "%.4g", v);
+  return buf;
+}
+
 const char *gp_fmt_bytes(char *buf, size_t n, double b) {
   static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int i = 0;

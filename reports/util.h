@@ -25,6 +25,10 @@ const char *gp_fmt_dur(char *buf, size_t n, uint64_t ns);
 const char *gp_fmt_bytes(char *buf, size_t n, double bytes);
 /* A duration for table cells, at most 8 characters ("12.5 ms"). */
 const char *gp_fmt_sdur(char *buf, size_t n, uint64_t ns);
+/* A count or a rate as a plain number a budget can take back: whole from
+ * 1000 on ("312346"), else 4 significant digits ("3.5", "0.1234"); in
+ * exponent notation only past 1e15 or below 1e-4. */
+const char *gp_fmt_num(char *buf, size_t n, double v);
 /* A share in percent: "?" when negative (unknown), one decimal below 10%. */
 const char *gp_fmt_pct(char *buf, size_t n, double pct);
 

@@ -56,6 +56,13 @@ static void test_durations(void) {
   STREQ(gp_fmt_sdur(b, sizeof b, 999960000ull), "1.00 s");
   STREQ(gp_fmt_sdur(b, sizeof b, 999940000ull), "999.9 ms");
   STREQ(gp_fmt_sdur(b, sizeof b, 1500), "1.5 us");
+  /* counts and rates: plain numbers a budget takes back, no exponent */
+  STREQ(gp_fmt_num(b, sizeof b, 312345.6), "312346");
+  STREQ(gp_fmt_num(b, sizeof b, 12345), "12345");
+  STREQ(gp_fmt_num(b, sizeof b, 999.94), "999.9");
+  STREQ(gp_fmt_num(b, sizeof b, 3.5), "3.5");
+  STREQ(gp_fmt_num(b, sizeof b, 0.00123), "0.00123");
+  STREQ(gp_fmt_num(b, sizeof b, -2500000), "-2500000");
   STREQ(gp_fmt_bytes(b, sizeof b, 512), "512 B");
   STREQ(gp_fmt_bytes(b, sizeof b, 1536.0 * 1024 * 1024), "1.5 GiB");
 }
