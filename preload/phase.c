@@ -17,6 +17,14 @@ int gp_range_record(uint32_t op, const char *name, uint64_t id,
   struct gp_tstate *ts = &gp_ts;
   if (ts->depth || ts->internal || gp_ring_of_thread() == NULL) return 1;
   size_t len = name ? strnlen(name, GP_RANGE_NAME_MAX) : 0;
+  /* a name cut short ends before the UTF-8 character the cut falls in:
+   * name[len], the first byte left out, continues one that began at most
+   * 3 bytes before (other bytes than UTF-8's are cut where they are) */
+  if (len == GP_RANGE_NAME_MAX) {
+    size_t k = len;
+    while (k > len - 3 && ((unsigned char)name[k] & 0xC0) == 0x80) k--;
+    if (((unsigned char)name[k] & 0xC0) == 0xC0) len = k;
+  }
   uint64_t extra = (len + 63) / 64;
   struct gp_tbuf *b = ts->buf;
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);

@@ -8,8 +8,9 @@
  * the ranges are recorded. Without it, each call costs a function call.
  *
  * Ranges are per thread and nest: every push is closed by the next pop on
- * the same thread. Names are copied (up to 255 bytes); the pointer need not
- * outlive the call. Ranges opened before the process's first CUDA call are
+ * the same thread. Names are copied (up to 255 bytes, cut before a UTF-8
+ * character that would not fit whole); the pointer need not outlive the
+ * call. Ranges opened before the process's first CUDA call are
  * not recorded. */
 #ifndef GPUPHASE_H
 #define GPUPHASE_H

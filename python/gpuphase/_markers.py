@@ -40,9 +40,10 @@ class range:  # noqa: N801 - named like the C API's ranges
     (``with gpuphase.range("forward"): ...``) or a decorator
     (``@gpuphase.range("load")``). Ranges nest; each becomes a phase of the
     report, and a repeating top-level one (or the one given to
-    ``report(step=...)``) the steps. Names are cut to 255 bytes; a name
-    with a NUL character is a ValueError. Ranges opened before the
-    process's first CUDA call are not recorded.
+    ``report(step=...)``) the steps. Names are cut to 255 bytes, before a
+    character that would not fit whole; a name with a NUL character is a
+    ValueError. Ranges opened before the process's first CUDA call are not
+    recorded.
 
     A decorated function is timed call by call. A decorated generator
     function, coroutine function (``async def``) or asynchronous generator

@@ -364,7 +364,8 @@ def body(tmp):
         agen_left = ["F", "F/agen2",                                   # up to yield 1
                      "F/agen2", "F/agen2"]                              # aclose: to the await, the rest
         main = (gen_all + gen_closed + gen_calls + coros + agen + agen_left
-                + ["G", "G/gen", "G/gen/gen.body"])                 # next() here: 0
+                + ["G", "G/gen", "G/gen/gen.body"]                  # next() here: 0
+                + ["\u00e9" * 127, "x" + "\u20ac" * 84])             # H: long names, cut
         other = ["G.thread", "G.thread/gen", "G.thread/gen/gen.body",  # next() there: 1
                  "G.thread/gen", "G.thread/gen/gen.finally"]           # the end, there too
         expect(got == [main, other], f"ranges by thread: {got}, expected {[main, other]}")

@@ -315,6 +315,14 @@ def cmd_markers_resumable(simdir):
     t.join()
     assert got == [1], got
 
+    # H: names past 255 bytes, cut before the character that would not fit
+    # whole: 200 two-byte characters keep 127 (254 bytes), "x" and 100
+    # three-byte ones keep "x" and 84 (253 bytes)
+    with r("\u00e9" * 200):
+        pass
+    with r("x" + "\u20ac" * 100):
+        pass
+
     # the wrappers are of the functions' kinds
     assert inspect.isgeneratorfunction(gen) and gen.__name__ == "gen"
     assert inspect.iscoroutinefunction(coro) and coro.__name__ == "coro"
