@@ -3,6 +3,7 @@ to call them). The console scripts gpuphase and gpuphase-report are these
 same entry points; each replaces the Python process with the C program
 (exec)."""
 import os
+import signal
 import sys
 from typing import List, Optional
 
@@ -21,8 +22,29 @@ The console scripts gpuphase and gpuphase-report are these same entry
 points; each replaces the Python process with the C program (exec)."""
 
 
+def _default_signals() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ from its start; an ignored
+    signal stays ignored across exec, so the C program, and through
+    `gpuphase run` the profiled one, would see them ignored where the
+    shell left them to kill (as subprocess's restore_signals does)."""
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def _print(text: str) -> int:
+    """Prints text as the C programs print: a reader gone (`| head`)
+    ends the process quietly."""
+    _default_signals()
+    print(text)
+    sys.stdout.flush()
+    return 0
+
+
 def _exec(prog: str, args: List[str]) -> int:
     path = os.path.join(_native.BIN_DIR, prog)
+    _default_signals()
     try:
         os.execv(path, [prog] + args)
     except OSError as e:
@@ -50,11 +72,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"gpuphase: the library to preload is missing: {path} "
                   "(a broken install: reinstall the gpuphase package)", file=sys.stderr)
             return 1
-        print(path)
-        return 0
+        return _print(path)
     if args[:1] in (["-h"], ["--help"], ["help"]):
-        print(HELP)
-        return 0
+        return _print(HELP)
     return _exec("gpuphase", args)
 
 

@@ -108,8 +108,11 @@ class Report:
                         pass
                 if isinstance(value, bool) or (name in counts and not isinstance(value, int)
                                                and not (name == "processes" and value == "all")):
-                    raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected a whole number"
-                                     + (" or 'all'" if name == "processes" else ""))
+                    want = ("a whole number or 'all'" if name == "processes"
+                            else "a whole number" if name in counts
+                            else "a number (GB/s)" if name == "link-gbps"
+                            else "a string")
+                    raise UsageError(REPORT_E_USAGE, f"invalid {name} {value!r}: expected {want}")
                 _check(lib.gpuphase_report_opts_set(opts, name.encode(), str(value).encode(),
                                                     err, _ERRLEN), err)
             files = _native.cstrings(self.paths)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,29 @@ def body(tmp):
         p = run([vpy, "-m", "gpuphase", "lib"])
         expect(os.path.realpath(p.stdout.decode().strip()) == want,
                f"python -m gpuphase lib says {p.stdout!r}")
+
+    def t_signals():
+        # the console script and python -m gpuphase exec the C programs with
+        # SIGPIPE and SIGXFSZ as the shell left them (Python ignores both,
+        # and an ignored signal stays so across exec): the profiled program
+        # sees the dispositions it would see without gpuphase
+        probe = ["sh", "-c", "grep '^SigIgn' /proc/self/status"]
+        direct = run(probe).stdout
+        for cmd in ([os.path.join(vbin, "gpuphase")], [vpy, "-m", "gpuphase"]):
+            p = run(cmd + ["run", "-q", "--"] + probe)
+            expect(p.returncode == 0 and p.stdout == direct,
+                   f"{cmd[-1]} run: {p.stdout!r}, directly {direct!r} (rc {p.returncode})")
+        # help into a pipe whose reader is gone: ended by SIGPIPE, as the C
+        # programs are, without a traceback
+        for args in (["--help"], ["lib"]):
+            r, w = os.pipe()
+            os.close(r)
+            p = subprocess.run([vpy, "-m", "gpuphase"] + args, stdout=w,
+                               stderr=subprocess.PIPE, timeout=60)
+            os.close(w)
+            expect(p.returncode == -signal.SIGPIPE and not p.stderr,
+                   f"python -m gpuphase {args[0]} into a closed pipe: rc {p.returncode}, "
+                   f"stderr {p.stderr[-300:]!r}")
 
     demo = {}
     ranks = []
@@ -458,6 +482,7 @@ def body(tmp):
     check("wheel-tag", t_tag)
     check("versions", t_version)
     check("run-finds-library", t_run_finds_library)
+    check("signals-as-left", t_signals)
     check("profile-demo", t_profile_demo)
     if len(demo) == 2:
         check("report-json-equals-cli", t_report_json)

@@ -428,6 +428,13 @@ def cmd_errors(tmp, good):
         expect_error(lambda: gpuphase.report(good, window="soon"), gpuphase.UsageError, 3,
                      "window", "soon"),
         expect_error(lambda: gpuphase.report(good, top=0), gpuphase.UsageError, 3, "top"),
+        # a flag where a value goes: what the option takes, by option
+        expect_error(lambda: gpuphase.report(good, link_gbps=True), gpuphase.UsageError, 3,
+                     "link-gbps", "expected a number (GB/s)"),
+        expect_error(lambda: gpuphase.report(good, window=True), gpuphase.UsageError, 3,
+                     "window", "expected a string"),
+        expect_error(lambda: gpuphase.report(good, warmup=True), gpuphase.UsageError, 3,
+                     "warmup", "expected a whole number"),
         expect_error(lambda: gpuphase.records(missing), gpuphase.TraceError, -1, missing,
                      "No such file"),
         expect_error(lambda: gpuphase.records(junk), gpuphase.TraceError, -2, junk),
