@@ -146,6 +146,8 @@ static void drop(struct gp_attr *a, size_t i) {
 }
 
 static size_t best_range(const struct gp_stepper *st, uint64_t end);
+static size_t best_range_of(const struct gp_stepper *st, uint64_t end,
+                            int judge);
 static size_t best_sync(const struct gp_stepper *st, uint64_t end);
 
 /* Past STEP_CAP steps kept by the others: the candidate that would be
@@ -154,7 +156,7 @@ static size_t best_sync(const struct gp_stepper *st, uint64_t end);
 static void over_cap(struct gp_attr *a, uint64_t t) {
   struct gp_stepper *st = a->st;
   size_t lead = st->ps && st->c[st->ps - 1].count ? st->ps - 1
-                                                  : best_range(st, t);
+                                                  : best_range_of(st, t, 0);
   if (lead == SIZE_MAX) lead = best_sync(st, t);
   if (lead != SIZE_MAX && st->c[lead].dropped) lead = SIZE_MAX;
   st->lead = lead == SIZE_MAX ? UINT32_MAX : (uint32_t)lead;
@@ -587,18 +589,56 @@ static int covers(const struct scand *c, uint64_t end) {
   return 2 * (c->last - c->first) >= rest;
 }
 
-/* A top-level range is a step when it repeats at least 5 times and
- * covers() holds; of those, the one whose occurrences cover most time. */
-static size_t best_range(const struct gp_stepper *st, uint64_t end) {
+static uint64_t clamp_cat(uint64_t real, uint64_t wd, uint64_t add);
+
+/* The kernel time inside a range candidate's whole kept steps, and the
+ * kernel time launched from them (by correlation), in *in and *out. */
+static void range_work(const struct gp_stepper *st, const struct scand *c,
+                       double *in, double *out) {
+  uint64_t nf = st->a->ndev > 1 ? st->a->ndev - 1 : 0;
+  size_t n = c->open && c->n ? c->n - 1 : c->n; /* the open one: no delta */
+  *in = *out = 0;
+  for (size_t i = 0; !c->dropped && i < n; i++) {
+    const struct sstep *x = &c->v[i];
+    *in += (double)(nf ? clamp_cat(x->creal[GP_CAT_KERNEL],
+                                   x->wd[GP_CAT_KERNEL], nf - x->nreal)
+                       : x->wd[GP_CAT_KERNEL]);
+    *out += (double)x->s.c[GP_SC_kernel_ns];
+  }
+}
+
+/* Whether a range holds its GPU work: the kernels running inside its
+ * occurrences take at least a tenth of the time of the kernels launched
+ * from them. A range around the launches alone, whose kernels run after
+ * it ends, times the launch calls, not the steps. (Kernels of several
+ * streams at once count once inside and once each launched: a tenth
+ * leaves room for ten.) Without steps kept, or nothing launched: held. */
+static int holds_work(const struct gp_stepper *st, const struct scand *c) {
+  double in, out;
+  range_work(st, c, &in, &out);
+  return !(out > 0) || in * 10 >= out;
+}
+
+/* A top-level range is a step when it repeats at least 5 times, covers()
+ * and holds_work(); of those, the one whose occurrences cover most time.
+ * (judge 0: holds_work() aside.) */
+static size_t best_range_of(const struct gp_stepper *st, uint64_t end,
+                            int judge) {
   size_t best = SIZE_MAX;
   for (size_t i = 0; i < st->nc; i++) {
     const struct scand *c = &st->c[i];
-    if (c->kind != SC_RANGE || c->count < 5 || !covers(c, end)) continue;
+    if (c->kind != SC_RANGE || c->count < 5 || !covers(c, end) ||
+        (judge && !holds_work(st, c)))
+      continue;
     if (best == SIZE_MAX || c->sum > st->c[best].sum ||
         (c->sum == st->c[best].sum && c->count > st->c[best].count))
       best = i;
   }
   return best;
+}
+
+static size_t best_range(const struct gp_stepper *st, uint64_t end) {
+  return best_range_of(st, end, 1);
 }
 
 /* A synchronising call delimits steps when at least 5 intervals between
@@ -712,6 +752,37 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
   (void)a;
   s->how = strdup(how);
   return s->how ? 0 : -1;
+}
+
+/* A range that repeats and stretches over the window but does not hold
+ * its GPU work (holds_work): said after how the steps were found. */
+static int why_not_range(struct gp_attr *a, struct gp_steps_res *s) {
+  const struct gp_stepper *st = a->st;
+  size_t i = best_range_of(st, a->wend, 0);
+  const char *why = a->o.step_why; /* an earlier pass found it */
+  if (!why && i != SIZE_MAX && !a->o.step_api && !a->o.step_func &&
+      !a->o.step_launches) {
+    double in, out;
+    range_work(st, &st->c[i], &in, &out);
+    const char *nm = gp_attr_str(a, st->c[i].key);
+    if (asprintf(&s->why,
+                 "the top-level range '%s' repeats %llu times, but the "
+                 "kernels run inside it for %.1f%% of the time of those it "
+                 "launches: it times the launch calls, not the steps "
+                 "(--step '%s' takes it all the same)",
+                 nm ? nm : "", (unsigned long long)st->c[i].count,
+                 out > 0 ? 100 * in / out : 0.0, nm ? nm : "") < 0) {
+      s->why = NULL;
+      return -1;
+    }
+    why = s->why;
+  }
+  if (!why) return 0;
+  char *how = NULL;
+  if (asprintf(&how, "%s; %s", s->how, why) < 0) return -1;
+  free(s->how);
+  s->how = how;
+  return 0;
 }
 
 static uint64_t clamp_cat(uint64_t real, uint64_t wd, uint64_t add) {
@@ -837,6 +908,10 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   if (c && c->kind == SC_LAUNCH) s->func = c->key;
   if (nm && !(s->name = strdup(nm))) return -1;
   if (describe(a, s, c, window) < 0) return -1;
+  if (!a->o.step && (s->source == GP_STEPS_HEURISTIC ||
+                     s->source == GP_STEPS_NONE) &&
+      why_not_range(a, s) < 0)
+    return -1;
   s->items_fixed = a->o.step_items;
   s->items_known = st->items_seen || a->o.step_items;
   s->ndev = a->ndev > 1 ? a->ndev - 1 : 1;

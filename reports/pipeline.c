@@ -379,20 +379,35 @@ static struct gp_proc_res *report_file(const char *path,
                                    errlen);
   if (!r) return NULL;
   struct gp_report_opts lo;
+  char *why = NULL; /* the first pass's, said by the ones after it */
   if (r->steps.relaunch) {
     lo = *o;
     lo.step_launches = 1;
+    why = r->steps.why;
+    r->steps.why = NULL;
+    lo.step_why = why;
     o = &lo;
     gp_res_free(r);
     r = one_pass(path, o, progress, ctx, status, err, errlen);
-    if (!r) return NULL;
+    if (!r) {
+      free(why);
+      return NULL;
+    }
   }
   const struct gp_steps_res *s = &r->steps;
   int again = s->source != GP_STEPS_NONE &&
               (s->incomplete || (o->step_detail && !s->detail));
-  if (!again) return r;
+  if (!again) {
+    free(why);
+    return r;
+  }
   struct gp_report_opts second = *o;
   fix_steps(&second, s);
+  if (!why) {
+    why = r->steps.why;
+    r->steps.why = NULL;
+  }
+  second.step_why = why;
   /* only the choice is needed from the first pass: free the rest first */
   const char *keep = second.step_api                       ? second.step_api
                      : second.step != o->step && second.step != ps_glob
@@ -401,6 +416,7 @@ static struct gp_proc_res *report_file(const char *path,
   char *name = keep ? strdup(keep) : NULL;
   if (keep && !name) {
     gp_res_free(r);
+    free(why);
     snprintf(err, errlen, "%s: out of memory", path);
     *status = GP_PIPE_NOMEM;
     return NULL;
@@ -413,6 +429,7 @@ static struct gp_proc_res *report_file(const char *path,
   struct gp_proc_res *r2 =
       one_pass(path, &second, progress, ctx, status, err, errlen);
   free(name);
+  free(why);
   return r2;
 }
 

@@ -106,6 +106,7 @@ void gp_res_free(struct gp_proc_res *r) {
   free(r->steps.v);
   free(r->steps.name);
   free(r->steps.how);
+  free(r->steps.why);
   gp_htl_free(r->timeline);
   free(r);
 }

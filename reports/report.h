@@ -268,6 +268,9 @@ struct gp_steps_res {
   uint64_t func; /* steps cut at launches: the function (or graph) whose
                     launches start them (internal: a second pass's key) */
   char *how;  /* one sentence: how the steps were found (or why none) */
+  char *why;  /* the end of `how` that says why a repeated range is not
+                 the step; NULL: none (internal: a later pass's
+                 step_why) */
   size_t n, warmup; /* steps found; the first `warmup` are warm-up */
   struct gp_step *v; /* n steps in start order */
   size_t ndev;       /* GPUs the categories are summed over (>= 1) */
@@ -365,6 +368,9 @@ struct gp_report_opts {
                            start steps; 0: none */
   int step_launches;    /* steps from launches alone (no range, no
                            synchronising call) */
+  const char *step_why; /* said after how the steps were found: why a
+                           repeated range is not the step (an earlier
+                           pass's steps.why) */
   uint64_t step_items;  /* GPUPHASE_STEP_ITEMS of the run (the header) */
   int frames_all; /* --frames all: call sites keep every frame */
   int read_threads; /* threads reading one trace (frames decompressed ahead

@@ -23,6 +23,9 @@
  *                 two       two top-level gpuphase ranges a step, no
  *                           "step": "data" around the sleep, "compute"
  *                           around the launches, copies and the sync
+ *                 launches  gpuphase_range_push("step") around the
+ *                           kernel launches alone (the copies and the
+ *                           synchronisation after it)
  *                 none      no ranges at all
  *   -i ITEMS    gpuphase_step_items(ITEMS) once a step (not called)
  *   -x          also launch one 1-block kernel k_extra a step (10 us)
@@ -126,9 +129,12 @@ static int step(const struct cfg *c, long i, cudaStream_t s, void *dev,
   *slept += host_sleep(c->sleep_ms);
   mark(c, i, 0, 0);
   mark(c, i, 1, 1);
+  int around = !strcmp(c->mark, "launches");
+  if (around) gpuphase_range_push("step");
   for (long k = 0; k < c->kernels; k++)
     if (!launch(c->renamed ? k_step_renamed : k_step, c->blocks, s)) return -1;
   if (c->extra && !launch(k_extra, 1, s)) return -1;
+  if (around) gpuphase_range_pop();
   for (long p = 0; p < c->copies; p++)
     if (!ok(cudaMemcpy(dev, host, c->bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
       return -1;
@@ -157,7 +163,8 @@ static int parse(int argc, char **argv, struct cfg *c) {
     default: return -1;
     }
   }
-  static const char *const marks[] = {"range", "nvtx", "profiler", "two", "none"};
+  static const char *const marks[] = {"range", "nvtx", "profiler", "two",
+                                      "launches", "none"};
   for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
     if (!strcmp(c->mark, marks[i])) return optind == argc && c->blocks ? 0 : -1;
   return -1;

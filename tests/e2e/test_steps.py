@@ -165,6 +165,26 @@ def t_launches():
     check(counters(s)["launches"] == 3, f"launches {counters(s)}")
 
 
+def t_launch_range():
+    """A range around the kernel launches alone, the synchronisation after
+    it: the kernels (2 x 1 ms) run after the range ends, so it times the
+    launch calls, not the steps, and is not taken; the synchronising call
+    is, with the reason said. --step takes the range all the same."""
+    n = 2 * STEPS
+    files, slept = steps_run(["-n", n, "-s", 2, "-k", 2, "-b", 13200, "-m", "launches"])
+    s = report(files)
+    check(s["source"] == "heuristic" and s["name"] == "cudaStreamSynchronize",
+          f"{s['source']} {s['name']}: {s['how']}")
+    check("the top-level range 'step' repeats" in s["how"]
+          and "it times the launch calls" in s["how"], f"how: {s['how']}")
+    kern = 2 * kernel_ns(13200)
+    within("median step", s["median_ns"], kern + 2_000_000, kern + slept + SLACK_NS)
+    check(counters(s)["kernel_ns"] == kern, f"kernel_ns {counters(s)}")
+    s = report(files, "--step", "step")
+    check(s["source"] == "named" and s["median_ns"] < 1_000_000,
+          f"--step: {s['source']} {s['median_ns']}")
+
+
 def t_items():
     """items/s from gpuphase_step_items and from GPUPHASE_STEP_ITEMS."""
     files, _ = steps_run(["-n", STEPS, "-k", 1, "-b", 1320, "-i", 32])
@@ -218,6 +238,7 @@ def t_text():
 
 TESTS = {"named": t_named, "repeated": t_repeated, "profiler": t_profiler,
          "two": t_two, "heuristic": t_heuristic, "launches": t_launches,
+         "launch-range": t_launch_range,
          "items": t_items,
          "pageable": t_pageable, "text": t_text}
 

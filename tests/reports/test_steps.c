@@ -956,7 +956,9 @@ static void test_distinct_many(void) {
  * and k2 (corr 2i + 2) at [+30, +40). The kernels run after the last step,
  * from 9000 on, 50 ns apart, k1 of steps 0 4 1 5 2 6 3 7 and then k2 of
  * the same, and each lasts 10 + i (k1) or 20 + i (k2) ns. So step i holds
- * 2 kernels, 2 distinct, 30 + 2i ns of kernel time, 2 launches. */
+ * 2 kernels, 2 distinct, 30 + 2i ns of kernel time, 2 launches. Found
+ * alone, "step" would not be the step: no kernel runs inside it (0% of
+ * the 296 ns launched from it), it times the launch calls; so --step. */
 static void test_late_mixed(void) {
   struct tl t;
   base(&t);
@@ -976,8 +978,16 @@ static void test_late_mixed(void) {
   }
   t.o.warmup = 0;
   struct gp_proc_res *r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NONE);
+  EQ(strstr(r->steps.how, "the top-level range 'step' repeats 8 times, but "
+                          "the kernels run inside it for 0.0% of the time "
+                          "of those it launches") != NULL,
+     1);
+  gp_res_free(r);
+  t.o.step = "step";
+  r = tl_run(&t);
   const struct gp_steps_res *s = &r->steps;
-  EQ(s->source, GP_STEPS_REPEATED_RANGE);
+  EQ(s->source, GP_STEPS_NAMED);
   EQ(s->n, 8);
   for (uint64_t i = 0; i < 8 && i < s->n; i++) {
     EQ(s->v[i].c[GP_SC_kernels], 2);
