@@ -108,8 +108,10 @@ static int dev_of(uintptr_t p) {
   return -1;
 }
 
-static CUresult mem_free(uintptr_t p) {
+/* Frees p; *dev gets its device. */
+static CUresult mem_free(uintptr_t p, int *dev) {
   int d = dev_of(p);
+  *dev = d;
   if (d >= 0) {
     ptrdiff_t i = find_base(&gp_dev[d].allocs, p);
     if (i < 0 || gp_dev[d].allocs.v[i].array) return CUDA_ERROR_INVALID_VALUE;
@@ -127,6 +129,7 @@ static CUresult mem_free(uintptr_t p) {
   ptrdiff_t i = find_base(&managed, p);
   if (i < 0) return CUDA_ERROR_INVALID_VALUE;
   sim_alloc a = managed.v[i];
+  *dev = a.dev;
   gp_dev[a.dev].used -= a.size;
   munmap((void *)a.base, a.size);
   remove_at(&managed, (size_t)i);
@@ -229,7 +232,8 @@ void gp_graph_mem_unmap(uintptr_t p) {
 }
 
 CUresult gp_dev_free(uintptr_t p) {
-  return mem_free(p);
+  int d;
+  return mem_free(p, &d);
 }
 
 void gp_device_reset_mem(int d) {
@@ -329,9 +333,13 @@ GPUSIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   DRV_ENTER(cuMemFree_v2, dptr);
   if (!gp_ready()) DRV_RETURN(CUDA_ERROR_NOT_INITIALIZED);
   if (!dptr) DRV_RETURN(CUDA_SUCCESS);
+  /* as CUDA's: the call returns once the device's work is done */
+  int d = -1;
   pthread_mutex_lock(&gp_lock);
-  CUresult r = mem_free((uintptr_t)dptr);
+  CUresult r = mem_free((uintptr_t)dptr, &d);
+  uint64_t until = r == CUDA_SUCCESS && d >= 0 ? gp_device_tail(d) : 0;
   pthread_mutex_unlock(&gp_lock);
+  gp_sleep_until(until);
   DRV_RETURN(r);
 }
 
@@ -366,7 +374,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, bool pt) {
   sim_stream *s;
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(h, pt, &s);
-  if (r == CUDA_SUCCESS) r = mem_free((uintptr_t)dptr);
+  int d;
+  if (r == CUDA_SUCCESS) r = mem_free((uintptr_t)dptr, &d);
   pthread_mutex_unlock(&gp_lock);
   return r;
 }

@@ -92,6 +92,24 @@ static void test_event_elapsed(cudaStream_t s) {
   cudaEventDestroy(b);
 }
 
+/* cudaFree returns once the device's work is done, as CUDA's (an
+ * implicit synchronisation); cudaFreeAsync does not wait. */
+static void test_free_waits(cudaStream_t s) {
+  cudaEvent_t e;
+  void *p = NULL, *q = NULL;
+  CHECK_EQ(cudaEventCreate(&e), cudaSuccess);
+  CHECK_EQ(cudaMalloc(&p, 256), cudaSuccess);
+  CHECK_EQ(cudaMallocAsync(&q, 256, s), cudaSuccess);
+  CHECK_EQ(launch1(k_big, BIG_BLOCKS, s), cudaSuccess);
+  CHECK_EQ(cudaEventRecord(e, s), cudaSuccess);
+  CHECK_EQ(cudaFreeAsync(q, s), cudaSuccess);
+  CHECK_EQ(cudaEventQuery(e), cudaErrorNotReady);
+  CHECK_EQ(cudaFree(p), cudaSuccess);
+  CHECK_EQ(cudaEventQuery(e), cudaSuccess);
+  CHECK_EQ(cudaFree(p), cudaErrorInvalidValue); /* freed already */
+  cudaEventDestroy(e);
+}
+
 /* CUDA's event flags only; interprocess needs timing disabled; an event
  * without timing has no elapsed time */
 static void test_event_flags(cudaStream_t s) {
@@ -244,6 +262,7 @@ int main(void) {
   test_kernel_durations(s);
   test_event_elapsed(s);
   test_event_flags(s);
+  test_free_waits(s);
   test_overlap();
   test_legacy_stream();
   test_legacy_actions();
