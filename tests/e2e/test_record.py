@@ -1318,7 +1318,9 @@ def t_disk_full():
         check(r.returncode == 0 and "killed or file cut" not in r.stdout + r.stderr
               and "could not be written" in r.stdout, f"report: {r.stdout[-800:]} {r.stderr}")
         # full before the first byte: the same reason, and no recording
-        with open(os.path.join(mnt, "fill"), "wb") as fill:
+        # unbuffered: a buffered file would flush its rest at close, and
+        # fail there, outside the try
+        with open(os.path.join(mnt, "fill"), "wb", buffering=0) as fill:
             try:
                 while True:
                     fill.write(b"\0" * 65536)

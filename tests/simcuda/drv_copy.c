@@ -109,10 +109,16 @@ static bool is_host(int kind) {
          kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
 }
 
-/* Schedules the copy (or captures it); synchronous copies, copies
- * touching pageable memory and copies from host memory to host memory
- * (CUDA's are synchronous, even the Async ones) return only once the
- * simulated copy has ended. */
+static bool is_dev(int kind) {
+  return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+}
+
+/* Schedules the copy (or captures it); synchronous copies (but from
+ * device memory to device memory: CUDA's do not synchronise with the
+ * host), copies touching pageable memory and copies from host memory to
+ * host memory (CUDA's are synchronous, even the Async ones) return only
+ * once the simulated copy has ended. */
 static CUresult do_copy(const sim_copy *q) {
   return gp_copy(q);
 }
@@ -158,7 +164,7 @@ CUresult gp_copy(const sim_copy *q) {
   pthread_mutex_unlock(&gp_lock);
   if (!run) return r;
   gp_copy_record(q, &op, kind, ws, wd);
-  if ((!q->async && !q->serial) ||
+  if ((!q->async && !q->serial && !(is_dev(ws.kind) && is_dev(wd.kind))) ||
       ws.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
       wd.kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
       (is_host(ws.kind) && is_host(wd.kind)))

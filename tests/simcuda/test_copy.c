@@ -131,6 +131,28 @@ static void test_memset(char *dev, cudaStream_t s) {
  * synchronous even when Async; a synchronous memset of pinned or managed
  * memory is synchronous (its Async form is not). Each is queued behind a
  * 100 ms kernel, so returning early is seen on the wall clock. */
+/* A synchronous device-to-device cudaMemcpy does not synchronise with
+ * the host (CUDA's "no host-side synchronization"): it returns before the
+ * copy, queued behind a long kernel on the legacy stream, even starts. */
+static void test_d2d_returns(void) {
+  void *a = NULL, *b = NULL;
+  REQUIRE(cudaMalloc(&a, 1 << 20) == cudaSuccess);
+  REQUIRE(cudaMalloc(&b, 1 << 20) == cudaSuccess);
+  rec_clear();
+  CHECK_EQ(big_kernel(0), cudaSuccess);
+  CHECK_EQ(cudaMemcpy(b, a, 1 << 20, cudaMemcpyDeviceToDevice), cudaSuccess);
+  uint64_t after = mono_ns();
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  rec_flush();
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_MEMCPY) == 1);
+  const CUpti_ActivityMemcpy6 *c = copy_rec(0);
+  CHECK_EQ(c->copyKind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+  CHECK_EQ(c->start, KERNEL(0)->end);
+  CHECK(after < c->start);
+  CHECK_EQ(cudaFree(a), cudaSuccess);
+  CHECK_EQ(cudaFree(b), cudaSuccess);
+}
+
 static void test_host_sync_exceptions(char *pinned, cudaStream_t s) {
   char *managed;
   REQUIRE(cudaMallocManaged((void **)&managed, 4096, cudaMemAttachGlobal) ==
@@ -244,6 +266,7 @@ int main(void) {
   test_sync_copies(dev, pageable);
   test_memset(dev, s);
   test_host_sync_exceptions(pinned, s);
+  test_d2d_returns();
   test_invalid_launch();
   test_host_func(s);
   test_query(s);
