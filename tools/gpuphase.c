@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -49,10 +50,16 @@ static const char usage_text[] =
     "set to a fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N\n"
     "items (samples, tokens) per step; the other GPUPHASE_* variables of the\n"
     "library are passed through (see README).\n"
-    "signals: SIGTERM and SIGHUP are passed on to COMMAND (kept ignored when\n"
-    "they were ignored at start, as under nohup); SIGINT and SIGQUIT are\n"
-    "ignored here, like system() does: the terminal sends them to COMMAND.\n"
-    "exit status: COMMAND's own (killed by a signal: killed by the same);\n"
+    "signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,\n"
+    "SIGWINCH, SIGTSTP and SIGPIPE sent to gpuphase are passed on to\n"
+    "COMMAND; those the terminal sends (^C, ^\\, ^Z, a hangup) reach COMMAND\n"
+    "directly and are not passed on; those ignored when gpuphase started (as\n"
+    "under nohup) stay ignored in COMMAND. Killed outright (SIGKILL),\n"
+    "gpuphase takes COMMAND with it. When COMMAND stops (^Z) in a\n"
+    "terminal's foreground, gpuphase stops too. Its own lines to a reader\n"
+    "gone are lost quietly.\n"
+    "exit status: COMMAND's own (killed by a signal: killed by the same,\n"
+    "without a second core dump);\n"
     "127 if it cannot be found, 126 if it cannot be run, 2 for a usage\n"
     "error, 1 if gpuphase itself cannot start it (the library to preload not\n"
     "found, no memory for the environment, fork failed).\n";
@@ -207,10 +214,61 @@ static void report_traces(const char *manifest, int quiet) {
   }
 }
 
-static pid_t child;
+static volatile pid_t child;
 
-static void forward(int sig) {
-  if (child > 0) kill(child, sig);
+/* The signals passed on to COMMAND: the ones people send to stop, reload
+ * or poke a program. */
+static const int fwd_sigs[] = {SIGHUP,  SIGINT,  SIGQUIT,  SIGTERM, SIGUSR1,
+                               SIGUSR2, SIGALRM, SIGWINCH, SIGTSTP, SIGPIPE};
+#define NFWD (sizeof fwd_sigs / sizeof *fwd_sigs)
+
+static void forward(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  /* one the terminal sent (^C, ^\, ^Z, a resize, a hangup) went to its
+   * whole foreground process group, COMMAND included */
+  if (si && si->si_code == SI_KERNEL) return;
+  /* nor one of ours: SIGPIPE from writing to a reader gone */
+  if (si && si->si_code == SI_USER && si->si_pid == getpid()) return;
+  pid_t c = child;
+  if (c > 0) kill(c, sig);
+}
+
+/* Whether process pid is stopped (state T in /proc). */
+static int stopped(pid_t pid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* after the command's name */
+  return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Whether this process runs in the foreground of its terminal (a shell's
+ * job control): then COMMAND stopping stops us, so that the shell sees its
+ * job stopped. Elsewhere a stopped COMMAND is left to whoever stopped it
+ * (stopping with it would keep us stopped after a SIGCONT sent to it). */
+static int foreground(void) {
+  for (int fd = 0; fd < 3; fd++) {
+    pid_t g = tcgetpgrp(fd);
+    if (g >= 0) return g == getpgrp();
+  }
+  return 0;
+}
+
+/* COMMAND stopped with signal sig: stop the same way, and on SIGCONT,
+ * continue it if it is still stopped. */
+static void follow_stop(pid_t pid, int sig) {
+  if (!foreground() || !stopped(pid)) return;
+  int s = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU ? sig : SIGSTOP;
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+  sigaction(s, &dfl, &old);
+  kill(getpid(), s);
+  sigaction(s, &old, NULL);
+  if (stopped(pid)) kill(pid, SIGCONT);
 }
 
 static int run(int argc, char **argv) {
@@ -253,29 +311,40 @@ static int run(int argc, char **argv) {
             strerror(errno));
     return 1;
   }
-  /* Like system(): the terminal's ^C and ^\ go to the child, not to us. */
-  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
-  struct sigaction old_int, old_quit, old_term, old_hup;
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
-  /* SIGTERM and SIGHUP are passed on, unless they were ignored when we
-   * started (nohup, a trap ''): then we and the program ignore them. */
-  sigaction(SIGTERM, NULL, &old_term);
-  sigaction(SIGHUP, NULL, &old_hup);
-  if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &fwd, NULL);
-  if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &fwd, NULL);
+  /* The signals of fwd_sigs are passed on to COMMAND (unless they were
+   * ignored when we started, as under nohup: then COMMAND ignores them
+   * too); blocked until COMMAND's pid is known, so that none is lost. */
+  struct sigaction fwd = {.sa_sigaction = forward,
+                          .sa_flags = SA_SIGINFO | SA_RESTART};
+  struct sigaction old[NFWD], old_chld, dfl = {.sa_handler = SIG_DFL};
+  sigset_t fset, oldmask;
+  sigemptyset(&fset);
+  for (size_t k = 0; k < NFWD; k++) sigaddset(&fset, fwd_sigs[k]);
+  fwd.sa_mask = fset;
+  sigprocmask(SIG_BLOCK, &fset, &oldmask);
+  for (size_t k = 0; k < NFWD; k++) {
+    sigaction(fwd_sigs[k], NULL, &old[k]);
+    if (old[k].sa_handler != SIG_IGN) sigaction(fwd_sigs[k], &fwd, NULL);
+  }
+  /* SIGCHLD ignored (inherited) would have the kernel reap COMMAND and
+   * lose its exit status: at its default here, as it was for COMMAND */
+  sigaction(SIGCHLD, &dfl, &old_chld);
+  pid_t parent = getpid();
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) errpipe[0] = errpipe[1] = -1;
-  child = fork();
-  if (child < 0) {
+  pid_t pid = fork();
+  if (pid < 0) {
     fprintf(stderr, "gpuphase: fork: %s\n", strerror(errno));
     return 1;
   }
-  if (child == 0) {
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+  if (pid == 0) {
+    for (size_t k = 0; k < NFWD; k++) sigaction(fwd_sigs[k], &old[k], NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+    /* killed with us when we are killed outright (SIGKILL): as COMMAND
+     * would be without us */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) raise(SIGKILL);
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
     execvp(argv[i], argv + i);
     int e = errno;
     if (errpipe[1] >= 0) {
@@ -284,6 +353,8 @@ static int run(int argc, char **argv) {
     }
     _exit(e == ENOENT ? 127 : 126);
   }
+  child = pid;
+  sigprocmask(SIG_SETMASK, &oldmask, NULL);
   if (errpipe[1] >= 0) close(errpipe[1]);
   int exec_errno = 0;
   if (errpipe[0] >= 0) {
@@ -292,12 +363,16 @@ static int run(int argc, char **argv) {
     close(errpipe[0]);
   }
   int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) {
+  for (;;) {
+    if (waitpid(pid, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
       fprintf(stderr, "gpuphase: waitpid: %s\n", strerror(errno));
       return 1;
     }
+    if (!WIFSTOPPED(status)) break;
+    follow_stop(pid, WSTOPSIG(status));
   }
+  child = 0; /* reaped: its pid may be reused */
   if (exec_errno) {
     fprintf(stderr, "gpuphase: cannot run '%s': %s\n", argv[i],
             strerror(exec_errno));
@@ -314,12 +389,10 @@ static int run(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, sig);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
-    if (sig != SIGKILL && sig != SIGSTOP) {
-      struct rlimit no_core = {0, 0};
-      setrlimit(RLIMIT_CORE, &no_core); /* the child already dumped */
-      raise(sig);
-    }
-    return 128 + sig;
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* the child already dumped */
+    raise(sig); /* SIGKILL too */
+    return 128 + sig; /* a signal that does not end a process */
   }
   return 1;
 }

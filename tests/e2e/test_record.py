@@ -371,6 +371,104 @@ def t_run_ignored():
     check(pr.returncode == 0 and out.strip() == "survived", f"nohup'd run: {pr.returncode} {out!r}")
 
 
+def t_run_signals():
+    """`gpuphase run` passes on what people send a program, and ends as it
+    would: each signal sent to the launcher's pid ends the program as it
+    ends it sent to the program itself; a program killed by SIGKILL kills
+    the launcher with SIGKILL (it returned 137); the launcher killed
+    outright takes the program with it (it ran on, orphaned); an ignored
+    SIGCHLD inherited keeps the exit status (it was 1: the kernel reaped
+    the program); a reader of the launcher's lines gone leaves the status
+    alone (it died of SIGPIPE)."""
+    def sent(cmd, sig):
+        d = workdir()
+        flag = os.path.join(d, "ran-on")
+        pr = subprocess.Popen(cmd + ["sh", "-c", f"sleep 1; echo x > {flag}"], cwd=d,
+                              env=env(preload=False), stderr=subprocess.DEVNULL,
+                              preexec_fn=default_dispositions)
+        time.sleep(0.4)
+        os.kill(pr.pid, sig)
+        try:
+            rc = pr.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            rc = "running 20 s on"
+        time.sleep(1.1)
+        return rc, os.path.exists(flag)
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1,
+                signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGKILL):
+        name = signal.Signals(sig).name
+        plain = sent([], sig)
+        got = sent([RUN, "run", "-q", "--"], sig)
+        check(plain == (-sig, False), f"{name} without the launcher: {plain}")
+        check(got == plain, f"{name} to the launcher: returned {got[0]}, the program "
+              f"{'ran on' if got[1] else 'ended'}; without it {plain[0]}")
+    p = run([RUN, "run", "-q", "--", "sh", "-c", "kill -KILL $$"], workdir(), preload=False)
+    check(p.returncode == -signal.SIGKILL, f"program killed by SIGKILL: launcher returned {p.returncode}")
+    def ignore_chld():
+        default_dispositions()
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    probe = ("import sys; print([l for l in open('/proc/self/status') "
+             "if l.startswith('SigIgn')][0]); sys.exit(3)")  # sh resets SIGCHLD
+    p = run([RUN, "run", "-q", "--", sys.executable, "-c", probe],
+            workdir(), preload=False, preexec_fn=ignore_chld)
+    mask = int(p.stdout.split()[1], 16) if p.stdout.split()[1:] else 0
+    check(p.returncode == 3 and mask & (1 << (signal.SIGCHLD - 1)),
+          f"SIGCHLD ignored: returned {p.returncode} {p.stderr!r}, program's SigIgn {mask:x}")
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.run([RUN, "run", "--", "sh", "-c", "exit 3"], cwd=workdir(),
+                       env=env(preload=False), stderr=w, preexec_fn=default_dispositions,
+                       timeout=60)
+    os.close(w)
+    check(p.returncode == 3, f"standard error a pipe without reader: returned {p.returncode}")
+
+
+def t_run_stop():
+    """In a terminal's foreground (an interactive shell on a pseudo-terminal):
+    a program under `gpuphase run` that stops itself is a stopped job, as
+    without the launcher (the shell hung), and `fg` continues it."""
+    import pty
+    import select
+
+    if not shutil.which("bash") or not os.path.exists("/dev/ptmx"):
+        print("skipped: no bash or no pseudo-terminals here")
+        sys.exit(77)
+
+    def session(cmdline):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update(env(preload=False))
+            os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+
+        def until(what, secs):
+            out, end = b"", time.time() + secs
+            while time.time() < end and what not in out:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try:
+                        out += os.read(fd, 4096)
+                    except OSError:
+                        break
+            return out.decode(errors="replace")
+        try:
+            os.write(fd, b"PS1='PROMPT> '; echo ready\n")
+            until(b"ready", 10)
+            os.write(fd, (cmdline + "\n").encode())
+            stop = until(b"Stopped", 20)
+            os.write(fd, b"fg\n")
+            cont = until(b"resumed", 20)
+            return stop, cont
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    prog_ = "sh -c 'kill -TSTP $$; echo resumed'"
+    for cmdline in (prog_, f"{RUN} run -q -- {prog_}"):
+        stop, cont = session(cmdline)
+        check("Stopped" in stop, f"{cmdline}: no stopped job: {stop!r}")
+        check("resumed" in cont, f"{cmdline}: fg did not continue it: {cont!r}")
+
+
 def t_exec():
     """exec completes the current image's trace; the new image (same pid)
     keeps the preload and the output pattern although its environment was
@@ -1650,7 +1748,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "forkchain": t_forkchain,
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
-         "run_tool": t_run_tool, "run_ignored": t_run_ignored, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
+         "run_tool": t_run_tool, "run_ignored": t_run_ignored,
+         "run_signals": t_run_signals, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
