@@ -55,9 +55,9 @@ static const char usage_text[] =
     "COMMAND; those the terminal sends (^C, ^\\, ^Z, a hangup) reach COMMAND\n"
     "directly and are not passed on; those ignored when gpuphase started (as\n"
     "under nohup) stay ignored in COMMAND. Killed outright (SIGKILL),\n"
-    "gpuphase takes COMMAND with it. When COMMAND stops (^Z) in a\n"
-    "terminal's foreground, gpuphase stops too. Its own lines to a reader\n"
-    "gone are lost quietly.\n"
+    "gpuphase takes COMMAND with it. When COMMAND stops on a terminal (^Z,\n"
+    "a background job reading it), gpuphase stops too. Its own lines to a\n"
+    "reader gone are lost quietly.\n"
     "exit status: COMMAND's own (killed by a signal: killed by the same,\n"
     "without a second core dump);\n"
     "127 if it cannot be found, 126 if it cannot be run, 2 for a usage\n"
@@ -247,22 +247,21 @@ static int stopped(pid_t pid) {
   return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-/* Whether this process runs in the foreground of its terminal (a shell's
- * job control): then COMMAND stopping stops us, so that the shell sees its
- * job stopped. Elsewhere a stopped COMMAND is left to whoever stopped it
+/* Whether this process runs on its terminal (a shell's job control, in
+ * the foreground or not): then COMMAND stopping stops us, so that the
+ * shell sees its job stopped (^Z, or a background job reading the
+ * terminal). Elsewhere a stopped COMMAND is left to whoever stopped it
  * (stopping with it would keep us stopped after a SIGCONT sent to it). */
-static int foreground(void) {
-  for (int fd = 0; fd < 3; fd++) {
-    pid_t g = tcgetpgrp(fd);
-    if (g >= 0) return g == getpgrp();
-  }
+static int on_terminal(void) {
+  for (int fd = 0; fd < 3; fd++)
+    if (tcgetpgrp(fd) >= 0) return 1;
   return 0;
 }
 
 /* COMMAND stopped with signal sig: stop the same way, and on SIGCONT,
  * continue it if it is still stopped. */
 static void follow_stop(pid_t pid, int sig) {
-  if (!foreground() || !stopped(pid)) return;
+  if (!on_terminal() || !stopped(pid)) return;
   int s = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU ? sig : SIGSTOP;
   struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
   sigaction(s, &dfl, &old);
