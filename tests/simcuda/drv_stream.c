@@ -26,8 +26,12 @@ static uint64_t max64(uint64_t a, uint64_t b) {
   return a > b ? a : b;
 }
 
+/* Streams that synchronise with the legacy stream both ways: user streams
+ * but the non-blocking ones, and the per-thread default streams (CUDA's
+ * "not a non-blocking stream"). */
 static bool blocking(const sim_stream *s) {
-  return s->kind == STREAM_USER && !(s->flags & CU_STREAM_NON_BLOCKING);
+  return (s->kind == STREAM_USER && !(s->flags & CU_STREAM_NON_BLOCKING)) ||
+         s->kind == STREAM_PER_THREAD;
 }
 
 static void retire(sim_stream *s) {

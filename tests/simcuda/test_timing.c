@@ -152,8 +152,9 @@ static void test_overlap(void) {
   cudaStreamDestroy(n2);
 }
 
-/* Blocking streams and the legacy stream wait for each other; the
- * non-blocking and per-thread streams wait for neither. */
+/* Blocking streams (the per-thread default streams among them, as
+ * CUDA's) and the legacy stream wait for each other; the non-blocking
+ * streams wait for neither. */
 static void test_legacy_stream(void) {
   cudaStream_t b1, n1;
   CHECK_EQ(cudaStreamCreate(&b1), cudaSuccess);
@@ -172,14 +173,18 @@ static void test_legacy_stream(void) {
   dim3 one = {1, 1, 1}, blk = {32, 1, 1};
   CHECK_EQ(cudaLaunchKernel_ptsz((const void *)k_small, one, blk, NULL, 0, 0),
            cudaSuccess); /* 8: the per-thread stream again */
+  CHECK_EQ(launch1(k_small, 1, 0), cudaSuccess); /* 9: legacy after 8 */
+  CHECK_EQ(launch1(k_other, 1, n1), cudaSuccess); /* 10: no wait */
   CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
   rec_flush();
-  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 9);
+  REQUIRE(rec_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 11);
+  CHECK_EQ(KERNEL(9)->start, KERNEL(8)->end);
+  CHECK(KERNEL(10)->start < KERNEL(9)->start);
   CHECK_EQ(KERNEL(1)->start, KERNEL(0)->end);
   CHECK_EQ(KERNEL(2)->start, KERNEL(1)->end);
   CHECK(KERNEL(3)->start < KERNEL(0)->end);
   CHECK(KERNEL(5)->start < KERNEL(4)->end);
-  CHECK(KERNEL(7)->start < KERNEL(6)->end);
+  CHECK_EQ(KERNEL(7)->start, KERNEL(6)->end); /* per-thread after legacy */
   CHECK_EQ(KERNEL(8)->start, KERNEL(7)->end);
   CHECK_EQ(KERNEL(8)->streamId, KERNEL(7)->streamId);
   CHECK(KERNEL(7)->streamId != KERNEL(6)->streamId);
