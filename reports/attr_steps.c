@@ -338,11 +338,30 @@ void gp_steps_launch(struct gp_attr *a, const struct apidef *def,
       st->c[ci].named = 1;
     }
   }
+  struct scand *c = &st->c[ci];
   /* a kernel's name comes with its device record (by correlation id) */
-  if (!st->c[ci].named && !st->c[ci].dropped && r->corr) {
+  if (!c->named && !c->dropped && r->corr) {
     st->want_corr = r->corr;
     st->want_ci = ci;
   }
+  /* the launches since its last one: a repeating sequence keeps them
+   * equal, whatever the timing */
+  st->nlcalls++;
+  if (c->open) {
+    uint64_t len = st->nlcalls - c->lpos;
+    if (len != c->rlen) {
+      c->rlen = len;
+      c->run = 0;
+      c->rstart = c->ostart;
+    }
+    if (++c->run > c->brun) {
+      c->brun = c->run;
+      c->blen = len;
+      c->bstart = c->rstart;
+      c->bend = t;
+    }
+  }
+  c->lpos = st->nlcalls;
   gp_steps_boundary(a, ci, r->thread, t);
 }
 
@@ -662,8 +681,10 @@ static size_t best_sync(const struct gp_stepper *st, uint64_t end) {
  * spread are the loop's period or a multiple of it (a function launched
  * once every few steps); of them, the most launched one, then the first
  * launched: the first kernel of the repeating sequence. */
-static size_t best_launch(const struct gp_stepper *st, uint64_t end) {
+static size_t best_launch(const struct gp_stepper *st, uint64_t end,
+                          int *by_sequence) {
   double least = INFINITY;
+  *by_sequence = 0;
   for (size_t i = 0; i < st->nc; i++) {
     const struct scand *c = &st->c[i];
     if (c->kind != SC_LAUNCH || c->count < 5 || !covers(c, end)) continue;
@@ -681,6 +702,26 @@ static size_t best_launch(const struct gp_stepper *st, uint64_t end) {
         (c->count == b->count && c->first < b->first))
       best = i;
   }
+  if (best != SIZE_MAX) return best;
+  /* Timing too irregular (a loop of microseconds, where every call's
+   * jitter counts): the sequence itself. A function launched every L
+   * launches at least 5 times in a row, over at least half of the rest of
+   * the window from its first launch on; of those, the longest such
+   * stretch, then the most launched, then the first launched. */
+  for (size_t i = 0; i < st->nc; i++) {
+    const struct scand *c = &st->c[i];
+    uint64_t rest = end > c->first ? end - c->first : 0;
+    if (c->kind != SC_LAUNCH || c->brun < 5 ||
+        2 * (c->bend - c->bstart) < rest)
+      continue;
+    const struct scand *b = best == SIZE_MAX ? NULL : &st->c[best];
+    uint64_t span = c->bend - c->bstart, bspan = b ? b->bend - b->bstart : 0;
+    if (!b || span > bspan ||
+        (span == bspan && (c->count > b->count ||
+                           (c->count == b->count && c->first < b->first))))
+      best = i;
+  }
+  *by_sequence = best != SIZE_MAX;
   return best;
 }
 
@@ -726,14 +767,21 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
   case GP_STEPS_HEURISTIC:
     if (c && c->kind == SC_LAUNCH) {
       int graph = (c->key & LAUNCH_GRAPH) != 0;
+      char why[128];
+      if (a->st->by_seq)
+        snprintf(why, sizeof why,
+                 "launched every %llu launches, %llu times in a row",
+                 (unsigned long long)c->blen, (unsigned long long)c->brun);
+      else
+        snprintf(why, sizeof why, "%llu intervals, spread %.0f%%",
+                 (unsigned long long)c->count, 100 * spread(c));
       snprintf(how, sizeof how,
                "heuristic: no step range and no synchronising call that "
                "repeats regularly, so a step starts at each launch of %s "
-               "'%s' (%llu intervals, spread %.0f%%), the first of the "
-               "launches that repeat; mark steps with NVTX or "
-               "gpuphase_range_push and --step for certainty",
-               graph ? "the same CUDA graph, by" : "the kernel", nm,
-               (unsigned long long)c->count, 100 * spread(c));
+               "'%s' (%s), the first of the launches that repeat; mark "
+               "steps with NVTX or gpuphase_range_push and --step for "
+               "certainty",
+               graph ? "the same CUDA graph, by" : "the kernel", nm, why);
       break;
     }
     snprintf(how, sizeof how,
@@ -892,7 +940,7 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
     s->source = GP_STEPS_HEURISTIC;
   } else if (st->launch_frozen) {
     s->relaunch = 1; /* a pass following the launches alone decides */
-  } else if ((pick = best_launch(st, a->wend)) != SIZE_MAX) {
+  } else if ((pick = best_launch(st, a->wend, &st->by_seq)) != SIZE_MAX) {
     s->source = GP_STEPS_HEURISTIC;
   }
   if (a->o.step_source && s->source != GP_STEPS_NONE)

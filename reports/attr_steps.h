@@ -40,6 +40,11 @@ struct scand {
                      graph exec) launched */
   uint64_t kname; /* LAUNCH: the kernel's name (string id), or for a graph
                      the launching call's */
+  /* LAUNCH: the launches (of any function) from one of its launches to the
+   * next, as a run of equal counts: the current run (length rlen, run
+   * times, from rstart) and the longest (blen, brun times, over
+   * [bstart, bend]); lpos: the launch count at its last launch */
+  uint64_t lpos, rlen, run, rstart, blen, brun, bstart, bend;
   uint64_t othread, ostart;
   uint64_t count, sum, first, last; /* closed steps, dropped or not */
   struct gp_hist dur;               /* their durations */
@@ -114,6 +119,8 @@ struct gp_stepper {
    * unless --step or a fixed synchronising call says otherwise */
   struct gp_u64map lmap;
   uint32_t nlaunch;
+  uint64_t nlcalls; /* launch calls followed */
+  int by_seq; /* the launches chosen repeat by sequence, not by timing */
   int launch_on;
   int launch_frozen; /* launches were followed, then not: a range repeated */
   uint64_t want_corr; /* a launch whose kernel names candidate want_ci */

@@ -417,10 +417,11 @@ static void test_detail_gathered(void) {
  * i % a_every == 0, its kernel k1 [b+50, b+250); 0xB0 [b+30, b+40), its
  * k2 [b+250, b+400); 0xC0 twice, [b+500, b+505) and [b+700, b+705), no
  * kernel (its intervals alternate 200 and 800: not regular). */
-static void launch_loop(struct tl *t, uint64_t iters, uint64_t a_every) {
+static void launch_loop_at(struct tl *t, uint64_t iters, uint64_t a_every,
+                           int jitter) {
   base(t);
-  for (uint64_t i = 0, corr = 1; i < iters; i++) {
-    uint64_t b = 1000 * i;
+  for (uint64_t i = 0, corr = 1, b = 0; i < iters;
+       b += jitter && i % 2 ? 3000 : 1000, i++) {
     if (i % a_every == 0) {
       tl_api(t, 1, LAUNCH, b + 10, b + 20, 0, corr)->func = 0xA0;
       tl_kernel(t, 0, b + 50, b + 250, S_K1, 200, 128)->corr = corr++;
@@ -430,6 +431,10 @@ static void launch_loop(struct tl *t, uint64_t iters, uint64_t a_every) {
     tl_api(t, 1, LAUNCH, b + 500, b + 505, 0, corr++)->func = 0xC0;
     tl_api(t, 1, LAUNCH, b + 700, b + 705, 0, corr++)->func = 0xC0;
   }
+}
+
+static void launch_loop(struct tl *t, uint64_t iters, uint64_t a_every) {
+  launch_loop_at(t, iters, a_every, 0);
 }
 
 /* No step range and no synchronising call: a repeating sequence of
@@ -485,6 +490,20 @@ static void test_launch_heuristic(void) {
   EQ(r->steps.source, GP_STEPS_HEURISTIC);
   EQ(r->steps.func, 0xB0);
   EQ(r->steps.n, 11);
+  gp_res_free(r);
+  tl_free(&t);
+  /* iterations alternately 1000 and 3000 ns long (jitter of a loop of
+   * microseconds): the intervals are not regular (quartiles 1000 and
+   * 3000), but 0xA0 and 0xB0 are launched every 4 launches, 9 times in a
+   * row over the whole loop: 0xA0, launched first, starts the steps */
+  launch_loop_at(&t, 10, 1, 1);
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.func, 0xA0);
+  EQ(r->steps.n, 9);
+  EQ(strstr(r->steps.how, "launched every 4 launches, 9 times in a row") !=
+         NULL,
+     1);
   gp_res_free(r);
   tl_free(&t);
   /* 5 iterations: 4 intervals, too few */
