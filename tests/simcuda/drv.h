@@ -80,6 +80,10 @@ typedef struct sim_device {
   sim_ranges allocs;
   uint64_t used; /* device and managed allocations */
   sim_pool pool;
+  /* the launch queue: the ends of the last launch_queue kernels, slot
+   * nlaunch % launch_queue the oldest (allocated at the first launch) */
+  uint64_t *qends;
+  uint64_t nlaunch;
 } sim_device;
 
 typedef struct sim_event {

@@ -78,6 +78,7 @@ static void config_read(void) {
   gp_cfg.copy_latency_ns =
       env_u64("GPUSIM_COPY_LATENCY_NS", 2000, 0, 1ull << 40);
   gp_cfg.api_ns = env_u64("GPUSIM_API_NS", 0, 0, 1ull << 40);
+  gp_cfg.launch_queue = env_u64("GPUSIM_LAUNCH_QUEUE", 1024, 0, 1u << 20);
   const char *c = getenv("GPUSIM_CUPTI");
   gp_cfg.cupti_busy = c && strcmp(c, "busy") == 0;
 }

@@ -144,6 +144,7 @@ static CUresult do_launch(const sim_launch *l) {
   sim_op op;
   int64_t gid = 0;
   bool run = false;
+again:
   pthread_mutex_lock(&gp_lock);
   CUresult r = gp_stream_get(l->stream, l->pt, &s);
   if (r == CUDA_SUCCESS && s->kind == STREAM_USER) {
@@ -157,7 +158,20 @@ static CUresult do_launch(const sim_launch *l) {
     sim_node n = {.kind = NODE_KERNEL, .u.k = *l};
     r = gp_capture(s, &n);
   } else if (r == CUDA_SUCCESS) {
+    /* as a real launch queue: with launch_queue kernels of the device
+     * unfinished, the call waits for the oldest to end */
+    sim_device *dev = &gp_dev[s->dev];
+    uint64_t q = gp_cfg.launch_queue;
+    if (q && !dev->qends && !(dev->qends = calloc(q, sizeof *dev->qends)))
+      q = 0;
+    uint64_t oldest = q ? dev->qends[dev->nlaunch % q] : 0;
+    if (oldest > gp_now()) {
+      pthread_mutex_unlock(&gp_lock);
+      gp_sleep_until(oldest);
+      goto again; /* the stream may be gone; the queue taken again */
+    }
     gp_schedule(s, gp_launch_ns(l), &op);
+    if (q) dev->qends[dev->nlaunch++ % q] = op.end;
     gid = gp_grid_id();
     run = true;
   }

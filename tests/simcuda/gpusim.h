@@ -27,6 +27,8 @@ typedef struct gpusim_config {
   uint64_t copy_latency_ns; /* GPUSIM_COPY_LATENCY_NS */
   uint64_t api_ns;          /* GPUSIM_API_NS (spent by the runtime) */
   int cupti_busy;           /* GPUSIM_CUPTI=busy */
+  uint64_t launch_queue;    /* GPUSIM_LAUNCH_QUEUE: kernels a device holds
+                               unfinished before a launch waits; 0: any */
 } gpusim_config;
 
 /* One API call in flight: lives on the caller's stack between enter and
