@@ -380,29 +380,38 @@ def t_run_signals():
     SIGCHLD inherited keeps the exit status (it was 1: the kernel reaped
     the program); a reader of the launcher's lines gone leaves the status
     alone (it died of SIGPIPE)."""
-    def sent(cmd, sig):
-        d = workdir()
-        flag = os.path.join(d, "ran-on")
-        pr = subprocess.Popen(cmd + ["sh", "-c", f"sleep 1; echo x > {flag}"], cwd=d,
-                              env=env(preload=False), stderr=subprocess.DEVNULL,
-                              preexec_fn=default_dispositions)
-        time.sleep(0.4)
+    sigs = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1,
+            signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGKILL)
+    runs = []  # (signal, with the launcher, process, flag file), all at once
+    for sig in sigs:
+        for launcher in (False, True):
+            d = workdir()
+            flag = os.path.join(d, "ran-on")
+            cmd = ([RUN, "run", "-q", "--"] if launcher else []) + \
+                ["sh", "-c", f"sleep 1; echo x > {flag}"]
+            runs.append((sig, launcher, subprocess.Popen(
+                cmd, cwd=d, env=env(preload=False), stderr=subprocess.DEVNULL,
+                preexec_fn=default_dispositions), flag))
+    time.sleep(0.4)
+    for sig, _, pr, _ in runs:
         os.kill(pr.pid, sig)
+    got = {}
+    for sig, launcher, pr, flag in runs:
         try:
             rc = pr.wait(timeout=20)
         except subprocess.TimeoutExpired:
             pr.kill()
             rc = "running 20 s on"
-        time.sleep(1.1)
-        return rc, os.path.exists(flag)
-    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1,
-                signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGKILL):
+        got[sig, launcher] = rc
+    time.sleep(1.1)
+    for sig, launcher, _, flag in runs:
+        got[sig, launcher] = (got[sig, launcher], os.path.exists(flag))
+    for sig in sigs:
         name = signal.Signals(sig).name
-        plain = sent([], sig)
-        got = sent([RUN, "run", "-q", "--"], sig)
+        plain, gp = got[sig, False], got[sig, True]
         check(plain == (-sig, False), f"{name} without the launcher: {plain}")
-        check(got == plain, f"{name} to the launcher: returned {got[0]}, the program "
-              f"{'ran on' if got[1] else 'ended'}; without it {plain[0]}")
+        check(gp == plain, f"{name} to the launcher: returned {gp[0]}, the program "
+              f"{'ran on' if gp[1] else 'ended'}; without it {plain[0]}")
     p = run([RUN, "run", "-q", "--", "sh", "-c", "kill -KILL $$"], workdir(), preload=False)
     check(p.returncode == -signal.SIGKILL, f"program killed by SIGKILL: launcher returned {p.returncode}")
     def ignore_chld():
