@@ -317,7 +317,9 @@ void gp_steps_launch(struct gp_attr *a, const struct apidef *def,
                      const struct gpuphase_api *r, uint64_t t) {
   struct gp_stepper *st = a->st;
   int graph = def->graph_role == GP_GR_LAUNCH;
-  if (!r->func) return;
+  if (!r->func || r->ret != 0) return; /* a failed launch ran nothing */
+  st->nlcalls++; /* every one counts in the sequences (the other passes
+                    see the same) */
   uint64_t key = graph ? r->func | LAUNCH_GRAPH : r->func;
   if (a->o.step_func && key != a->o.step_func) return;
   uint64_t *v = gp_u64map_get(&st->lmap, key);
@@ -346,7 +348,6 @@ void gp_steps_launch(struct gp_attr *a, const struct apidef *def,
   }
   /* the launches since its last one: a repeating sequence keeps them
    * equal, whatever the timing */
-  st->nlcalls++;
   if (c->open) {
     uint64_t len = st->nlcalls - c->lpos;
     if (len != c->rlen) {
@@ -615,9 +616,13 @@ static uint64_t clamp_cat(uint64_t real, uint64_t wd, uint64_t add);
 static void range_work(const struct gp_stepper *st, const struct scand *c,
                        double *in, double *out) {
   uint64_t nf = st->a->ndev > 1 ? st->a->ndev - 1 : 0;
-  size_t n = c->open && c->n ? c->n - 1 : c->n; /* the open one: no delta */
+  size_t n = c->n; /* whole ones: gp_steps_finish left the open one out */
+  /* the measured ones: a warm-up step that waits for its kernels (a first
+   * iteration that synchronises) says nothing of the others */
+  long wo = st->a->o.warmup;
+  size_t w = wo >= 0 ? (size_t)wo : (n / 10 > 3 ? n / 10 : 3);
   *in = *out = 0;
-  for (size_t i = 0; !c->dropped && i < n; i++) {
+  for (size_t i = w < n ? w : 0; !c->dropped && i < n; i++) {
     const struct sstep *x = &c->v[i];
     *in += (double)(nf ? clamp_cat(x->creal[GP_CAT_KERNEL],
                                    x->wd[GP_CAT_KERNEL], nf - x->nreal)
@@ -675,23 +680,43 @@ static size_t best_sync(const struct gp_stepper *st, uint64_t end) {
   return best;
 }
 
-/* A launched function (or graph) delimits steps when at least 5 intervals
- * between its launches satisfy covers() and are regular (as a
- * synchronising call's). Of those, the ones within 0.1 of the most regular
- * spread are the loop's period or a multiple of it (a function launched
- * once every few steps); of them, the most launched one, then the first
- * launched: the first kernel of the repeating sequence. */
+/* A launched function (or graph) delimits steps, first by the sequence
+ * of launches: launched every L >= 2 launches (of any function) at least
+ * 5 times in a row, over at least half of the rest of the window from its
+ * first launch on. A function launched once a step keeps the same L from
+ * step to step; one launched several times a step (a layer's kernel) does
+ * not, whatever its timing, and L = 1 (a function launched twice in a
+ * row) tells nothing. Of those, the longest run (the shortest period),
+ * then the most launched, then the first launched: the first kernel of
+ * the repeating sequence. Failing that, by timing, as a synchronising
+ * call: at least 5 intervals between its launches that satisfy covers()
+ * and are regular; of those, the ones within 0.1 of the most regular
+ * spread, the most launched, then the first launched. */
 static size_t best_launch(const struct gp_stepper *st, uint64_t end,
                           int *by_sequence) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < st->nc; i++) {
+    const struct scand *c = &st->c[i];
+    uint64_t rest = end > c->first ? end - c->first : 0;
+    if (c->kind != SC_LAUNCH || c->brun < 5 || c->blen < 2 ||
+        2 * (c->bend - c->bstart) < rest)
+      continue;
+    const struct scand *b = best == SIZE_MAX ? NULL : &st->c[best];
+    if (!b || c->brun > b->brun ||
+        (c->brun == b->brun &&
+         (c->count > b->count ||
+          (c->count == b->count && c->first < b->first))))
+      best = i;
+  }
+  *by_sequence = best != SIZE_MAX;
+  if (best != SIZE_MAX) return best;
   double least = INFINITY;
-  *by_sequence = 0;
   for (size_t i = 0; i < st->nc; i++) {
     const struct scand *c = &st->c[i];
     if (c->kind != SC_LAUNCH || c->count < 5 || !covers(c, end)) continue;
     double sp = spread(c);
     if (sp <= 0.5 && sp < least) least = sp;
   }
-  size_t best = SIZE_MAX;
   for (size_t i = 0; i < st->nc && least <= 0.5; i++) {
     const struct scand *c = &st->c[i];
     if (c->kind != SC_LAUNCH || c->count < 5 || !covers(c, end) ||
@@ -702,26 +727,6 @@ static size_t best_launch(const struct gp_stepper *st, uint64_t end,
         (c->count == b->count && c->first < b->first))
       best = i;
   }
-  if (best != SIZE_MAX) return best;
-  /* Timing too irregular (a loop of microseconds, where every call's
-   * jitter counts): the sequence itself. A function launched every L
-   * launches at least 5 times in a row, over at least half of the rest of
-   * the window from its first launch on; of those, the longest such
-   * stretch, then the most launched, then the first launched. */
-  for (size_t i = 0; i < st->nc; i++) {
-    const struct scand *c = &st->c[i];
-    uint64_t rest = end > c->first ? end - c->first : 0;
-    if (c->kind != SC_LAUNCH || c->brun < 5 ||
-        2 * (c->bend - c->bstart) < rest)
-      continue;
-    const struct scand *b = best == SIZE_MAX ? NULL : &st->c[best];
-    uint64_t span = c->bend - c->bstart, bspan = b ? b->bend - b->bstart : 0;
-    if (!b || span > bspan ||
-        (span == bspan && (c->count > b->count ||
-                           (c->count == b->count && c->first < b->first))))
-      best = i;
-  }
-  *by_sequence = best != SIZE_MAX;
   return best;
 }
 
@@ -827,7 +832,14 @@ static int why_not_range(struct gp_attr *a, struct gp_steps_res *s) {
   }
   if (!why) return 0;
   char *how = NULL;
-  if (asprintf(&how, "%s; %s", s->how, why) < 0) return -1;
+  if (s->source == GP_STEPS_NONE
+          ? asprintf(&how,
+                     "no steps found: %s; and no synchronising call and no "
+                     "kernel launch repeats regularly; mark steps with NVTX "
+                     "or gpuphase_range_push",
+                     why) < 0
+          : asprintf(&how, "%s; %s", s->how, why) < 0)
+    return -1;
   free(s->how);
   s->how = how;
   return 0;
@@ -929,6 +941,7 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
     s->source = GP_STEPS_NAMED;
     pick = st->named ? st->named - 1 : SIZE_MAX;
   } else if (a->o.step_api || a->o.step_func) {
+    st->by_seq = a->o.step_by_seq;
     s->source = GP_STEPS_HEURISTIC;
     pick = st->nc ? 0 : SIZE_MAX;
   } else if (st->ps && st->c[st->ps - 1].count) {
@@ -953,7 +966,10 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   else if (c && c->kind == SC_RANGE) nm = gp_attr_str(a, c->key);
   else if (c && c->kind == SC_LAUNCH) nm = launch_name(a, c, fbuf, sizeof fbuf);
   else if (c) nm = api_name(a, c->key);
-  if (c && c->kind == SC_LAUNCH) s->func = c->key;
+  if (c && c->kind == SC_LAUNCH) {
+    s->func = c->key;
+    s->by_seq = st->by_seq;
+  }
   if (nm && !(s->name = strdup(nm))) return -1;
   if (describe(a, s, c, window) < 0) return -1;
   if (!a->o.step && (s->source == GP_STEPS_HEURISTIC ||

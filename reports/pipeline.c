@@ -341,6 +341,7 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
   o->step_exact = 0;
   o->step_api = NULL;
   o->step_func = 0;
+  o->step_by_seq = 0;
   switch (s->source) {
   case GP_STEPS_REPEATED_RANGE:
     o->step = s->name;
@@ -351,8 +352,10 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
     break;
   case GP_STEPS_HEURISTIC:
     o->step = NULL;
-    if (s->func)
+    if (s->func) {
       o->step_func = s->func;
+      o->step_by_seq = s->by_seq;
+    }
     else
       o->step_api = s->name;
     break;

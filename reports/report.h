@@ -267,6 +267,7 @@ struct gp_steps_res {
                  NULL when none */
   uint64_t func; /* steps cut at launches: the function (or graph) whose
                     launches start them (internal: a second pass's key) */
+  int by_seq;    /* ... chosen by their sequence, not their timing */
   char *how;  /* one sentence: how the steps were found (or why none) */
   char *why;  /* the end of `how` that says why a repeated range is not
                  the step; NULL: none (internal: a later pass's
@@ -368,6 +369,8 @@ struct gp_report_opts {
                            start steps; 0: none */
   int step_launches;    /* steps from launches alone (no range, no
                            synchronising call) */
+  int step_by_seq;      /* step_func was chosen by its sequence of launches
+                           (said in how the steps were found) */
   const char *step_why; /* said after how the steps were found: why a
                            repeated range is not the step (an earlier
                            pass's steps.why) */

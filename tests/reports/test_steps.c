@@ -438,8 +438,9 @@ static void launch_loop(struct tl *t, uint64_t iters, uint64_t a_every) {
 }
 
 /* No step range and no synchronising call: a repeating sequence of
- * launches. 0xA0 and 0xB0 both start 9 intervals of 1000 (10 iterations);
- * 0xA0 is launched first, so a step starts at each launch of it: 9 whole
+ * launches. 0xA0 and 0xB0 are both launched every 4 launches, 9 times in a
+ * row (10 iterations; 0xC0's 1 and 3 alternate); 0xA0 is launched first,
+ * so a step starts at each launch of it: 9 whole
  * steps [1000i + 10, 1000(i + 1) + 10), the last one still open at the
  * end. The first pass keeps none of them (incomplete); the second, with
  * the function fixed, does, and names the kernel from its device record.
@@ -457,7 +458,9 @@ static void test_launch_heuristic(void) {
   EQ(s->incomplete, 1);
   EQ(s->n, 9);
   EQ(s->warmup, 3);
-  t.o.step_func = s->func;
+  EQ(s->by_seq, 1);
+  t.o.step_func = s->func; /* what the pipeline's second pass is given */
+  t.o.step_by_seq = s->by_seq;
   t.o.warmup = (long)s->warmup;
   gp_res_free(r);
   r = tl_run(&t);
@@ -466,7 +469,8 @@ static void test_launch_heuristic(void) {
   EQ(s->incomplete, 0);
   EQ(s->func, 0xA0);
   EQ(s->name && !strcmp(s->name, "k1"), 1);
-  EQ(strstr(s->how, "each launch of the kernel 'k1' (9 intervals") != NULL,
+  EQ(strstr(s->how, "each launch of the kernel 'k1' (launched every 4 "
+                    "launches, 9 times in a row)") != NULL,
      1);
   EQ(s->n, 9);
   for (size_t i = 0; i < s->n; i++) {
@@ -483,13 +487,50 @@ static void test_launch_heuristic(void) {
   EQ(tl_kern(r, "k1")->step_count, 7);
   gp_res_free(r);
   tl_free(&t);
-  /* 0xA0 every other iteration of 12: 5 intervals of 2000, as regular as
-   * 0xB0's 11 of 1000; the more launched, 0xB0, is the period */
+  /* 0xA0 every other iteration of 12: the sequence repeats every two
+   * iterations, 0xA0 every 7 launches 5 times in a row (0xB0's 4 and 3
+   * alternate), so 5 steps of two iterations */
   launch_loop(&t, 12, 2);
   r = tl_run(&t);
   EQ(r->steps.source, GP_STEPS_HEURISTIC);
-  EQ(r->steps.func, 0xB0);
+  EQ(r->steps.func, 0xA0);
+  EQ(r->steps.n, 5);
+  gp_res_free(r);
+  tl_free(&t);
+  /* a layer's kernel: 0xD0 launched 8 times an iteration, 100 ns apart
+   * from +100, then 0xE0 at +900, iterations 2000 ns apart (12). 0xD0's
+   * intervals are regular (7 of 8 are 100 ns: quartiles 100, 100) and it
+   * is the most launched, but its launches are 1 apart, then 2: 0xE0,
+   * every 9 launches, is the loop */
+  base(&t);
+  for (uint64_t i = 0, corr = 1; i < 12; i++) {
+    uint64_t b = 2000 * i;
+    for (uint64_t k = 0; k < 8; k++, corr++) {
+      tl_api(&t, 1, LAUNCH, b + 100 + 100 * k, b + 105 + 100 * k, 0, corr)
+          ->func = 0xD0;
+      tl_kernel(&t, 0, b + 150 + 100 * k, b + 190 + 100 * k, S_K1, 200,
+                128)->corr = corr;
+    }
+    tl_api(&t, 1, LAUNCH, b + 900, b + 905, 0, corr)->func = 0xE0;
+    tl_kernel(&t, 0, b + 950, b + 990, S_K2, 200, 128)->corr = corr++;
+  }
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.func, 0xE0);
   EQ(r->steps.n, 11);
+  gp_res_free(r);
+  tl_free(&t);
+  /* one function launched twice an iteration, nothing else: its launches
+   * are 1 apart (which tells nothing) and alternate 100 and 900 ns: no
+   * steps */
+  base(&t);
+  for (uint64_t i = 0, corr = 1; i < 12; i++) {
+    tl_api(&t, 1, LAUNCH, 1000 * i, 1000 * i + 5, 0, corr++)->func = 0xF0;
+    tl_api(&t, 1, LAUNCH, 1000 * i + 100, 1000 * i + 105, 0, corr++)->func =
+        0xF0;
+  }
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NONE);
   gp_res_free(r);
   tl_free(&t);
   /* iterations alternately 1000 and 3000 ns long (jitter of a loop of
@@ -542,6 +583,42 @@ static void test_launch_heuristic(void) {
   EQ(r->steps.func, 0xA0);
   EQ(r->steps.n, 9);
   gp_res_free(r);
+  tl_free(&t);
+  /* a range around the launch alone, but for the first of 10 iterations,
+   * which waits for its kernel inside it: [0, 600) holds k1 [25, 525),
+   * the others [1000i, 1000i + 50) launch k1 [+100, +300) after them.
+   * Over all ten, 500 of 2300 ns run inside (held); over the measured
+   * ones (warm-up max(3, 1) = 3), 0 of 1400: not the step. The launches,
+   * regular, make the steps, and the reason is said. */
+  base(&t);
+  for (uint64_t i = 0; i < 10; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, i + 1)->func = 0xA0;
+    tl_kernel(&t, 0, i ? b + 100 : 25, i ? b + 300 : 525, S_K1, 200, 128)
+        ->corr = i + 1;
+    if (!i) tl_api(&t, 1, SYNC, 530, 590, 0, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, i ? b + 50 : 600, 0, 0);
+  }
+  t.o.warmup = -1;
+  r = tl_run(&t);
+  /* the range repeated, so the launches stopped being followed: a pass of
+   * their own (pipeline.c), told why the range is not the step */
+  EQ(r->steps.source, GP_STEPS_NONE);
+  EQ(r->steps.relaunch, 1);
+  EQ(r->steps.why != NULL, 1);
+  char *why = r->steps.why ? strdup(r->steps.why) : NULL;
+  gp_res_free(r);
+  t.o.step_launches = 1;
+  t.o.step_why = why;
+  r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_HEURISTIC);
+  EQ(r->steps.func, 0xA0);
+  EQ(strstr(r->steps.how, "the top-level range 'step' repeats 10 times") !=
+         NULL,
+     1);
+  gp_res_free(r);
+  free(why);
   tl_free(&t);
   /* a repeated range comes first too */
   launch_loop(&t, 10, 1);
