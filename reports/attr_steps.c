@@ -802,7 +802,6 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
              "regularly; mark steps with NVTX or gpuphase_range_push "
              "(--step NAME)");
   }
-  (void)a;
   s->how = strdup(how);
   return s->how ? 0 : -1;
 }

@@ -355,9 +355,9 @@ static void fix_steps(struct gp_report_opts *o, const struct gp_steps_res *s) {
     if (s->func) {
       o->step_func = s->func;
       o->step_by_seq = s->by_seq;
-    }
-    else
+    } else {
       o->step_api = s->name;
+    }
     break;
   default: /* NAMED: o->step stays */
     break;
