@@ -287,8 +287,12 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     if (pi == NOPHASE) return;
     if (r->op == GPUPHASE_RANGE_PUSH) {
       if (GROW(a, th->stk, th->capstk, th->nstk + 1) < 0) return;
-      th->stk[th->nstk++] = (struct rframe){pi, r->start, r->domain};
-      if (th->nstk == 1) gp_steps_range(a, pi, r->thread, 1, s);
+      struct rframe *f = &th->stk[th->nstk++];
+      *f = (struct rframe){pi, 0, r->start, r->domain};
+      /* a step opens at a top-level push, or at the outermost push of
+       * --step's or ProfilerStep#N's ranges whatever encloses it */
+      f->step = (uint32_t)gp_steps_range(a, pi, r->thread,
+                                         th->nstk == 1 ? 1 : 2, s);
     } else {
       uint64_t *old = gp_u64map_get(&a->ranges, r->id);
       uint32_t ri;
@@ -318,8 +322,8 @@ static void on_range(struct gp_attr *a, const struct gpuphase_range *r) {
     struct rframe f = th->stk[--i];
     memmove(&th->stk[i], &th->stk[i + 1], (--th->nstk - i) * sizeof *th->stk);
     gp_phase_close(a, f.phase, f.start, s);
-    /* the thread's top-level range ended (the one announced at its push) */
-    if (!i) gp_steps_range(a, f.phase, r->thread, 0, s);
+    /* the range that opened a step at its push ended */
+    if (f.step) gp_steps_range(a, f.phase, r->thread, 0, s);
   } else if (r->op == GPUPHASE_RANGE_END) {
     uint64_t ri;
     if (!gp_u64map_del(&a->ranges, r->id, &ri)) {

@@ -80,6 +80,7 @@ struct thr {
   int seen;
   struct rframe {
     uint32_t phase;
+    uint32_t step; /* 1: its push opened a step (closed at its pop) */
     uint64_t start, domain; /* domain: its NVTX domain (a pop closes the
                                innermost push of its own) */
   } * stk;
@@ -151,6 +152,8 @@ struct phase {
                     decided yet; UINT32_MAX: none */
   uint32_t active; /* open instances */
   uint32_t apos;   /* index in the active list while active */
+  uint8_t shared;  /* its name is --step's or ProfilerStep#N's: 0 not
+                      decided yet, 1 yes, 2 no */
   uint64_t count, inst_ns;
   struct gp_hist dur;
   struct gp_phase_dev *pd; /* by device slot */
@@ -448,9 +451,9 @@ void gp_run_close(struct run *r, uint64_t t);
  * candidate is open. */
 int gp_steps_init(struct gp_attr *a);
 void gp_steps_free(struct gp_attr *a);
-/* a top-level range of phase pi opens / closes on thread th at t */
-void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
-                    uint64_t t);
+/* a range of phase pi opens / closes on thread th at t (open: see there) */
+int gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
+                   uint64_t t);
 /* the step counters a call of class cls adds 1 to whatever its record
  * holds, as a mask of 1 << GP_SC_* (apidef.sc_ones) */
 uint32_t gp_steps_ones(uint64_t cls);

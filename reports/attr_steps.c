@@ -77,6 +77,14 @@ static uint32_t cand_new(struct gp_attr *a, int kind, uint64_t key) {
   return (uint32_t)st->nc++;
 }
 
+/* 1 when a range name is --step's (given) or ProfilerStep#N's (no
+ * --step), 0 otherwise. */
+static int shared_name(const struct gp_attr *a, const char *s) {
+  if (a->o.step)
+    return a->o.step_exact ? !strcmp(a->o.step, s) : !fnmatch(a->o.step, s, 0);
+  return !strncmp(s, "ProfilerStep#", 13);
+}
+
 /* The candidate of a range name: --step alone when given, all
  * ProfilerStep#N together, else one per name. UINT32_MAX: none. */
 static uint32_t range_cand(struct gp_attr *a, uint64_t name) {
@@ -86,14 +94,10 @@ static uint32_t range_cand(struct gp_attr *a, uint64_t name) {
   uint32_t *shared = NULL;
   if (a->o.step_api || a->o.step_func || a->o.step_launches)
     return UINT32_MAX;
-  if (a->o.step) {
-    int hit = a->o.step_exact ? !strcmp(a->o.step, s)
-                              : !fnmatch(a->o.step, s, 0);
-    if (!hit) return UINT32_MAX;
-    shared = &st->named;
-  } else if (!strncmp(s, "ProfilerStep#", 13)) {
-    shared = &st->ps;
-  }
+  if (shared_name(a, s))
+    shared = a->o.step ? &st->named : &st->ps;
+  else if (a->o.step)
+    return UINT32_MAX;
   if (shared && *shared) return *shared - 1;
   uint32_t ci = cand_new(a, SC_RANGE, shared ? 0 : name);
   if (shared && ci != UINT32_MAX) *shared = ci + 1;
@@ -253,25 +257,40 @@ static void step_close(struct gp_attr *a, uint32_t ci, uint64_t t) {
   open_remove(a, ci);
 }
 
-void gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
-                    uint64_t t) {
+/* open 1: a top-level push; 2: a nested push, a step only for the shared
+ * candidate of --step or ProfilerStep#N (its outermost occurrence on the
+ * thread); 0: the pop of a push that opened a step. 1 when a step
+ * opened. */
+int gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
+                   uint64_t t) {
   struct phase *p = &a->ph[pi];
+  struct gp_stepper *st = a->st;
+  if (open == 2) {
+    if (!p->shared) {
+      const char *s = gp_attr_str(a, p->name);
+      p->shared = shared_name(a, s ? s : "") ? 1 : 2;
+    }
+    if (p->shared != 1) return 0;
+  }
   if (!p->cand) {
     uint32_t ci = range_cand(a, p->name);
     p->cand = ci == UINT32_MAX ? UINT32_MAX : ci + 1;
   }
-  if (p->cand == UINT32_MAX) return;
+  if (p->cand == UINT32_MAX) return 0;
   uint32_t ci = p->cand - 1;
-  struct scand *c = &a->st->c[ci];
+  struct scand *c = &st->c[ci];
   if (open) {
-    if (c->open) { /* open on another thread already: not a step */
-      a->st->overlap++;
-      return;
+    if (c->open) {
+      /* open on another thread already: not a step; on this one, an
+       * occurrence inside the step's own range */
+      if (c->othread != th || open == 1) st->overlap++;
+      return 0;
     }
     step_open(a, ci, th, t);
-  } else if (c->open && c->othread == th) {
-    step_close(a, ci, t);
+    return 1;
   }
+  if (c->open && c->othread == th) step_close(a, ci, t);
+  return 0;
 }
 
 void gp_steps_boundary(struct gp_attr *a, uint32_t ci, uint64_t thread,
@@ -754,9 +773,8 @@ static int describe(struct gp_attr *a, struct gp_steps_res *s,
   switch (s->source) {
   case GP_STEPS_NAMED:
     snprintf(how, sizeof how,
-             c && c->count ? "each top-level '%s' range is a step (--step)"
-                           : "no top-level range matches --step '%s': no "
-                             "steps",
+             c && c->count ? "each outermost '%s' range is a step (--step)"
+                           : "no range matches --step '%s': no steps",
              nm);
     break;
   case GP_STEPS_PROFILER_STEP:
@@ -994,8 +1012,8 @@ int gp_steps_finish(struct gp_attr *a, struct gp_proc_res *r) {
   if (move_steps(a, s, c, r->degraded) < 0) return -1;
   if (st->overlap)
     gp_res_note(r,
-                "%llu top-level ranges opened while the same step was open "
-                "on another thread were not counted as steps",
+                "%llu ranges opened while the same step was open on another "
+                "thread were not counted as steps",
                 (unsigned long long)st->overlap);
   return gp_steps_derive(s);
 }

@@ -55,9 +55,9 @@ static void items(struct tl *t, uint64_t thread, uint64_t at, uint64_t n) {
  *   host [0,10) 10 + [20,50) 30 + [250,300) 50 + [500,600) 100 = 190
  *   launch [10,20) 10, kernel [50,250) 200, sync idle [300,500) 200.
  * Counters: 1 launch, 1 sync, 200 ns blocked, 1 kernel of 200 ns. */
-static void loop(struct tl *t, uint64_t name, int n) {
+static void loop_at(struct tl *t, uint64_t name, int n, uint64_t off) {
   for (uint64_t i = 0; i < (uint64_t)n; i++) {
-    uint64_t b = 1000 * i;
+    uint64_t b = off + 1000 * i;
     tl_range(t, 1, GPUPHASE_RANGE_PUSH, b, name, 0);
     tl_api(t, 1, LAUNCH, b + 10, b + 20, 0, i + 1);
     struct gpuphase_kernel *k = tl_kernel(t, 0, b + 50, b + 250, S_K1, 200, 128);
@@ -66,6 +66,8 @@ static void loop(struct tl *t, uint64_t name, int n) {
     tl_range(t, 1, GPUPHASE_RANGE_POP, b + 600, 0, 0);
   }
 }
+
+static void loop(struct tl *t, uint64_t name, int n) { loop_at(t, name, n, 0); }
 
 static void test_named(void) {
   struct tl t;
@@ -105,7 +107,7 @@ static void test_named(void) {
   r = tl_run(&t);
   EQ(r->steps.source, GP_STEPS_NAMED);
   EQ(r->steps.n, 0);
-  EQ(strstr(r->steps.how, "no top-level range matches") != NULL, 1);
+  EQ(strstr(r->steps.how, "no range matches --step 'nope'") != NULL, 1);
   gp_res_free(r);
   tl_free(&t);
 }
@@ -1168,10 +1170,78 @@ static void test_step_of(void) {
   }
 }
 
+/* The loop of test_named inside an outer range "init" [0, 6600) that
+ * opens once: --step's ranges and ProfilerStep#N are steps at their
+ * outermost occurrence on the thread, whatever encloses them. Steps at
+ * 100 + 1000i; the window starts at 110, so steps 1..5 are those of
+ * test_named. A "step" inside a "step" is part of the outer one. */
+static void test_nested_named(void) {
+  struct tl t;
+  base(&t);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 0, S_INIT, 0);
+  loop_at(&t, S_STEP, 6, 100);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 6600, 0, 0);
+  t.o.step = "step";
+  t.o.warmup = 1;
+  struct gp_proc_res *r = tl_run(&t);
+  const struct gp_steps_res *s = &r->steps;
+  EQ(s->source, GP_STEPS_NAMED);
+  EQ(s->n, 6);
+  EQ(s->median_ns, 600);
+  CATS(s->v[3], 200, 0, 10, 200, 190);
+  EQ(strstr(s->how, "each outermost 'step' range is a step") != NULL, 1);
+  gp_res_free(r);
+  /* without --step: "init" opens once and "step" is not top-level */
+  t.o.step = NULL;
+  r = tl_run(&t);
+  EQ(r->steps.source != GP_STEPS_NAMED, 1);
+  EQ(r->steps.source != GP_STEPS_REPEATED_RANGE, 1);
+  gp_res_free(r);
+  tl_free(&t);
+
+  /* ProfilerStep#i inside "init": found without --step */
+  base(&t);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 0, S_INIT, 0);
+  for (uint64_t i = 0; i < 6; i++)
+    loop_at(&t, S_PS0 + i, 1, 100 + 1000 * i);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 6600, 0, 0);
+  t.o.warmup = 1;
+  r = tl_run(&t);
+  s = &r->steps;
+  EQ(s->source, GP_STEPS_PROFILER_STEP);
+  EQ(s->n, 6);
+  EQ(s->median_ns, 600);
+  CATS(s->v[3], 200, 0, 10, 200, 190);
+  gp_res_free(r);
+  tl_free(&t);
+
+  /* "step" [b, b+600) holding a "step" [b+5, b+595): six steps of 600,
+   * and no note of ranges left out */
+  base(&t);
+  for (uint64_t i = 0; i < 6; i++) {
+    uint64_t b = 1000 * i;
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b, S_STEP, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_PUSH, b + 5, S_STEP, 0);
+    tl_api(&t, 1, LAUNCH, b + 10, b + 20, 0, i + 1);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 595, 0, 0);
+    tl_range(&t, 1, GPUPHASE_RANGE_POP, b + 600, 0, 0);
+  }
+  t.o.step = "step";
+  t.o.warmup = 1;
+  r = tl_run(&t);
+  EQ(r->steps.n, 6);
+  EQ(r->steps.median_ns, 600);
+  EQ(r->steps.max_ns, 600);
+  EQ(r->nnotes, 0);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_step_of();
   test_many_steps();
   test_named();
+  test_nested_named();
   test_distinct_many();
   test_late_mixed();
   test_by_correlation();
