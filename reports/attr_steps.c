@@ -846,6 +846,35 @@ static int why_not_range(struct gp_attr *a, struct gp_steps_res *s) {
       return -1;
     }
     why = s->why;
+  } else if (!why && i == SIZE_MAX && !a->o.step_api && !a->o.step_func &&
+             !a->o.step_launches) {
+    /* a range that repeats, but not over the window */
+    size_t r = SIZE_MAX;
+    for (size_t k = 0; k < st->nc; k++) {
+      const struct scand *c = &st->c[k];
+      if (c->kind == SC_RANGE && c->count >= 5 &&
+          (r == SIZE_MAX || c->count > st->c[r].count))
+        r = k;
+    }
+    if (r != SIZE_MAX) {
+      const struct scand *c = &st->c[r];
+      const char *nm = gp_attr_str(a, c->key);
+      uint64_t rest = a->wend > c->first ? a->wend - c->first : 0;
+      if (asprintf(&s->why,
+                   "the top-level range '%s' repeats %llu times, but its "
+                   "occurrences stretch over only %.0f%% of the window from "
+                   "the first one on, not half (the GPU runs on long after "
+                   "the loop, or the loop ends early; --step '%s' takes it "
+                   "all the same)",
+                   nm ? nm : "", (unsigned long long)c->count,
+                   rest ? 100.0 * (double)(c->last - c->first) / (double)rest
+                        : 0.0,
+                   nm ? nm : "") < 0) {
+        s->why = NULL;
+        return -1;
+      }
+      why = s->why;
+    }
   }
   if (!why) return 0;
   char *how = NULL;

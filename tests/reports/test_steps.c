@@ -1237,11 +1237,35 @@ static void test_nested_named(void) {
   tl_free(&t);
 }
 
+/* The loop of test_named without --step, then a kernel running until
+ * 20000: "step" repeats 6 times over [0, 5600), 28% of the window from
+ * its first occurrence on (20000 ns), so it is not the step, and neither
+ * the synchronising call nor the launches (over the same stretch): no
+ * steps, and the report says why the range was not taken. */
+static void test_range_short(void) {
+  struct tl t;
+  base(&t);
+  loop(&t, S_STEP, 6);
+  tl_api(&t, 1, LAUNCH, 5700, 5710, 0, 99);
+  struct gpuphase_kernel *k = tl_kernel(&t, 0, 5800, 20000, S_K2, 200, 128);
+  k->corr = 99;
+  struct gp_proc_res *r = tl_run(&t);
+  EQ(r->steps.source, GP_STEPS_NONE);
+  EQ(r->steps.n, 0);
+  EQ(strstr(r->steps.how, "the top-level range 'step' repeats 6 times, but "
+                          "its occurrences stretch over only 28% of the "
+                          "window") != NULL,
+     1);
+  gp_res_free(r);
+  tl_free(&t);
+}
+
 int main(void) {
   test_step_of();
   test_many_steps();
   test_named();
   test_nested_named();
+  test_range_short();
   test_distinct_many();
   test_late_mixed();
   test_by_correlation();
