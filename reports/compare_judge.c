@@ -127,6 +127,12 @@ static void word(struct gp_cmp_metric *x, enum gp_why why) {
              "%s%% threshold: too much variance, add runs",
              e, lo, hi, nf, th);
     break;
+  case GP_WHY_FLOOR:
+    snprintf(o, n,
+             "%s [%s, %s]: at or over the %s%% threshold, not above the "
+             "higher %s%% noise floor (lower --noise-floor to judge it)",
+             e, lo, hi, th, nf);
+    break;
   case GP_WHY_SMALL:
     snprintf(o, n,
              "%s [%s, %s]: above the noise floor but under the %s%% "
@@ -234,7 +240,18 @@ static int sample_runs(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
   if (!x->sc) {
     free(x->sb);
     x->sb = NULL;
-    snprintf(x->reason, sizeof x->reason, "%s in some runs", why);
+    /* in how many runs of both sides the value is missing */
+    size_t miss = 0, all = b->n + c->n;
+    double t;
+    const char *w2;
+    for (size_t i = 0; i < all; i++)
+      miss += gp_cmp_run_value(i < b->n ? &b->v[i] : &c->v[i - b->n],
+                               x->metric, 0, &t, &w2) < 0;
+    if (miss >= all)
+      snprintf(x->reason, sizeof x->reason, "%s in any run", why);
+    else
+      snprintf(x->reason, sizeof x->reason, "%s in %zu of %zu runs", why,
+               miss, all);
     return oom ? -1 : 1;
   }
   x->mode = GP_MODE_RUNS;

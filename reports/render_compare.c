@@ -222,21 +222,9 @@ static void pre_row(struct sink *s, int two, const char *label, const char *b,
   row(s, cells);
 }
 
-static void side_text(const struct gp_cmp_side *sd, int what, char *b,
-                      size_t n) {
-  const struct gp_cmp_run *r = &sd->v[0];
-  size_t files = 0;
+static void run_text(const struct gp_cmp_run *r, int what, char *b, size_t n) {
   char v1[32], v2[32];
   switch (what) {
-  case 0:
-    for (size_t i = 0; i < sd->n; i++)
-      files += sd->v[i].nfiles;
-    snprintf(b, n, "%zu run%s, %zu file%s", sd->n, sd->n == 1 ? "" : "s", files,
-             files == 1 ? "" : "s");
-    break;
-  case 1:
-    steps_words(sd, b, n);
-    break;
   case 2:
     gpu_words(r, b, n);
     break;
@@ -247,6 +235,45 @@ static void side_text(const struct gp_cmp_side *sd, int what, char *b,
     break;
   default:
     snprintf(b, n, "%s", r->cmdline ? r->cmdline : "?");
+  }
+}
+
+static void side_text(const struct gp_cmp_side *sd, int what, char *b,
+                      size_t n) {
+  size_t files = 0;
+  switch (what) {
+  case 0:
+    for (size_t i = 0; i < sd->n; i++)
+      files += sd->v[i].nfiles;
+    snprintf(b, n, "%zu run%s, %zu file%s", sd->n, sd->n == 1 ? "" : "s", files,
+             files == 1 ? "" : "s");
+    break;
+  case 1:
+    steps_words(sd, b, n);
+    break;
+  default: {
+    /* the first run's, and how many kinds when the runs differ (the
+     * notes name them) */
+    char first[360], other[360];
+    size_t kinds = 1;
+    run_text(&sd->v[0], what, first, sizeof first);
+    for (size_t i = 1; i < sd->n; i++) {
+      run_text(&sd->v[i], what, other, sizeof other);
+      if (strcmp(first, other)) {
+        int seen = 0; /* a kind met in an earlier run */
+        for (size_t j = 1; j < i && !seen; j++) {
+          char t[360];
+          run_text(&sd->v[j], what, t, sizeof t);
+          seen = !strcmp(t, other);
+        }
+        kinds += !seen;
+      }
+    }
+    if (kinds > 1)
+      snprintf(b, n, "(%zu kinds) %s", kinds, first);
+    else
+      snprintf(b, n, "%s", first);
+  }
   }
 }
 

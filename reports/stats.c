@@ -327,6 +327,8 @@ enum gp_verdict gp_judge(const struct gp_rule *r, const struct gp_slow *s,
                 r->advisory ? GP_INCONCLUSIVE : GP_PASS);
   if (rel) return said(why, GP_WHY_UNDER_DELTA, GP_INCONCLUSIVE);
   if (s->lo > r->noise) return said(why, GP_WHY_SMALL, GP_INCONCLUSIVE);
+  /* a noise floor set over the threshold: the whole interval between */
+  if (s->lo >= r->threshold) return said(why, GP_WHY_FLOOR, GP_INCONCLUSIVE);
   return said(why, GP_WHY_VARIANCE, GP_INCONCLUSIVE);
 }
 

@@ -86,6 +86,7 @@ enum gp_why {
   GP_WHY_SMALL,       /* above the noise, estimate under the threshold */
   GP_WHY_UNDER_DELTA, /* relative rule met, delta under min_delta */
   GP_WHY_ADVISORY,    /* advisory interval, change not large */
+  GP_WHY_FLOOR,       /* lo >= threshold, but not above a higher noise floor */
 };
 
 struct gp_slow {

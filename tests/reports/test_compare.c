@@ -265,6 +265,31 @@ static void test_runs(void) {
         strstr(p.res.m[0].reason, "0.4% noise floor") &&
         strstr(p.res.m[0].reason, "the 7.5% threshold"));
   done(&p);
+  /* items/s gated where no run counted items: said of every run, not of
+   * "some" */
+  judge(&p, 3, base, 3, base);
+  p.o.m_set[GP_M_ITEMS_PER_S] = 1;
+  p.o.m_slow[GP_M_ITEMS_PER_S] = 0.03;
+  run(&p);
+  int said = 0;
+  for (size_t i = 0; i < p.res.nm; i++)
+    said |= p.res.m[i].metric == GP_M_ITEMS_PER_S &&
+            strstr(p.res.m[i].reason, "no items counted") &&
+            strstr(p.res.m[i].reason, "in any run");
+  CHECK(said);
+  done(&p);
+  /* one run with items among six: the five others are named */
+  judge(&p, 3, base, 3, base);
+  p.o.m_set[GP_M_ITEMS_PER_S] = 1;
+  p.o.m_slow[GP_M_ITEMS_PER_S] = 0.03;
+  p.c.v[2].items_per_s = 1000;
+  run(&p);
+  said = 0;
+  for (size_t i = 0; i < p.res.nm; i++)
+    said |= p.res.m[i].metric == GP_M_ITEMS_PER_S &&
+            strstr(p.res.m[i].reason, "in 5 of 6 runs");
+  CHECK(said);
+  done(&p);
 }
 
 static void test_advisory(void) {
@@ -649,8 +674,24 @@ static void test_writers(void) {
   done(&p);
 }
 
+/* One new run on another GPU: the Runs table says the new side's GPUs
+ * are of two kinds, not "same". */
+static void test_gpu_kinds(void) {
+  struct pair p;
+  judge(&p, 3, base, 3, base);
+  free(p.c.v[1].device);
+  p.c.v[1].device = strdup("A100");
+  run(&p);
+  struct gp_cmp_out o = {&p.b, &p.c, &p.res, &p.o, 0};
+  char *t = written(gp_cmp_text, &o);
+  CHECK(strstr(t, "(2 kinds) H100, 132 SMs") != NULL);
+  free(t);
+  done(&p);
+}
+
 int main(void) {
   test_grouping();
+  test_gpu_kinds();
   test_runs();
   test_advisory();
   test_cmdlines();

@@ -200,6 +200,13 @@ static void test_verdicts(void) {
         w == GP_WHY_SMALL);
   CHECK(judge(&r, .01, -.01, .05, 0, 0, &w) == GP_INCONCLUSIVE &&
         w == GP_WHY_VARIANCE);
+  /* a noise floor (10%) over the threshold (5%): +6% exactly is between
+   * them, no variance; an interval reaching under the threshold is */
+  struct gp_rule hf = {0.10, 0.05, 0, 0, 0.10};
+  CHECK(judge(&hf, .06, .06, .06, 0, 0, &w) == GP_INCONCLUSIVE &&
+        w == GP_WHY_FLOOR);
+  CHECK(judge(&hf, .06, .03, .08, 0, 0, &w) == GP_INCONCLUSIVE &&
+        w == GP_WHY_VARIANCE);
   /* relative and absolute: 1 ms at least */
   r.min_delta = 1e6;
   CHECK(judge(&r, .10, .08, .12, 2e6, 2.4e6, &w) == GP_REGRESSION);
