@@ -711,8 +711,9 @@ int gp_summary_write(FILE *f, struct gp_proc_res *const *procs,
 }
 
 int gp_summary_write_set(FILE *f, const struct gp_summary_set *set) {
+  /* the options of the summaries that recorded them (the others were
+   * merged with them, unchecked), so that a later merge still checks */
   struct gp_summary_opts ao = set->ao;
-  if (set->unknown) ao.known = 0;
   return gp_summary_write_ver(f, set->procs, set->in, set->n, set->rule,
                               set->link_gbps, &ao, GP_SUMMARY_VERSION, 1);
 }
@@ -856,7 +857,6 @@ void gp_summary_set_free(struct gp_summary_set *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* Parses a body into set; returns 0 or -1 (io->bad says why). */
 /* An option's value for the messages: "'x'", or "the default". */
 static const char *opt_val(char *buf, size_t n, int which,
                            const char *rule, double link,
@@ -904,6 +904,25 @@ static int opts_differ(const struct gp_summary_set *set, const char *rule,
   return -1;
 }
 
+/* The error of a summary (rule, link, ao) whose option d differs from the
+ * set's. */
+static void opts_error(char *err, size_t errlen, const char *path, int d,
+                       const char *rule, double link,
+                       const struct gp_summary_opts *ao,
+                       const struct gp_summary_set *set) {
+  static const char *const name[] = {"--comm-kernels", "--link-gbps",
+                                     "--window",       "--step",
+                                     "--warmup",       "--frames"};
+  char here[96], there[96];
+  snprintf(err, errlen,
+           "%s: made with other options than the summaries before it: "
+           "%s %s, not %s (summaries merge only with the same analysis "
+           "options)",
+           path, name[d], opt_val(here, sizeof here, d, rule, link, ao),
+           opt_val(there, sizeof there, d, set->rule, set->link_gbps,
+                   &set->ao));
+}
+
 /* Parses a body into set; returns 0 or -1 (io->bad says why). */
 static int parse(struct io *io, struct gp_summary_set *set, const char *path,
                  char *err, size_t errlen) {
@@ -922,17 +941,7 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
   io_u64(io, &np);
   int d = io->bad || !set->any ? -1 : opts_differ(set, rule, link, &ao);
   if (d >= 0) {
-    static const char *const name[] = {"--comm-kernels", "--link-gbps",
-                                       "--window",       "--step",
-                                       "--warmup",       "--frames"};
-    char here[96], there[96];
-    snprintf(err, errlen,
-             "%s: made with other options than the summaries before it: "
-             "%s %s, not %s (summaries merge only with the same analysis "
-             "options)",
-             path, name[d], opt_val(here, sizeof here, d, rule, link, &ao),
-             opt_val(there, sizeof there, d, set->rule, set->link_gbps,
-                     &set->ao));
+    opts_error(err, errlen, path, d, rule, link, &ao, set);
     free(rule);
     free(ao.step);
     return -1;
@@ -982,6 +991,13 @@ static int parse(struct io *io, struct gp_summary_set *set, const char *path,
     set->link_gbps = link;
     set->ao = ao;
     set->any = 1;
+  } else if (ao.known && !set->ao.known) {
+    /* the first summary that recorded its options: every later one that
+     * records them is checked against it (not only against the first
+     * summary, which may be of version 2 or older) */
+    free(rule);
+    free(set->ao.step);
+    set->ao = ao;
   } else {
     free(rule);
     free(ao.step);
@@ -1108,8 +1124,23 @@ static int read_one(void *ctx, size_t k) {
   return t->rc[i] < 0;
 }
 
-/* Moves src's processes to the end of dst's; src is left empty. */
-static int set_append(struct gp_summary_set *dst, struct gp_summary_set *src) {
+/* Moves src's processes to the end of dst's; src is left empty. Options
+ * recorded by both that differ: -2 with err set (src, read apart, was
+ * checked against the first summary only, which may have recorded
+ * none). */
+static int set_append(struct gp_summary_set *dst, struct gp_summary_set *src,
+                      const char *path, char *err, size_t errlen) {
+  int d = opts_differ(dst, src->rule, src->link_gbps, &src->ao);
+  if (d >= 0) {
+    opts_error(err, errlen, path, d, src->rule, src->link_gbps, &src->ao,
+               dst);
+    return -2;
+  }
+  if (src->ao.known && !dst->ao.known) {
+    free(dst->ao.step);
+    dst->ao = src->ao;
+    src->ao.step = NULL;
+  }
   size_t want = dst->n + src->n;
   struct gp_proc_res **p = realloc(dst->procs, (want ? want : 1) * sizeof *p);
   if (p) dst->procs = p;
@@ -1149,9 +1180,12 @@ int gp_summary_read_all(char *const *files, size_t n, int threads,
         *nomem = t.nomem[i];
         snprintf(err, errlen, "%s", t.err[i]);
         rc = -1;
-      } else if (set_append(set, &t.one[i]) < 0) {
-        *nomem = 1;
-        snprintf(err, errlen, "%s: out of memory", files[i]);
+      } else if ((rc = set_append(set, &t.one[i], files[i], err, errlen)) <
+                 0) {
+        if (rc == -1) {
+          *nomem = 1;
+          snprintf(err, errlen, "%s: out of memory", files[i]);
+        }
         rc = -1;
       }
     }

@@ -879,6 +879,22 @@ def test_summary_options():
     rc, _, err = run("merge", "-f", "summary", "-o", vv, v2)
     rc2, out, err2 = run("merge", "-f", "json", vv, base)
     check(rc == rc2 == 0, f"a version 2 summary of summaries: {err} {err2}")
+    # a version-2 summary first: the summaries after it that recorded
+    # their options are still checked against each other (they merged,
+    # whatever the order, when the first had recorded none), at once or
+    # one by one, and through a summary of summaries
+    w1 = summary(os.path.join(TMP, "opt-w1ms.gps"), "--window", "1ms",
+                 files[2], files[3])
+    for j in ("1", "2", "5"):
+        rc, out, err = run("merge", "-j", j, v2, base, w1)
+        check(rc == 1 and "opt-w1ms.gps: made with other options" in err and
+              "--window" in err and len(err.strip().splitlines()) == 1,
+              f"version 2 first, then differing options (-j {j}): {rc} {err!r}")
+    v2b = os.path.join(TMP, "opt-v2base.gps")
+    rc, _, err = run("merge", "-f", "summary", "-o", v2b, v2, base)
+    rc2, _, err2 = run("merge", v2b, w1)
+    check(rc == 0 and rc2 == 1 and "--window" in err2,
+          f"staged after a version 2: {err} {rc2} {err2!r}")
 
 
 def test_sum_phases():
