@@ -180,7 +180,7 @@ static struct {
 } U;
 
 /* Calls fn(fd, arg) for each open descriptor (from /proc/self/fd). */
-static void each_fd(void (*fn)(int, void *), void *arg) {
+static MAYBE_UNUSED void each_fd(void (*fn)(int, void *), void *arg) {
   DIR *d = opendir("/proc/self/fd");
   if (!d) return;
   int self = dirfd(d);
