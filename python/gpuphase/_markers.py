@@ -198,6 +198,8 @@ def _count(n: Any) -> int:
     """A count of items: a whole number (NumPy's and PyTorch's too, or a
     float without a fraction) from 0 to 2**64 - 1."""
     try:
+        if isinstance(n, bool):  # True is no count
+            raise TypeError
         v = int(n) if isinstance(n, float) and n.is_integer() else operator.index(n)
     except TypeError:
         raise TypeError(f"items is a whole number, not {n!r}") from None

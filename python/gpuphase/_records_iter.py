@@ -178,14 +178,22 @@ class Records:
         lib = _native.trace_lib()
         read, r = lib.gpuphase_reader_read, self._r
         n_max = self.chunk_size
-        buf = (Record * n_max)()
+        # the buffer grows with the records read (doubling, up to the
+        # chunk's size): a large chunk_size costs nothing on a small trace
+        cap = min(n_max, 1024)
+        buf = (Record * cap)()
         size = ctypes.sizeof(Record)
         blobs: Dict[int, Dict[str, bytes]] = {}
         n = 0
         rc = 1
         got = ctypes.c_size_t()
         while n < n_max:  # batches: one C call for many records
-            rc = read(r, ctypes.byref(buf, n * size), n_max - n, ctypes.byref(got))
+            if n == cap:
+                cap = min(n_max, 2 * cap)
+                grown = (Record * cap)()
+                ctypes.memmove(grown, buf, n * size)
+                buf = grown
+            rc = read(r, ctypes.byref(buf, n * size), cap - n, ctypes.byref(got))
             n += got.value
             if rc != 1:
                 break

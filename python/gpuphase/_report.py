@@ -106,8 +106,11 @@ class Report:
                         value = operator.index(value)  # NumPy integers too
                     except TypeError:
                         pass
+                texts = ("window", "step", "html-detail", "comm-kernels")
                 if isinstance(value, bool) or (name in counts and not isinstance(value, int)
-                                               and not (name == "processes" and value == "all")):
+                                               and not (name == "processes" and value == "all")) \
+                        or (name in texts and not isinstance(value, str)) \
+                        or (name == "link-gbps" and not isinstance(value, (int, float))):
                     want = ("a whole number or 'all'" if name == "processes"
                             else "a whole number" if name in counts
                             else "a number (GB/s)" if name == "link-gbps"
@@ -294,6 +297,12 @@ def _flags(command: str, options: Dict[str, Any]) -> List[str]:
                                  "not True or False")
             if v is False:
                 continue
+            if isinstance(v, os.PathLike):
+                v = os.fspath(v)
+            if not isinstance(v, (bool, str, int, float)):
+                # str() of a list or of bytes would be taken as the value
+                raise UsageError(REPORT_E_USAGE, f"invalid {key} {v!r}: expected a string or a "
+                                 "number (a list or tuple repeats the option)")
             out.append("--" + flag if v is True else f"--{flag}={v}")
     return out
 

@@ -173,6 +173,9 @@ def body(tmp):
                      ".gpuphase.mesonpy.libs/libgpuphase-trace.so", ".gpuphase.mesonpy.libs/gpuphase",
                      ".gpuphase.mesonpy.libs/gpuphase-report", "gpuphase/__init__.py", "gpuphase/_records.py"):
             expect(any(n == want or n.endswith("/purelib/" + want) for n in names), f"{want} not in the wheel")
+        # the MIT licence's notice goes with every copy
+        lic = [n for n in names if re.search(r"\.dist-info/licenses/LICENSE$", n)]
+        expect(lic, "LICENSE not in the wheel's .dist-info/licenses/")
         cuda = [n for n in names if re.search(r"lib(cuda|cudart|cupti|nvidia)", n)]
         expect(not cuda, f"CUDA libraries in the wheel: {cuda}")
         p = run(["readelf", "-d", os.path.join(libs_dir, "libgpuphase.so")])

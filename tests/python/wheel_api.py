@@ -435,6 +435,17 @@ def cmd_errors(tmp, good):
                      "window", "expected a string"),
         expect_error(lambda: gpuphase.report(good, warmup=True), gpuphase.UsageError, 3,
                      "warmup", "expected a whole number"),
+        # a value of another type is refused, not passed on as its str()
+        expect_error(lambda: gpuphase.report(good, step=["step"]), gpuphase.UsageError, 3,
+                     "step", "expected a string"),
+        expect_error(lambda: gpuphase.report(good, comm_kernels=["a*", "b*"]),
+                     gpuphase.UsageError, 3, "comm-kernels", "expected a string"),
+        expect_error(lambda: gpuphase.report(good, link_gbps="25"), gpuphase.UsageError, 3,
+                     "link-gbps", "expected a number (GB/s)"),
+        expect_error(lambda: gpuphase.compare(good, good, junit=b"j.xml"),
+                     gpuphase.UsageError, 3, "junit", "expected a string"),
+        expect_error(lambda: gpuphase.compare(good, good, budget=[["busy>=1%"]]),
+                     gpuphase.UsageError, 3, "budget", "expected a string"),
         expect_error(lambda: gpuphase.records(missing), gpuphase.TraceError, -1, missing,
                      "No such file"),
         expect_error(lambda: gpuphase.records(junk), gpuphase.TraceError, -2, junk),
@@ -465,6 +476,8 @@ def cmd_errors(tmp, good):
                     (lambda: gpuphase.items(2 ** 64), ValueError),
                     (lambda: gpuphase.step(items=-1), ValueError),
                     (lambda: gpuphase.items("x"), TypeError),
+                    (lambda: gpuphase.items(True), TypeError),
+                    (lambda: gpuphase.step(items=True), TypeError),
                     (lambda: gpuphase.report(good + "\0other"), ValueError),
                     (lambda: gpuphase.records(good + "\0other"), ValueError),
                     (lambda: gpuphase.report(None), TypeError),
@@ -518,6 +531,18 @@ def cmd_errors(tmp, good):
         gpuphase.items(numpy.int64(3))
         gpuphase.report(good, top=numpy.int64(5)).summary()
         next(iter(gpuphase.records(good, chunk_size=numpy.int64(100))))
+    # a chunk larger than the trace costs the records read, not the chunk
+    # (10**9 records of 144 bytes each were allocated, a MemoryError); the
+    # records are those of small chunks, the buffer grown past 1024
+    def counts(chunks):
+        n = {}
+        for ch in chunks:
+            for k, v in ch.items():
+                n[k] = n.get(k, 0) + len(v)
+        return n
+    whole = counts(gpuphase.records(good, chunk_size=10 ** 9, numpy=False))
+    assert whole == counts(gpuphase.records(good, chunk_size=1000, numpy=False)), whole
+    assert sum(whole.values()) > 2048, whole
     for m in msgs:
         assert "\n" not in m, repr(m)
     print("\n".join(msgs))
