@@ -144,11 +144,15 @@ static struct row *row_new(struct gp_timeline *t, int stream, int64_t a,
 
 /* Index of a thread's row; UINT32_MAX when it has none (too many rows). */
 static uint32_t thread_row(struct gp_timeline *t, uint64_t thread) {
+  /* "no row" is kept as UINT32_MAX - 1: the index stores val + 1, and
+   * UINT32_MAX + 1 would read as never seen (a row counted left out at
+   * every call of the thread) */
   uint32_t i;
-  if (gp_idx_get(&t->thr_row, thread, &i)) return i;
+  if (gp_idx_get(&t->thr_row, thread, &i))
+    return i == UINT32_MAX - 1 ? UINT32_MAX : i;
   struct row *r = row_new(t, 0, (int64_t)thread, 0);
   i = r ? (uint32_t)(r - t->rows) : UINT32_MAX;
-  if (gp_idx_put(&t->thr_row, thread, i) < 0) t->oom = 1;
+  if (gp_idx_put(&t->thr_row, thread, r ? i : UINT32_MAX - 1) < 0) t->oom = 1;
   return i;
 }
 

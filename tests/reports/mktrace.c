@@ -8,7 +8,9 @@
  * --degraded: a STATE 1 record and no device records. --deep N: N more
  * ranges "deep" pushed inside the step at 1000 and never popped, and N
  * start/end ranges (ids 1..N) started at 1000 and never ended. Small
- * frames, so that cutting the file loses only its last frames. */
+ * frames, so that cutting the file loses only its last frames.
+ * --threads N: N more threads (102..N+101), each with 3 synchronising calls
+ * [1300, 1310), [1310, 1320), [1320, 1330) (rows of the HTML timeline). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +39,16 @@ static void api_def(uint64_t id, const char *name, uint64_t cls) {
   add(0, &r);
 }
 
-static void api(uint64_t id, uint64_t start, uint64_t end, uint64_t corr) {
+static void api_on(uint64_t thread, uint64_t id, uint64_t start, uint64_t end,
+                   uint64_t corr) {
   struct gpuphase_record r = {.kind = GPUPHASE_REC_API};
   r.u.api = (struct gpuphase_api){
-      .thread = 1, .api = id, .start = start, .end = end, .corr = corr};
-  add(1, &r);
+      .thread = thread, .api = id, .start = start, .end = end, .corr = corr};
+  add((uint32_t)thread, &r);
+}
+
+static void api(uint64_t id, uint64_t start, uint64_t end, uint64_t corr) {
+  api_on(1, id, start, end, corr);
 }
 
 static void range(uint64_t op, uint64_t at, uint64_t name) {
@@ -102,7 +109,7 @@ static void timeline(int degraded, int deep) {
 }
 
 int main(int argc, char **argv) {
-  int degraded = 0, err = 0, deep = 0;
+  int degraded = 0, err = 0, deep = 0, threads = 0;
   int64_t pid = 4242;
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {
@@ -110,6 +117,8 @@ int main(int argc, char **argv) {
       degraded = 1;
     else if (!strcmp(argv[i], "--deep") && i + 1 < argc)
       deep = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
       pid = atoll(argv[++i]);
     else
@@ -130,6 +139,9 @@ int main(int argc, char **argv) {
     return perror(path), 1;
   metadata(degraded);
   timeline(degraded, deep);
+  for (int t = 2; t < threads + 2; t++)
+    for (uint64_t c = 0; c < 3; c++)
+      api_on((uint64_t)t + 100, 2, 1300 + 10 * c, 1310 + 10 * c, 0);
   struct gpuphase_summary sum = {gp_writer_events(w), 0, 0, 1800};
   return gp_writer_close(w, &sum) == GPUPHASE_OK ? 0 : 1;
 }

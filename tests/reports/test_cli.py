@@ -405,6 +405,16 @@ def test_html():
     tl = json.loads(re.findall(r'<script type="application/json" id="gp-tl-0">(.*?)</script>',
                                out.decode(), re.S)[0])
     check(tl["counts"]["range"] == [1 + 2 * 5000, 64 + 4096], f"ranges {tl['counts']['range']}")
+    # 300 more threads of 3 calls: rows thread 1, the kernel's stream, then
+    # the threads, 256 in all; 46 threads left out, each counted once (it
+    # was once per call), their 3 calls each the events left out
+    rc, out, err = run("--format", "html", trace("rows.gph", "--threads", "300"))
+    check(rc == 0, f"html of 302 rows: {rc} {err}")
+    tl = json.loads(re.findall(r'<script type="application/json" id="gp-tl-0">(.*?)</script>',
+                               out.decode(), re.S)[0])
+    check(len(tl["rows"]) == 256 and tl["rows_left"] == 46 and tl["rows_left_events"] == 138,
+          f"rows {len(tl['rows'])}, left {tl['rows_left']} ({tl['rows_left_events']} events)")
+    check("46 rows past the first 256 not shown (138 events)" in out.decode(), "rows left said")
     a, d = trace("h1.gph"), trace("h2.gph", "--degraded", "--pid", "77")
     rc, out, _ = run("-f", "html", "-o", os.path.join(TMP, "r.html"), a, d)
     check(rc == 0 and out == b"", "-o with html")
