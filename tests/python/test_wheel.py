@@ -124,7 +124,7 @@ def body(tmp):
         skip(f"python3 -m venv fails (python3-venv not installed?): {tail(p)[-300:]}")
     vpy, vbin = os.path.join(venv, "bin", "python"), os.path.join(venv, "bin")
     pip = [vpy, "-m", "pip", "--disable-pip-version-check", "-q"]
-    p = run(pip + ["download", "--no-deps", "-d", os.path.join(tmp, "dl"), "meson-python>=0.15.0",
+    p = run(pip + ["download", "--no-deps", "-d", os.path.join(tmp, "dl"), "meson-python>=0.18.0",
                    "meson>=1.1.0"], timeout=180)
     if p.returncode:
         skip(f"the build backend (meson-python) cannot be fetched: {tail(p)[-300:]}")
