@@ -27,7 +27,7 @@ struct gp_xsink *gp_xsink_chrome(FILE *f, uint64_t base);
 
 /* Bytes per event of each format, measured (docs/export.md): what the
  * size estimate before writing is made from. */
-#define GP_EXPORT_PERFETTO_BPE 40
+#define GP_EXPORT_PERFETTO_BPE 60
 #define GP_EXPORT_CHROME_BPE 260
 /* Above this many uncompressed bytes a viewer in a browser struggles. */
 #define GP_EXPORT_BIG (500ull * 1000 * 1000)
