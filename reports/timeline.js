@@ -168,7 +168,8 @@
     });
     c.addEventListener("keydown", function (e) {
       var span = self.v1 - self.v0, mid = (self.v0 + self.v1) / 2;
-      var k = e.key;
+      if (e.ctrlKey || e.metaKey || e.altKey) return; /* the browser's */
+      var k = e.key.length === 1 ? e.key.toLowerCase() : e.key; /* Shift, Caps Lock */
       if (k === "w" || k === "+" || k === "=") self.zoom(1 / 1.5, mid);
       else if (k === "s" || k === "-") self.zoom(1.5, mid);
       else if (k === "a" || k === "ArrowLeft") self.set(self.v0 - span / 5, self.v1 - span / 5);

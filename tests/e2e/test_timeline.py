@@ -273,6 +273,9 @@ def t_browser():
         canvas.send_keys("w")
         v2 = view()
         check(v2[1] - v2[0] < v1[1] - v1[0], f"key w: view {v1} -> {v2}")
+        canvas.send_keys("W")  # Shift or Caps Lock: the same key
+        v3 = view()
+        check(v3[1] - v3[0] < v2[1] - v2[0], f"key W: view {v2} -> {v3}")
         canvas.send_keys("0")
         check(view() == v0, f"key 0: view {view()}, want {v0}")
         tip = panel.find_element("css selector", ".gp-tl-tip")
