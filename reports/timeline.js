@@ -309,7 +309,10 @@
     var y = AXIS_H + this.f(i, 0) * ROW_H;
     if (this.f(i, 1) === 5) return [y + 2 + Math.min(this.f(i, 6), 3) * 2, 3];
     if (this.rows[this.f(i, 0)][0] === "thread") return [y + 10, ROW_H - 12];
-    return [y + 3, ROW_H - 6];
+    /* a synchronisation record spans the kernels and copies it waits for:
+     * a band under them, so that it hides none */
+    if (this.f(i, 1) === 4) return [y + ROW_H - 5, 3];
+    return [y + 3, ROW_H - 9];
   };
 
   Timeline.prototype.drawEvents = function (g) {

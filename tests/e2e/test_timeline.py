@@ -301,6 +301,28 @@ def t_browser():
             ActionChains(b).click().perform()
             sel = panel.find_element("css selector", ".gp-tl-sel").get_attribute("textContent")
             check(sel.startswith("selected: " + name) and "launched by" in sel, f"selection {sel!r}")
+        # a kernel running when a synchronisation record of its stream
+        # starts stays visible: the pixel near its end is not the sync's red
+        # (#c62828; the sync was drawn over it)
+        px = b.execute_script(
+            "const t = arguments[0].gpTimeline;"
+            "for (let i = 0; i < t.n; i++) {"
+            "  if (t.f(i, 1) !== 1) continue;"
+            "  const r = t.f(i, 0), s = t.f(i, 2), e = s + t.f(i, 3);"
+            "  let hit = false;"
+            "  for (let j = 0; j < t.n && !hit; j++)"
+            "    hit = t.f(j, 1) === 4 && t.f(j, 0) === r && t.f(j, 2) > s && t.f(j, 2) < e;"
+            "  if (!hit) continue;"
+            "  t.set(s - (e - s), e + (e - s));"
+            "  const c = t.canvas, bb = c.getBoundingClientRect(), dpr = c.width / bb.width;"
+            "  const bx = t.box(i), x = t.x(e) - 3, y = bx[0] + 1;"
+            "  const p = t.ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;"
+            "  return [t.name(i), p[0], p[1], p[2]];"
+            "}"
+            "return null;", panel)
+        print(f"kernel under a sync: {px}")
+        check(px is not None and tuple(px[1:]) != (198, 40, 40),
+              f"a kernel under a synchronisation record: {px}")
         check(b.execute_script("return window.__gp_pwned") is None, "the markup in a name ran")
         check(not b.find_elements("css selector", "img"), "an img element was created")
         errors = [e for e in b.get_log("browser") if e.get("level") == "SEVERE"]
