@@ -1476,13 +1476,14 @@ struct gp_job *gp_job_make(struct gp_proc_res *const *procs,
     return fail(j, err, errlen);
   j->units = sc.by_step ? sc.to - sc.from : j->collectives;
   per_unit(j, procs);
+  char lagmax[32];
   if (j->clamped &&
       note(j,
            "the aligned clocks put %llu arrival%s after the last rank's "
-           "(by up to %llu ns, %s): those lags count as 0; the waits come "
+           "(by up to %s, %s): those lags count as 0; the waits come "
            "from the kernels' durations and are never negative",
            (unsigned long long)j->clamped, j->clamped == 1 ? "" : "s",
-           (unsigned long long)j->clamped_max_ns,
+           gp_fmt_dur(lagmax, sizeof lagmax, j->clamped_max_ns),
            by_pos && fewest != most
                ? "or collectives matched by position that differ"
                : "within the link latency and the clocks' residual skew") < 0)

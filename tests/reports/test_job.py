@@ -539,6 +539,12 @@ def test_job_notes():
     notes = report(*files)["job"]["notes"]
     check(any("host node-X: its ranks disagree by up to 5.000 s" in n
               for n in notes), f"one name, two clocks: {notes}")
+    # without a slow rank, the arrivals those clocks put after the last
+    # rank's: the largest lag as a duration, as every other one (it was
+    # "5000000000 ns")
+    notes = report(*job("one-name-even", "--one-name"))["job"]["notes"]
+    check(any("after the last rank's (by up to 5.000 s," in n for n in notes),
+          f"the clamped lags' largest: {notes}")
     a = job("run-a", "--run-id", "aaaa1111")
     b = job("run-b", "--run-id", "bbbb2222")
     notes = report(a[0], a[1], b[2], b[3])["job"]["notes"]
