@@ -439,6 +439,44 @@ static void frame_free(struct gp_cs_frame *f) {
   free(f->module);
 }
 
+/* GCC's and Clang's clones of a C function keep the function's name with
+ * suffixes ("do_sync.constprop.0", "msort.part.0", "f.isra.0.cold",
+ * "g.llvm.123"): the function is named without them (a C++ clone is
+ * demangled into "[clone .isra.0]", which gp_short_name leaves out). */
+static void strip_clone(char *s) {
+  static const char *const word[] = {"constprop", "isra",       "part",
+                                     "cold",      "lto_priv",   "localalias",
+                                     "llvm",      "specialized", "clone"};
+  for (;;) {
+    char *dot = strrchr(s, '.');
+    if (!dot || dot == s) return;
+    char *w = dot + 1;
+    if (*w && strspn(w, "0123456789") == strlen(w)) { /* ".N" */
+      char *prev = dot;
+      while (prev > s && prev[-1] != '.')
+        prev--;
+      if (prev == s) return;
+      *dot = 0; /* try the word before the number */
+      w = prev;
+      dot = prev - 1;
+      int known = 0;
+      for (size_t i = 0; i < sizeof word / sizeof *word && !known; i++)
+        known = !strcmp(w, word[i]);
+      if (!known || dot == s) {
+        *(w + strlen(w)) = '.'; /* put the number back */
+        return;
+      }
+      *dot = 0;
+      continue;
+    }
+    int known = 0;
+    for (size_t i = 0; i < sizeof word / sizeof *word && !known; i++)
+      known = !strcmp(w, word[i]);
+    if (!known) return;
+    *dot = 0;
+  }
+}
+
 char *gp_cs_fn_name(const char *raw) {
   /* a versioned symbol from the dynamic symbol table ("memcpy@@GLIBC_2.14",
    * "foo@VERS"): the name without its version */
@@ -450,7 +488,14 @@ char *gp_cs_fn_name(const char *raw) {
     raw = plain;
   }
   char *d = gp_demangle(raw);
-  if (!d) return dup0(raw);
+  if (!d) {
+    char *c = dup0(raw);
+    if (c) strip_clone(c);
+    /* a name from the debug information (an inlined C++ function has
+     * no linkage name there): its template arguments left out too */
+    if (c && strchr(c, '<')) gp_short_name(raw, c, strlen(c) + 1);
+    return c;
+  }
   size_t n = strlen(d) + 1;
   char *s = malloc(n);
   if (s) gp_short_name(d, s, n);

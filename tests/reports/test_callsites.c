@@ -766,6 +766,19 @@ static void test_fn_name(void) {
       {"__libc_start_main@@GLIBC_2.34", "__libc_start_main"},
       {"memcpy@GLIBC_2.2.5", "memcpy"},
       {"plain_fn", "plain_fn"},
+      /* C functions' clones: the function's name (docs/callsites.md) */
+      {"do_sync.constprop.0", "do_sync"},
+      {"msort_with_tmp.part.0", "msort_with_tmp"},
+      {"f.isra.0.cold", "f"},
+      {"main.cold", "main"},
+      {"g.llvm.1234567", "g"},
+      {"v1.2", "v1.2"},
+      {"a.b.7", "a.b.7"},
+      {".cold", ".cold"},
+      {"x.part", "x"},
+      /* an inlined C++ function named by DWARF (no linkage name) */
+      {"__invoke_impl<void, main()::<lambda()>&>", "__invoke_impl"},
+      {"_M_invoke", "_M_invoke"},
       {"_ZN2ml3BoxIiE3getEv@@V1", "ml::Box<int>::get"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char *n = gp_cs_fn_name(cases[i][0]);
