@@ -974,10 +974,10 @@ static struct module *find_module(uintptr_t pc, uint64_t t_ns) {
 }
 
 static struct module *module_of(uintptr_t pc, uint64_t t_ns) {
+  /* unloads first: a library loaded where an unloaded one lay is not the
+   * old one still taken for mapped (the dlclose came before the capture) */
+  if (atomic_load_explicit(&gone_list, memory_order_acquire)) take_gone();
   struct module *m = find_module(pc, t_ns);
-  if (m) return m;
-  take_gone();
-  m = find_module(pc, t_ns);
   if (m) return m;
   uint64_t start_ns = W.stable_ns < t_ns ? W.stable_ns : t_ns;
   uint64_t now_ns = gp_clock_to_ns(gp_now());

@@ -87,16 +87,21 @@ static void *thread_main(void *arg) {
 /* By its bare name: the program's run path ($ORIGIN) finds it, which a
  * dlopen wrapper in the preloaded library would not (glibc searches the
  * run path of dlopen's caller). */
-static void plugin(void) {
-  const char *path = "libstacks_plugin.so";
+static void plugin_n(const char *path, const char *fn, int n, int wait_us) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
     exit(1);
   }
-  int (*f)(void) = (int (*)(void))dlsym(h, "stacks_plugin_sync");
-  if (!f || f() != 0) exit(1);
+  int (*f)(void) = (int (*)(void))dlsym(h, fn);
+  for (int i = 0; i < n; i++)
+    if (!f || f() != 0) exit(1);
+  if (wait_us) usleep((useconds_t)wait_us);
   if (dlclose(h) != 0) exit(1);
+}
+
+static void plugin(void) {
+  plugin_n("libstacks_plugin.so", "stacks_plugin_sync", 1, 0);
 }
 
 int main(int argc, char **argv) {
@@ -124,6 +129,13 @@ int main(int argc, char **argv) {
     usleep(5000);
     stacks_launch(1); /* the first after 5 ms away from CUDA */
     stacks_launch(1);
+    return 0;
+  }
+  if (!strcmp(mode, "reload")) { /* a library where a closed one lay */
+    /* the writer has taken the first one's call before the dlclose; the
+     * second's calls follow the dlclose at once */
+    plugin_n("libstacks_plugin.so", "stacks_plugin_sync", 1, 100000);
+    plugin_n("libstacks_plugin2.so", "stacks_plugin2_sync", 3, 0);
     return 0;
   }
   if (!strcmp(mode, "many")) { /* with GP_FAKEPY_VARY=1: a new stack each */

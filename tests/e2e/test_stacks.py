@@ -323,6 +323,39 @@ def t_sites():
             check(f["pc"] < tree.modules[f["module"]]["size"], f"pc outside its module: {f}")
 
 
+def t_reload():
+    """A library dlopened where a dlclosed one lay (the loader mostly maps
+    the second at the first's address): its calls are its own, by module
+    and function, in the trace and in the report; before, the writer took
+    the unloaded library for still mapped and named it."""
+    plugin2 = os.path.join(os.path.dirname(EXE), "libstacks_plugin2.so")
+    d = workdir()
+    record_to(d, "reload", "sync")
+    recs = dump(traces(d)[0])
+    tree = Tree(recs)
+    syms = {os.path.realpath(PLUGIN): symbols(PLUGIN),
+            os.path.realpath(plugin2): symbols(plugin2)}
+    count = {}
+    for r in api_calls(recs):
+        if r["stack"] and r["fn"] == "cudaDeviceSynchronize":
+            m, pc = tree.innermost(r["stack"])
+            key = (os.path.basename(m["path"]), function_at(m, pc, syms))
+            count[key] = count.get(key, 0) + 1
+    check(count == {("libstacks_plugin.so", "stacks_plugin_sync"): 1,
+                    ("libstacks_plugin2.so", "stacks_plugin2_sync"): 3},
+          f"syncs by module and function: {count}")
+    p = subprocess.run([REPORT, "-f", "json", traces(d)[0]], capture_output=True, text=True,
+                       timeout=60, env=env(preload=False))
+    sites = {}
+    for c in json.loads(p.stdout)["callsites"]:
+        if c["kind"] == "blocking" and c["frames"]:
+            f = c["frames"][0]
+            sites[(f["function"], os.path.basename(f["module"] or ""))] = c["count"]
+    check(sites.get(("stacks_plugin_sync", "libstacks_plugin.so")) == 1 and
+          sites.get(("stacks_plugin2_sync", "libstacks_plugin2.so")) == 3,
+          f"report call sites: {sites}")
+
+
 def t_fork():
     for mode in ["fork", "exec"]:
         ts = record(mode, "sync")
@@ -673,6 +706,7 @@ PY_VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "system"]
 
 if __name__ == "__main__":
     sys.exit(main({"counts": t_counts, "pageable": t_pageable, "sites": t_sites, "fork": t_fork,
+                   "reload": t_reload,
                    "bad_setting": t_bad_setting, "python": t_python,
                    "table_full": t_table_full, "python_real": t_python_real,
                    **{"python_deep-" + v: (lambda v=v: t_python_deep(v))
