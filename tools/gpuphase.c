@@ -44,7 +44,10 @@ static const char usage_text[] =
     "\n"
     "environment: GPUPHASE_LIB overrides the library to preload (default: the\n"
     "one of this installation, beside this program's directory: the build\n"
-    "tree's preload/, the prefix's lib/, or the Python package's libraries);\n"
+    "tree's preload/, the prefix's lib/, or the Python package's libraries;\n"
+    "a path with a space or a colon, which LD_PRELOAD cannot take, is\n"
+    "preloaded through a link in a private directory of TMPDIR, removed at\n"
+    "the end);\n"
     "NVTX ranges are recorded as phases (NVTX_INJECTION64_PATH is set unless\n"
     "already set); GPUPHASE_RUN_ID, the id every trace of this run carries, is\n"
     "set to a fresh one unless already set; GPUPHASE_STEP_ITEMS=N records N\n"
@@ -153,6 +156,51 @@ static int set_run_id(void) {
   char id[17];
   snprintf(id, sizeof id, "%016llx", (unsigned long long)x);
   return setenv("GPUPHASE_RUN_ID", id, 1);
+}
+
+/* LD_PRELOAD splits its list at spaces and colons, and has no way to quote
+ * them: a library whose path holds one (a venv in "My Projects") is
+ * preloaded through a link in a private directory of its own, removed
+ * once COMMAND has ended. */
+static char link_dir[PATH_MAX];
+
+static void remove_link(void) {
+  if (!link_dir[0]) return;
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/libgpuphase.so", link_dir);
+  unlink(p);
+  rmdir(link_dir);
+  link_dir[0] = 0;
+}
+
+static int preloadable(char *lib, size_t cap) {
+  if (!strpbrk(lib, " :")) return 0;
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp || strpbrk(tmp, " :")) tmp = "/tmp";
+  char link[PATH_MAX + 32];
+  snprintf(link_dir, sizeof link_dir, "%s/gpuphase-lib-XXXXXX", tmp);
+  if (!mkdtemp(link_dir)) {
+    int e = errno;
+    link_dir[0] = 0;
+    fprintf(stderr,
+            "gpuphase: the library's path has a space or a colon, which "
+            "LD_PRELOAD cannot take, and no link to it could be made in %s: "
+            "%s\n",
+            tmp, strerror(e));
+    return -1;
+  }
+  snprintf(link, sizeof link, "%s/libgpuphase.so", link_dir);
+  if (symlink(lib, link) != 0 || strlen(link) >= cap) {
+    int e = errno;
+    fprintf(stderr,
+            "gpuphase: the library's path has a space or a colon, which "
+            "LD_PRELOAD cannot take, and no link to it could be made: %s\n",
+            strerror(e));
+    remove_link();
+    return -1;
+  }
+  snprintf(lib, cap, "%s", link);
+  return 0;
 }
 
 static int setup_env(const char *lib, const char *output, char *manifest,
@@ -304,10 +352,12 @@ static int run(int argc, char **argv) {
   }
   if (i >= argc) return usage_error("no command given");
   char lib[PATH_MAX], manifest[PATH_MAX];
-  if (find_library(lib, sizeof lib) != 0) return 1;
+  if (find_library(lib, sizeof lib) != 0 || preloadable(lib, sizeof lib) != 0)
+    return 1;
   if (setup_env(lib, output, manifest, sizeof manifest) != 0) {
     fprintf(stderr, "gpuphase: cannot set up the environment: %s\n",
             strerror(errno));
+    remove_link();
     return 1;
   }
   /* The signals of fwd_sigs are passed on to COMMAND (unless they were
@@ -334,6 +384,7 @@ static int run(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "gpuphase: fork: %s\n", strerror(errno));
+    remove_link();
     return 1;
   }
   if (pid == 0) {
@@ -372,6 +423,7 @@ static int run(int argc, char **argv) {
     follow_stop(pid, WSTOPSIG(status));
   }
   child = 0; /* reaped: its pid may be reused */
+  remove_link();
   if (exec_errno) {
     fprintf(stderr, "gpuphase: cannot run '%s': %s\n", argv[i],
             strerror(exec_errno));

@@ -72,6 +72,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"gpuphase: the library to preload is missing: {path} "
                   "(a broken install: reinstall the gpuphase package)", file=sys.stderr)
             return 1
+        if " " in path or ":" in path:  # LD_PRELOAD splits its list there
+            print("gpuphase: warning: the library's path has a space or a colon, which "
+                  "LD_PRELOAD cannot take: use 'gpuphase run', or preload a link to it "
+                  "from a path without one", file=sys.stderr)
         return _print(path)
     if args[:1] in (["-h"], ["--help"], ["help"]):
         return _print(HELP)

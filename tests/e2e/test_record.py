@@ -341,6 +341,26 @@ def t_run_tool():
     check(p.returncode == -signal.SIGABRT, f"signal must pass through: {p.returncode}")
 
 
+def t_run_lib_space():
+    """A library whose path holds a space and a colon (a venv in "My
+    Projects"): LD_PRELOAD splits its list there, so `gpuphase run`
+    preloads it through a link in a private directory, removed at the end.
+    Before, ld.so could not preload it, no trace was written, and the
+    launcher exited 0."""
+    d = workdir()
+    odd = os.path.join(d, "my dir:x")
+    os.makedirs(odd)
+    lib = os.path.join(odd, "libgpuphase.so")
+    shutil.copy(LIB, lib)
+    tmp = os.path.join(d, "tmp")
+    os.makedirs(tmp)
+    p = run([RUN, "run", "-o", "out-%p.gph", "--", prog("e2e-prog-lifecycle"), "exit", "7"], d,
+            extra={"GPUPHASE_LIB": lib, "TMPDIR": tmp}, preload=False)
+    check(p.returncode == 7, f"exit {p.returncode}: {p.stderr!r}")
+    check(len(traces(d)) == 1 and "preloaded" not in p.stderr, f"{traces(d)} {p.stderr!r}")
+    check(os.listdir(tmp) == [], f"left in TMPDIR: {os.listdir(tmp)}")
+
+
 def t_run_ignored():
     """`nohup gpuphase run -- cmd`: SIGHUP (and SIGTERM) ignored when the
     launcher starts stay ignored in the program, as without the launcher
@@ -1761,7 +1781,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
          "run_tool": t_run_tool, "run_ignored": t_run_ignored,
-         "run_signals": t_run_signals, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
+         "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
