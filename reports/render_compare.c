@@ -93,8 +93,14 @@ static void row(struct sink *s, const char *const *c) {
       out(s, "| %s ", c[i]);
     else if (i + 1 == s->ncol && s->left)
       out(s, " %s", c[i]); /* no trailing blanks */
-    else
-      out(s, i && !s->left ? " %*s" : i ? " %-*s" : "  %-*s", s->w[i], c[i]);
+    else { /* padded by the columns a terminal gives the cell, not bytes */
+      size_t cols = gp_text_cols(c[i]);
+      int pad = s->w[i] > (int)cols ? s->w[i] - (int)cols : 0;
+      if (i && !s->left)
+        out(s, " %*s%s", pad, "", c[i]);
+      else
+        out(s, i ? " %s%*s" : "  %s%*s", c[i], pad, "");
+    }
   }
   out(s, s->md ? "|\n" : "\n");
 }
@@ -417,7 +423,8 @@ static void name_rows(struct sink *s, const char *what, const char *label,
   for (size_t i = 0; i < n && i < top; i++) {
     if (v[i].base == v[i].cand) break;
     char c[4][256], nm[256], sn[200], cut[160];
-    gp_text_clean(short_name(sn, sizeof sn, v[i].name), cut, sizeof cut, 36);
+    gp_text_clean_mid(short_name(sn, sizeof sn, v[i].name), cut, sizeof cut,
+                      36);
     snprintf(nm, sizeof nm, "%s%s", cut,
              v[i].added  ? " (new)"
              : v[i].gone ? " (gone)"

@@ -191,6 +191,39 @@ size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols) {
   return chars;
 }
 
+size_t gp_text_cols(const char *s) {
+  return s ? count_cols((const unsigned char *)s, strlen(s)) : 0;
+}
+
+size_t gp_text_clean_mid(const char *s, char *out, size_t n, size_t cols) {
+  char all[1024];
+  if (!n) return 0;
+  if (gp_text_cols(s) <= cols || cols < 8)
+    return gp_text_clean(s, out, n, cols);
+  /* the whole name cleaned (valid UTF-8 from here on; a name longer than
+   * the buffer loses its end, as gp_text_clean would) */
+  gp_text_clean(s, all, sizeof all, sizeof all / 4);
+  size_t len = strlen(all), head = (cols - 2) * 2 / 5,
+         tail = cols - 2 - head, hb = 0, hc = 0, tb = len, tc = 0;
+  uint32_t cp;
+  while (hb < len) { /* the start: whole characters up to head columns */
+    size_t k = gp_utf8_seq((const unsigned char *)all + hb, len - hb, &cp);
+    if (!k || hc + cp_cols(cp) > head) break;
+    hc += cp_cols(cp);
+    hb += k;
+  }
+  while (tb > hb) { /* the end: whole characters up to tail columns */
+    size_t b = tb - 1;
+    while (b > hb && ((unsigned char)all[b] & 0xc0) == 0x80) b--;
+    size_t k = gp_utf8_seq((const unsigned char *)all + b, tb - b, &cp);
+    if (!k || tc + cp_cols(cp) > tail) break;
+    tc += cp_cols(cp);
+    tb = b;
+  }
+  snprintf(out, n, "%.*s..%s", (int)hb, all, all + tb);
+  return hc + 2 + tc;
+}
+
 /* Short duration for table cells: at most 8 characters. */
 const char *gp_fmt_sdur(char *b, size_t n, uint64_t ns) {
   if (ns >= 1000000000000000ull) /* over 11 days: 1.2e+06 s fits */

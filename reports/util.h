@@ -50,6 +50,12 @@ int gp_strlist_vadd(char ***v, size_t *n, const char *fmt, va_list ap)
  * (".." marks a cut; an East Asian wide character takes two). Returns the
  * number of columns written. */
 size_t gp_text_clean(const char *s, char *out, size_t n, size_t cols);
+/* As gp_text_clean, but a name too long is cut in its middle: its start
+ * and its end (where a C++ name says which function and which template
+ * arguments) around "..". */
+size_t gp_text_clean_mid(const char *s, char *out, size_t n, size_t cols);
+/* The columns a terminal gives s, as gp_text_clean shows it. */
+size_t gp_text_cols(const char *s);
 
 /* For wrapping text at blanks: the length of the word at p (up to a blank
  * or the end), or, when it ends in a digit and the next word is a unit

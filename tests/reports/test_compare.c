@@ -10,6 +10,7 @@
 
 #include "compare.h"
 #include "check.h"
+#include "util.h"
 
 
 
@@ -689,8 +690,49 @@ static void test_gpu_kinds(void) {
   done(&p);
 }
 
+/* Kernel names in the text tables: a long one keeps its end (where the
+ * function is named), cut in its middle; one of two-byte characters keeps
+ * the columns aligned (padded by columns, not bytes). Base "k_main", new
+ * two kernels of their own: the table has three rows, each as wide. */
+static void test_name_cells(void) {
+  struct pair p;
+  struct shape s1 = base, s2 = base;
+  s1.kernel = "ns_one::ns_two::ns_three::ns_four::compute_gradient_kernel";
+  s2.kernel = "k_\xc3\xa9t\xc3\xa9_\xc3\xbc"; /* k_ete_u, accented */
+  judge(&p, 3, base, 3, s1);
+  run(&p);
+  struct gp_cmp_out o = {&p.b, &p.c, &p.res, &p.o, 0};
+  char *t = written(gp_cmp_text, &o);
+  if (getenv("DUMP")) fputs(t, stdout);
+  CHECK(strstr(t, "ns_one::ns_tw..mpute_gradient_kernel (new)") != NULL);
+  free(t);
+  done(&p);
+  judge(&p, 3, s1, 3, s2);
+  run(&p);
+  t = written(gp_cmp_text, &o);
+  const char *k = strstr(t, "Kernels by change per step");
+  CHECK(k != NULL);
+  size_t want = 0, rows = 0;
+  for (const char *l = k ? strchr(k, '\n') + 1 : NULL; l && *l && *l != '\n';) {
+    const char *e = strchr(l, '\n');
+    char line[512];
+    size_t len = e ? (size_t)(e - l) : strlen(l);
+    snprintf(line, sizeof line, "%.*s", (int)len, l);
+    if (strstr(line, "(new)") || strstr(line, "(gone)")) {
+      size_t c = gp_text_cols(line);
+      if (!rows++) want = c;
+      CHECK(c == want);
+    }
+    l = e ? e + 1 : NULL;
+  }
+  CHECK(rows == 2);
+  free(t);
+  done(&p);
+}
+
 int main(void) {
   test_grouping();
+  test_name_cells();
   test_gpu_kinds();
   test_runs();
   test_advisory();
