@@ -37,6 +37,8 @@ static void drop_steps(struct gp_cmp_run *r) {
 
 static void free_run(struct gp_cmp_run *r) {
   drop_steps(r);
+  free_names(r->wkern, r->nwkern);
+  free_names(r->wapi, r->nwapi);
   for (size_t i = 0; i < r->nfind; i++) {
     free(r->find[i].rule);
     free(r->find[i].text);
@@ -208,8 +210,57 @@ static void take_devices(struct gp_cmp_run *run, const struct gp_proc_res *r,
   if (r->ndev > run->ndev) run->ndev = r->ndev;
 }
 
+/* A name's totals over the run (the whole-run explanation, for runs
+ * without steps): added to its entry, or a new one. */
+static int add_total(struct gp_cmp_name **v, size_t *n, size_t *cap,
+                     const char *name, double ns, double count) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp((*v)[i].name, name)) {
+      (*v)[i].per_step += ns;
+      (*v)[i].count += count;
+      return 0;
+    }
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 16;
+    struct gp_cmp_name *g = realloc(*v, c * sizeof *g);
+    if (!g) return -1;
+    *v = g;
+    *cap = c;
+  }
+  int oom = 0;
+  (*v)[*n] = (struct gp_cmp_name){dup0(name, &oom), ns, count};
+  if (oom) return -1;
+  (*n)++;
+  return 0;
+}
+
+static int take_totals(struct gp_cmp_run *run, const struct gp_proc_res *r) {
+  for (size_t i = 0; i < r->nkernels; i++) {
+    const struct gp_kernel_res *k = &r->kernels[i];
+    const char *name = k->demangled ? k->demangled : k->name;
+    if (k->count && add_total(&run->wkern, &run->nwkern, &run->capwkern,
+                              name ? name : "?", (double)k->total,
+                              (double)k->count) < 0)
+      return -1;
+  }
+  for (size_t i = 0; i < r->napis; i++) {
+    const struct gp_api_res *a = &r->apis[i];
+    if (a->count && add_total(&run->wapi, &run->nwapi, &run->capwapi,
+                              a->name ? a->name : "?", (double)a->blocked,
+                              (double)a->count) < 0)
+      return -1;
+  }
+  for (size_t i = 0; i < r->ndev; i++) {
+    for (int c = 0; c < GP_CAT_N; c++)
+      run->wcat[c] += (double)r->dev[i].bd.cat[c];
+    run->wndev++;
+  }
+  return 0;
+}
+
 static int take_process(struct gp_cmp_run *run, const struct gp_proc_res *r) {
   int oom = 0;
+  if (take_totals(run, r) < 0) return -1;
   run->nfiles++;
   if (r->started && r->window_ns) {
     uint64_t end = r->wstart + r->window_ns;

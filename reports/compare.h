@@ -42,6 +42,10 @@ struct gp_cmp_run {
   struct gp_cmp_name *kern, *api;
   size_t nkern, napi;
   /* the whole run: every process */
+  struct gp_cmp_name *wkern, *wapi; /* totals over the run, by name */
+  size_t nwkern, nwapi, capwkern, capwapi;
+  double wcat[GP_CAT_N]; /* over every GPU of every process, ns */
+  size_t wndev;          /* those GPUs */
   uint64_t wstart, wend, lost, mem_peak;
   double mem_peak_pct; /* -1: the device's memory is unknown */
   double kern_ns, dev_ns, cov_ns, cov_dev_ns; /* busy and coverage sums */
@@ -142,8 +146,9 @@ struct gp_cmp_result {
   size_t nm;
   struct gp_cmp_counter ctr[GP_SC_N];
   int have_cats;                           /* the explanation below is filled */
-  double cat_b[GP_CAT_N], cat_c[GP_CAT_N]; /* ns per step, per GPU */
-  double share_b[GP_CAT_N], share_c[GP_CAT_N]; /* % of the step */
+  int whole; /* no run has steps: the explanation is per run, not per step */
+  double cat_b[GP_CAT_N], cat_c[GP_CAT_N]; /* ns per step (run), per GPU */
+  double share_b[GP_CAT_N], share_c[GP_CAT_N]; /* % of the step (run) */
   struct gp_cmp_row *kern, *api;
   size_t nkern, napi;
   const struct gp_cmp_finding **appeared, **gone;

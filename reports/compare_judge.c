@@ -572,15 +572,22 @@ static int judge_counters(const struct gp_cmp_side *b,
   return 0;
 }
 
+/* A run's category k: mean per step, per GPU; whole: over the run, per
+ * GPU. */
+static double cat_of(const struct gp_cmp_run *r, int k, int whole) {
+  if (!whole) return r->cat[k];
+  return r->wndev ? r->wcat[k] / (double)r->wndev : 0;
+}
+
 static void categories(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
-                       double *t, struct gp_cmp_result *res) {
+                       double *t, struct gp_cmp_result *res, int whole) {
   double sb = 0, sc = 0;
   for (int k = 0; k < GP_CAT_N; k++) {
     for (size_t i = 0; i < b->n; i++)
-      t[i] = b->v[i].cat[k];
+      t[i] = cat_of(&b->v[i], k, whole);
     res->cat_b[k] = median_of(t, b->n);
     for (size_t i = 0; i < c->n; i++)
-      t[i] = c->v[i].cat[k];
+      t[i] = cat_of(&c->v[i], k, whole);
     res->cat_c[k] = median_of(t, c->n);
     sb += res->cat_b[k];
     sc += res->cat_c[k];
@@ -611,12 +618,15 @@ static int cmp_row(const void *a, const void *b) {
 }
 
 static size_t ents_of(const struct gp_cmp_side *s, size_t side, int api,
-                      struct ent *e) {
+                      struct ent *e, int whole) {
   size_t k = 0;
   for (size_t i = 0; i < s->n; i++) {
     const struct gp_cmp_run *r = &s->v[i];
-    const struct gp_cmp_name *v = api ? r->api : r->kern;
-    for (size_t j = 0, n = api ? r->napi : r->nkern; j < n; j++)
+    const struct gp_cmp_name *v = whole ? (api ? r->wapi : r->wkern)
+                                        : (api ? r->api : r->kern);
+    size_t n = whole ? (api ? r->nwapi : r->nwkern)
+                     : (api ? r->napi : r->nkern);
+    for (size_t j = 0; j < n; j++)
       if (e)
         e[k++] = (struct ent){v[j].name, side, i, v[j].per_step};
       else
@@ -647,8 +657,9 @@ static void row_of(const struct ent *e, size_t n, double *tb, size_t nb,
 
 /* Kernels (api 0) or API calls by their per-step change, largest first. */
 static int rows(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
-                int api, struct gp_cmp_row **out, size_t *nout) {
-  size_t n = ents_of(b, 0, api, NULL) + ents_of(c, 1, api, NULL), k = 0;
+                int api, struct gp_cmp_row **out, size_t *nout, int whole) {
+  size_t n = ents_of(b, 0, api, NULL, whole) + ents_of(c, 1, api, NULL, whole),
+         k = 0;
   struct ent *e = malloc((n ? n : 1) * sizeof *e);
   struct gp_cmp_row *r = malloc((n ? n : 1) * sizeof *r);
   double *tb = malloc((b->n + c->n) * sizeof *tb);
@@ -656,7 +667,7 @@ static int rows(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
     free(e), free(r), free(tb);
     return -1;
   }
-  ents_of(c, 1, api, e + ents_of(b, 0, api, e));
+  ents_of(c, 1, api, e + ents_of(b, 0, api, e, whole), whole);
   qsort(e, n, sizeof *e, cmp_ent);
   for (size_t i = 0, j; i < n; i = j) {
     for (j = i + 1; j < n && !strcmp(e[j].name, e[i].name); j++)
@@ -710,15 +721,18 @@ static int changed_findings(const struct gp_cmp_side *in,
 static int explain(const struct gp_cmp_side *b, const struct gp_cmp_side *c,
                    struct gp_cmp_result *res) {
   int steps = b->n && c->n && with_steps(b) == b->n && with_steps(c) == c->n;
+  /* no run with steps: the whole runs compared (the window gate's) */
+  int whole = b->n && c->n && !with_steps(b) && !with_steps(c);
   double *t = malloc((b->n > c->n ? b->n : c->n) * sizeof *t + 1);
   if (!t) return -1;
-  if (steps) categories(b, c, t, res);
+  if (steps || whole) categories(b, c, t, res, whole);
   free(t);
-  int detail = steps;
-  for (size_t i = 0; detail && i < b->n + c->n; i++)
+  res->whole = whole;
+  int detail = steps || whole;
+  for (size_t i = 0; steps && detail && i < b->n + c->n; i++)
     detail = i < b->n ? b->v[i].detail : c->v[i - b->n].detail;
-  if (detail && (rows(b, c, 0, &res->kern, &res->nkern) < 0 ||
-                 rows(b, c, 1, &res->api, &res->napi) < 0))
+  if (detail && (rows(b, c, 0, &res->kern, &res->nkern, whole) < 0 ||
+                 rows(b, c, 1, &res->api, &res->napi, whole) < 0))
     return -1;
   if (changed_findings(c, b, &res->appeared, &res->nappeared) < 0 ||
       changed_findings(b, c, &res->gone, &res->ngone) < 0)

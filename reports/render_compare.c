@@ -394,7 +394,8 @@ static void gates(struct sink *s, const struct gp_cmp_out *o) {
 static void cats(struct sink *s, const struct gp_cmp_result *r) {
   static const char *const h[5] = {"category", "base", "new", "delta",
                                    "points"};
-  title(s, "Time per step, per GPU");
+  title(s, r->whole ? "Time per run, per GPU (no steps)"
+                    : "Time per step, per GPU");
   head(s, 5, h, (const int[]){16, 10, 10, 10, 8});
   for (int k = 0; k < GP_CAT_N; k++) {
     char c[5][32];
@@ -540,11 +541,16 @@ static int render(FILE *f, const struct gp_cmp_out *o, int md) {
   }
   if (r->have_cats) cats(&s, r);
   if (r->nkern && r->kern[0].base != r->kern[0].cand)
-    name_rows(&s, "kernel", "Kernels by change per step", r->kern, r->nkern,
+    name_rows(&s, "kernel",
+              r->whole ? "Kernels by change per run (no steps)"
+                       : "Kernels by change per step",
+              r->kern, r->nkern,
               top);
   if (r->napi && r->api[0].base != r->api[0].cand)
-    name_rows(&s, "API call", "API calls by blocked time per step", r->api,
-              r->napi, top);
+    name_rows(&s, "API call",
+              r->whole ? "API calls by blocked time per run (no steps)"
+                       : "API calls by blocked time per step",
+              r->api, r->napi, top);
   if (r->has_base) {
     copies(&s, r);
     counters(&s, r);

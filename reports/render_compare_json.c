@@ -267,6 +267,9 @@ int gp_cmp_json(FILE *f, const struct gp_cmp_out *o) {
     j_metric(&j, &r->m[i]);
   gp_json_end(&j);
   j_counters(&j, r);
+  gp_json_str(&j, "explained_per",
+              r->whole ? "run" : r->have_cats || r->nkern || r->napi ? "step"
+                                                                    : NULL);
   j_categories(&j, r);
   j_rows(&j, "kernels", r->kern, r->nkern);
   j_rows(&j, "api", r->api, r->napi);

@@ -16,6 +16,9 @@
 
 #define NSTEPS 40
 
+static char *written(int (*fn)(FILE *, const struct gp_cmp_out *),
+                     const struct gp_cmp_out *o);
+
 /* One process: NSTEPS steps of about step_ms (a deterministic +-0.5%
  * wobble), host_frac of each step host wait and the rest kernel time,
  * pageable copies a step, two launches a step of kernel `kernel`. */
@@ -113,9 +116,13 @@ static struct gp_proc_res *fake(struct fake *f, const struct shape *s,
   f->dev.bd.cat[GP_CAT_KERNEL] = kern;
   f->kern =
       (struct gp_kernel_res){.name = (char *)(s->kernel ? s->kernel : "k_main"),
+                             .count = 2 * NSTEPS,
+                             .total = kern,
                              .step_count = 2 * NSTEPS,
                              .step_ns = kern};
   f->api = (struct gp_api_res){.name = "cudaStreamSynchronize",
+                               .count = NSTEPS,
+                               .blocked = kern,
                                .step_count = NSTEPS,
                                .step_blocked = kern};
   f->find = (struct gp_finding){.rule = s->finding, .device = -1,
@@ -327,7 +334,24 @@ static void test_window_and_mixed(void) {
   judge(&p, 3, ns, 3, slow);
   run(&p);
   CHECK(p.res.m[0].metric == GP_M_WINDOW && p.res.verdict == GP_REGRESSION);
-  CHECK(!p.res.have_cats && p.res.nkern == 0);
+  /* explained over the whole runs: kernel time t / 2 of a run of t = 1 s
+   * + NSTEPS x step_ms, so 2 ms more a step makes NSTEPS ms more of the
+   * kernel, in the category (one GPU), the kernel's row and the blocked
+   * time of the synchronising call */
+  CHECK(p.res.have_cats && p.res.whole && p.res.nkern == 1 && p.res.napi == 1);
+  CHECK(fabs(p.res.cat_c[GP_CAT_KERNEL] - p.res.cat_b[GP_CAT_KERNEL] -
+             1e6 * NSTEPS) < 1);
+  CHECK(fabs(p.res.kern[0].cand - p.res.kern[0].base - 1e6 * NSTEPS) < 1);
+  CHECK(fabs(p.res.api[0].cand - p.res.api[0].base - 1e6 * NSTEPS) < 1);
+  {
+    struct gp_cmp_out o = {&p.b, &p.c, &p.res, &p.o, 0};
+    char *t = written(gp_cmp_text, &o), *j = written(gp_cmp_json, &o);
+    CHECK(strstr(t, "Kernels by change per run (no steps)") &&
+          strstr(t, "Time per run, per GPU (no steps)"));
+    CHECK(strstr(j, "\"explained_per\": \"run\""));
+    free(t);
+    free(j);
+  }
   done(&p);
   judge(&p, 1, ns, 1, ns);
   run(&p);
