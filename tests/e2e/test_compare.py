@@ -390,7 +390,8 @@ def t_junit():
 
 TYPES = {"schema": int, "kind": str, "verdict": str, "exit_code": int, "reason": str,
          "primary": str, "options": dict, "metrics": list, "counters": list,
-         "categories": list, "kernels": list, "api": list, "findings": dict, "budgets": list,
+         "explained_per": str, "categories": list, "kernels": list, "api": list,
+         "findings": dict, "budgets": list,
          "devices_differ": bool, "notes": list, "base": dict, "new": dict}
 NUM = (int, float)
 METRIC = {"name": str, "unit": str, "primary": bool, "higher_is_better": bool, "mode": str,
@@ -421,6 +422,7 @@ def t_json():
     j = as_json(compare(a, b, "-f", "json", "--budget", "busy>=1%",
                         "--max-slowdown", "host_wait=10%"))
     typed("top", j, TYPES)
+    check(j["explained_per"] == "step", f"explained_per {j['explained_per']!r}")
     check(j["schema"] == 1 and j["kind"] == "compare" and
           j["verdict"] in ("pass", "regression", "inconclusive"), "schema, kind, verdict")
     check(j["exit_code"] == {"pass": 0, "regression": 1, "inconclusive": 3}[j["verdict"]],
