@@ -126,9 +126,12 @@ enum { GP_TB_FREE = 0, GP_TB_CLAIMED = 1, GP_TB_ALIVE = 2, GP_TB_DEAD = 3 };
 /* Call-site capture's per-thread decision state (stacks.c, gp_stacks.h),
  * kept in the thread state so that the launch path reaches both with one
  * TLS offset. */
+#define GP_STK_BLOCKED 1
 struct gp_stk_tls {
-  /* raw clock at the end of the thread's last call; 0 after a blocking
-   * call (its next submission is captured, as after 1 ms away) */
+  /* raw clock at the end of the thread's last call; GP_STK_BLOCKED (1)
+   * after a blocking call, kept by the calls that are no submission after
+   * it (its next submission is captured, as after 1 ms away); 0 before the
+   * thread's first call */
   uint64_t last_end;
   /* launches until the next sampled one; decremented by the launch fast
    * path before the cold path decides; 1 when the thread's ring is made,

@@ -146,7 +146,11 @@ static uint8_t policy_of(uint32_t cls) {
   /* an async copy may block (pageable host memory: known only when its
    * device record comes), and copies are few beside launches */
   if (cls & GPUPHASE_API_COPY) return GP_STKP_COPY;
-  if (cls & GPUPHASE_API_MEMSET) return GP_STKP_SUBMIT;
+  /* other stream-ordered calls (an event recorded, a wait between
+   * streams, a stream-ordered allocation) end an idle gap as a launch
+   * does when they come first after it */
+  if (cls & (GPUPHASE_API_MEMSET | GPUPHASE_API_ASYNC | GPUPHASE_API_WAIT))
+    return GP_STKP_SUBMIT;
   return GP_STKP_NONE;
 }
 
@@ -568,7 +572,7 @@ static uint16_t decide(struct gp_tbuf *b, uint32_t p, uint64_t now,
   }
   int due;
   switch (p) {
-  case GP_STKP_BLOCK: due = 1; break; /* last_end 0 after it: wrap.c */
+  case GP_STKP_BLOCK: due = 1; break; /* GP_STK_BLOCKED after it: wrap.c */
   case GP_STKP_ALWAYS: due = 1; break;
   case GP_STKP_COPY:
     s->last_end = now; /* the thread is back in CUDA */
@@ -576,7 +580,7 @@ static uint16_t decide(struct gp_tbuf *b, uint32_t p, uint64_t now,
     break;
   case GP_STKP_LAUNCH:
   case GP_STKP_SUBMIT:
-    /* also true after a blocking call, which leaves last_end 0 */
+    /* also true after a blocking call, which leaves GP_STK_BLOCKED */
     due = now - s->last_end > gp_stk_idle_ticks;
     /* a countdown past its range (the ring made without setting it) is
      * due too */

@@ -347,8 +347,14 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     ev->t1 = gp_mono_ns();                                                     \
   }                                                                            \
   ev->ret = (int32_t)r;                                                        \
-  /* 0 after a blocking call: its next submission is captured */              \
-  ts->stk.last_end = gp_stk_policy[ID] == GP_STKP_BLOCK ? 0 : ev->t1;          \
+  /* after a blocking call, its next submission is captured, whatever       \
+   * calls that capture nothing come between (cudaSetDevice, a query) */     \
+  ts->stk.last_end =                                                           \
+      gp_stk_policy[ID] == GP_STKP_BLOCK ||                                    \
+              (gp_stk_policy[ID] == GP_STKP_NONE &&                            \
+               ts->stk.last_end == GP_STK_BLOCKED)                             \
+          ? GP_STK_BLOCKED                                                     \
+          : ev->t1;                                                            \
   gp_event_corr_device(ev, ts);                                                \
   {                                                                            \
     enum { gp_post_ = 1 };                                                     \

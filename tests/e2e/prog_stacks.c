@@ -129,6 +129,17 @@ int main(int argc, char **argv) {
     usleep(5000);
     stacks_launch(1); /* the first after 5 ms away from CUDA */
     stacks_launch(1);
+    /* a call that captures nothing between the blocking call and the
+     * launch: the launch is still the first submission after it */
+    stacks_sync_device();
+    CHECK(cudaSetDevice(0));
+    stacks_launch(1);
+    /* 5 ms away, then an event recorded first: the submission that ends
+     * the gap */
+    cudaEvent_t ev;
+    CHECK(cudaEventCreate(&ev));
+    usleep(5000);
+    CHECK(cudaEventRecord(ev, s));
     return 0;
   }
   if (!strcmp(mode, "reload")) { /* a library where a closed one lay */

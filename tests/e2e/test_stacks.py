@@ -19,7 +19,7 @@ from gptest import (FIELD, REPORT, SIMDIR, Fail, check, env, main,  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from findpython import find_python  # noqa: E402
 
-SYNC, COPY, MEMSET, LAUNCH, ASYNC = 1 << 3, 1 << 1, 1 << 2, 1 << 0, 1 << 7
+SYNC, COPY, MEMSET, LAUNCH, ASYNC, WAIT = 1 << 3, 1 << 1, 1 << 2, 1 << 0, 1 << 7, 1 << 8
 IDLE_NS = 1_000_000   # GP_STK_IDLE_US
 EVERY = 64            # GP_STK_LAUNCH_EVERY
 N_STREAM_SYNC, N_DEVICE_SYNC, N_LAUNCH = 5, 3, 640  # prog_stacks.c
@@ -196,7 +196,7 @@ def expected(recs, mode, why=None):
             st["after_block"] = False
             if why is not None and not r["stack"]:
                 why.append(f"thread {t} async copy at {r['start']}: no stack")
-        elif mode == "sampled" and c & (LAUNCH | MEMSET):
+        elif mode == "sampled" and c & (LAUNCH | MEMSET | ASYNC | WAIT):
             sure = st["after_block"] or st["end"] is None
             maybe = sure
             if st["end"] is not None:
@@ -240,11 +240,16 @@ def t_counts():
     check(lo <= got <= hi, f"gaps: {got} calls with a stack, expected {lo}..{hi}")
     launches = sorted((r for r in api_calls(recs) if r["fn"] == "cudaLaunchKernel"),
                       key=lambda r: r["start"])
-    check(len(launches) == 13, f"gaps: {len(launches)} launches")
+    check(len(launches) == 14, f"gaps: {len(launches)} launches")
     check(launches[10]["stack"] != 0, "the launch after a blocking call has no stack")
     check(launches[11]["stack"] != 0, "the launch after 5 ms away has no stack")
     if launches[12]["start"] - launches[11]["end"] < IDLE_NS * 0.8:
         check(launches[12]["stack"] == 0, "the launch right after another has a stack")
+    check(launches[13]["stack"] != 0,
+          "the launch after a blocking call and a cudaSetDevice has no stack")
+    rec = [r for r in api_calls(recs) if r["fn"] == "cudaEventRecord"]
+    check(len(rec) == 1 and rec[0]["stack"] != 0,
+          f"the event recorded after 5 ms away has no stack: {rec}")
     # the launches alone: 640 with no blocking call among them; with the
     # TSC and with CLOCK_MONOTONIC (the launch wrapper's other path)
     for clock in (None, "monotonic"):
