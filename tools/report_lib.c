@@ -29,6 +29,7 @@ struct gpuphase_report_opts {
   int job;     /* -1: when the traces carry ranks; 0: never; 1: always */
   int threads; /* "jobs"; 0: the CPUs available */
   size_t procs; /* "processes" (text); 0: the default */
+  int weight_blocked; /* "weight" blocked (folded) */
 };
 
 struct gpuphase_report {
@@ -167,11 +168,21 @@ EXPORT int gpuphase_report_opts_set(gpuphase_report_opts *o, const char *name,
                   value);
     else
       o->procs = (size_t)v;
+  } else if (!strcmp(name, "frames")) {
+    if (strcmp(value, "user") && strcmp(value, "all"))
+      return fail(U, err, errlen,
+                  "invalid frames '%.100s': expected user or all", value);
+    o->ro.frames_all = !strcmp(value, "all");
+  } else if (!strcmp(name, "weight")) {
+    if (strcmp(value, "idle") && strcmp(value, "blocked"))
+      return fail(U, err, errlen,
+                  "invalid weight '%.100s': expected idle or blocked", value);
+    o->weight_blocked = !strcmp(value, "blocked");
   } else {
     return fail(U, err, errlen,
                 "unknown option '%.100s': window, link-gbps, top, step, "
                 "warmup, html-detail, html-budget, job, no-job, "
-                "comm-kernels, jobs or processes",
+                "comm-kernels, jobs, processes, frames or weight",
                 name);
   }
   return GPUPHASE_REPORT_OK;
@@ -287,7 +298,10 @@ EXPORT int gpuphase_report_render(const gpuphase_report *r, const char *format,
     return fail(GPUPHASE_REPORT_E_USAGE, err, errlen,
                 "unknown format '%.100s': text, json or html",
                 format ? format : "(null)");
-  struct gp_render_opts ro = {.color = 0, .top = r->o.top, .procs = r->o.procs};
+  struct gp_render_opts ro = {.color = 0,
+                              .top = r->o.top,
+                              .procs = r->o.procs,
+                              .weight_blocked = r->o.weight_blocked};
   struct gp_report_set set = {r->procs, r->n, r->sum ? r->sum : r->procs[0],
                               r->job};
   /* The HTML page's timelines, as the command line collects them for

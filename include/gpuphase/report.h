@@ -39,7 +39,8 @@ const char *gpuphase_report_version(void);
  * (its events at most), "comm-kernels" (the job view's communication
  * kernels: globs separated by commas), "jobs" (threads reading the traces,
  * 1 to 4096), "processes" (text and html: per-process sections, a count
- * or "all");
+ * or "all"), "frames" ("user" or "all": the frames call sites keep),
+ * "weight" ("idle" or "blocked": what folded stacks are weighed by);
  * the flags "job" and "no-job" (the job view even when the traces carry no
  * rank, or never) take "" or "1".
  * Unset options have the command line's defaults: the job view when the

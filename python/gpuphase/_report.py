@@ -78,7 +78,8 @@ class Report:
                  top: Optional[int] = None, link_gbps: Optional[float] = None,
                  html_detail: Optional[str] = None, html_budget: Optional[int] = None,
                  job: Optional[bool] = None, comm_kernels: Optional[str] = None,
-                 jobs: Optional[int] = None, processes: Union[int, str, None] = None):
+                 jobs: Optional[int] = None, processes: Union[int, str, None] = None,
+                 frames: Optional[str] = None, weight: Optional[str] = None):
         self._lock = threading.RLock()
         self._h: Optional[int] = None
         self.paths = expand(paths)
@@ -97,7 +98,8 @@ class Report:
                                 ("html-detail", html_detail), ("html-budget", html_budget),
                                 ("job" if job else "no-job", "" if job is not None else None),
                                 ("comm-kernels", comm_kernels), ("jobs", jobs),
-                                ("processes", processes)):
+                                ("processes", processes), ("frames", frames),
+                                ("weight", weight)):
                 if value is None:
                     continue
                 counts = ("warmup", "top", "html-budget", "jobs", "processes")
@@ -106,7 +108,7 @@ class Report:
                         value = operator.index(value)  # NumPy integers too
                     except TypeError:
                         pass
-                texts = ("window", "step", "html-detail", "comm-kernels")
+                texts = ("window", "step", "html-detail", "comm-kernels", "frames", "weight")
                 if isinstance(value, bool) or (name in counts and not isinstance(value, int)
                                                and not (name == "processes" and value == "all")) \
                         or (name in texts and not isinstance(value, str)) \
@@ -215,8 +217,10 @@ def report(paths: Paths, **options: Any) -> Report:
     False: the job view even without ranks, or never, as --job and
     --no-job; comm_kernels, as --comm-kernels; jobs: threads reading the
     traces, as -j; processes: the per-process sections of the text and the
-    page, a count or 'all', as --processes). Raises TraceError when a trace
-    cannot be read and UsageError for a bad option."""
+    page, a count or 'all', as --processes; frames: 'user' or 'all', the
+    frames call sites keep, as --frames; weight: 'idle' or 'blocked', what
+    the folded stacks are weighed by, as --weight). Raises TraceError when a
+    trace cannot be read and UsageError for a bad option."""
     return Report(paths, **options)
 
 

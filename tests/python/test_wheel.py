@@ -306,6 +306,12 @@ def body(tmp):
         same_as_cli("text", [demo[1]], ["top=5"], ["--top", "5"])
         same_as_cli("html", [demo[1]], [], [])
 
+    def t_report_frames_weight():
+        # the call sites' options, as the command line's (they were missing)
+        same_as_cli("json", [demo[1]], ["frames=all"], ["--frames", "all"])
+        same_as_cli("folded", [demo[1]], ["frames=all"], ["--frames", "all"])
+        same_as_cli("folded", [demo[1]], ["weight=blocked"], ["--weight", "blocked"])
+
     def records_vs_dump(mode, chunk, sort):
         out = os.path.join(tmp, f"records.{mode}")
         p = api("records", out, demo[1], mode, chunk, sort)
@@ -490,6 +496,7 @@ def body(tmp):
     if len(demo) == 2:
         check("report-json-equals-cli", t_report_json)
         check("report-text-html-equal-cli", t_report_text_html)
+        check("report-frames-weight-equal-cli", t_report_frames_weight)
         if len(ranks) == 2:
             check("report-job-equals-cli", t_report_job)
         check("records-equal-dump", t_records_tuples)

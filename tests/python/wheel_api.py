@@ -22,7 +22,8 @@ def opts(args):
 
 def cmd_report(out, fmt, files, *kv):
     r = gpuphase.report(files.split(","), **opts(kv))
-    text = {"json": r.json, "text": r.summary, "html": r.html}[fmt]()
+    text = {"json": r.json, "text": r.summary, "html": r.html,
+            "folded": lambda: r.render("folded")}[fmt]()
     with open(out, "w", encoding="utf-8") as f:
         f.write(text)
     if fmt == "json":  # .data is the same document as Python data
@@ -442,6 +443,10 @@ def cmd_errors(tmp, good):
                      gpuphase.UsageError, 3, "comm-kernels", "expected a string"),
         expect_error(lambda: gpuphase.report(good, link_gbps="25"), gpuphase.UsageError, 3,
                      "link-gbps", "expected a number (GB/s)"),
+        expect_error(lambda: gpuphase.report(good, frames="some"), gpuphase.UsageError, 3,
+                     "frames", "user or all"),
+        expect_error(lambda: gpuphase.report(good, weight="wall"), gpuphase.UsageError, 3,
+                     "weight", "idle or blocked"),
         expect_error(lambda: gpuphase.compare(good, good, junit=b"j.xml"),
                      gpuphase.UsageError, 3, "junit", "expected a string"),
         expect_error(lambda: gpuphase.compare(good, good, budget=[["busy>=1%"]]),

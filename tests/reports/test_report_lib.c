@@ -136,7 +136,8 @@ static void errors(const char *good) {
                                  {"jobs", "4097"},    {"jobs", "two"},
                                  {"processes", "0"},  {"processes", "some"},
                                  {"job", "yes"},      {"no-job", "0"},
-                                 {"comm-kernels", ""}, {"comm-kernels", "a,,b"}};
+                                 {"comm-kernels", ""}, {"comm-kernels", "a,,b"},
+                                 {"frames", "some"},  {"weight", "wall"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(gpuphase_report_opts_set(o, bad[i][0], bad[i][1], err, sizeof err) ==
                   GPUPHASE_REPORT_E_USAGE &&
@@ -294,6 +295,8 @@ int main(int argc, char **argv) {
   render_like_cli(two, 2, none, "", NULL);
   render_like_cli(two, 2, detail, "--html-detail 0..1us --html-budget 100",
                   "html");
+  const char *frames[][2] = {{"frames", "all"}, {NULL, NULL}};
+  render_like_cli(one, 1, frames, "--frames all", NULL);
   job(argv[3], two);
   char args[4096];
   const char *av[] = {a, "--vs", b, "--seed=3", "-f", "json"};
