@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attribute.h"
+#include "callsites.h"
 #include "codec.h"
 #include "gpuphase/trace.h"
 #include "job_par.h"
@@ -501,8 +502,19 @@ struct gp_proc_res *gp_report_sum(struct gp_proc_res *const *procs, size_t n,
                                   const struct gp_report_opts *o) {
   struct gp_proc_res *sum = gp_res_new_sum();
   int rc = sum ? 0 : -1;
-  for (size_t i = 0; !rc && i < n; i++)
+  size_t no_cs = 0; /* processes read from summaries of version 1 */
+  for (size_t i = 0; !rc && i < n; i++) {
     rc = gp_res_merge(sum, procs[i]);
+    no_cs += !procs[i]->callsites;
+  }
+  if (!rc && no_cs && no_cs < n && sum->callsites &&
+      sum->callsites->has_stacks &&
+      gp_res_note(sum,
+                  "%zu of %zu processes come from summaries that hold no "
+                  "call sites (version 1): the call sites, and the idle "
+                  "time they explain, are the other processes'",
+                  no_cs, n) < 0)
+    rc = -1;
   if (!rc && sum->ndegraded &&
       gp_res_note(sum,
                   "%llu of %zu processes are degraded: their kernel "

@@ -24,7 +24,7 @@ SLACK_NS = 20_000_000  # wake-ups and calls on a loaded machine, per step
 RESIDUAL_SLACK_NS = SLACK_NS * (5 if "TSAN_OPTIONS" in os.environ else 1)
 
 
-def job_run(how):
+def job_files(how):
     d = workdir()
     bar = os.path.join(d, "barrier")
     with open(bar, "wb") as f:
@@ -43,6 +43,11 @@ def job_run(how):
         check(p.returncode == 0, f"rank {r} failed ({p.returncode}): {err.strip()}")
     files = traces(d)
     check(len(files) == WORLD, f"{WORLD} traces expected, got {files}")
+    return d, files
+
+
+def job_run(how):
+    d, files = job_files(how)
     p = subprocess.run([REPORT, "--format", "json"] + files, capture_output=True,
                        text=True, timeout=100, env=env(preload=False))
     check(p.returncode == 0, f"report failed ({p.returncode}): {p.stderr.strip()}")
@@ -95,5 +100,33 @@ def t_host():
     check(f"rank {SLOW}" in f and "host wait" in f, f"finding: {f}")
 
 
+def t_summary_v1(sumver):
+    """Ranks recorded with call sites, merged from two summaries, one of them
+    written again as version 1 (which held no call sites): the sum says
+    that its call sites are the other processes' (its section's parts did
+    not add up to the idle time it named, and nothing said why)."""
+    d, files = job_files("host")
+
+    def rep(*args):
+        p = subprocess.run([REPORT, *args], capture_output=True, text=True, timeout=100,
+                           env=env(preload=False))
+        check(p.returncode == 0, f"{args[:3]}: {p.stderr.strip()}")
+        return p.stdout
+    a, b, a1 = (os.path.join(d, n) for n in ("a.gps", "b.gps", "a1.gps"))
+    rep("-f", "summary", "-o", a, *files[:2])
+    rep("-f", "summary", "-o", b, *files[2:])
+    p = subprocess.run([sumver, a, a1, "1"], capture_output=True, text=True)
+    check(p.returncode == 0, f"sumver: {p.stderr}")
+    j = json.loads(rep("merge", "-f", "json", a, b))
+    check(j["callsites"] or j["callsites_totals"], "the traces hold call sites")
+    note = "2 of 4 processes come from summaries that hold no call sites"
+    check(not any(note in n for n in j["notes"]), f"a note without version 1: {j['notes']}")
+    j = json.loads(rep("merge", "-f", "json", a1, b))
+    check(any(note in n for n in j["notes"]), f"no note of version 1: {j['notes']}")
+
+
 if __name__ == "__main__":
-    raise SystemExit(main({"kernel": t_kernel, "host": t_host}))
+    import sys
+    sumver = sys.argv.pop(2) if len(sys.argv) > 2 else None
+    raise SystemExit(main({"kernel": t_kernel, "host": t_host,
+                           "summary_v1": lambda: t_summary_v1(sumver)}))
