@@ -311,8 +311,10 @@ static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
         "<th class=\"n\">block</th><th class=\"n\">SM coverage</th></tr>"
         "</thead><tbody>\n",
         f);
+  int varies = 0; /* a row marked: the footnote says what "*" means */
   for (size_t i = 0; i < r->nkernels && i < top; i++) {
     const struct gp_kernel_res *k = &r->kernels[i];
+    varies |= k->grid_varies || k->block_varies;
     if (k->demangled) { /* the declaration, the symbol on hover */
       fputs("<tr><td class=\"name\" title=\"", f);
       gp_html_esc(f, k->name);
@@ -338,9 +340,10 @@ static void kernels(FILE *f, const struct gp_proc_res *r, size_t top) {
   fputs("</tbody></table>\n", f);
   if (r->nkernels > top)
     fprintf(f, "<p class=\"sub\">%zu more kernels.</p>\n", r->nkernels - top);
-  fputs("<p class=\"sub\">* grid or block varies between launches; the first "
-        "launch's is shown.</p>\n",
-        f);
+  if (varies)
+    fputs("<p class=\"sub\">* grid or block varies between launches; the "
+          "first launch's is shown.</p>\n",
+          f);
 }
 
 static void copies(FILE *f, const struct gp_proc_res *r) {

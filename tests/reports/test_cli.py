@@ -380,6 +380,8 @@ def test_html():
           "the kernel name in the timeline data, controls replaced")
     check(len(tl["rows"]) == 2 and tl["counts"]["kernel"] == [1, 1], f"timeline {tl['counts']}")
     check("<noscript>" in text, "no word for readers without scripts")
+    # one kernel launched once: no "*" in its row, so no footnote for one
+    check("grid or block varies" not in text, "the footnote of a '*' no row has")
     check(not re.search(r"(?<![\w-])(src|href)\s*=", text) and "http:" not in text.replace(
         'xmlns="http://www.w3.org/2000/svg"', ""), "nothing fetched")
     b = Balance()
