@@ -308,6 +308,9 @@ static inline __attribute__((always_inline)) void gp_publish(struct gp_tbuf *b, 
  * call of its own (shim.c; never starts the profiler), and recording one
  * range mark (phase.c; 0 recorded, 1 not). */
 struct gp_tbuf *gp_ring_of_thread(void);
+/* phase.c: the ranges the thread pushed before recording started, into its
+ * new ring b */
+void gp_phase_flush_pending(struct gp_tbuf *b);
 int gp_range_record(uint32_t op, const char *name, uint64_t id,
                     const void *domain);
 

@@ -3,30 +3,34 @@
  * path neither allocates nor locks. Item counts take one slot each: the
  * writer turns them into ITEMS records, one per call, and the report adds
  * them up per step. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "gp_clock.h"
 #include "gp_shim.h"
 #include "gpuphase/gpuphase.h"
 #include "gpuphase/trace_records.h"
 
-/* op: GPUPHASE_RANGE_*; id pairs START with END; domain: an NVTX domain
- * handle (its name is the first member) or NULL. */
-int gp_range_record(uint32_t op, const char *name, uint64_t id,
-                    const void *domain) {
-  /* Ranges never start the profiler: only CUDA calls do. */
-  struct gp_tstate *ts = &gp_ts;
-  if (ts->depth || ts->internal || gp_ring_of_thread() == NULL) return 1;
+/* The length of a range's name as recorded: up to GP_RANGE_NAME_MAX bytes,
+ * a name cut short ending before the UTF-8 character the cut falls in. */
+static size_t name_len(const char *name) {
   size_t len = name ? strnlen(name, GP_RANGE_NAME_MAX) : 0;
-  /* a name cut short ends before the UTF-8 character the cut falls in:
-   * name[len], the first byte left out, continues one that began at most
+  /* name[len], the first byte left out, continues one that began at most
    * 3 bytes before (other bytes than UTF-8's are cut where they are) */
   if (len == GP_RANGE_NAME_MAX) {
     size_t k = len;
     while (k > len - 3 && ((unsigned char)name[k] & 0xC0) == 0x80) k--;
     if (((unsigned char)name[k] & 0xC0) == 0xC0) len = k;
   }
+  return len;
+}
+
+/* A range event at t0 into the thread's ring: 0, or 1 when it is full. */
+static int put_range(struct gp_tbuf *b, uint64_t t0, uint32_t op,
+                     const char *name, size_t len, uint64_t id,
+                     const void *domain) {
   uint64_t extra = (len + 63) / 64;
-  struct gp_tbuf *b = ts->buf;
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_acquire);
   if (h + 1 + extra - t > b->mask + 1) {
@@ -34,7 +38,7 @@ int gp_range_record(uint32_t op, const char *name, uint64_t id,
     return 1;
   }
   struct gp_event *e = &b->ev[h & b->mask];
-  *e = (struct gp_event){.t0 = gp_now(), .api = op, .bytes = len,
+  *e = (struct gp_event){.t0 = t0, .api = op, .bytes = len,
                          .aux = id, .stream = (uintptr_t)domain,
                          .device = -1, .type = GP_EV_RANGE};
   for (size_t off = 0; off < len; off += 64) {
@@ -43,6 +47,89 @@ int gp_range_record(uint32_t op, const char *name, uint64_t id,
   }
   gp_publish(b, 1 + extra);
   return 0;
+}
+
+/* Ranges pushed before the process's first CUDA call (an outer "train"
+ * range around the model's setup), still open: kept per thread, with
+ * their times, and recorded once the thread has its ring (its first
+ * range or CUDA call after recording started). At most GP_PEND_MAX per
+ * thread; pushes past them are counted so that their pops pair. */
+#define GP_PEND_MAX 8
+struct pend {
+  uint64_t t0; /* CLOCK_MONOTONIC ns (the raw clock is chosen at the start) */
+  const void *domain;
+  char *name; /* malloc'd, len bytes */
+  size_t len;
+};
+static __thread struct pend pend[GP_PEND_MAX];
+static __thread unsigned npend, pend_over;
+
+static int pend_push(const char *name, const void *domain) {
+  if (npend == GP_PEND_MAX) {
+    pend_over++;
+    return 1;
+  }
+  int saved = errno;
+  size_t len = name_len(name);
+  char *c = malloc(len ? len : 1);
+  errno = saved;
+  if (!c) return 1;
+  if (len) memcpy(c, name, len);
+  pend[npend++] = (struct pend){gp_mono_ns(), domain, c, len};
+  return 0;
+}
+
+static int pend_pop(const void *domain) {
+  if (pend_over) {
+    pend_over--;
+    return 1;
+  }
+  unsigned i = npend; /* the innermost of its domain (NVTX: per domain) */
+  while (i > 0 && pend[i - 1].domain != domain) i--;
+  if (!i) return 1;
+  int saved = errno;
+  free(pend[i - 1].name);
+  errno = saved;
+  memmove(&pend[i - 1], &pend[i], (npend - i) * sizeof *pend);
+  npend--;
+  return 0;
+}
+
+void gp_phase_flush_pending(struct gp_tbuf *b) {
+  if (!npend) return;
+  /* each push's time on the raw clock chosen since: back from now by the
+   * CLOCK_MONOTONIC time since it (the TSC's slope, ns per tick) */
+  uint64_t raw_now = gp_now(), mono_now = gp_mono_ns();
+  double slope = gp_clock_line.slope;
+  for (unsigned i = 0; i < npend; i++) {
+    uint64_t t0 = pend[i].t0, ago = mono_now > t0 ? mono_now - t0 : 0;
+    if (gp_clock_tsc && slope > 0) {
+      uint64_t ticks = (uint64_t)((double)ago / slope);
+      t0 = ticks < raw_now ? raw_now - ticks : 0;
+    }
+    put_range(b, t0, GPUPHASE_RANGE_PUSH, pend[i].name, pend[i].len, 0,
+              pend[i].domain);
+    free(pend[i].name);
+  }
+  npend = pend_over = 0;
+}
+
+/* op: GPUPHASE_RANGE_*; id pairs START with END; domain: an NVTX domain
+ * handle (its name is the first member) or NULL. */
+int gp_range_record(uint32_t op, const char *name, uint64_t id,
+                    const void *domain) {
+  /* Ranges never start the profiler: only CUDA calls do. */
+  struct gp_tstate *ts = &gp_ts;
+  if (ts->depth || ts->internal) return 1;
+  if (gp_ring_of_thread() == NULL) {
+    /* before the first CUDA call: pushes and pops kept until it */
+    if (atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_IDLE)
+      return 1;
+    if (op == GPUPHASE_RANGE_PUSH) return pend_push(name, domain);
+    if (op == GPUPHASE_RANGE_POP) return pend_pop(domain);
+    return 1;
+  }
+  return put_range(ts->buf, gp_now(), op, name, name_len(name), id, domain);
 }
 
 GP_EXPORT int gpuphase_range_push(const char *name) {

@@ -254,6 +254,7 @@ struct gp_tstate *gp_enter_slow(void) {
       errno = saved;
       return NULL;
     }
+    gp_phase_flush_pending(ts->buf); /* ranges pushed before recording */
   }
   errno = saved;
   ts->depth = 1;
@@ -269,6 +270,7 @@ struct gp_tbuf *gp_ring_of_thread(void) {
   if (gp_ts.buf == NULL) {
     int saved = errno;
     gp_ts.buf = gp_ring_create();
+    if (gp_ts.buf) gp_phase_flush_pending(gp_ts.buf);
     errno = saved;
   }
   return gp_ts.buf;

@@ -10,8 +10,10 @@
  * Ranges are per thread and nest: every push is closed by the next pop on
  * the same thread. Names are copied (up to 255 bytes, cut before a UTF-8
  * character that would not fit whole); the pointer need not outlive the
- * call. Ranges opened before the process's first CUDA call are
- * not recorded. */
+ * call. A range pushed before the process's first CUDA call and still open
+ * then (an outer "train" range around the setup) is kept, with its time,
+ * and recorded once the thread records (up to 8 per thread); one pushed and
+ * popped before it is not recorded. */
 #ifndef GPUPHASE_H
 #define GPUPHASE_H
 
@@ -21,8 +23,9 @@
 extern "C" {
 #endif
 
-/* Opens a range named `name` on the calling thread. Returns 0 when recorded,
- * 1 when not recorded (not profiling, CUDA not used yet, buffer full). */
+/* Opens a range named `name` on the calling thread. Returns 0 when recorded
+ * (or kept until the first CUDA call), 1 when not recorded (not
+ * profiling, buffer full). */
 int gpuphase_range_push(const char *name);
 
 /* Closes the innermost open range of the calling thread. Same returns. */

@@ -42,8 +42,9 @@ class range:  # noqa: N801 - named like the C API's ranges
     report, and a repeating top-level one (or the one given to
     ``report(step=...)``) the steps. Names are cut to 255 bytes, before a
     character that would not fit whole; a name with a NUL character is a
-    ValueError. Ranges opened before the process's first CUDA call are not
-    recorded.
+    ValueError. A range opened before the process's first CUDA call and
+    still open then is recorded from its own start; one closed before it
+    is not.
 
     A decorated function is timed call by call. A decorated generator
     function, coroutine function (``async def``) or asynchronous generator

@@ -39,6 +39,10 @@
  *                   "before cuda: R" (the return of a call made before
  *                   the first CUDA call) and "items recorded N" (calls
  *                   that returned 0)
+ *   prerange [5]    before the first CUDA call: a range "gone" pushed and
+ *                   popped, then "train" pushed and 2 ms slept; then N
+ *                   1-block kernels, each synchronised; "train" popped
+ *                   after them; prints "pre: A B C" (the three returns)
  *
  * Every scenario first creates its stream: that first CUDA call also
  * initialises the runtime, so the loop itself runs on a warm runtime.
@@ -267,6 +271,14 @@ static int scenario(const char *mode, cudaStream_t s, int steps, int scale) {
   if (!strcmp(mode, "reset")) return reset(s, steps ? steps : 10);
   if (!strcmp(mode, "fork")) return forked(s, steps ? steps : 30);
   if (!strcmp(mode, "items")) return items(s, steps ? steps : 5);
+  if (!strcmp(mode, "prerange")) {
+    for (int i = 0; i < (steps ? steps : 5); i++) {
+      if (!launch(k_tiny, 1, s) ||
+          !ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
+        return 0;
+    }
+    return gpuphase_range_pop() == 0;
+  }
   fprintf(stderr, "prog_scenarios: unknown scenario '%s'\n", mode);
   return 0;
 }
@@ -286,6 +298,13 @@ int main(int argc, char **argv) {
   /* not recorded: the profiler starts at the first CUDA call */
   if (!strcmp(argv[1], "items"))
     printf("before cuda: %d\n", gpuphase_step_items(7));
+  if (!strcmp(argv[1], "prerange")) { /* kept until the first CUDA call */
+    int a = gpuphase_range_push("gone"), b = gpuphase_range_pop(),
+        c = gpuphase_range_push("train");
+    printf("pre: %d %d %d\n", a, b, c);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
   unsigned long long start = now_ns();
   if (!ok(cudaStreamCreate(&s), "cudaStreamCreate")) return 1;
   if (!scenario(argv[1], s, steps, scale)) return 1;

@@ -1031,6 +1031,36 @@ def t_items():
           f"without the profiler: {p.returncode} {p.stdout!r}")
 
 
+def t_prerange():
+    """A range pushed before the process's first CUDA call and still open
+    at it (an outer "train" range around the model's setup) is recorded,
+    at its own time, and is a phase of the report; one pushed and popped
+    before it is not recorded at all (prog_scenarios.c "prerange"). Before,
+    the push was lost and its pop counted as unmatched."""
+    d = workdir()
+    p = run([prog("e2e-prog-scenarios"), "prerange", "5"], d)
+    check(p.returncode == 0 and "pre: 0 0 0" in p.stdout, f"{p.returncode} {p.stdout!r}")
+    recs, _ = dump(traces(d)[0])
+    ranges = sorted(by_kind(recs, "range"), key=lambda r: r["start"])
+    calls = sorted(api_calls(recs), key=lambda r: r["start"])
+    check([r["op"] for r in ranges] == [1, 2], f"ranges {ranges}")
+    if len(ranges) == 2:
+        check(ranges[0].get("name") == "train", f"names {ranges}")
+        # pushed, then 2 ms slept, then the first CUDA call
+        gap = calls[0]["start"] - ranges[0]["start"]
+        check(2_000_000 <= gap < 2_000_000_000, f"push {gap} ns before the first call")
+        syncs = [c for c in calls if c["fn"] == "cudaStreamSynchronize"]
+        check(len(syncs) == 5 and ranges[1]["start"] >= syncs[-1]["end"],
+              "popped after the last synchronisation")
+    j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                  capture_output=True, text=True, timeout=60,
+                                  env=env(preload=False)).stdout)
+    ph = {x["name"]: x for x in j["phases"]}
+    check("train" in ph and ph["train"]["count"] == 1 and "gone" not in ph,
+          f"phases {sorted(ph)}")
+    check(j["diagnostics"]["unmatched_range_ends"] == 0, f"{j['diagnostics']}")
+
+
 def header_field(path, label):
     m = re.search(r"^" + re.escape(label) + r":\s+(.*)$", info(path).stdout, re.M)
     return m.group(1) if m else None
@@ -1784,7 +1814,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "run_id": t_run_id,
+         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "run_id": t_run_id,
          "signals": t_signals, "signal_starting": t_signal_starting,
          "signal_opening": t_signal_opening,
          "signal_setters": t_signal_setters,
