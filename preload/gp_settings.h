@@ -5,6 +5,7 @@
 #define GP_SETTINGS_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 /* GPUPHASE_OUTPUT's default, and the name a directory given as the
@@ -35,5 +36,17 @@ void gp_settings_run_id(void);
 
 /* One line "gpuphase: ..." on stderr unless GPUPHASE_QUIET=1. */
 void gp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Around the library's own writes on a thread of the program (the trace's
+ * header at the first CUDA call, a warning, the manifest): SIGPIPE and
+ * SIGXFSZ, which such a write raises on its thread (standard error a pipe
+ * with no reader, RLIMIT_FSIZE), are blocked, and one they raised is
+ * taken back, so that the program does not die of the library's output.
+ * One pending before is left as it was. errno is kept. */
+struct gp_io_quiet {
+  sigset_t old, before;
+};
+void gp_io_quiet_begin(struct gp_io_quiet *q);
+void gp_io_quiet_end(struct gp_io_quiet *q);
 
 #endif

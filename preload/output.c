@@ -168,11 +168,15 @@ static void manifest_line(const char *mark, const char *path) {
     int k = snprintf(line, sizeof line, "%s%s/%s\n", mark, cwd, path);
     if (k < 0 || (size_t)k >= sizeof line) return;
   }
-  int fd = gp_fd_high(open(m, O_WRONLY | O_APPEND | O_CLOEXEC));
-  if (fd < 0) return;
-  ssize_t w = write(fd, line, strlen(line));
-  (void)w;
-  close(fd);
+  struct gp_io_quiet q;
+  gp_io_quiet_begin(&q);
+  int fd = gp_fd_high(open(m, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK));
+  if (fd >= 0) {
+    ssize_t w = write(fd, line, strlen(line));
+    (void)w;
+    close(fd);
+  }
+  gp_io_quiet_end(&q);
 }
 
 /* ---- space for the end of the file ----
@@ -286,7 +290,7 @@ static void in_directory(char *base, size_t cap) {
   snprintf(base + len, cap - len, "%s%s", base[len - 1] == '/' ? "" : "/", name);
 }
 
-int gp_output_open(struct gp_output *o) {
+static int output_open(struct gp_output *o) {
   char base[PATH_MAX];
   gp_expand_pattern(gp_cfg.output, base, sizeof base);
   in_directory(base, sizeof base);
@@ -317,6 +321,16 @@ int gp_output_open(struct gp_output *o) {
   o->good_events = o->good_added = 0;
   reserve(o, RESERVE_AT);
   return 0;
+}
+
+/* On the thread of the program's first CUDA call: the header's write must
+ * not raise SIGXFSZ (RLIMIT_FSIZE) or SIGPIPE there. */
+int gp_output_open(struct gp_output *o) {
+  struct gp_io_quiet q;
+  gp_io_quiet_begin(&q);
+  int rc = output_open(o);
+  gp_io_quiet_end(&q);
+  return rc;
 }
 
 void gp_output_announce(const struct gp_output *o) {
@@ -408,8 +422,8 @@ static void close_failed(struct gp_output *o, const struct gpuphase_summary *sum
   close(o->fd);
 }
 
-void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
-                     uint64_t added) {
+static void output_close(struct gp_output *o,
+                         const struct gpuphase_summary *sum, uint64_t added) {
   if (o->fd >= 0 && own_fd(o) < 0) {
     gp_output_forget(o);
     return;
@@ -433,6 +447,15 @@ void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
   o->w = NULL;
   o->fd = -1;
   o->failed = 0;
+}
+
+/* At exit or exec, possibly on the program's thread. */
+void gp_output_close(struct gp_output *o, const struct gpuphase_summary *sum,
+                     uint64_t added) {
+  struct gp_io_quiet q;
+  gp_io_quiet_begin(&q);
+  output_close(o, sum, added);
+  gp_io_quiet_end(&q);
 }
 
 void gp_output_forget(struct gp_output *o) {

@@ -1,6 +1,9 @@
 /* Configuration from the environment (read once, in the constructor) and
  * warnings on stderr. */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +76,49 @@ void gp_warn(const char *fmt, ...) {
   }
   va_end(ap);
   l.buf[l.n++] = '\n'; /* put() always leaves room for it */
-  ssize_t w = write(2, l.buf, l.n);
-  (void)w;
+  /* never waits: a pipe whose reader has stopped reading (full) loses the
+   * line rather than block the program's thread; a line fits in the room
+   * a writable pipe has (PIPE_BUF) */
+  int saved = errno;
+  struct pollfd pf = {.fd = 2, .events = POLLOUT};
+  if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT)) {
+    struct gp_io_quiet q;
+    gp_io_quiet_begin(&q);
+    ssize_t w = write(2, l.buf, l.n);
+    (void)w;
+    gp_io_quiet_end(&q);
+  }
+  errno = saved;
+}
+
+void gp_io_quiet_begin(struct gp_io_quiet *q) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  sigaddset(&s, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &s, &q->old);
+  sigemptyset(&q->before);
+  sigpending(&q->before);
+}
+
+void gp_io_quiet_end(struct gp_io_quiet *q) {
+  int saved = errno;
+  sigset_t now;
+  sigemptyset(&now);
+  sigpending(&now);
+  static const int sigs[] = {SIGPIPE, SIGXFSZ};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    if (!sigismember(&now, sigs[i]) || sigismember(&q->before, sigs[i]))
+      continue;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sigs[i]);
+    const struct timespec zero = {0, 0};
+    while (sigtimedwait(&one, NULL, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+  errno = saved;
 }
 
 static unsigned env_uint(const char *name, unsigned def, unsigned lo,

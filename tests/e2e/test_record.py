@@ -1031,6 +1031,54 @@ def t_items():
           f"without the profiler: {p.returncode} {p.stdout!r}")
 
 
+def t_quiet_io():
+    """The library's own writes on the program's thread never end or stop
+    it: its one-line warning into a standard error whose reader is gone
+    (the program died of SIGPIPE), into a full pipe nobody reads (the first
+    CUDA call never returned), and the trace's header under RLIMIT_FSIZE 0
+    (the program died of SIGXFSZ). Each run exits 7, as without the
+    library."""
+    import fcntl
+    import resource
+    d = workdir()
+    args = [prog("e2e-prog-lifecycle"), "exit", "7"]
+    bad = {"GPUPHASE_OUTPUT": "/nonexistent/dir/t-%p.gph"}
+    # standard error a pipe whose reader is gone
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.run(args, cwd=d, env=env(bad), stdout=subprocess.DEVNULL, stderr=w,
+                       timeout=60)
+    os.close(w)
+    check(p.returncode == 7, f"stderr with no reader: exit {p.returncode}")
+    # standard error a full pipe: the line is lost, the call returns
+    r, w = os.pipe()
+    fl = fcntl.fcntl(w, fcntl.F_GETFL)
+    fcntl.fcntl(w, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    fcntl.fcntl(w, fcntl.F_SETFL, fl)
+    try:
+        p = subprocess.run(args, cwd=d, env=env(bad), stdout=subprocess.DEVNULL, stderr=w,
+                           timeout=30)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = "hung"
+    os.close(w)
+    os.close(r)
+    check(rc == 7, f"stderr a full pipe: exit {rc}")
+    # no file may grow: the header cannot be written, one line says so
+
+    def no_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    p = subprocess.run(args, cwd=d, env=env({"GPUPHASE_OUTPUT": os.path.join(d, "u-%p.gph")}),
+                       capture_output=True, text=True, timeout=60, preexec_fn=no_files)
+    check(p.returncode == 7 and "File too large" in p.stderr,
+          f"RLIMIT_FSIZE 0: exit {p.returncode}, {p.stderr!r}")
+
+
 def t_prerange():
     """A range pushed before the process's first CUDA call and still open
     at it (an outer "train" range around the model's setup) is recorded,
@@ -1814,7 +1862,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "run_id": t_run_id,
+         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "quiet_io": t_quiet_io, "run_id": t_run_id,
          "signals": t_signals, "signal_starting": t_signal_starting,
          "signal_opening": t_signal_opening,
          "signal_setters": t_signal_setters,
