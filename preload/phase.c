@@ -122,9 +122,10 @@ int gp_range_record(uint32_t op, const char *name, uint64_t id,
   struct gp_tstate *ts = &gp_ts;
   if (ts->depth || ts->internal) return 1;
   if (gp_ring_of_thread() == NULL) {
-    /* before the first CUDA call: pushes and pops kept until it */
-    if (atomic_load_explicit(&gp_state, memory_order_relaxed) != GP_IDLE)
-      return 1;
+    /* before the first CUDA call, and while it starts recording: pushes
+     * and pops kept until the thread records */
+    int st = atomic_load_explicit(&gp_state, memory_order_relaxed);
+    if (st != GP_IDLE && st != GP_STARTING) return 1;
     if (op == GPUPHASE_RANGE_PUSH) return pend_push(name, domain);
     if (op == GPUPHASE_RANGE_POP) return pend_pop(domain);
     return 1;

@@ -266,6 +266,9 @@ int gp_steps_range(struct gp_attr *a, uint32_t pi, uint64_t th, int open,
   struct phase *p = &a->ph[pi];
   struct gp_stepper *st = a->st;
   if (open == 2) {
+    /* a pass fixed on the repeated range a first pass chose: its steps are
+     * the top-level occurrences it counted */
+    if (a->o.step_exact) return 0;
     if (!p->shared) {
       const char *s = gp_attr_str(a, p->name);
       p->shared = shared_name(a, s ? s : "") ? 1 : 2;

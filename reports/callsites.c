@@ -493,7 +493,11 @@ char *gp_cs_fn_name(const char *raw) {
     if (c) strip_clone(c);
     /* a name from the debug information (an inlined C++ function has
      * no linkage name there): its template arguments left out too */
-    if (c && strchr(c, '<')) gp_short_name(raw, c, strlen(c) + 1);
+    if (c && strchr(c, '<')) {
+      char *t = dup0(c);
+      if (t) gp_short_name(t, c, strlen(c) + 1);
+      free(t);
+    }
     return c;
   }
   size_t n = strlen(d) + 1;

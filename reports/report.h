@@ -362,7 +362,9 @@ struct gp_report_opts {
                          alone): what compare needs */
   /* internal (pipeline.c): how a second pass finds the steps the first
    * chose */
-  int step_exact;       /* `step` is a name, not a glob */
+  int step_exact;       /* `step` is a name, not a glob: the repeated
+                           top-level range a first pass chose, so its
+                           top-level occurrences alone, as that pass saw */
   int step_source;      /* enum gp_step_source to report */
   const char *step_api; /* heuristic: the synchronising call's name */
   uint64_t step_func;   /* heuristic: the function (or graph) whose launches

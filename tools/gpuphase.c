@@ -175,6 +175,10 @@ static void remove_link(void) {
 
 static int preloadable(char *lib, size_t cap) {
   if (!strpbrk(lib, " :")) return 0;
+  /* the link is read from its own directory: it must name the library by
+   * its absolute path (GPUPHASE_LIB may be relative) */
+  char abs[PATH_MAX];
+  if (realpath(lib, abs) && strlen(abs) < cap) snprintf(lib, cap, "%s", abs);
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp || strpbrk(tmp, " :")) tmp = "/tmp";
   char link[PATH_MAX + 32];

@@ -84,6 +84,14 @@
  *                  exits 0 if all three failed with EBADF, as they do
  *                  without the profiler, else 10 + a bit for each that did
  *                  not (1: the read, 2: stdout, 4: stderr)
+ *   prerangestart  a thread pushes "load" before any CUDA call; the main
+ *                  thread makes the process's first (run with a slow
+ *                  CUPTI: recording starts meanwhile); 300 ms after the
+ *                  push the thread pops "load", then pushes and pops
+ *                  "batch" 3 times; once the main thread's call returned,
+ *                  the thread pushes "after", synchronises and pops it;
+ *                  prints "pops=A B" (the returns of the two pops of
+ *                  "load" and "after")
  */
 #include <stdint.h>
 #include <sys/time.h>
@@ -392,8 +400,46 @@ static int soak(int secs, int nthreads) {
   return bad;
 }
 
+static _Atomic int pre_pushed, pre_running;
+static int pre_pop_load, pre_pop_after;
+
+static void *pre_worker(void *arg) {
+  (void)arg;
+  int (*push)(const char *) =
+      (int (*)(const char *))dlsym(RTLD_DEFAULT, "gpuphase_range_push");
+  int (*pop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpuphase_range_pop");
+  if (!push || !pop) return (void *)1;
+  push("load");
+  atomic_store(&pre_pushed, 1);
+  usleep(300000);
+  pre_pop_load = pop();
+  for (int i = 0; i < 3; i++) {
+    push("batch");
+    pop();
+  }
+  while (!atomic_load(&pre_running)) usleep(1000);
+  push("after");
+  if (cudaDeviceSynchronize() != cudaSuccess) return (void *)1;
+  pre_pop_after = pop();
+  return NULL;
+}
+
+static int pre_range_start(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, pre_worker, NULL) != 0) return 1;
+  while (!atomic_load(&pre_pushed)) usleep(1000);
+  cudaStream_t s;
+  if (cudaStreamCreate(&s) != cudaSuccess) return 1;
+  atomic_store(&pre_running, 1);
+  void *rc;
+  pthread_join(t, &rc);
+  printf("pops=%d %d\n", pre_pop_load, pre_pop_after);
+  return rc != NULL || cudaStreamDestroy(s) != cudaSuccess;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "prerangestart")) return pre_range_start();
   int n = argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "churn")) return churn(n);
   if (!strcmp(mode, "exitthread")) return exit_thread(n);

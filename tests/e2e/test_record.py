@@ -1,6 +1,7 @@
 """End-to-end tests of recording on the simulated GPU (tests/simcuda).
 Expected values come from the simulator's documented timing model."""
 import errno
+import glob
 import json
 import os
 import shutil
@@ -359,6 +360,13 @@ def t_run_lib_space():
     check(p.returncode == 7, f"exit {p.returncode}: {p.stderr!r}")
     check(len(traces(d)) == 1 and "preloaded" not in p.stderr, f"{traces(d)} {p.stderr!r}")
     check(os.listdir(tmp) == [], f"left in TMPDIR: {os.listdir(tmp)}")
+    # the same path relative to the working directory: the link names the
+    # library by its absolute path (it dangled)
+    p = run([RUN, "run", "-o", "rel-%p.gph", "--", prog("e2e-prog-lifecycle"), "exit", "7"], d,
+            extra={"GPUPHASE_LIB": os.path.join("my dir:x", "libgpuphase.so"), "TMPDIR": tmp},
+            preload=False)
+    check(p.returncode == 7 and "preloaded" not in p.stderr and
+          glob.glob(os.path.join(d, "rel-*.gph")), f"relative: {p.returncode} {p.stderr!r}")
 
 
 def t_run_ignored():
@@ -1029,6 +1037,27 @@ def t_items():
     p = run([prog("e2e-prog-scenarios"), "items", str(steps)], d, preload=False)
     check(p.returncode == 0 and "before cuda: 1" in p.stdout and "items recorded 0" in p.stdout,
           f"without the profiler: {p.returncode} {p.stdout!r}")
+
+
+def t_prerange_start():
+    """A range kept from before the first CUDA call and closed while another
+    thread starts recording (a CUPTI slow to load, 1 s) is dropped with its
+    pop, not recorded open to the end (prog_harden.c "prerangestart"; the
+    pop was ignored then, and the push flushed later stayed open): the
+    thread's later range is a phase of its own, nothing is open at the
+    end."""
+    slow = os.path.join(PROGDIR, "libe2e-slowcupti.so")
+    d = workdir()
+    p = run([prog("e2e-prog-harden"), "prerangestart"], d,
+            extra={"GPUPHASE_CUPTI_LIB": slow, "GP_SLOWCUPTI_MS": "1000"})
+    check(p.returncode == 0 and "pops=0 0" in p.stdout, f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                  capture_output=True, text=True, timeout=60,
+                                  env=env(preload=False)).stdout)
+    ph = {x["name"]: x for x in j["phases"]}
+    check("after" in ph and "load" not in ph, f"phases {sorted(ph)}")
+    check(j["diagnostics"]["ranges_open_at_end"] == 0 and
+          j["diagnostics"]["unmatched_range_ends"] == 0, f"{j['diagnostics']}")
 
 
 def t_quiet_io():
@@ -1862,7 +1891,8 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "quiet_io": t_quiet_io, "run_id": t_run_id,
+         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "prerange_start": t_prerange_start,
+         "quiet_io": t_quiet_io, "run_id": t_run_id,
          "signals": t_signals, "signal_starting": t_signal_starting,
          "signal_opening": t_signal_opening,
          "signal_setters": t_signal_setters,

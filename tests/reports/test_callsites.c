@@ -778,6 +778,7 @@ static void test_fn_name(void) {
       {"x.part", "x"},
       /* an inlined C++ function named by DWARF (no linkage name) */
       {"__invoke_impl<void, main()::<lambda()>&>", "__invoke_impl"},
+      {"foo<int>.part.0", "foo"},
       {"_M_invoke", "_M_invoke"},
       {"_ZN2ml3BoxIiE3getEv@@V1", "ml::Box<int>::get"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -1235,6 +1235,25 @@ static void test_nested_named(void) {
   EQ(r->nnotes, 0);
   gp_res_free(r);
   tl_free(&t);
+
+  /* 6 top-level "step" ranges, then 6 more inside "init": --step takes
+   * all 12; the pass fixed on the repeated range a first pass chose
+   * (step_exact) keeps the 6 top-level ones that pass counted */
+  base(&t);
+  loop(&t, S_STEP, 6);
+  tl_range(&t, 1, GPUPHASE_RANGE_PUSH, 7000, S_INIT, 0);
+  loop_at(&t, S_STEP, 6, 7100);
+  tl_range(&t, 1, GPUPHASE_RANGE_POP, 13000, 0, 0);
+  t.o.step = "step";
+  t.o.warmup = 1;
+  r = tl_run(&t);
+  EQ(r->steps.n, 12);
+  gp_res_free(r);
+  t.o.step_exact = 1;
+  r = tl_run(&t);
+  EQ(r->steps.n, 6);
+  gp_res_free(r);
+  tl_free(&t);
 }
 
 /* The loop of test_named without --step, then a kernel running until
