@@ -92,7 +92,12 @@ static int low_coverage(const struct ctx *c, char *buf, size_t n) {
   char how[48] = "";
   if (m && m->q[GP_MQ_SM_ACTIVE].source &&
       gp_magg_mean(&m->q[GP_MQ_SM_ACTIVE].total) >= 0) {
-    if (m->q[GP_MQ_GPU_UTIL].source) return 0; /* measured_sm_gap */
+    /* with nvidia-smi's GPU-Util measured too, measured_sm_gap says it
+     * when it fires (GPU-Util of 80% and more); below that, this does */
+    char gap[512];
+    if (m->q[GP_MQ_GPU_UTIL].source &&
+        gp_meas_find_util_gap(c->r, c->d, gap, sizeof gap))
+      return 0;
     cov = gp_magg_mean(&m->q[GP_MQ_SM_ACTIVE].total);
     what = "SMs active";
     snprintf(how, sizeof how, " (measured, %s)",

@@ -512,10 +512,12 @@ int gp_meas_find_util_gap(const struct gp_proc_res *r,
   const struct gp_meas_dev *m = gp_meas_dev(r, d->id);
   double g = mean(m, GP_MQ_GPU_UTIL), s = mean(m, GP_MQ_SM_ACTIVE);
   if (g < 80 || s < 0 || s >= 50 || s > g - 30) return 0;
+  char sv[16]; /* below 10% with one decimal (report-text.md) */
+  gp_fmt_pct(sv, sizeof sv, s);
   int k = say(buf, n,
-              "nvidia-smi %.0f%%, SMs active %.0f%% (measured, %s): kernels "
+              "nvidia-smi %.0f%%, SMs active %s (measured, %s): kernels "
               "run but most SMs are idle",
-              g, s, src_of(m, GP_MQ_SM_ACTIVE));
+              g, sv, src_of(m, GP_MQ_SM_ACTIVE));
   size_t len = strlen(buf);
   if (d->util.small_pct >= 50 && d->sms)
     snprintf(buf + len, n - len,

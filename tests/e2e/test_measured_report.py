@@ -20,6 +20,7 @@ GPU-Util; 12% of the value, plus the JSON's 0.01 rounding, for the
 ratios).
 """
 import json
+import re
 import sys
 
 from gptest import check, main, prog, report_cmd, run, traces, workdir
@@ -110,6 +111,11 @@ def t_launch():
     check(m["cuda_alloc_peak_bytes"] == MIB, f"allocated {m['cuda_alloc_peak_bytes']}")
     check("Measured (device-wide)" in txt, "no measured section in the text")
     check("measured_sm_gap" not in rules(r), "SM-gap finding at a low GPU-Util")
+    # below 80% GPU-Util the coverage finding is not left to measured_sm_gap
+    # (which does not fire there): it says it, from the measured SMs active
+    f = [x for x in r.get("findings", []) if x["rule"] == "low_sm_coverage"]
+    check(len(f) == 1 and "SMs active" in f[0]["text"] and "(measured, gpm)" in f[0]["text"],
+          f"low_sm_coverage with NVML on: {r.get('findings')}")
     check(err == "", f"stderr: {err}")
 
 
@@ -127,6 +133,10 @@ def t_saturated():
     near(m["sm_active_pct"], busy / SMS, 0.12, "SM active")
     check("measured_sm_gap" in rules(r), f"findings {rules(r)}")
     check("SMs active" in txt, "the SM-gap finding is not in the text")
+    # SMs active under 10% with one decimal, as the measured block prints
+    # it (it read "1%" for 0.7%)
+    g = [x["text"] for x in r["findings"] if x["rule"] == "measured_sm_gap"]
+    check(g and re.search(r"SMs active \d\.\d%", g[0]), f"SM-gap text {g}")
 
 
 def t_tensor():

@@ -592,12 +592,13 @@ static void test_pm_fail(void) {
   gp_res_free(r);
 }
 
-/* GPU-Util 60%: the gap rule stays quiet; SM active measured alone makes
- * the coverage rule use it. */
+/* GPU-Util 60%: the gap rule stays quiet (under 80%), so the coverage
+ * rule says it, from the SMs active measured (it was left to the gap rule
+ * whenever GPU-Util was measured, and no finding said it). */
 static void test_low_util(void) {
   struct gp_proc_res *r = report("lowutil", F_LOW_UTIL);
   FIRES(r, "measured_sm_gap", 0);
-  FIRES(r, "low_sm_coverage", 0); /* gpu_util measured: not this rule */
+  FIRES(r, "low_sm_coverage", 1);
   gp_res_free(r);
 }
 
