@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,13 +142,19 @@ static void set_state(int dev, int st) {
   pthread_mutex_unlock(&P.lock);
 }
 
-/* A device gives nothing from now on: its state, and one stderr line. */
+/* A device gives nothing from now on: its state, and one stderr line for
+ * the first device that gives up in this way (the trace has every
+ * device's state: several GPUs denied say it once). */
 static void give_up(int dev, int st, const char *why) {
-  char line[400];
-  snprintf(line, sizeof line,
-           "PM sampling of device %d %s: %s; no PM samples for it", dev,
-           status_word(st), why);
-  P.h->warn(line);
+  static _Atomic unsigned said; /* by status */
+  unsigned bit = 1u << (st & 31);
+  if (!(atomic_fetch_or(&said, bit) & bit)) {
+    char line[400];
+    snprintf(line, sizeof line,
+             "PM sampling of device %d %s: %s; no PM samples for it", dev,
+             status_word(st), why);
+    P.h->warn(line);
+  }
   P.h->state(dev, st, P.h->now_ns(), why);
   set_state(dev, S_DONE);
 }

@@ -233,6 +233,18 @@ def t_denied():
           f"nothing after the failed Enable: {calls}")
 
 
+def t_denied_two():
+    """Two GPUs, both denied: each has its DENIED sampler record, and
+    standard error one line (it had one per device)."""
+    d, p, _ = run_pm({"GPUSIM_PM": "denied", "GPUSIM_DEVICES": "2"},
+                     args=[prog("e2e-prog-paths"), "multidevice"])
+    lines = [l for l in p.stderr.splitlines() if l.startswith("gpuphase:")]
+    check(len(lines) == 1 and "not permitted" in lines[0], f"stderr {p.stderr!r}")
+    _, _, _, samplers = pm_view(traces(d)[0])
+    check(sorted((s["device"], s["status"]) for s in samplers) == [(0, DENIED), (1, DENIED)],
+          f"samplers {samplers}")
+
+
 def t_busy():
     """Another session holds the device's counters: BUSY."""
     degraded("busy", BUSY, "busy")
@@ -360,7 +372,7 @@ def t_exec():
         check(linked(recs), f"{f}: kernels linked")
 
 
-TESTS = {"exec": t_exec, "missing": t_missing, "device1": t_device1, "model": t_model, "profile": t_profile, "denied": t_denied, "busy": t_busy,
+TESTS = {"exec": t_exec, "missing": t_missing, "device1": t_device1, "model": t_model, "profile": t_profile, "denied": t_denied, "denied_two": t_denied_two, "busy": t_busy,
          "unsupported": t_unsupported, "invalid": t_invalid, "off": t_off,
          "overflow": t_overflow, "interval": t_interval, "fork": t_fork}
 
