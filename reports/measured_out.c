@@ -229,11 +229,21 @@ void gp_meas_text(FILE *f, const struct gp_proc_res *r, const char *bold,
 
 /* ---- JSON ---- */
 
+/* A quantity's value as JSON writes it: bytes are whole (a time-weighted
+ * mean of the device's memory size read 141000000000.00). */
+static double json_val(int q, double v) {
+  if (v > 0 && (q == GP_MQ_MEM_USED || q == GP_MQ_PROC_MEM ||
+                q == GP_MQ_MEM_TOTAL))
+    return round(v);
+  return v;
+}
+
 static void qvals(struct gp_json *j, const struct gp_meas_dev *m,
                   const struct gp_magg *const *a) {
   for (int q = 0; q < GP_MQ_N; q++) {
     if (!gp_mq_json[q] || !m->q[q].source) continue;
-    gp_json_num(j, gp_mq_json[q], a[q] ? gp_magg_mean(a[q]) : -1, 2, 1);
+    gp_json_num(j, gp_mq_json[q],
+                json_val(q, a[q] ? gp_magg_mean(a[q]) : -1), 2, 1);
   }
 }
 
@@ -361,7 +371,7 @@ void gp_meas_json(struct gp_json *j, const struct gp_proc_res *r,
     if (!gp_mq_json[q] || q == GP_MQ_GPU_UTIL || q == GP_MQ_SM_ACTIVE ||
         q == GP_MQ_SM_OCC || q == GP_MQ_TENSOR || q == GP_MQ_DRAM_BW)
       continue;
-    gp_json_num(j, gp_mq_json[q], mean(m, q), 2, 1);
+    gp_json_num(j, gp_mq_json[q], json_val(q, mean(m, q)), 2, 1);
   }
   const struct gp_mq_res *pr = &m->q[GP_MQ_PROCS];
   /* null, as procs_mean, when no reading fell in the window */

@@ -58,6 +58,10 @@ def report(args, extra=None, merge=False):
     txt = report_cmd([t[0]])
     check(txt.returncode == 0, f"text report: {txt.returncode} {txt.stderr}")
     r = json.loads(j.stdout)
+    # byte counts are whole numbers in the JSON (a time-weighted mean of
+    # the device's memory size read 141000000000.00)
+    frac = re.findall(r'"[a-z_]*_bytes": \d+\.\d+', j.stdout)
+    check(not frac, f"{args}: byte counts with decimals {frac[:3]}")
     if merge:
         same_from_summary(t[0], j.stdout)
     return r, r["devices"][0], txt.stdout, p.stderr
