@@ -4,6 +4,8 @@
  * writer turns them into ITEMS records, one per call, and the report adds
  * them up per step. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,8 +55,12 @@ static int put_range(struct gp_tbuf *b, uint64_t t0, uint32_t op,
  * range around the model's setup), still open: kept per thread, with
  * their times, and recorded once the thread has its ring (its first
  * range or CUDA call after recording started). At most GP_PEND_MAX per
- * thread; pushes past them are counted so that their pops pair. */
+ * thread, and GP_PEND_BYTES of names in the whole process (a program that
+ * keeps starting threads that push ranges before any CUDA call); pushes
+ * past them are counted so that their pops pair. A thread that ends with
+ * ranges kept frees them (a key's destructor). */
 #define GP_PEND_MAX 8
+#define GP_PEND_BYTES (64u << 10)
 struct pend {
   uint64_t t0; /* CLOCK_MONOTONIC ns (the raw clock is chosen at the start) */
   const void *domain;
@@ -63,6 +69,28 @@ struct pend {
 };
 static __thread struct pend pend[GP_PEND_MAX];
 static __thread unsigned npend, pend_over;
+static _Atomic size_t pend_bytes; /* names kept, all threads */
+static pthread_key_t pend_key;
+static pthread_once_t pend_once = PTHREAD_ONCE_INIT;
+static int pend_key_ok;
+
+static size_t pend_cost(size_t len) { return (len ? len : 1) + 16; }
+
+static void pend_release(unsigned i) {
+  free(pend[i].name);
+  atomic_fetch_sub_explicit(&pend_bytes, pend_cost(pend[i].len),
+                            memory_order_relaxed);
+}
+
+static void pend_thread_exit(void *p) {
+  (void)p;
+  for (unsigned i = 0; i < npend; i++) pend_release(i);
+  npend = pend_over = 0;
+}
+
+static void pend_key_make(void) {
+  pend_key_ok = pthread_key_create(&pend_key, pend_thread_exit) == 0;
+}
 
 static int pend_push(const char *name, const void *domain) {
   if (npend == GP_PEND_MAX) {
@@ -70,10 +98,28 @@ static int pend_push(const char *name, const void *domain) {
     return 1;
   }
   int saved = errno;
-  size_t len = name_len(name);
-  char *c = malloc(len ? len : 1);
+  size_t len = name_len(name), cost = pend_cost(len);
+  if (atomic_fetch_add_explicit(&pend_bytes, cost, memory_order_relaxed) +
+          cost > GP_PEND_BYTES) {
+    atomic_fetch_sub_explicit(&pend_bytes, cost, memory_order_relaxed);
+    pend_over++;
+    return 1;
+  }
+  char *c = NULL;
+  if (!npend) {
+    /* the thread's names are freed if it ends before it records */
+    pthread_once(&pend_once, pend_key_make);
+    if (pend_key_ok && pthread_setspecific(pend_key, &pend_key) == 0)
+      c = malloc(len ? len : 1);
+  } else {
+    c = malloc(len ? len : 1);
+  }
   errno = saved;
-  if (!c) return 1;
+  if (!c) {
+    atomic_fetch_sub_explicit(&pend_bytes, cost, memory_order_relaxed);
+    pend_over++;
+    return 1;
+  }
   if (len) memcpy(c, name, len);
   pend[npend++] = (struct pend){gp_mono_ns(), domain, c, len};
   return 0;
@@ -88,7 +134,7 @@ static int pend_pop(const void *domain) {
   while (i > 0 && pend[i - 1].domain != domain) i--;
   if (!i) return 1;
   int saved = errno;
-  free(pend[i - 1].name);
+  pend_release(i - 1);
   errno = saved;
   memmove(&pend[i - 1], &pend[i], (npend - i) * sizeof *pend);
   npend--;
@@ -109,7 +155,7 @@ void gp_phase_flush_pending(struct gp_tbuf *b) {
     }
     put_range(b, t0, GPUPHASE_RANGE_PUSH, pend[i].name, pend[i].len, 0,
               pend[i].domain);
-    free(pend[i].name);
+    pend_release(i);
   }
   npend = pend_over = 0;
 }

@@ -92,6 +92,15 @@
  *                  the thread pushes "after", synchronises and pops it;
  *                  prints "pops=A B" (the returns of the two pops of
  *                  "load" and "after")
+ *   prerangemem N  before any CUDA call: N threads started and joined one
+ *                  after another, each pushing 8 ranges of 250-byte names
+ *                  and ending without popping them; then N threads that
+ *                  push the same and wait, alive, until all have pushed;
+ *                  prints "churn_kb=C live_kb=L" (the heap grown by the
+ *                  first, and by the second less N live threads that push
+ *                  nothing; mallinfo2, so run with MALLOC_ARENA_MAX=1),
+ *                  then the main thread pushes "main", makes a CUDA call
+ *                  and pops it: prints "pop=R" (its return)
  */
 #include <stdint.h>
 #include <sys/time.h>
@@ -99,6 +108,7 @@
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -437,9 +447,75 @@ static int pre_range_start(void) {
   return rc != NULL || cudaStreamDestroy(s) != cudaSuccess;
 }
 
+static pthread_barrier_t mem_bar;
+
+/* what: bit 0, push 8 ranges; bit 1, wait alive at the barrier */
+static void *mem_worker(void *what) {
+  int (*push)(const char *) =
+      (int (*)(const char *))dlsym(RTLD_DEFAULT, "gpuphase_range_push");
+  if (!push) return (void *)1;
+  char name[251];
+  for (int i = 0; (size_t)what & 1 && i < 8; i++) {
+    memset(name, 'a' + i, 250);
+    name[250] = 0;
+    push(name);
+  }
+  if ((size_t)what & 2) {
+    pthread_barrier_wait(&mem_bar); /* all alive */
+    pthread_barrier_wait(&mem_bar); /* measured */
+  }
+  return NULL;
+}
+
+/* The heap grown (main arena: run with MALLOC_ARENA_MAX=1) while n
+ * threads are alive, pushing or not. */
+static long mem_live(int n, size_t push) {
+  pthread_t *ts = calloc((size_t)n, sizeof *ts);
+  void *r;
+  if (!ts || pthread_barrier_init(&mem_bar, NULL, (unsigned)n + 1)) return -1;
+  size_t h0 = mallinfo2().uordblks;
+  for (int i = 0; i < n; i++)
+    if (pthread_create(&ts[i], NULL, mem_worker, (void *)(2 | push))) return -1;
+  pthread_barrier_wait(&mem_bar);
+  size_t h1 = mallinfo2().uordblks;
+  pthread_barrier_wait(&mem_bar);
+  for (int i = 0; i < n; i++)
+    if (pthread_join(ts[i], &r) || r) return -1;
+  pthread_barrier_destroy(&mem_bar);
+  free(ts);
+  return ((long)h1 - (long)h0) / 1024;
+}
+
+static int pre_range_mem(int n) {
+  int (*push)(const char *) =
+      (int (*)(const char *))dlsym(RTLD_DEFAULT, "gpuphase_range_push");
+  int (*pop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpuphase_range_pop");
+  if (!push || !pop || n < 1) return 1;
+  /* one thread first: the heap's own per-thread state */
+  pthread_t t;
+  void *r;
+  if (pthread_create(&t, NULL, mem_worker, (void *)1) || pthread_join(t, &r) || r)
+    return 1;
+  size_t h0 = mallinfo2().uordblks;
+  for (int i = 0; i < n; i++)
+    if (pthread_create(&t, NULL, mem_worker, (void *)1) || pthread_join(t, &r) || r)
+      return 1;
+  size_t h1 = mallinfo2().uordblks;
+  long quiet = mem_live(n, 0), pushing = mem_live(n, 1);
+  if (quiet < 0 || pushing < 0) return 1;
+  printf("churn_kb=%ld live_kb=%ld\n", ((long)h1 - (long)h0) / 1024,
+         pushing - quiet);
+  push("main");
+  if (work(1)) return 1;
+  printf("pop=%d\n", pop());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "prerangestart")) return pre_range_start();
+  if (!strcmp(mode, "prerangemem"))
+    return pre_range_mem(argc > 2 ? atoi(argv[2]) : 0);
   int n = argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "churn")) return churn(n);
   if (!strcmp(mode, "exitthread")) return exit_thread(n);

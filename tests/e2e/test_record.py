@@ -1060,6 +1060,33 @@ def t_prerange_start():
           j["diagnostics"]["unmatched_range_ends"] == 0, f"{j['diagnostics']}")
 
 
+def t_prerange_mem():
+    """Ranges kept from before the first CUDA call hold bounded memory: a
+    thread that ends with ranges kept frees them (200 threads one after
+    another, each with 8 names of 250 bytes: 425 KiB kept for ever before),
+    and the names kept by live threads are capped for the process (64 KiB
+    of names with 16 bytes each for the count; 552 KiB for 200 threads
+    before);
+    once those threads have ended, the main thread's range is kept and
+    recorded (prog_harden.c "prerangemem")."""
+    d = workdir()
+    p = run([prog("e2e-prog-harden"), "prerangemem", "200"], d,
+            extra={"MALLOC_ARENA_MAX": "1"})
+    m = dict(kv.split("=") for kv in p.stdout.split())
+    check(p.returncode == 0 and m.get("pop") == "0", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    churn, live = int(m["churn_kb"]), int(m["live_kb"])
+    check(churn < 32, f"heap after 200 threads ended with their ranges: {churn} KiB")
+    # 64 KiB of names and counts, with the C library's own cache (about
+    # 0.6 KiB) for each of the 31 threads that got names kept: 84 KiB
+    check(live < 100, f"heap held by 200 live threads' ranges: {live} KiB (cap 64)")
+    j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
+                                  capture_output=True, text=True, timeout=60,
+                                  env=env(preload=False)).stdout)
+    ph = {x["name"]: x for x in j["phases"]}
+    check("main" in ph, f"phases {sorted(ph)}")
+    check(j["diagnostics"]["unmatched_range_ends"] == 0, f"{j['diagnostics']}")
+
+
 def t_quiet_io():
     """The library's own writes on the program's thread never end or stop
     it: its one-line warning into a standard error whose reader is gone
@@ -1891,7 +1918,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
-         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "prerange_start": t_prerange_start,
+         "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "prerange_start": t_prerange_start, "prerange_mem": t_prerange_mem,
          "quiet_io": t_quiet_io, "run_id": t_run_id,
          "signals": t_signals, "signal_starting": t_signal_starting,
          "signal_opening": t_signal_opening,
