@@ -9,8 +9,9 @@
 
 /* At the lazy start of recording (an application thread, never the
  * constructor): starts the thread unless GPUPHASE_NVML=0 or
- * GPUPHASE_SAMPLE_MS=0. */
-void gp_sampler_start(void);
+ * GPUPHASE_SAMPLE_MS=0. since: CLOCK_MONOTONIC ns when recording started
+ * (NVML's utilisation periods are kept from there). */
+void gp_sampler_start(uint64_t since);
 /* Writer thread, every pass: tells the sampler the described devices
  * (waking it to read a new one at once) and writes the records it queued. */
 void gp_sampler_poll(void);

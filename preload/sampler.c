@@ -192,6 +192,7 @@ static struct {
   uint64_t released; /* start of the newest released record */
   uint64_t defined[MAX_DEV]; /* bit per metric index: METRIC queued */
   uint64_t t_start;
+  uint64_t t_since; /* recording's start: NVML periods kept from there */
   unsigned period_ms, gpm_ms;
   int warned_nvml, warned_gpm;
   gp_nvmlGpmMetricsGet_t *mg;
@@ -550,7 +551,9 @@ static void device_setup(int d, uint64_t now) {
   }
   v->state = 1;
   v->clk = CLK_UNKNOWN;
-  v->util_mark = v->mark[0] = v->mark[1] = now;
+  /* the records of devices set up before any is handed on wait for
+   * NVML's first period, which began when recording did or earlier */
+  v->util_mark = v->mark[0] = v->mark[1] = S.released ? now : S.t_since;
   v->prev_tick = now;
   v->period_us[0] = v->period_us[1] = MAX_PERIOD_US;
   unsigned cap = 0;
@@ -595,9 +598,9 @@ static void samples_sort(gp_nvmlSample_t *v, unsigned n) {
   }
 }
 
-static void utilization(int d, uint64_t now) {
+static void utilization(int d, uint64_t now, int last) {
   struct dev *v = &S.dev[d];
-  uint64_t floor_ns = S.released > S.t_start ? S.released : S.t_start;
+  uint64_t floor_ns = S.released > S.t_since ? S.released : S.t_since;
   for (int k = 0; k < 2 && !v->util_rates; k++) {
     int type = k ? GP_NVML_MEMORY_UTILIZATION_SAMPLES : GP_NVML_GPU_UTILIZATION_SAMPLES;
     int m = k ? M_MEM_UTIL : M_GPU_UTIL;
@@ -629,13 +632,24 @@ static void utilization(int d, uint64_t now) {
     }
     int64_t off = clock_offset(candidates[v->clk]);
     unsigned i = 0;
+    unsigned long long prev = v->last_ts[k];
     if (!v->based[k]) {
-      v->based[k] = 1; /* the oldest gives the first period its start */
-      i = 1;
-    } else {
-      i = 0;
+      /* The first batch: its oldest sample covers one period before it,
+       * the shortest gap of the batch (a run that starts idle has its idle
+       * first period counted). A lone sample gives no period: it is read
+       * again with the next (NVML keeps them; the records after it wait
+       * for it, a period at most), and is only the next one's start if
+       * none comes. */
+      if (n == 1 && !last) continue;
+      v->based[k] = 1;
+      for (unsigned j = 1; j < n; j++) {
+        unsigned long long g = v->buf[j].timeStamp - v->buf[j - 1].timeStamp;
+        if (g && g < v->period_us[k]) v->period_us[k] = g;
+      }
+      prev = v->buf[0].timeStamp;
+      if (n > 1 && prev > v->period_us[k]) prev -= v->period_us[k];
+      else i = 1;
     }
-    unsigned long long prev = i ? v->buf[0].timeStamp : v->last_ts[k];
     for (; i < n; i++) {
       unsigned long long ts = v->buf[i].timeStamp;
       if (ts <= prev) continue;
@@ -645,6 +659,9 @@ static void utilization(int d, uint64_t now) {
       if (gap < v->period_us[k]) v->period_us[k] = gap;
       unsigned long long from = gap > v->period_us[k] ? ts - v->period_us[k] : prev;
       int64_t s = (int64_t)(from * 1000ull) - off, e = (int64_t)(ts * 1000ull) - off;
+      /* a period that began before recording did: its part after */
+      if (s < (int64_t)S.t_since && e > (int64_t)S.t_since && floor_ns == S.t_since)
+        s = (int64_t)S.t_since;
       if (s > 0 && (uint64_t)s >= floor_ns && e > s)
         sample(d, m, (uint64_t)s, (uint64_t)e,
                (int64_t)v->buf[i].sampleValue.uiVal * 1000);
@@ -789,7 +806,7 @@ static void tick(int last, int fresh_only) {
     if (read >> d & 1) {
       instants(d, now);
       if (v->state != 1) continue;
-      utilization(d, now);
+      utilization(d, now, last);
       v->prev_tick = now;
     }
     if (v->util_mark < mark) mark = v->util_mark;
@@ -908,7 +925,7 @@ static void *thread_main(void *arg) {
 }
 
 /* ---- the lifecycle's side ---- */
-void gp_sampler_start(void) {
+void gp_sampler_start(uint64_t since) {
   pthread_once(&fork_once, fork_arm);
   if (fork_tainted) {
     snprintf(S.off_reason, sizeof S.off_reason,
@@ -926,6 +943,7 @@ void gp_sampler_start(void) {
   S.period_ms = gp_cfg.sample_ms;
   S.gpm_ms = S.period_ms > GPM_MIN_MS ? S.period_ms : GPM_MIN_MS;
   S.t_start = clock_of(CLOCK_MONOTONIC);
+  S.t_since = since && since < S.t_start ? since : S.t_start;
   S.stop = 0;
   S.started = 0;
   S.fresh = 0;

@@ -182,6 +182,7 @@ static int start_deferred(void) {
 }
 
 static int start_process(void) {
+  uint64_t since = gp_mono_ns();
   if (gp_rings_start() != 0) return -1;
   gp_stacks_start(); /* before the writer thread, which reads its settings */
   /* Armed before the file exists, so that a terminating signal never
@@ -209,7 +210,7 @@ static int start_process(void) {
                             "CUPTI disabled by GPUPHASE_CUPTI=0");
   gp_pmsample_begin(); /* after CUPTI activity, when GPUPHASE_PM=1 */
   gp_fd_std_release(held);
-  gp_sampler_start(); /* device counters, on a thread of its own */
+  gp_sampler_start(since); /* device counters, on a thread of its own */
   atexit(shutdown_atexit);
   return 0;
 }

@@ -4,6 +4,9 @@
  *   prog_counters tensor MS            132-block kernels named gemm_tc
  *   prog_counters fixed N              N one-block kernels (a trace whose
  *                                      records do not depend on timing)
+ *   prog_counters idle MS              the device idle for 400 ms after the
+ *                                      first CUDA call, then the launch loop
+ *                                      for MS ms
  *   prog_counters fork MS              sets up CUDA, forks; the child runs
  *                                      the launch loop for MS ms, then the
  *                                      parent does
@@ -44,6 +47,10 @@ int main(int argc, char **argv) {
   void *p = NULL;
   if (cudaMalloc(&p, 1 << 20) != cudaSuccess) return 1;
   if (cudaSetDevice(dev) != cudaSuccess) return 1;
+  if (strcmp(argv[1], "idle") == 0) {
+    struct timespec idle = {0, 400000000L};
+    nanosleep(&idle, NULL);
+  }
   if (strcmp(argv[1], "fork") == 0) {
     pid_t c = fork();
     if (c < 0) return 1;

@@ -137,9 +137,8 @@ def t_launch():
           f"SAMPLER OK records: {statuses(recs, 0)}")
     merged = kernels(recs, 0)
     check(merged, "no kernels")
-    # 1.5 s of 1/6 s periods: 9, less the first (NVML starts with the
-    # sampler) and the last (cut by the exit), less what a loaded machine
-    # (sanitizers) delays
+    # 1.5 s of 1/6 s periods: 9, less the last (cut by the exit), less
+    # what a loaded machine (sanitizers) delays
     _, avg = check_gpu_util(recs, 0, merged, 4)
     # launch-bound: the device is idle part of the time, busy part of it
     check(0.5 < avg < 95, f"busy {avg:.1f} %: the loop is not launch-bound")
@@ -150,6 +149,32 @@ def t_launch():
     check(mem and max(mem) == (1 << 20) + (512 << 20), f"mem_used {set(mem)}")
     procs = [value(s, recs) for s in samples(recs, 0, "procs")]
     check(procs and max(procs) == 1, f"procs {set(procs)}")
+
+
+def t_idle_start():
+    """A run that starts idle keeps NVML's first period: the simulated NVML
+    starts its periods with the first nvmlInit, the sampler's, once
+    recording has started; the first of them (400 ms idle here, GPU-Util
+    0) was the base of the next and left out, so the run's GPU-Util read
+    about half again the device's busy time (58% against 39% busy for
+    prog_pm's 300 ms idle and 200 ms busy). Every period from the first
+    one is kept, each matching the model, and the first starts within a
+    few ms of the recording's first call."""
+    recs, _ = record(["idle", 700])
+    well_formed(recs)
+    merged = kernels(recs, 0)
+    check(merged, "no kernels")
+    ss, _ = check_gpu_util(recs, 0, merged, 5)
+    first_call = min(r["start"] for r in by_kind(recs, "api"))
+    first = min(s["start"] for s in ss)
+    # NVML's periods start at the sampler's nvmlInit, after the trace's first
+    # call and its set-up: well under one 1/6 s period (before, 167 ms)
+    check(first - first_call < 60e6,
+          f"first gpu_util period starts {(first - first_call) / 1e6:.1f} ms "
+          f"after the first call")
+    zero = [s for s in ss if s["end"] <= merged[0][0]]
+    check(zero and all(value(s, recs) == 0 for s in zero),
+          f"idle periods before the first kernel: {[value(s, recs) for s in zero]}")
 
 
 def t_tensor():
@@ -279,7 +304,7 @@ def t_fork():
         check_gpu_util(recs, 0, merged, 2)
 
 
-TESTS = {"fork": t_fork, "launch": t_launch, "tensor": t_tensor, "reverse": t_reverse,
+TESTS = {"fork": t_fork, "idle_start": t_idle_start, "launch": t_launch, "tensor": t_tensor, "reverse": t_reverse,
          "absent": t_absent, "denied": t_denied, "nogpm": t_nogpm,
          "busy": t_busy, "off": t_off}
 
