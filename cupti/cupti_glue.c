@@ -85,6 +85,14 @@ static _Atomic int wanted; /* CUPTI was opened: we want device records */
 static int handed_over; /* another tool holds CUPTI now */
 static CUpti_SubscriberHandle other;
 static int ts_registered; /* our clock is CUPTI's */
+/* Another tool's use of the activity API, which has one pair of buffer
+ * callbacks per process (a tool may use it without subscribing): its
+ * callbacks, and the kinds it has enabled (bit k: kind k; kinds past 63
+ * counted in o_kinds_hi). */
+static CUpti_BuffersCallbackRequestFunc o_req;
+static CUpti_BuffersCallbackCompleteFunc o_comp;
+static uint64_t o_kinds;
+static unsigned o_kinds_hi;
 
 static uint64_t CUPTIAPI timestamp_cb(void) {
   return hooks->now_ns();
@@ -320,6 +328,17 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
     p_cuptiUnsubscribe(stale_subscriber);
     stale_subscriber = NULL;
   }
+  pthread_mutex_lock(&hand_lock);
+  int held = o_req && (o_kinds || o_kinds_hi);
+  pthread_mutex_unlock(&hand_lock);
+  if (held) {
+    /* a tool's activity records are under way (it enabled them before the
+     * first CUDA call): ours would take its buffers; we come in when it
+     * has disabled them all */
+    snprintf(reason, sizeof reason,
+             "CUPTI's activity buffers are held by another tool");
+    goto degraded;
+  }
   CUptiResult r = p_cuptiSubscribe(&subscriber, on_callback, NULL);
   if (r != CUPTI_SUCCESS) {
     subscriber = NULL;
@@ -466,6 +485,12 @@ int gp_cupti_subscribe_v2(void *sub, void *cb, void *ud, void *params) {
                               (CUpti_CallbackFunc)cb, ud, params);
 }
 
+/* Whether the other tool is done with CUPTI: no subscription, no
+ * activity kind enabled. hand_lock held. */
+static int other_gone(void) {
+  return !other && !o_kinds && !o_kinds_hi;
+}
+
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI
 cuptiUnsubscribe(CUpti_SubscriberHandle h) {
   unsubscribe_fn real = (unsubscribe_fn)real_cupti("cuptiUnsubscribe");
@@ -475,10 +500,108 @@ cuptiUnsubscribe(CUpti_SubscriberHandle h) {
   if (r == CUPTI_SUCCESS && h == other) {
     other = NULL;
     /* back after a hand-over, or first time if CUPTI was busy at start */
-    if (wanted && !active && lib) come_back();
+    if (wanted && !active && lib && other_gone()) come_back();
   }
   pthread_mutex_unlock(&hand_lock);
   return r;
+}
+
+/* A tool using the activity API without subscribing (CUPTI's own
+ * activity samples do): registering its buffer callbacks would replace
+ * ours, and CUPTI would hand it our buffers (which it frees as its own)
+ * and our records. So we step aside first, as for a subscription: our
+ * records so far flushed to us, our kinds disabled; the tool's records
+ * are its own until it has disabled every kind it enabled, when its last
+ * ones are flushed to it and we come back. A tool that enables a kind
+ * again later, without registering again, gets its callbacks back. */
+typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,
+                                   CUpti_BuffersCallbackCompleteFunc);
+typedef CUptiResult (*kind_fn)(CUpti_ActivityKind);
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                               CUpti_BuffersCallbackCompleteFunc comp) {
+  register_fn real = (register_fn)real_cupti("cuptiActivityRegisterCallbacks");
+  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  int stepped = 0;
+  if (active && subscriber) {
+    step_aside();
+    stepped = 1;
+  }
+  CUptiResult r = real(req, comp);
+  if (r == CUPTI_SUCCESS) {
+    o_req = req;
+    o_comp = comp;
+  } else if (stepped && other_gone()) {
+    come_back();
+  }
+  pthread_mutex_unlock(&hand_lock);
+  return r;
+}
+
+static void o_kind_set(CUpti_ActivityKind k, int on) {
+  if ((unsigned)k < 64) {
+    uint64_t bit = UINT64_C(1) << (unsigned)k;
+    o_kinds = on ? o_kinds | bit : o_kinds & ~bit;
+  } else if (on) {
+    o_kinds_hi++;
+  } else if (o_kinds_hi) {
+    o_kinds_hi--;
+  }
+}
+
+static CUptiResult other_enable(const char *name, CUpti_ActivityKind k,
+                                CUcontext ctx, int by_ctx) {
+  void *f = real_cupti(name);
+  if (!f) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  if (active && subscriber && o_req) {
+    /* back in since the tool last had its kinds: its callbacks again */
+    step_aside();
+    register_fn reg = (register_fn)real_cupti("cuptiActivityRegisterCallbacks");
+    if (reg) reg(o_req, o_comp);
+  }
+  CUptiResult r = by_ctx ? ((CUptiResult(*)(CUcontext, CUpti_ActivityKind))f)(ctx, k)
+                         : ((kind_fn)f)(k);
+  if (r == CUPTI_SUCCESS) o_kind_set(k, 1);
+  pthread_mutex_unlock(&hand_lock);
+  return r;
+}
+
+static CUptiResult other_disable(const char *name, CUpti_ActivityKind k,
+                                 CUcontext ctx, int by_ctx) {
+  void *f = real_cupti(name);
+  if (!f) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  CUptiResult r = by_ctx ? ((CUptiResult(*)(CUcontext, CUpti_ActivityKind))f)(ctx, k)
+                         : ((kind_fn)f)(k);
+  if (r == CUPTI_SUCCESS) {
+    o_kind_set(k, 0);
+    if (wanted && !active && lib && other_gone()) come_back();
+  }
+  pthread_mutex_unlock(&hand_lock);
+  return r;
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiActivityEnable(CUpti_ActivityKind k) {
+  return other_enable("cuptiActivityEnable", k, NULL, 0);
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiActivityDisable(CUpti_ActivityKind k) {
+  return other_disable("cuptiActivityDisable", k, NULL, 0);
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind k) {
+  return other_enable("cuptiActivityEnableContext", k, ctx, 1);
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiActivityDisableContext(CUcontext ctx, CUpti_ActivityKind k) {
+  return other_disable("cuptiActivityDisableContext", k, ctx, 1);
 }
 
 static uint32_t copy_kind(uint8_t k) {
@@ -730,6 +853,10 @@ void gp_cupti_forget(void) {
   wanted = 0;
   handed_over = 0;
   other = NULL;
+  o_req = NULL;
+  o_comp = NULL;
+  o_kinds = 0;
+  o_kinds_hi = 0;
   ts_registered = 0;
   pthread_mutex_init(&hand_lock, NULL);
   stale_subscriber = subscriber;

@@ -3,7 +3,17 @@
  * Prints how many kernel records the other tool got.
  *   e2e-prog-othertool [v2]   v2: it subscribes with cuptiSubscribe_v2
  *                             (looked up at run time, with its parameters'
- *                             struct as CUPTI 13 lays it out) */
+ *                             struct as CUPTI 13 lays it out)
+ *   e2e-prog-othertool activity N
+ *                             the tool uses only the activity API, as
+ *                             CUPTI's activity samples do: after 3 kernels
+ *                             it registers its buffer callbacks (its
+ *                             completion frees each buffer), then N times:
+ *                             enables kernel records, 4 kernels, flushes,
+ *                             disables, 2 kernels
+ *   e2e-prog-othertool early  the same tool registers and enables before
+ *                             the first CUDA call; 4 kernels, flush,
+ *                             disable, 2 kernels */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -63,7 +73,36 @@ static CUptiResult subscribe(int v2, CUpti_SubscriberHandle *tool) {
   return f ? f(tool, tool_cb, NULL, &p) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
+/* The activity-only tool: cycles of its kernel records after 3 kernels
+ * (early: registered and enabled before any CUDA call, one cycle). */
+static int activity_only(int cycles, int early) {
+  if (early) {
+    if (cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+      return 3;
+  } else {
+    if (launch(k_before, 3)) return 1;
+    if (cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS)
+      return 3;
+  }
+  for (int c = 0; c < cycles; c++) {
+    if ((c || !early) &&
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+      return 3;
+    if (launch(k_during, 4)) return 1;
+    if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS ||
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+      return 4;
+    if (launch(k_after, 2)) return 1;
+  }
+  printf("%d\n", tool_kernels);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "activity"))
+    return activity_only(argc > 2 ? atoi(argv[2]) : 1, 0);
+  if (argc > 1 && !strcmp(argv[1], "early")) return activity_only(1, 1);
   int v2 = argc > 1 && !strcmp(argv[1], "v2");
   if (launch(k_before, 3)) return 1;
   CUpti_SubscriberHandle tool;

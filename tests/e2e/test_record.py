@@ -624,6 +624,48 @@ def othertool_once(mode):
     check(len(during) == 4, "the 4 launches of the other tool's interval are inside it")
 
 
+def t_othertool_activity():
+    """A tool that uses only CUPTI's activity API (no cuptiSubscribe: its
+    buffer callbacks registered, kernel records enabled, flushed, disabled)
+    gets its own records and only those: we step aside when it registers,
+    and come back when it has disabled what it enabled, and again for each
+    of its cycles (it enables again without registering again). Before, its
+    completion callback was handed our buffers and freed them (the program
+    died of SIGSEGV), or got our kernel records (7 of its 4) while we kept
+    none. A tool that enabled its records before the first CUDA call holds
+    CUPTI from the start: the trace is degraded from there, and stays so
+    (CUPTI takes no clock of ours once activity is enabled)."""
+    for cycles in (1, 3):
+        d = workdir()
+        p = run([prog("e2e-prog-othertool"), "activity", str(cycles)], d)
+        check(p.returncode == 0, f"{cycles} cycles: exit {p.returncode}: {p.stderr}")
+        check(p.stdout.strip() == str(4 * cycles),
+              f"the other tool got {p.stdout.strip()} of its {4 * cycles} kernels")
+        recs, _ = dump(traces(d)[0])
+        names = [k["name"] for k in sorted(by_kind(recs, "kernel"), key=lambda k: k["start"])]
+        check(names == ["k_before"] * 3 + ["k_after"] * 2 * cycles,
+              f"{cycles} cycles: our kernel records {names}")
+        launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
+        check(len(launches) == 3 + 6 * cycles, f"host-side launches {len(launches)}")
+        states = sorted(by_kind(recs, "state"), key=lambda r: r["start"])
+        check([s["state"] for s in states] == [1, 0] * cycles, f"degraded intervals {states}")
+        for i in range(cycles):
+            during = [c for c in launches
+                      if states[2 * i]["start"] <= c["start"] <= states[2 * i + 1]["start"]]
+            check(len(during) == 4, f"cycle {i}: {len(during)} launches in the tool's interval")
+    d = workdir()
+    p = run([prog("e2e-prog-othertool"), "early"], d)
+    check(p.returncode == 0 and p.stdout.strip() == "4",
+          f"tool enabled first: exit {p.returncode}, it got {p.stdout.strip()!r}: {p.stderr}")
+    check("held by another tool" in p.stderr, f"stderr {p.stderr!r}")
+    recs, _ = dump(traces(d)[0])
+    check(not by_kind(recs, "kernel"), "kernel records with the tool's clock")
+    states = by_kind(recs, "state")
+    check([s["state"] for s in states] == [1], f"degraded {states}")
+    launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
+    check(len(launches) == 6, f"host-side launches {len(launches)}")
+
+
 def t_cupti_loaded():
     """A CUPTI the program loaded itself, from elsewhere than beside the
     runtime, is the one gpuphase uses: one libcupti in the process, and
@@ -1915,7 +1957,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
          "run_tool": t_run_tool, "run_ignored": t_run_ignored,
-         "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool,
+         "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool, "othertool_activity": t_othertool_activity,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "prerange_start": t_prerange_start, "prerange_mem": t_prerange_mem,
