@@ -75,6 +75,9 @@ void gp_warn(const char *fmt, ...) {
     else put(&l, p, 1);
   }
   va_end(ap);
+  /* one line whatever the values hold (a variable set to "a\nb") */
+  for (size_t i = 0; i < l.n; i++)
+    if ((unsigned char)l.buf[i] < 0x20 || l.buf[i] == 0x7f) l.buf[i] = '?';
   l.buf[l.n++] = '\n'; /* put() always leaves room for it */
   /* never waits: a pipe whose reader has stopped reading (full) loses the
    * line rather than block the program's thread; a line fits in the room

@@ -348,6 +348,9 @@ GP_EXPORT void exit(int status) {
   }
 EXIT_WRAPPER(_exit)
 EXIT_WRAPPER(_Exit)
+/* quick_exit runs the at_quick_exit handlers and ends through the C
+ * library's own _exit, which no wrapper sees */
+EXIT_WRAPPER(quick_exit)
 
 /* A terminating signal with the default action, on the thread it hit.
  * Inside a CUDA call, that thread may hold locks of the driver or CUPTI

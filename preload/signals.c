@@ -8,7 +8,9 @@
  * again. sigaction and signal are interposed so that the application keeps
  * seeing what it set (SIG_DFL where it set nothing), that a handler or
  * SIG_IGN it sets replaces ours, and that SIG_DFL set again gets ours back
- * (sigset, bsd_signal and sysv_signal too, at the end of this file).
+ * (sigset, bsd_signal, sysv_signal, __sysv_signal, ssignal and
+ * __sigaction too). A handler the application sets to run once
+ * (SA_RESETHAND) puts ours back when it runs (on_oneshot).
  * The kernel's disposition is the truth about whether ours is installed:
  * system(), raw syscalls and glibc-internal calls bypass these wrappers. */
 #include <dlfcn.h>
@@ -82,9 +84,40 @@ static int is_default(const struct sigaction *a) {
 }
 
 static void on_signal(int sig, siginfo_t *info, void *uctx);
+static void on_oneshot(int sig, siginfo_t *info, void *uctx);
 
 static int ours(const struct sigaction *a) {
   return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_signal;
+}
+
+/* An application handler set with SA_RESETHAND (sysv_signal's, and crash
+ * handlers that run once and return or raise again): the kernel would put
+ * SIG_DFL back as it delivers the signal, and ours would not be there
+ * when it comes again. Such a handler is installed as on_oneshot, without
+ * SA_RESETHAND, which puts ours back (the default to the application) and
+ * runs it. oneshot[sig]: the application's action, as it set it. */
+static struct sigaction oneshot[NSIG];
+
+static int is_oneshot(const struct sigaction *a) {
+  return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_oneshot;
+}
+
+/* What the application sees of the kernel's disposition cur. */
+static struct sigaction app_view(int sig, const struct sigaction *cur) {
+  return is_oneshot(cur) ? oneshot[sig] : *cur;
+}
+
+/* Sets the application's action (a handler or SIG_IGN, not SIG_DFL). */
+static int set_app(int sig, const struct sigaction *act) {
+  int handler = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
+                                             : act->sa_handler != SIG_IGN;
+  if (!(act->sa_flags & SA_RESETHAND) || !handler)
+    return real_sigaction(sig, act, NULL);
+  struct sigaction t = *act;
+  t.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+  t.sa_sigaction = on_oneshot;
+  oneshot[sig] = *act;
+  return real_sigaction(sig, &t, NULL);
 }
 
 /* A fault the CPU raised at an instruction that will fault again when the
@@ -176,6 +209,26 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
   act_now(sig, info);
 }
 
+static int install(int sig, const struct sigaction *app);
+
+static void on_oneshot(int sig, siginfo_t *info, void *uctx) {
+  struct sigaction app = oneshot[sig];
+  /* as the kernel does with SA_RESETHAND: the default back before the
+   * handler runs, ours being the default */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  int saved = errno;
+  install(sig, &dfl);
+  errno = saved;
+  if (app.sa_flags & SA_SIGINFO) {
+    if (app.sa_sigaction) app.sa_sigaction(sig, info, uctx);
+  } else if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
+    app.sa_handler(sig);
+  }
+}
+
 /* Puts ours in place of the default disposition `app` (what the
  * application set, kept to be reported and restored). */
 static int install(int sig, const struct sigaction *app) {
@@ -211,8 +264,11 @@ void gp_signals_arm(int (*complete)(int sig, int fault)) {
     struct sigaction cur;
     if (!is_eligible(s) || real_sigaction(s, NULL, &cur) != 0) continue;
     /* Only where the application kept the default: its own handlers win.
-     * Already ours: inherited through fork, view kept. */
+     * Already ours: inherited through fork, view kept. One that runs once
+     * (SA_RESETHAND, set before recording started) gives the default, ours,
+     * back when it runs. */
     if (is_default(&cur)) install(s, &cur);
+    else if (cur.sa_flags & SA_RESETHAND) set_app(s, &cur);
   }
 }
 
@@ -237,19 +293,28 @@ GP_EXPORT int sigaction(int sig, const struct sigaction *act,
     return real_sigaction(sig, act, old);
   if (!ours(&cur)) {
     /* The application's own disposition stands; SIG_DFL gets ours back. */
-    if (!act || !is_default(act)) return real_sigaction(sig, act, old);
-    if (install(sig, act) != 0) return real_sigaction(sig, act, old);
-    if (old) *old = cur;
+    struct sigaction prev = app_view(sig, &cur);
+    if (act && !is_default(act)) {
+      if (set_app(sig, act) != 0) return -1;
+    } else if (act && install(sig, act) != 0) {
+      return real_sigaction(sig, act, old);
+    }
+    if (old) *old = prev;
     return 0;
   }
   struct sigaction prev = view[sig];
   if (act && !is_default(act)) {
-    if (real_sigaction(sig, act, NULL) != 0) return -1;
+    if (set_app(sig, act) != 0) return -1;
   } else if (act) {
     view[sig] = *act;
   }
   if (old) *old = prev;
   return 0;
+}
+
+GP_EXPORT int __sigaction(int sig, const struct sigaction *act,
+                          struct sigaction *old) {
+  return sigaction(sig, act, old);
 }
 
 /* signal() keeps glibc's own semantics (BSD: SA_RESTART unless
@@ -265,10 +330,18 @@ GP_EXPORT handler_fn signal(int sig, handler_fn h) {
     view[sig].sa_handler = SIG_DFL;
     return prev;
   }
-  if (h != SIG_DFL) return real_signal(sig, h);
+  handler_fn shown = is_oneshot(&cur) ? oneshot[sig].sa_handler : NULL;
+  if (h != SIG_DFL) {
+    handler_fn prev = real_signal(sig, h);
+    return prev != SIG_ERR && shown ? shown : prev;
+  }
   handler_fn prev = real_signal(sig, SIG_DFL);
   if (prev != SIG_ERR && real_sigaction(sig, NULL, &cur) == 0) install(sig, &cur);
-  return prev;
+  return prev != SIG_ERR && shown ? shown : prev;
+}
+
+GP_EXPORT handler_fn ssignal(int sig, handler_fn h) {
+  return signal(sig, h);
 }
 
 /* sysv_signal, bsd_signal and sigset set a disposition as signal does,
@@ -290,20 +363,31 @@ static handler_fn other_setter(const char *name, _Atomic(signal_fn) *cache,
   }
   if (passes(sig)) return f(sig, h);
   struct sigaction cur;
-  int was_ours = real_sigaction(sig, NULL, &cur) == 0 && ours(&cur);
-  handler_fn view_prev = view[sig].sa_handler;
+  int got = real_sigaction(sig, NULL, &cur) == 0;
+  int was_ours = got && ours(&cur);
+  handler_fn view_prev = got && is_oneshot(&cur) ? oneshot[sig].sa_handler
+                                                 : view[sig].sa_handler;
   handler_fn prev = f(sig, h);
   if (prev == SIG_ERR) return SIG_ERR;
-  if (was_ours && prev != SIG_HOLD) prev = view_prev;
+  if ((was_ours || (got && is_oneshot(&cur))) && prev != SIG_HOLD) prev = view_prev;
+  /* a handler that runs once (sysv_signal's): kept from resetting ours */
+  if (h != SIG_DFL && h != SIG_IGN && h != SIG_HOLD &&
+      real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_RESETHAND))
+    set_app(sig, &cur);
   if (h == SIG_DFL && real_sigaction(sig, NULL, &cur) == 0 && is_default(&cur))
     install(sig, &cur);
   return prev;
 }
 
-static _Atomic(signal_fn) real_sysv_p, real_bsd_p, real_sigset_p;
+static _Atomic(signal_fn) real_sysv_p, real_sysv2_p, real_bsd_p, real_sigset_p;
 
 GP_EXPORT handler_fn sysv_signal(int sig, handler_fn h) {
   return other_setter("sysv_signal", &real_sysv_p, sig, h);
+}
+/* signal() of a program built for strict ISO C (-std=c11: no _GNU_SOURCE
+ * or _DEFAULT_SOURCE) */
+GP_EXPORT handler_fn __sysv_signal(int sig, handler_fn h) {
+  return other_setter("__sysv_signal", &real_sysv2_p, sig, h);
 }
 GP_EXPORT handler_fn bsd_signal(int sig, handler_fn h) {
   return other_setter("bsd_signal", &real_bsd_p, sig, h);

@@ -92,6 +92,17 @@
  *                  the thread pushes "after", synchronises and pops it;
  *                  prints "pops=A B" (the returns of the two pops of
  *                  "load" and "after")
+ *   oneshot SIG HOW
+ *                  a handler for SIG that runs once (SA_RESETHAND): HOW
+ *                  sigaction or sysv_signal, set after 3 launches, then
+ *                  raise(SIG), prints "handled N dfl|other" (what sigaction
+ *                  reads back after it ran), 2 launches, raise(SIG) again:
+ *                  dies by it; HOW early: set with sigaction before any
+ *                  CUDA call, then the same; HOW crash (SIG 11): a crash
+ *                  handler as backward-cpp sets one (SA_SIGINFO,
+ *                  SA_NODEFER, SA_RESETHAND) before any CUDA call, 3
+ *                  launches, a store to address 0: the handler prints
+ *                  "crash handler" and returns, the fault comes again
  *   prerangemem N  before any CUDA call: N threads started and joined one
  *                  after another, each pushing 8 ranges of 250-byte names
  *                  and ending without popping them; then N threads that
@@ -447,6 +458,58 @@ static int pre_range_start(void) {
   return rc != NULL || cudaStreamDestroy(s) != cudaSuccess;
 }
 
+static volatile sig_atomic_t oneshot_runs;
+static void on_oneshot_sig(int sig) {
+  (void)sig;
+  oneshot_runs++;
+}
+static void on_crash(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  static const char line[] = "crash handler\n";
+  ssize_t w = write(1, line, sizeof line - 1);
+  (void)w;
+}
+
+static int one_shot(int sig, const char *how) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  int early = !strcmp(how, "early"), crash = !strcmp(how, "crash");
+  if (crash) {
+    sa.sa_sigaction = on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
+  } else {
+    sa.sa_handler = on_oneshot_sig;
+    sa.sa_flags = SA_RESETHAND;
+  }
+  if ((early || crash) && sigaction(sig, &sa, NULL)) return 1;
+  if (work(3)) return 1;
+  if (crash) {
+    *(volatile int *)(uintptr_t)0 = 1;
+    return 1;
+  }
+  if (!strcmp(how, "sysv_signal")) {
+    typedef void (*handler)(int);
+    handler (*fn)(int, handler);
+    void *p = dlsym(RTLD_DEFAULT, "sysv_signal");
+    if (!p) return 2;
+    memcpy(&fn, &p, sizeof p);
+    if (fn(sig, on_oneshot_sig) == SIG_ERR) return 1;
+  } else if (!early && sigaction(sig, &sa, NULL)) {
+    return 1;
+  }
+  raise(sig);
+  struct sigaction q;
+  if (sigaction(sig, NULL, &q)) return 1;
+  printf("handled %d %s\n", (int)oneshot_runs,
+         !(q.sa_flags & SA_SIGINFO) && q.sa_handler == SIG_DFL ? "dfl" : "other");
+  fflush(stdout);
+  if (work(2)) return 1;
+  raise(sig);
+  printf("survived\n");
+  return 0;
+}
+
 static pthread_barrier_t mem_bar;
 
 /* what: bit 0, push 8 ranges; bit 1, wait alive at the barrier */
@@ -514,6 +577,7 @@ static int pre_range_mem(int n) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "prerangestart")) return pre_range_start();
+  if (!strcmp(mode, "oneshot") && argc > 3) return one_shot(atoi(argv[2]), argv[3]);
   if (!strcmp(mode, "prerangemem"))
     return pre_range_mem(argc > 2 ? atoi(argv[2]) : 0);
   int n = argc > 2 ? atoi(argv[2]) : 0;

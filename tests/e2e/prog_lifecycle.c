@@ -3,6 +3,7 @@
  *   forknocuda  the child never calls CUDA (must write nothing)
  *   exit N   some CUDA work, then exit(N)
  *   _exit N  some CUDA work, then _exit(N)
+ *   quick_exit N  some CUDA work, then quick_exit(N)
  *   abort    some CUDA work, then abort()
  *   sleep N  N launches, then sleep forever (killed by the test)
  *   errno    checks that errno and return values pass through
@@ -144,6 +145,10 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "exit")) {
     if (work(4)) return 1;
     exit(n);
+  }
+  if (!strcmp(mode, "quick_exit")) {
+    if (work(4)) return 1;
+    quick_exit(n);
   }
   if (!strcmp(mode, "_exit")) {
     if (work(4)) return 1;

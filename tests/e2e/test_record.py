@@ -187,7 +187,10 @@ def t_forknocuda():
 
 
 def t_exit_codes():
-    for mode, code in (("exit", 7), ("_exit", 9)):
+    """exit, _exit and quick_exit (which ends through the C library's own
+    _exit: before, the trace had no records and no summary) keep the exit
+    status and complete the trace."""
+    for mode, code in (("exit", 7), ("_exit", 9), ("quick_exit", 5)):
         d = workdir()
         p = run([prog("e2e-prog-lifecycle"), mode, str(code)], d)
         check(p.returncode == code, f"{mode}({code}) returned {p.returncode}")
@@ -1477,12 +1480,14 @@ def t_signal_opening():
 
 
 def t_signal_setters():
-    """sigset, bsd_signal and sysv_signal, like signal: the program reads
+    """sigset, bsd_signal, sysv_signal, __sysv_signal (signal() in a program
+    built for strict ISO C, -std=c11: before, it read back our handler and
+    the trace was lost) and ssignal, like signal: the program reads
     back SIG_DFL where it set nothing (before, our handler), puts it back
     with the same call, and the signal then ends the program by it, with
     the trace completed (before, our handler came back without SA_SIGINFO
     and a fault could be swallowed)."""
-    for fn in ("sigset", "bsd_signal", "sysv_signal"):
+    for fn in ("sigset", "bsd_signal", "sysv_signal", "__sysv_signal", "ssignal"):
         for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGTERM):
             d = workdir()
             p = run([prog(HARDEN), "restore", str(int(sig)), fn], d, NO_SAN_HANDLERS,
@@ -1491,6 +1496,40 @@ def t_signal_setters():
             check(p.stdout.strip() == "dfl", f"{what}: read back {p.stdout!r}")
             check(p.returncode == -sig, f"{what}: returned {p.returncode}")
             complete_trace(d, what, 3)
+
+
+def t_signal_oneshot():
+    """A handler set to run once (SA_RESETHAND, with sigaction, with
+    sysv_signal, before the first CUDA call, or a crash handler as
+    backward-cpp sets one) runs once, the program then reads back SIG_DFL,
+    and the signal coming again ends the program by it with the trace
+    completed. Before, the kernel put back SIG_DFL without ours: the
+    program died by the signal with no summary and no records."""
+    for how in ("sigaction", "sysv_signal", "early"):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+            d = workdir()
+            p = run([prog(HARDEN), "oneshot", str(int(sig)), how], d, NO_SAN_HANDLERS,
+                    preexec_fn=default_dispositions)
+            what = f"{how} {signal.Signals(sig).name}"
+            check(p.stdout.strip() == "handled 1 dfl", f"{what}: {p.stdout!r}")
+            check(p.returncode == -sig, f"{what}: returned {p.returncode}")
+            complete_trace(d, what, 5)
+    d = workdir()
+    p = run([prog(HARDEN), "oneshot", str(int(signal.SIGSEGV)), "crash"], d, NO_SAN_HANDLERS,
+            preexec_fn=default_dispositions)
+    check(p.stdout.strip() == "crash handler", f"crash: {p.stdout!r}")
+    check(p.returncode == -signal.SIGSEGV, f"crash: returned {p.returncode}")
+    complete_trace(d, "crash handler", 3)
+
+
+def t_warn_one_line():
+    """A warning is one line whatever the value it quotes holds: a setting
+    with a newline in it (before, two lines)."""
+    d = workdir()
+    p = run([prog("e2e-prog-lifecycle"), "exit", "0"], d, {"GPUPHASE_CLOCK": "bo\ngus"})
+    check(p.returncode == 0, f"exit {p.returncode}")
+    lines = [l for l in p.stderr.splitlines() if "GPUPHASE_CLOCK" in l or "gus" in l]
+    check(len(lines) == 1 and "GPUPHASE_CLOCK=bo?gus" in lines[0], f"stderr {p.stderr!r}")
 
 
 def t_signal_inside_call():
@@ -1957,7 +1996,7 @@ TESTS = {"basic": t_basic, "ordered": t_ordered, "fork": t_fork, "forknocuda": t
          "exit_codes": t_exit_codes, "abort": t_abort, "sigkill": t_sigkill,
          "ctypes": t_ctypes, "cupti_busy": t_cupti_busy, "disable": t_disable, "switches": t_switches,
          "run_tool": t_run_tool, "run_ignored": t_run_ignored,
-         "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool, "othertool_activity": t_othertool_activity,
+         "run_signals": t_run_signals, "run_lib_space": t_run_lib_space, "run_stop": t_run_stop, "errno": t_errno, "signal_oneshot": t_signal_oneshot, "warn_one_line": t_warn_one_line, "exec": t_exec, "exec_fd": t_exec_fd, "nvtx": t_nvtx, "othertool": t_othertool, "othertool_activity": t_othertool_activity,
          "spawn": t_spawn, "cupti_loaded": t_cupti_loaded,
          "abi12": t_abi12, "output": t_output,
          "lost": t_lost, "start_race": t_start_race, "threads": t_threads, "items": t_items, "prerange": t_prerange, "prerange_start": t_prerange_start, "prerange_mem": t_prerange_mem,
