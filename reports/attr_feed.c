@@ -858,6 +858,11 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   struct dev *d = gp_attr_dev(a, (int64_t)r->device);
   struct kst *k = kst_get(a, r->name);
   if (!d || !k) return;
+  /* A kernel still running at s: the device is accounted up to s first,
+   * while little else is live (the statistics below read nothing that
+   * accounting changes, and accounting nothing they change). */
+  int runs = end > s;
+  if (runs) gp_flush_dev(a, d, s);
   uint64_t blocks = r->grid_x * r->grid_y * r->grid_z;
   uint64_t threads = r->block_x * r->block_y * r->block_z;
   uint64_t smem = r->smem_static + r->smem_dynamic;
@@ -880,11 +885,10 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   kernel_stats(k, r, blocks, threads, end - r->start, f, occ);
   gp_steps_device(a, r->corr, k, end - r->start, 0, -1, 0);
   d->kernels++;
-  if (end <= s) {
+  if (!runs) {
     if (r->start < s) a->diag.late_dropped++;
     return;
   }
-  gp_flush_dev(a, d, s);
   uint16_t flags = 0;
   uint32_t cov = 0, occ_fix = 0;
   d->n_kern++;
