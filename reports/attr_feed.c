@@ -889,8 +889,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     if (r->start < s) a->diag.late_dropped++;
     return;
   }
-  uint16_t flags = 0;
-  uint32_t cov = 0, occ_fix = 0;
+  uint32_t cov = 0, occ_fix = 0, has_occ = 0;
   d->n_kern++;
   if (f != UINT64_MAX) {
     cov = (uint32_t)f;
@@ -898,11 +897,10 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   }
   /* without branches (the grids of successive kernels vary) */
   uint32_t comm = k->comm != 0, small = sms && blocks * 2 < sms;
-  flags |= (uint16_t)(comm * HF_COMM | small * HF_SMALL);
   d->n_comm += comm;
   d->n_small += small;
   if (occ >= 0) {
-    flags |= HF_OCC;
+    has_occ = 1;
     occ_fix = (uint32_t)(occ * FIX_ONE + 0.5);
     d->n_occ++;
     d->occ_rate += occ_fix;
@@ -917,9 +915,13 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     q->t = end;
     q->cov = cov;
     q->occ = occ_fix;
-    q->flags = flags;
+    q->comm = (uint8_t)comm;
+    q->small = (uint8_t)small;
+    q->has_occ = (uint8_t)has_occ;
     return;
   }
+  uint16_t flags =
+      (uint16_t)(comm * HF_COMM | small * HF_SMALL | has_occ * HF_OCC);
   gp_sweep_push(a, end, HEV_KERNEL, flags, (uint32_t)(d - a->dev), cov,
                 occ_fix);
 }

@@ -42,7 +42,11 @@ struct dev {
    * the device is next accounted (gp_dev_settle). */
   struct kend {
     uint64_t t;
-    uint32_t cov, occ, flags;
+    uint32_t cov, occ;
+    /* what the kernel added to n_comm, n_small and n_occ (0 or 1 each):
+     * subtracted as they are, where HF_* flags took a shift and a mask
+     * each */
+    uint8_t comm, small, has_occ;
   } * kq;
   size_t kq_head, kq_n, kq_cap;
   /* what was accounted */

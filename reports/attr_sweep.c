@@ -367,7 +367,12 @@ void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t) {
       account_kernel(a, d, d->seg_t, k->t);
       d->seg_t = k->t;
     }
-    kend_apply(d, k->cov, k->occ, k->flags);
+    d->n_kern--;
+    d->cov_rate -= k->cov;
+    d->n_comm -= k->comm;
+    d->n_small -= k->small;
+    d->n_occ -= k->has_occ;
+    d->occ_rate -= k->occ;
     d->kq_head = (d->kq_head + 1) & mask;
     d->kq_n--;
   }
@@ -378,8 +383,10 @@ void gp_dev_unqueue(struct gp_attr *a) {
     struct dev *d = &a->dev[i];
     for (; d->kq_n; d->kq_n--) {
       const struct kend *k = &d->kq[d->kq_head];
-      if (gp_sweep_push(a, k->t, HEV_KERNEL, (uint16_t)k->flags, (uint32_t)i,
-                        k->cov, k->occ) < 0)
+      uint16_t flags = (uint16_t)(k->comm * HF_COMM | k->small * HF_SMALL |
+                                  k->has_occ * HF_OCC);
+      if (gp_sweep_push(a, k->t, HEV_KERNEL, flags, (uint32_t)i, k->cov,
+                        k->occ) < 0)
         return;
       d->kq_head = (d->kq_head + 1) & (d->kq_cap - 1);
     }
