@@ -876,7 +876,10 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     k->c_occ = occupancy(d, threads, r->regs, smem);
   }
   uint64_t f = UINT64_MAX; /* SM count unknown */
-  if (sms < (1ull << 43)) { /* all real ones: min(blocks, sms) x FIX_ONE fits */
+  if (d->sms_inv) { /* min(blocks, sms) x FIX_ONE / sms, without a division */
+    uint64_t x = blocks < sms ? blocks : sms;
+    f = (uint64_t)(((unsigned __int128)(x * FIX_ONE) * d->sms_inv) >> 64);
+  } else if (sms < (1ull << 43)) { /* min(blocks, sms) x FIX_ONE fits */
     if (sms) f = (blocks < sms ? blocks : sms) * FIX_ONE / sms;
   } else {
     f = blocks >= sms ? FIX_ONE : blocks * FIX_ONE / sms;
@@ -1071,11 +1074,21 @@ static void on_string(struct gp_attr *a, const struct gpuphase_string *r) {
     free(s);
 }
 
+/* m = floor((2^64 - 1) / sms) + 1 is 2^64 / sms rounded up: m sms = 2^64 + e
+ * with 0 <= e < sms. For n <= sms 2^20 (a coverage's numerator) and sms <
+ * 2^22, n e < 2^64, so n m / 2^64 = n / sms + n e / (sms 2^64) lies below
+ * the next multiple of 1 / sms after n / sms, and (n m) >> 64 is n / sms
+ * rounded down, as dividing gives it. sms 1 would need m = 2^64. */
+static uint64_t gp_sms_inv(uint64_t sms) {
+  return sms >= 2 && sms < (1u << 22) ? UINT64_MAX / sms + 1 : 0;
+}
+
 static void on_device(struct gp_attr *a, const struct gpuphase_device *r) {
   struct dev *d = gp_attr_dev(a, (int64_t)r->device);
   if (!d) return;
   d->props = *r;
   d->has_props = 1;
+  d->sms_inv = gp_sms_inv(r->sms);
   for (size_t i = 0; i < a->nk; i++)
     a->k[i].c_dev = -2; /* recompute */
 }

@@ -27,6 +27,10 @@ struct dev {
   int64_t id;
   int has_props;
   struct gpuphase_device props;
+  /* props.sms from 2 to 2^22 - 1: 2^64 / sms rounded up, which makes a
+   * kernel's coverage x FIX_ONE / sms (x <= sms) one multiplication, the
+   * same to the last bit (gp_sms_inv); else 0, and it is divided */
+  uint64_t sms_inv;
   /* what runs now */
   uint32_t n_kern, n_comm, n_small, n_occ, n_xfer;
   uint32_t n_xk[GP_XFER_N];
