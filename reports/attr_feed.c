@@ -818,8 +818,10 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
     k->regs = r->regs;
     k->smem = r->smem_static + r->smem_dynamic;
   }
-  k->grid_varies |= k->grid != grid;
-  k->block_varies |= k->block != block;
+  /* once set they stay set: a test of the flag, which is predictable
+   * where the sizes are not, and no compare after that */
+  if (!k->grid_varies) k->grid_varies = k->grid != grid;
+  if (!k->block_varies) k->block_varies = k->block != block;
   k->count++;
   k->total += dur;
   gp_hist_add(&k->dur, dur);
