@@ -114,11 +114,34 @@ struct gp_phase_dev *gp_attr_pd(struct gp_attr *a, struct phase *p,
   return &p->pd[slot];
 }
 
+/* apidef.cl0 and .mem: what on_api would find out from cls and
+ * graph_role for every call (call_class's tests without the record's) */
+static void api_derive(struct apidef *d) {
+  uint64_t cls = d->cls;
+  if (cls & GPUPHASE_API_SYNC)
+    d->cl0 = CALL_BLK;
+  else if ((cls & GPUPHASE_API_FREE) && !(cls & GPUPHASE_API_ASYNC))
+    d->cl0 = CALL_BLK;
+  else if (!(cls & GPUPHASE_API_COPY))
+    d->cl0 = cls & (GPUPHASE_API_LAUNCH | GPUPHASE_API_MEMSET |
+                    GPUPHASE_API_WAIT | GPUPHASE_API_ASYNC)
+                 ? CALL_NB
+                 : CALL_OTHER;
+  else if (!(cls & GPUPHASE_API_ASYNC))
+    d->cl0 = CALL_BLK;
+  else
+    d->cl0 = CALL_N;
+  d->mem = (cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE |
+                   GPUPHASE_API_RESET)) ||
+           d->graph_role;
+}
+
 static struct apidef *api_add(struct gp_attr *a, uint64_t id) {
   if (GROW(a, a->api, a->capapi, a->napi + 1) < 0) return NULL;
   struct apidef *d = &a->api[a->napi];
   memset(d, 0, sizeof *d);
   d->id = id;
+  api_derive(d);
   if (put_idx(a, &a->api_map, id, a->napi) < 0) return NULL;
   a->napi++;
   return d;
@@ -722,11 +745,16 @@ static void on_api(struct gp_attr *a, const struct gpuphase_api *r) {
   if (rdev >= 0)
     IDX_OF(a, dev_map, dev, (uint64_t)rdev, gp_attr_dev_add(a, rdev), dev);
   a->thr[ti].calls++;
-  if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
-    on_mem(a, r, def->cls, s, rdev);
-  if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
-  if (def->graph_role) on_graph_mem(a, def, r, s);
-  int cl = call_class(a, r, def->cls, end);
+  if (def->mem) { /* one test for the three, which most calls skip */
+    if (def->cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE))
+      on_mem(a, r, def->cls, s, rdev);
+    if (def->cls & GPUPHASE_API_RESET) reset_mem(a, r, s);
+    if (def->graph_role) on_graph_mem(a, def, r, s);
+  }
+  /* the class by the API's alone, unless the record can change it */
+  int cl = def->cl0;
+  if (cl == CALL_N || (r->flags & GPUPHASE_OP_CAPTURED))
+    cl = call_class(a, r, def->cls, end);
   uint32_t sver = gp_steps_call(a, def, r, cl, s, end);
   int launch = (def->cls & GPUPHASE_API_LAUNCH) != 0;
   if (end <= s) { /* nothing left to account after clipping */
@@ -1157,6 +1185,7 @@ feed(gp_attr *a, const struct gpuphase_record *rec) {
       d->graph_role = gp_graph_role(gp_attr_str(a, d->name));
       d->ev_role = gp_event_role(gp_attr_str(a, d->name));
       d->sc_ones = gp_steps_ones(d->cls);
+      api_derive(d);
     }
     break;
   }

@@ -117,6 +117,11 @@ struct apidef {
   uint64_t id, name, cls, layer;
   int graph_role; /* GP_GR_*: a part in graph memory accounting, or 0 */
   int ev_role;    /* GP_ER_*: an event or stream call call_device reads */
+  /* by cls and graph_role alone (attr_feed.c, api_derive): cl0, the CALL_*
+   * of a call not captured into a graph, or CALL_N where the record
+   * decides (an async copy); mem, whether on_mem, reset_mem or
+   * on_graph_mem has anything to do with its calls */
+  uint8_t cl0, mem;
   uint64_t count, total, blocked, errors;
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;
