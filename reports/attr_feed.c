@@ -854,7 +854,8 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
   k->total += dur;
   gp_hist_add(&k->dur, dur);
   if (f != UINT64_MAX) {
-    k->cov_wsum += (double)dur * (double)f / FIX_ONE;
+    /* f < 2^21 (see on_kernel): a signed conversion, the same double */
+    k->cov_wsum += (double)dur * (double)(int64_t)f / FIX_ONE;
     k->cov_ns += dur;
   }
   if (occ >= 0) {

@@ -341,7 +341,9 @@ static void account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
   /* min(cov_rate, FIX_ONE) / FIX_ONE: 1.0 exactly at FIX_ONE */
   double cov =
       (double)(d->cov_rate < FIX_ONE ? d->cov_rate : FIX_ONE) / FIX_ONE;
-  double occ = (double)d->occ_rate / FIX_ONE;
+  /* occ_rate is below 2^52 (n_kern x FIX_ONE): converted as a signed
+   * number, which takes no test of the sign bit, to the same double */
+  double occ = (double)(int64_t)d->occ_rate / FIX_ONE;
   struct gp_breakdown *b = &d->tot;
   b->cat[GP_CAT_KERNEL] += len;
   b->sub[d->n_kern > d->n_comm ? GP_SUB_COMPUTE : GP_SUB_COMMUNICATION] += len;
