@@ -172,6 +172,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
   a->hold_t = UINT64_MAX;
+  a->heap_t = UINT64_MAX;
   /* Slot 0: the timeline of "some device", fed only by calls made while
    * the current device was unknown; new devices start as a copy of it. */
   if (GROW(a, a->dev, a->capdev, 1) < 0) {
@@ -262,7 +263,7 @@ timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
   }
   /* the usual record has no end due (they wait on their threads and
    * devices): no call */
-  if (a->hold_t <= s || (a->nheap && a->heap[0].t <= s))
+  if (a->hold_t <= s || a->heap_t <= s)
     gp_sweep_advance(a, s);
   else
     a->T = s;

@@ -292,6 +292,8 @@ struct gp_attr {
   POOL(struct ropen) ropens;
   struct hev *heap;
   size_t nheap, capheap;
+  uint64_t heap_t; /* heap[0].t (UINT64_MAX while empty): what timed()
+                      tests, one load where the top took three */
   /* Expiries of held async copies and copy records, in the order queued.
    * They change no counter, so an expiry handled a little late (when ends
    * arrive out of order) changes nothing but memory; they stay out of the
@@ -360,6 +362,7 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
     i = (i - 1) / 2;
   }
   struct hev *e = &a->heap[i];
+  if (!i) a->heap_t = t;
   e->t = t;
   e->kind = kind;
   e->flags = flags;

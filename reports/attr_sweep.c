@@ -46,6 +46,7 @@ static struct hev pop(struct gp_attr *a) {
     i = c;
   }
   if (n) a->heap[i] = last;
+  a->heap_t = n ? a->heap[0].t : UINT64_MAX;
   return top;
 }
 
