@@ -93,7 +93,8 @@ struct gp_tbuf {
   _Atomic uint64_t lost; /* events dropped because the ring was full */
   uint64_t mask;         /* capacity - 1 */
   /* (mask >> 3) & ~1: a head h with (h & nudge) == 0 ends an event that
-   * reached the next eighth of the ring (or the slot after it) */
+   * reached the next eighth of the ring (or the slot after it); 0 while
+   * the process is dying (every publish then goes to gp_ring_nudge) */
   uint64_t nudge;
   struct gp_event *ev;
   size_t map_bytes;
@@ -248,6 +249,14 @@ static inline void gp_leave(struct gp_tstate *ts) {
     gp_dying_wait();
 }
 
+/* gp_leave after the call's event was published with gp_publish, which
+ * made the test of gp_dying: a dying process sets every ring's nudge to 0
+ * (gp_rings_dying), which sends each publish to gp_ring_nudge, which waits
+ * there. The hot paths' test of the nudge serves both. */
+static inline void gp_leave_published(struct gp_tstate *ts) {
+  ts->depth = 0;
+}
+
 /* Inside one of our wrappers (or on one of our own threads, which keep
  * depth at 1): a wrapped call made now passes straight through. */
 static inline __attribute__((always_inline)) int gp_nested(void) {
@@ -290,7 +299,11 @@ gp_event_corr_device(struct gp_event *ev, const struct gp_tstate *ts) {
   ev->device = ts->device;
 }
 
+/* Wakes the writer if the ring is behind; in a dying process, an
+ * application thread waits here (gp_leave_published). */
 void gp_ring_nudge(struct gp_tbuf *b, uint64_t head);
+/* Every ring's nudge to 0 (dying: 1) or back (0); async-signal-safe. */
+void gp_rings_dying(int dying);
 
 /* Makes n reserved slots visible to the writer. Every eighth of the ring
  * (and one slot later: one test serves events of one and of two slots) the
@@ -299,7 +312,7 @@ void gp_ring_nudge(struct gp_tbuf *b, uint64_t head);
 static inline __attribute__((always_inline)) void gp_publish(struct gp_tbuf *b, uint64_t n) {
   uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed) + n;
   atomic_store_explicit(&b->head, h, memory_order_release);
-  if (n <= 2 ? GP_UNLIKELY((h & b->nudge) == 0)
+  if (n <= 2 ? GP_UNLIKELY((h & __atomic_load_n(&b->nudge, __ATOMIC_RELAXED)) == 0)
              : GP_UNLIKELY((h & (b->mask >> 3)) < n))
     gp_ring_nudge(b, h);
 }

@@ -94,7 +94,11 @@ static struct gp_tbuf *tbuf_create(void) {
   b->ev = ring;
   gp_stacks_ring_init(b); /* a failure leaves the thread without stacks */
   b->mask = slots - 1;
-  b->nudge = (b->mask >> 3) & ~(uint64_t)1;
+  __atomic_store_n(&b->nudge,
+                   atomic_load_explicit(&gp_dying, memory_order_relaxed)
+                       ? 0
+                       : (b->mask >> 3) & ~(uint64_t)1,
+                   __ATOMIC_RELAXED);
   b->map_bytes = bytes;
   atomic_store(&b->head, 0);
   atomic_store(&b->tail, 0);
@@ -127,6 +131,19 @@ uint64_t gp_rings_lost_no_buffer(void) {
 void gp_ring_nudge(struct gp_tbuf *b, uint64_t head) {
   uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
   if (head - t > (b->mask >> 2)) gp_doorbell_ring();
+  /* the process is ending by a signal the writer delivers once the trace
+   * is complete: an application thread does no more of its work */
+  if (GP_UNLIKELY(atomic_load_explicit(&gp_dying, memory_order_relaxed)) &&
+      !gp_ts.internal) {
+    gp_ts.depth = 0;
+    gp_dying_wait();
+  }
+}
+
+void gp_rings_dying(int dying) {
+  for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next)
+    __atomic_store_n(&b->nudge, dying ? 0 : (b->mask >> 3) & ~(uint64_t)1,
+                     __ATOMIC_RELAXED);
 }
 
 void gp_ring_full(struct gp_tbuf *b) {

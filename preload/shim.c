@@ -178,6 +178,7 @@ static int start_deferred(void) {
   /* still here (the program blocks it now, say): it goes on unrecorded */
   atomic_store(&deferred_sig, 0);
   atomic_store(&gp_dying, 0);
+  gp_rings_dying(0);
   return 1;
 }
 
@@ -378,6 +379,7 @@ static int complete_for_signal(int sig, int fault) {
         shutdown_done = 1;
         atomic_store(&start_sig, sig);
         atomic_store(&gp_dying, 1);
+        gp_rings_dying(1);
         deferred = 1;
       }
       pthread_mutex_unlock(&shutdown_lock);
@@ -398,6 +400,7 @@ static int complete_for_signal(int sig, int fault) {
     if (gp_ts.depth != 0 && !fault) {
       atomic_store(&deferred_sig, sig);
       atomic_store(&gp_dying, 1);
+      gp_rings_dying(1);
       gp_writer_stop_deliver(sig);
       deferred = 1;
     } else {

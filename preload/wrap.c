@@ -361,7 +361,7 @@ static inline uint32_t total3(unsigned x, unsigned y, unsigned z) {
     REC;                                                                       \
   }                                                                            \
   gp_publish(gp_b_, 1);                                                        \
-  gp_leave(ts);                                                                \
+  gp_leave_published(ts);                                                      \
   return r;
 
 /* Each wrapper is four functions with the same parameters, so that the
@@ -542,6 +542,8 @@ launch_mono(struct gp_event *ev, void *fn) {
     gp_event_corr_device(ev, &gp_ts);                                          \
     gp_ts.stk.last_end = ev->t1;                                               \
     gp_publish(gp_ts.buf, 2);                                                  \
+    gp_leave_published(&gp_ts);                                               \
+    return r;                                                                  \
   } else {                                                                     \
     ev->ret = (int32_t)r;                                                      \
     gp_event_corr_device(ev, &gp_ts);                                          \
