@@ -407,21 +407,20 @@ static void step_aside(void) {
   hooks->wake();
 }
 
-/* Takes CUPTI back once the other tool unsubscribed: its last records go
- * to its own callbacks first. hand_lock held. */
-static void come_back(void) {
-  p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+/* Subscribes and enables our callbacks and activity kinds; 0 when done.
+ * hand_lock held. */
+static int attach(void) {
   /* Device times must be in our clock; if CUPTI no longer accepts our
    * timestamp source (the other tool enabled activity first), stay
    * host-only rather than record misaligned times. */
   if (!ts_registered) {
     if (p_cuptiActivityRegisterTimestampCallback(timestamp_cb) != CUPTI_SUCCESS)
-      return;
+      return -1;
     ts_registered = 1;
   }
   if (p_cuptiSubscribe(&subscriber, on_callback, NULL) != CUPTI_SUCCESS) {
     subscriber = NULL;
-    return; /* still held by someone: stay degraded */
+    return -1; /* still held by someone: stay degraded */
   }
   /* A fresh subscription has no callback enabled: the same ids as at the
    * start again. */
@@ -430,10 +429,18 @@ static void come_back(void) {
       enable_callbacks(subscriber) != CUPTI_SUCCESS) {
     p_cuptiUnsubscribe(subscriber);
     subscriber = NULL;
-    return;
+    return -1;
   }
   for (size_t i = 0; i < NKINDS; i++) p_cuptiActivityEnable(kinds[i]);
   active = 1;
+  return 0;
+}
+
+/* Takes CUPTI back once the other tool unsubscribed: its last records go
+ * to its own callbacks first. hand_lock held. */
+static void come_back(void) {
+  p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (attach() != 0) return;
   handed_over = 0;
   hooks->degraded(hooks->now_ns(), 0, "CUPTI back from the other tool");
 }
@@ -569,16 +576,69 @@ static CUptiResult other_enable(const char *name, CUpti_ActivityKind k,
   return r;
 }
 
+static int our_kind(CUpti_ActivityKind k) {
+  for (size_t i = 0; i < NKINDS; i++)
+    if (kinds[i] == k) return 1;
+  return 0;
+}
+
 static CUptiResult other_disable(const char *name, CUpti_ActivityKind k,
                                  CUcontext ctx, int by_ctx) {
   void *f = real_cupti(name);
   if (!f) return CUPTI_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&hand_lock);
+  if (active && subscriber && our_kind(k)) {
+    /* a kind of ours, which the tool did not enable while we hold CUPTI:
+     * kept on for us, and off as far as the tool can tell */
+    o_kind_set(k, 0);
+    pthread_mutex_unlock(&hand_lock);
+    return CUPTI_SUCCESS;
+  }
   CUptiResult r = by_ctx ? ((CUptiResult(*)(CUcontext, CUpti_ActivityKind))f)(ctx, k)
                          : ((kind_fn)f)(k);
   if (r == CUPTI_SUCCESS) {
     o_kind_set(k, 0);
     if (wanted && !active && lib && other_gone()) come_back();
+  }
+  pthread_mutex_unlock(&hand_lock);
+  return r;
+}
+
+/* Another tool tearing CUPTI down (PyTorch's profiler does once it has
+ * stopped): CUPTI forgets every subscriber, callback, kind and the clock.
+ * Our records so far are flushed to us first; then, where we held CUPTI,
+ * we attach again at once (the trace is marked degraded only if that
+ * fails), and where we had stepped aside, we come back if the tool is
+ * gone. */
+typedef CUptiResult (*finalize_fn)(void);
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiFinalize(void) {
+  finalize_fn real = (finalize_fn)real_cupti("cuptiFinalize");
+  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&hand_lock);
+  int held = active && subscriber;
+  if (held) p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  CUptiResult r = real();
+  if (r == CUPTI_SUCCESS) {
+    ts_registered = 0;
+    other = NULL;
+    o_req = NULL;
+    o_comp = NULL;
+    o_kinds = 0;
+    o_kinds_hi = 0;
+    if (held) {
+      subscriber = NULL;
+      active = 0;
+      if (attach() != 0) {
+        handed_over = 1;
+        hooks->degraded(hooks->now_ns(), 1,
+                        "CUPTI finalized by another tool in this process");
+        hooks->wake();
+      }
+    } else if (wanted && !active && lib) {
+      come_back();
+    }
   }
   pthread_mutex_unlock(&hand_lock);
   return r;

@@ -13,7 +13,18 @@
  *                             disables, 2 kernels
  *   e2e-prog-othertool early  the same tool registers and enables before
  *                             the first CUDA call; 4 kernels, flush,
- *                             disable, 2 kernels */
+ *                             disable, 2 kernels
+ *   e2e-prog-othertool finalize
+ *                             as activity 1, then cuptiFinalize (PyTorch's
+ *                             profiler tears CUPTI down once it stopped)
+ *                             and 2 kernels more
+ *   e2e-prog-othertool finalize_held
+ *                             3 kernels, cuptiFinalize, 2 kernels
+ *   e2e-prog-othertool disable_ours
+ *                             the tool registers its callbacks before the
+ *                             first CUDA call and enables nothing; 3
+ *                             kernels, then it disables kernel records
+ *                             (which it never enabled), 2 kernels */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -100,6 +111,26 @@ static int activity_only(int cycles, int early) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "finalize")) {
+    int r = activity_only(1, 0);
+    if (r || cuptiFinalize() != CUPTI_SUCCESS) return r ? r : 5;
+    return launch(k_after, 2);
+  }
+  if (argc > 1 && !strcmp(argv[1], "finalize_held")) {
+    if (launch(k_before, 3) || cuptiFinalize() != CUPTI_SUCCESS) return 5;
+    if (launch(k_after, 2)) return 1;
+    printf("0\n");
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "disable_ours")) {
+    if (cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS ||
+        launch(k_before, 3) ||
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+        launch(k_after, 2))
+      return 5;
+    printf("%d\n", tool_kernels);
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "activity"))
     return activity_only(argc > 2 ? atoi(argv[2]) : 1, 0);
   if (argc > 1 && !strcmp(argv[1], "early")) return activity_only(1, 1);

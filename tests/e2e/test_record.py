@@ -667,6 +667,22 @@ def t_othertool_activity():
     check([s["state"] for s in states] == [1], f"degraded {states}")
     launches = [c for c in api_calls(recs) if c["fn"] == "cudaLaunchKernel"]
     check(len(launches) == 6, f"host-side launches {len(launches)}")
+    # CUPTI torn down by the tool (cuptiFinalize), after its cycle or while
+    # we hold CUPTI: we attach again and record on (before, the kernels
+    # after it were lost without a word); a kind of ours that the tool
+    # disables without having enabled it stays on for us
+    for mode, after, states_want in (("finalize", 4, [1, 0]), ("finalize_held", 2, []),
+                                     ("disable_ours", 2, [])):
+        d = workdir()
+        p = run([prog("e2e-prog-othertool"), mode], d)
+        tool_want = "4" if mode == "finalize" else "0"
+        check(p.returncode == 0 and p.stdout.strip() == tool_want,
+              f"{mode}: exit {p.returncode}, the tool got {p.stdout.strip()!r}: {p.stderr}")
+        recs, _ = dump(traces(d)[0])
+        names = [k["name"] for k in sorted(by_kind(recs, "kernel"), key=lambda k: k["start"])]
+        check(names == ["k_before"] * 3 + ["k_after"] * after, f"{mode}: our kernels {names}")
+        states = sorted(by_kind(recs, "state"), key=lambda r: r["start"])
+        check([s["state"] for s in states] == states_want, f"{mode}: states {states}")
 
 
 def t_cupti_loaded():
