@@ -178,8 +178,12 @@ struct gp_sorted {
   uint32_t nheap;
   /* The smaller of the top's children: while the top source's next record
    * sorts before it, that source stays on top and the heap is left alone
-   * (runs of records from one source are the rule). */
+   * (runs of records from one source are the rule). lim_key is its start
+   * alone (lim >> 32): a next record that starts before it stays on top
+   * after one 64-bit comparison; the heap entry of the top source is
+   * brought up to date only when the heap moves (reheap). */
   gp_ord lim;
+  uint64_t lim_key;
   /* At most SORTED_SMALL sources when the merge began: `heap` is kept
    * sorted instead (a source that no longer sorts first moves up past the
    * ones before it, typically one). */
@@ -1116,10 +1120,15 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
  * choice of the smaller child on each level. */
 #define SORTED_SMALL 8
 
+static inline void put_limit(struct gp_sorted *s, gp_ord lim) {
+  s->lim = lim;
+  s->lim_key = (uint64_t)(lim >> 32);
+}
+
 static void set_limit(struct gp_sorted *s) {
   const struct heap_ent *h = s->heap;
   uint32_t c = s->nheap > 2 && less(&h[2], &h[1]) ? 2 : 1;
-  s->lim = s->nheap > 1 ? h[c].ord : ~(gp_ord)0;
+  put_limit(s, s->nheap > 1 ? h[c].ord : ~(gp_ord)0);
 }
 
 /* The source now on top: its head decoded again if its frame was evicted
@@ -1160,6 +1169,10 @@ static int start_merge(gpuphase_reader *r) {
  * source is used up (rc 0). */
 static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   struct heap_ent *h = s->heap;
+  if (rc == 1) {
+    const struct source *top = &s->src[h[0].idx];
+    h[0].ord = ord_of(top->key, top->id);
+  }
   if (s->linear) {
     uint32_t n = s->nheap, j = 1;
     if (rc == 0) {
@@ -1171,7 +1184,7 @@ static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
         h[j - 1] = h[j];
       h[j - 1] = e;
     }
-    s->lim = n > 1 ? h[1].ord : ~(gp_ord)0;
+    put_limit(s, n > 1 ? h[1].ord : ~(gp_ord)0);
     return GPUPHASE_OK;
   }
   if (rc == 0) h[0] = h[--s->nheap];
@@ -1180,18 +1193,26 @@ static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   return GPUPHASE_OK;
 }
 
+/* After the top source's next record was fetched (rc 1) or the source ran
+ * out (rc 0): whether the top stays (its record still sorts before every
+ * other source's head: ord_of(key, id) < lim), else the heap moves. The
+ * common case, a record that starts before the other heads, is one
+ * comparison; the source ids are compared on a tie only. */
+static inline __attribute__((always_inline)) int
+stays_on_top(const struct gp_sorted *s, const struct source *top, int rc) {
+  return __builtin_expect(rc == 1, 1) &&
+         (__builtin_expect(top->key < s->lim_key, 1) ||
+          (top->key == s->lim_key && top->id < (uint32_t)s->lim));
+}
+
 /* The top source's next record replaces its head; the heap moves only when
  * that record no longer sorts before every other source's head. */
 static inline __attribute__((always_inline)) int
 advance_top(gpuphase_reader *r, struct gp_sorted *s, const int kept) {
-  struct heap_ent *h = s->heap;
-  struct source *top = &s->src[h[0].idx];
+  struct source *top = &s->src[s->heap[0].idx];
   int rc = fetch_head_k(r, top, kept);
   if (rc < 0) return rc;
-  if (__builtin_expect(rc == 1, 1)) {
-    h[0].ord = ord_of(top->key, top->id);
-    if (h[0].ord < s->lim) return GPUPHASE_OK;
-  }
+  if (stays_on_top(s, top, rc)) return GPUPHASE_OK;
   reheap(s, rc);
   return new_top(r, s);
 }
@@ -1262,6 +1283,46 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
   return next_other(r, out);
 }
 
+/* gp_reader_each_sorted's merge: next_merge and the callback in one loop
+ * that keeps the top source at hand while it stays on top. Returns 0 at
+ * the end of the merge, 1 when fn stopped it, or an error; *n counts the
+ * records handed out, for tick. */
+static int each_merge(gpuphase_reader *r,
+                      int (*fn)(void *ctx, const struct gpuphase_record *rec),
+                      void *ctx, void (*tick)(void *ctx, uint64_t n),
+                      uint64_t *np) {
+  struct gp_sorted *s = r->sorted;
+  uint64_t n = *np;
+  int rc = GPUPHASE_OK;
+  if (s->advance) {
+    s->advance = 0;
+    rc = advance_top(r, s, 0);
+    if (rc < 0) goto out;
+  }
+  while (s->nheap) {
+    struct source *top = &s->src[s->heap[0].idx];
+    for (;;) {
+      r->off = top->c.off;
+      if (fn(ctx, top->head) < 0) {
+        s->advance = 1;
+        rc = 1;
+        goto out;
+      }
+      if (__builtin_expect((++n & 0xffff) == 0, 0) && tick) tick(ctx, n);
+      rc = fetch_head_k(r, top, 0);
+      if (rc < 0) goto out;
+      if (!stays_on_top(s, top, rc)) break;
+    }
+    reheap(s, rc);
+    rc = new_top(r, s);
+    if (rc < 0) goto out;
+  }
+  rc = 0;
+out:
+  *np = n;
+  return rc;
+}
+
 int gp_reader_each_sorted(gpuphase_reader *r,
                           int (*fn)(void *ctx,
                                     const struct gpuphase_record *rec),
@@ -1271,15 +1332,12 @@ int gp_reader_each_sorted(gpuphase_reader *r,
   uint64_t n = 0;
   for (;;) {
     int rc;
-    if (__builtin_expect(s->phase == PHASE_MERGE, 1)) {
-      rc = next_merge(r, &rec, 0);
-      if (!rc) {
-        s->phase = PHASE_SUMMARY;
-        rc = next_other(r, &rec);
-      }
-    } else {
-      rc = next_other(r, &rec);
+    if (s->phase == PHASE_MERGE) {
+      rc = each_merge(r, fn, ctx, tick, &n);
+      if (rc) return rc < 0 ? rc : 1;
+      s->phase = PHASE_SUMMARY;
     }
+    rc = next_other(r, &rec);
     if (rc != 1) return rc;
     if (fn(ctx, rec) < 0) return 1;
     if (tick && (++n & 0xffff) == 0) tick(ctx, n);
