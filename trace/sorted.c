@@ -1205,6 +1205,24 @@ stays_on_top(const struct gp_sorted *s, const struct source *top, int rc) {
           (top->key == s->lim_key && top->id < (uint32_t)s->lim));
 }
 
+/* reheap for a top source whose next record falls behind (rc 1) in the
+ * sorted array of few sources, inline in the merge's loop: it moves up
+ * past the heads before it, usually one. */
+static inline __attribute__((always_inline)) void
+reheap_top(struct gp_sorted *s, const struct source *top, int rc) {
+  if (!__builtin_expect(s->linear && rc == 1, 1)) {
+    reheap(s, rc);
+    return;
+  }
+  struct heap_ent *h = s->heap;
+  struct heap_ent e = {ord_of(top->key, top->id), h[0].idx};
+  uint32_t n = s->nheap, j = 1;
+  for (; j < n && less(&h[j], &e); j++)
+    h[j - 1] = h[j];
+  h[j - 1] = e;
+  put_limit(s, n > 1 ? h[1].ord : ~(gp_ord)0);
+}
+
 /* The top source's next record replaces its head; the heap moves only when
  * that record no longer sorts before every other source's head. */
 static inline __attribute__((always_inline)) int
@@ -1213,7 +1231,7 @@ advance_top(gpuphase_reader *r, struct gp_sorted *s, const int kept) {
   int rc = fetch_head_k(r, top, kept);
   if (rc < 0) return rc;
   if (stays_on_top(s, top, rc)) return GPUPHASE_OK;
-  reheap(s, rc);
+  reheap_top(s, top, rc);
   return new_top(r, s);
 }
 
@@ -1313,7 +1331,7 @@ static int each_merge(gpuphase_reader *r,
       if (rc < 0) goto out;
       if (!stays_on_top(s, top, rc)) break;
     }
-    reheap(s, rc);
+    reheap_top(s, top, rc);
     rc = new_top(r, s);
     if (rc < 0) goto out;
   }
