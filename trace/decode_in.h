@@ -112,6 +112,33 @@ varint_at(const uint8_t *p, const uint8_t *end,
 #define UZ64(i) UZ16(i), UZ16(i + 16), UZ16(i + 32), UZ16(i + 48)
 static const int8_t unzz7[128] = {UZ64(0), UZ64(64)};
 
+/* The zigzag-decoded delta of a varint whose first byte at p has the
+ * continuation bit, into *d; the position after it (NULL: malformed).
+ * For v = lo | hi << 7 (lo its first seven bits), unzigzag(v) =
+ * ((lo >> 1) | hi << 6) ^ -(lo & 1) = uz[lo] ^ hi << 6, the two parts
+ * having no bit in common: so the two- and three-byte deltas (time
+ * deltas) take the table's value of the first byte and one exclusive-or,
+ * with no shift and mask for the zigzag. Wider ones go to varint_wide. */
+static inline __attribute__((always_inline)) const uint8_t *
+delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
+         int64_t *d) {
+  int64_t lo = uz[p[0] & 0x7f];
+  uint64_t b1 = p[1];
+  if (b1 < 0x80) {
+    *d = lo ^ (int64_t)(b1 << 6);
+    return p + 2;
+  }
+  uint64_t b2 = p[2];
+  if (b2 < 0x80) {
+    *d = lo ^ (int64_t)((b1 & 0x7f) << 6 | b2 << 13);
+    return p + 3;
+  }
+  uint64_t z;
+  p = varint_wide(p, end, &z);
+  *d = (int64_t)gp_unzigzag(z);
+  return p;
+}
+
 /* One field's delta, zigzag-decoded: 0 past the end of the payload. A
  * varint that runs past the end is caught once, after the last field. In
  * a kind without blobs, the fields past the end of the payload keep their
@@ -126,10 +153,8 @@ static const int8_t unzz7[128] = {UZ64(0), UZ64(64)};
     if (__builtin_expect(b_ < 0x80, 1)) {                                      \
       d = uz_[b_];                                                             \
       p++;                                                                     \
-    } else {                                                                   \
-      uint64_t z_;                                                             \
-      if (!(p = varint_at(p, end, &z_))) return GPUPHASE_E_CORRUPT;            \
-      d = (int64_t)gp_unzigzag(z_);                                            \
+    } else if (!(p = delta_at(uz_, p, end, &d))) {                            \
+      return GPUPHASE_E_CORRUPT;                                               \
     }                                                                          \
   }
 #define IN_V(type, name)                                                       \
@@ -215,7 +240,7 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
     typedef struct gpuphase_##low cur_t;                                       \
     REP_INDICES(FIELDS)                                                        \
     uint64_t *f = (uint64_t *)&s->last[num].u.low;                             \
-    uint64_t dur = f[ei] - f[si] + gp_unzigzag(z);                             \
+    uint64_t dur = f[ei] - f[si] + (uint64_t)zd;                              \
     f[si] = f[ei] + g;                                                         \
     f[ei] = f[si] + dur;                                                       \
     if (rc) f[ci] += c;                                                        \
@@ -238,10 +263,14 @@ decode_repeat_in(const uint8_t **pp, const uint8_t *end,
                             struct gp_dstate *s, uint64_t *start) {
   const uint8_t *p = *pp + 1;
   unsigned tag = **pp;
-  uint64_t g, z, c = (tag & GP_REPEAT_CORR) != 0;
-  if (!(p = rep_varint(p, end, &g)) || !(p = rep_varint(p, end, &z)) ||
-      p > end)
+  uint64_t g, c = (tag & GP_REPEAT_CORR) != 0;
+  int64_t zd; /* unzigzag(z) */
+  if (!(p = rep_varint(p, end, &g))) return GPUPHASE_E_CORRUPT;
+  if (__builtin_expect(*p < 0x80, 1))
+    zd = unzz7[*p++];
+  else if (!(p = delta_at(unzz7, p, end, &zd)))
     return GPUPHASE_E_CORRUPT;
+  if (p > end) return GPUPHASE_E_CORRUPT;
   *pp = p;
   switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
   return 0;
