@@ -166,7 +166,7 @@ static inline gp_ord ord_of(uint64_t key, uint32_t id) {
 
 struct heap_ent {
   gp_ord ord;
-  uint32_t idx;
+  struct source *src; /* s->src is not moved once the merge has begun */
 };
 
 struct gp_sorted {
@@ -1135,7 +1135,7 @@ static void set_limit(struct gp_sorted *s) {
  * under its blobs (detach). */
 static inline int new_top(gpuphase_reader *r, struct gp_sorted *s) {
   if (__builtin_expect(!s->reheads, 1)) return GPUPHASE_OK;
-  struct source *top = s->nheap ? &s->src[s->heap[0].idx] : NULL;
+  struct source *top = s->nheap ? s->heap[0].src : NULL;
   return top && top->rehead ? rehead(r, top) : GPUPHASE_OK;
 }
 
@@ -1149,7 +1149,7 @@ static int start_merge(gpuphase_reader *r) {
     if (rc < 0) return rc;
     if (rc == 0) continue;
     s->heap[s->nheap] =
-        (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), i};
+        (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), &s->src[i]};
     sift_up(s->heap, s->nheap++);
   }
   s->linear = s->nheap <= SORTED_SMALL;
@@ -1170,7 +1170,7 @@ static int start_merge(gpuphase_reader *r) {
 static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   struct heap_ent *h = s->heap;
   if (rc == 1) {
-    const struct source *top = &s->src[h[0].idx];
+    const struct source *top = h[0].src;
     h[0].ord = ord_of(top->key, top->id);
   }
   if (s->linear) {
@@ -1215,7 +1215,7 @@ reheap_top(struct gp_sorted *s, const struct source *top, int rc) {
     return;
   }
   struct heap_ent *h = s->heap;
-  struct heap_ent e = {ord_of(top->key, top->id), h[0].idx};
+  struct heap_ent e = {ord_of(top->key, top->id), h[0].src};
   uint32_t n = s->nheap, j = 1;
   for (; j < n && less(&h[j], &e); j++)
     h[j - 1] = h[j];
@@ -1227,7 +1227,7 @@ reheap_top(struct gp_sorted *s, const struct source *top, int rc) {
  * that record no longer sorts before every other source's head. */
 static inline __attribute__((always_inline)) int
 advance_top(gpuphase_reader *r, struct gp_sorted *s, const int kept) {
-  struct source *top = &s->src[s->heap[0].idx];
+  struct source *top = s->heap[0].src;
   int rc = fetch_head_k(r, top, kept);
   if (rc < 0) return rc;
   if (stays_on_top(s, top, rc)) return GPUPHASE_OK;
@@ -1245,7 +1245,7 @@ next_merge(gpuphase_reader *r, const struct gpuphase_record **out,
     if (rc < 0) return rc;
   }
   if (!s->nheap) return 0;
-  const struct source *top = &s->src[s->heap[0].idx];
+  const struct source *top = s->heap[0].src;
   *out = top->head;
   r->off = top->c.off;
   s->advance = 1;
@@ -1318,7 +1318,7 @@ static int each_merge(gpuphase_reader *r,
     if (rc < 0) goto out;
   }
   while (s->nheap) {
-    struct source *top = &s->src[s->heap[0].idx];
+    struct source *top = s->heap[0].src;
     for (;;) {
       r->off = top->c.off;
       if (fn(ctx, top->head) < 0) {
