@@ -289,12 +289,14 @@ gp_decode_in(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
   if (__builtin_expect(!(w & 0x8080), 1)) {
     kind = p[0];
     len = p[1];
+    /* the prefixes and the payload within the frame, in one test: p < end,
+     * and len + 2 cannot wrap */
+    if (len + 2 > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
     p += 2;
-    if (p > end) return GPUPHASE_E_CORRUPT;
-  } else if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len)) {
+  } else if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len) ||
+             len > (uint64_t)(end - p)) {
     return GPUPHASE_E_CORRUPT;
   }
-  if (len > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
   *pp = p + len;
   int rc;
   switch (kind) {
