@@ -236,7 +236,10 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
 
 /* A repeat record in place: the kind's last record is the previous one. */
 #define REPEAT_IN_CASE(num, UP, low, FIELDS)                                   \
-  case num: {                                                                  \
+  case num:                                                                    \
+    REPEAT_IN_BODY(num, UP, low, FIELDS)
+#define REPEAT_IN_BODY(num, UP, low, FIELDS)                                   \
+  {                                                                            \
     typedef struct gpuphase_##low cur_t;                                       \
     REP_INDICES(FIELDS)                                                        \
     uint64_t *f = (uint64_t *)&s->last[num].u.low;                             \
@@ -272,7 +275,14 @@ decode_repeat_in(const uint8_t **pp, const uint8_t *end,
     return GPUPHASE_E_CORRUPT;
   if (p > end) return GPUPHASE_E_CORRUPT;
   *pp = p;
-  switch (tag & GP_REPEAT_KIND_MASK) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
+  unsigned kind = tag & GP_REPEAT_KIND_MASK;
+  /* a launch loop's calls and kernels, what repeat records mostly are,
+   * before the jump table */
+  if (kind == GPUPHASE_REC_API)
+    REPEAT_IN_BODY(GPUPHASE_REC_API, API, api, GPUPHASE_FIELDS_API)
+  if (kind == GPUPHASE_REC_KERNEL)
+    REPEAT_IN_BODY(GPUPHASE_REC_KERNEL, KERNEL, kernel, GPUPHASE_FIELDS_KERNEL)
+  switch (kind) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
   return 0;
 }
 
@@ -332,5 +342,6 @@ gp_decode_in(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
 #undef END_FIELD
 #undef DECODE_IN_KIND
 #undef REPEAT_IN_CASE
+#undef REPEAT_IN_BODY
 
 #endif
