@@ -87,12 +87,36 @@ static CUpti_SubscriberHandle other;
 static int ts_registered; /* our clock is CUPTI's */
 /* Another tool's use of the activity API, which has one pair of buffer
  * callbacks per process (a tool may use it without subscribing): its
- * callbacks, and the kinds it has enabled (bit k: kind k; kinds past 63
- * counted in o_kinds_hi). */
+ * callbacks, and the kinds it has enabled, each with its context (NULL:
+ * cuptiActivityEnable, for all of them); past O_MAX pairs, o_full keeps
+ * the tool counted present for good. */
 static CUpti_BuffersCallbackRequestFunc o_req;
 static CUpti_BuffersCallbackCompleteFunc o_comp;
-static uint64_t o_kinds;
-static unsigned o_kinds_hi;
+#define O_MAX 64
+static struct {
+  CUcontext ctx;
+  CUpti_ActivityKind kind;
+} o_on[O_MAX];
+static unsigned o_n, o_full;
+
+/* hand_lock is taken by the functions a tool calls and by ours; CUPTI
+ * may call a tool's buffer callback while we flush under it, and that
+ * callback may call an interposed function again (disable its kind, say):
+ * on the thread that holds the lock, such a nested call goes straight to
+ * CUPTI with its bookkeeping only. */
+static __thread unsigned hand_depth;
+
+static void hand_enter(void) {
+  if (hand_depth++ == 0) pthread_mutex_lock(&hand_lock);
+}
+
+static void hand_leave(void) {
+  if (--hand_depth == 0) pthread_mutex_unlock(&hand_lock);
+}
+
+static int hand_nested(void) {
+  return hand_depth > 1;
+}
 
 static uint64_t CUPTIAPI timestamp_cb(void) {
   return hooks->now_ns();
@@ -328,9 +352,9 @@ int gp_cupti_open(const struct gp_cupti_hooks *h, const void *cudart_addr,
     p_cuptiUnsubscribe(stale_subscriber);
     stale_subscriber = NULL;
   }
-  pthread_mutex_lock(&hand_lock);
-  int held = o_req && (o_kinds || o_kinds_hi);
-  pthread_mutex_unlock(&hand_lock);
+  hand_enter();
+  int held = o_n || o_full;
+  hand_leave();
   if (held) {
     /* a tool's activity records are under way (it enabled them before the
      * first CUDA call): ours would take its buffers; we come in when it
@@ -387,10 +411,10 @@ degraded:
 }
 
 void gp_cupti_flush_buffers(int forced) {
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   if (active)
     p_cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
 }
 
 /* Hands CUPTI over: our records so far are flushed to our queue, then we
@@ -468,9 +492,9 @@ static CUptiResult subscribe_other(int v2, CUpti_SubscriberHandle *sub,
                                    void *params) {
   void *real = real_cupti(v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe");
   if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   int stepped = 0;
-  if (active && subscriber) {
+  if (active && subscriber && !hand_nested()) {
     step_aside();
     stepped = 1;
   }
@@ -478,7 +502,7 @@ static CUptiResult subscribe_other(int v2, CUpti_SubscriberHandle *sub,
                      : ((subscribe_fn)real)(sub, cb, ud);
   if (r == CUPTI_SUCCESS && sub) other = *sub;
   else if (stepped) come_back();
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return r;
 }
 
@@ -495,66 +519,74 @@ int gp_cupti_subscribe_v2(void *sub, void *cb, void *ud, void *params) {
 /* Whether the other tool is done with CUPTI: no subscription, no
  * activity kind enabled. hand_lock held. */
 static int other_gone(void) {
-  return !other && !o_kinds && !o_kinds_hi;
+  return !other && !o_n && !o_full;
 }
 
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI
 cuptiUnsubscribe(CUpti_SubscriberHandle h) {
   unsubscribe_fn real = (unsubscribe_fn)real_cupti("cuptiUnsubscribe");
   if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   CUptiResult r = real(h);
   if (r == CUPTI_SUCCESS && h == other) {
     other = NULL;
     /* back after a hand-over, or first time if CUPTI was busy at start */
-    if (wanted && !active && lib && other_gone()) come_back();
+    if (wanted && !active && lib && other_gone() && !hand_nested()) come_back();
   }
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return r;
 }
 
 /* A tool using the activity API without subscribing (CUPTI's own
- * activity samples do): registering its buffer callbacks would replace
- * ours, and CUPTI would hand it our buffers (which it frees as its own)
- * and our records. So we step aside first, as for a subscription: our
- * records so far flushed to us, our kinds disabled; the tool's records
- * are its own until it has disabled every kind it enabled, when its last
- * ones are flushed to it and we come back. A tool that enables a kind
- * again later, without registering again, gets its callbacks back. */
+ * activity samples do): its buffer callbacks would replace ours, and
+ * CUPTI would hand it our buffers (which it frees as its own) and our
+ * records. While we hold CUPTI, its callbacks are kept, not registered;
+ * when it enables a kind, we step aside as for a subscription (our
+ * records so far flushed to us, our kinds disabled) and register them;
+ * once it has disabled every kind it enabled, its last records are
+ * flushed to it and we come back. A tool that enables a kind again later,
+ * without registering again, gets its callbacks back the same way. */
 typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,
                                    CUpti_BuffersCallbackCompleteFunc);
 typedef CUptiResult (*kind_fn)(CUpti_ActivityKind);
+typedef CUptiResult (*ctx_kind_fn)(CUcontext, CUpti_ActivityKind);
 
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI
 cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                CUpti_BuffersCallbackCompleteFunc comp) {
   register_fn real = (register_fn)real_cupti("cuptiActivityRegisterCallbacks");
   if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
-  int stepped = 0;
-  if (active && subscriber) {
-    step_aside();
-    stepped = 1;
-  }
-  CUptiResult r = real(req, comp);
+  if (!req || !comp) return real(req, comp); /* CUPTI's own answer */
+  hand_enter();
+  CUptiResult r = CUPTI_SUCCESS;
+  /* ours stay registered while we hold CUPTI and the tool enables nothing */
+  if (!(active && subscriber)) r = real(req, comp);
   if (r == CUPTI_SUCCESS) {
     o_req = req;
     o_comp = comp;
-  } else if (stepped && other_gone()) {
-    come_back();
   }
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return r;
 }
 
-static void o_kind_set(CUpti_ActivityKind k, int on) {
-  if ((unsigned)k < 64) {
-    uint64_t bit = UINT64_C(1) << (unsigned)k;
-    o_kinds = on ? o_kinds | bit : o_kinds & ~bit;
-  } else if (on) {
-    o_kinds_hi++;
-  } else if (o_kinds_hi) {
-    o_kinds_hi--;
+static int o_find(CUcontext ctx, CUpti_ActivityKind k) {
+  for (unsigned i = 0; i < o_n; i++)
+    if (o_on[i].ctx == ctx && o_on[i].kind == k) return (int)i;
+  return -1;
+}
+
+static void o_kind_set(CUcontext ctx, CUpti_ActivityKind k, int on) {
+  int i = o_find(ctx, k);
+  if (on && i < 0) {
+    if (o_n < O_MAX) {
+      o_on[o_n].ctx = ctx;
+      o_on[o_n].kind = k;
+      o_n++;
+    } else {
+      o_full = 1;
+    }
+  } else if (!on && i >= 0) {
+    o_on[i] = o_on[--o_n];
   }
 }
 
@@ -562,17 +594,16 @@ static CUptiResult other_enable(const char *name, CUpti_ActivityKind k,
                                 CUcontext ctx, int by_ctx) {
   void *f = real_cupti(name);
   if (!f) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
-  if (active && subscriber && o_req) {
-    /* back in since the tool last had its kinds: its callbacks again */
+  hand_enter();
+  if (active && subscriber && o_req && !hand_nested()) {
+    /* we held CUPTI: the tool's callbacks in place of ours */
     step_aside();
     register_fn reg = (register_fn)real_cupti("cuptiActivityRegisterCallbacks");
     if (reg) reg(o_req, o_comp);
   }
-  CUptiResult r = by_ctx ? ((CUptiResult(*)(CUcontext, CUpti_ActivityKind))f)(ctx, k)
-                         : ((kind_fn)f)(k);
-  if (r == CUPTI_SUCCESS) o_kind_set(k, 1);
-  pthread_mutex_unlock(&hand_lock);
+  CUptiResult r = by_ctx ? ((ctx_kind_fn)f)(ctx, k) : ((kind_fn)f)(k);
+  if (r == CUPTI_SUCCESS) o_kind_set(by_ctx ? ctx : NULL, k, 1);
+  hand_leave();
   return r;
 }
 
@@ -586,21 +617,20 @@ static CUptiResult other_disable(const char *name, CUpti_ActivityKind k,
                                  CUcontext ctx, int by_ctx) {
   void *f = real_cupti(name);
   if (!f) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   if (active && subscriber && our_kind(k)) {
-    /* a kind of ours, which the tool did not enable while we hold CUPTI:
+    /* a kind of ours, which the tool has not enabled while we hold CUPTI:
      * kept on for us, and off as far as the tool can tell */
-    o_kind_set(k, 0);
-    pthread_mutex_unlock(&hand_lock);
+    o_kind_set(by_ctx ? ctx : NULL, k, 0);
+    hand_leave();
     return CUPTI_SUCCESS;
   }
-  CUptiResult r = by_ctx ? ((CUptiResult(*)(CUcontext, CUpti_ActivityKind))f)(ctx, k)
-                         : ((kind_fn)f)(k);
+  CUptiResult r = by_ctx ? ((ctx_kind_fn)f)(ctx, k) : ((kind_fn)f)(k);
   if (r == CUPTI_SUCCESS) {
-    o_kind_set(k, 0);
-    if (wanted && !active && lib && other_gone()) come_back();
+    o_kind_set(by_ctx ? ctx : NULL, k, 0);
+    if (wanted && !active && lib && other_gone() && !hand_nested()) come_back();
   }
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return r;
 }
 
@@ -616,7 +646,15 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI
 cuptiFinalize(void) {
   finalize_fn real = (finalize_fn)real_cupti("cuptiFinalize");
   if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
+  if (hand_nested()) {
+    /* from a tool's callback during one of our flushes: CUPTI is gone
+     * under the operation in progress, which is not redone here */
+    CUptiResult r = real();
+    if (r == CUPTI_SUCCESS) ts_registered = 0;
+    hand_leave();
+    return r;
+  }
   int held = active && subscriber;
   if (held) p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   CUptiResult r = real();
@@ -625,8 +663,7 @@ cuptiFinalize(void) {
     other = NULL;
     o_req = NULL;
     o_comp = NULL;
-    o_kinds = 0;
-    o_kinds_hi = 0;
+    o_n = o_full = 0;
     if (held) {
       subscriber = NULL;
       active = 0;
@@ -640,7 +677,7 @@ cuptiFinalize(void) {
       come_back();
     }
   }
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return r;
 }
 
@@ -874,9 +911,9 @@ size_t gp_cupti_consume(gp_dev_activity_cb cb, void *ctx) {
 }
 
 int gp_cupti_wanted(void) {
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   int w = wanted;
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   return w;
 }
 
@@ -891,9 +928,9 @@ uint64_t gp_cupti_dropped(void) {
 }
 
 void gp_cupti_close(void) {
-  pthread_mutex_lock(&hand_lock);
+  hand_enter();
   wanted = 0;
-  pthread_mutex_unlock(&hand_lock);
+  hand_leave();
   if (!active) return;
   active = 0;
   for (size_t i = 0; i < NKINDS; i++)
@@ -915,9 +952,9 @@ void gp_cupti_forget(void) {
   other = NULL;
   o_req = NULL;
   o_comp = NULL;
-  o_kinds = 0;
-  o_kinds_hi = 0;
+  o_n = o_full = 0;
   ts_registered = 0;
+  hand_depth = 0;
   pthread_mutex_init(&hand_lock, NULL);
   stale_subscriber = subscriber;
   subscriber = NULL;

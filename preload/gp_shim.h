@@ -324,6 +324,8 @@ struct gp_tbuf *gp_ring_of_thread(void);
 /* phase.c: the ranges the thread pushed before recording started, into its
  * new ring b */
 void gp_phase_flush_pending(struct gp_tbuf *b);
+/* phase.c: a forked child counts the kept names of its one thread only */
+void gp_phase_after_fork(void);
 int gp_range_record(uint32_t op, const char *name, uint64_t id,
                     const void *domain);
 

@@ -68,7 +68,10 @@ struct pend {
   size_t len;
 };
 static __thread struct pend pend[GP_PEND_MAX];
-static __thread unsigned npend, pend_over;
+/* pend_over: pushes not kept (inside the kept ones), whose pops are
+ * absorbed, also once the thread records; post_open: pushes recorded since,
+ * still open (their pops are recorded) */
+static __thread unsigned npend, pend_over, post_open;
 static _Atomic size_t pend_bytes; /* names kept, all threads */
 static pthread_key_t pend_key;
 static pthread_once_t pend_once = PTHREAD_ONCE_INIT;
@@ -93,7 +96,7 @@ static void pend_key_make(void) {
 }
 
 static int pend_push(const char *name, const void *domain) {
-  if (npend == GP_PEND_MAX) {
+  if (npend == GP_PEND_MAX || pend_over) { /* inside one not kept: neither */
     pend_over++;
     return 1;
   }
@@ -157,7 +160,15 @@ void gp_phase_flush_pending(struct gp_tbuf *b) {
               pend[i].domain);
     pend_release(i);
   }
-  npend = pend_over = 0;
+  npend = 0;
+  post_open = 0; /* pend_over stays: the pops of pushes not kept */
+}
+
+void gp_phase_after_fork(void) {
+  /* the child has this thread's kept names only */
+  size_t own = 0;
+  for (unsigned i = 0; i < npend; i++) own += pend_cost(pend[i].len);
+  atomic_store_explicit(&pend_bytes, own, memory_order_relaxed);
 }
 
 /* op: GPUPHASE_RANGE_*; id pairs START with END; domain: an NVTX domain
@@ -175,6 +186,19 @@ int gp_range_record(uint32_t op, const char *name, uint64_t id,
     if (op == GPUPHASE_RANGE_PUSH) return pend_push(name, domain);
     if (op == GPUPHASE_RANGE_POP) return pend_pop(domain);
     return 1;
+  }
+  if (GP_UNLIKELY(pend_over)) {
+    /* pushes not kept before the thread recorded are still open: the
+     * pops past the pushes recorded since are theirs */
+    if (op == GPUPHASE_RANGE_PUSH) {
+      post_open++;
+    } else if (op == GPUPHASE_RANGE_POP) {
+      if (!post_open) {
+        pend_over--;
+        return 1;
+      }
+      post_open--;
+    }
   }
   return put_range(ts->buf, gp_now(), op, name, name_len(name), id, domain);
 }

@@ -99,6 +99,8 @@ static struct gp_tbuf *tbuf_create(void) {
                        ? 0
                        : (b->mask >> 3) & ~(uint64_t)1,
                    __ATOMIC_RELAXED);
+  /* dying since it was read (gp_rings_dying may have passed this ring) */
+  if (atomic_load(&gp_dying)) __atomic_store_n(&b->nudge, 0, __ATOMIC_RELAXED);
   b->map_bytes = bytes;
   atomic_store(&b->head, 0);
   atomic_store(&b->tail, 0);

@@ -426,6 +426,7 @@ static void atfork_child(void) {
   owner_pid = (pid_t)syscall(SYS_getpid);
   gp_rings_after_fork();
   gp_stacks_after_fork();
+  gp_phase_after_fork();
   pthread_mutex_init(&shutdown_lock, NULL);
   shutdown_done = 0;
   atomic_store(&deferred_sig, 0);

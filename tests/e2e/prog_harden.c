@@ -109,9 +109,14 @@
  *                  push the same and wait, alive, until all have pushed;
  *                  prints "churn_kb=C live_kb=L" (the heap grown by the
  *                  first, and by the second less N live threads that push
- *                  nothing; mallinfo2, so run with MALLOC_ARENA_MAX=1),
- *                  then the main thread pushes "main", makes a CUDA call
- *                  and pops it: prints "pop=R" (its return)
+ *                  nothing; mallinfo2, so run with MALLOC_ARENA_MAX=1);
+ *                  while the second are alive the main thread forks a
+ *                  child that pushes "ccc..." (250 bytes), makes a CUDA call and pops
+ *                  it (its exit status: 2 x the push's return + the
+ *                  pop's), then pushes "hhh..." (250 bytes, "held");
+ *                  prints "held=H child=C" too; then
+ *                  the main thread makes a CUDA call, pushes "main" and
+ *                  pops twice: prints "push=A pop=B heldpop=C" (returns)
  */
 #include <stdint.h>
 #include <sys/time.h>
@@ -532,6 +537,23 @@ static void *mem_worker(void *what) {
 
 /* The heap grown (main arena: run with MALLOC_ARENA_MAX=1) while n
  * threads are alive, pushing or not. */
+/* while they are alive: held, what pushing "held" returned; child, what
+ * a child forked then said (push and pop of its own range, its exit) */
+static int mem_held = -1, mem_child = -1;
+
+static int child_range(void) {
+  int (*push)(const char *) =
+      (int (*)(const char *))dlsym(RTLD_DEFAULT, "gpuphase_range_push");
+  int (*pop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpuphase_range_pop");
+  char name[251]; /* as long as the others' (what they left is less) */
+  memset(name, 'c', 250);
+  name[250] = 0;
+  int a = push(name);
+  if (work(1)) return 9;
+  int b = pop();
+  return a * 2 + b;
+}
+
 static long mem_live(int n, size_t push) {
   pthread_t *ts = calloc((size_t)n, sizeof *ts);
   void *r;
@@ -541,6 +563,19 @@ static long mem_live(int n, size_t push) {
     if (pthread_create(&ts[i], NULL, mem_worker, (void *)(2 | push))) return -1;
   pthread_barrier_wait(&mem_bar);
   size_t h1 = mallinfo2().uordblks;
+  if (push) {
+    /* the names of the live threads fill the process's budget */
+    int (*p)(const char *) =
+        (int (*)(const char *))dlsym(RTLD_DEFAULT, "gpuphase_range_push");
+    pid_t c = fork();
+    if (c == 0) _exit(child_range());
+    int st = 0;
+    if (c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st)) mem_child = WEXITSTATUS(st);
+    char held[251]; /* as long as theirs: what is left of it is less */
+    memset(held, 'h', 250);
+    held[250] = 0;
+    mem_held = p(held);
+  }
   pthread_barrier_wait(&mem_bar);
   for (int i = 0; i < n; i++)
     if (pthread_join(ts[i], &r) || r) return -1;
@@ -566,11 +601,11 @@ static int pre_range_mem(int n) {
   size_t h1 = mallinfo2().uordblks;
   long quiet = mem_live(n, 0), pushing = mem_live(n, 1);
   if (quiet < 0 || pushing < 0) return 1;
-  printf("churn_kb=%ld live_kb=%ld\n", ((long)h1 - (long)h0) / 1024,
-         pushing - quiet);
-  push("main");
+  printf("churn_kb=%ld live_kb=%ld held=%d child=%d\n", ((long)h1 - (long)h0) / 1024,
+         pushing - quiet, mem_held, mem_child);
   if (work(1)) return 1;
-  printf("pop=%d\n", pop());
+  int a = push("main"), b = pop(), c = pop(); /* c: "held"'s */
+  printf("push=%d pop=%d heldpop=%d\n", a, b, c);
   return 0;
 }
 

@@ -24,7 +24,23 @@
  *                             the tool registers its callbacks before the
  *                             first CUDA call and enables nothing; 3
  *                             kernels, then it disables kernel records
- *                             (which it never enabled), 2 kernels */
+ *                             (which it never enabled), 2 kernels
+ *   e2e-prog-othertool register_only
+ *                             3 kernels, the tool registers its callbacks
+ *                             and enables nothing, 5 kernels
+ *   e2e-prog-othertool contexts
+ *                             3 kernels, the tool enables kernel records in
+ *                             two contexts, 4 kernels, flush, disables them
+ *                             in the first, 3 kernels (k_mid: the tool's,
+ *                             which still has the second; the simulated
+ *                             CUPTI, which takes no context into account,
+ *                             records none), disables them in the second,
+ *                             2 kernels
+ *   e2e-prog-othertool reenter
+ *                             3 kernels, the tool enables memcpy and kernel
+ *                             records (its completion callback disables
+ *                             kernel records again), 4 kernels, disables
+ *                             both, 2 kernels */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -34,6 +50,7 @@
 
 void k_before(void) {}
 void k_during(void) {}
+void k_mid(void) {}
 void k_after(void) {}
 
 static int tool_kernels;
@@ -44,6 +61,8 @@ static void CUPTIAPI tool_request(uint8_t **buf, size_t *size, size_t *max) {
   *max = 0;
 }
 
+static int tool_reenter; /* its completion disables its kernel records */
+
 static void CUPTIAPI tool_complete(CUcontext c, uint32_t s, uint8_t *buf,
                                    size_t size, size_t valid) {
   (void)c, (void)s, (void)size;
@@ -51,6 +70,7 @@ static void CUPTIAPI tool_complete(CUcontext c, uint32_t s, uint8_t *buf,
   while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS)
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) tool_kernels++;
   free(buf);
+  if (tool_reenter) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
 static void CUPTIAPI tool_cb(void *u, CUpti_CallbackDomain d,
@@ -111,6 +131,41 @@ static int activity_only(int cycles, int early) {
 }
 
 int main(int argc, char **argv) {
+  const CUpti_ActivityKind K = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (argc > 1 && !strcmp(argv[1], "register_only")) {
+    if (launch(k_before, 3) ||
+        cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS ||
+        launch(k_after, 5))
+      return 5;
+    printf("%d\n", tool_kernels);
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "contexts")) {
+    /* the simulated CUPTI takes any context handle (and ignores it) */
+    CUcontext a = (CUcontext)0x1000, b = (CUcontext)0x2000;
+    if (launch(k_before, 3) ||
+        cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS ||
+        cuptiActivityEnableContext(a, K) != CUPTI_SUCCESS ||
+        cuptiActivityEnableContext(b, K) != CUPTI_SUCCESS || launch(k_during, 4) ||
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS ||
+        cuptiActivityDisableContext(a, K) != CUPTI_SUCCESS || launch(k_mid, 3) ||
+        cuptiActivityDisableContext(b, K) != CUPTI_SUCCESS || launch(k_after, 2))
+      return 5;
+    printf("%d\n", tool_kernels);
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "reenter")) {
+    tool_reenter = 1;
+    if (launch(k_before, 3) ||
+        cuptiActivityRegisterCallbacks(tool_request, tool_complete) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(K) != CUPTI_SUCCESS || launch(k_during, 4) ||
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
+        cuptiActivityDisable(K) != CUPTI_SUCCESS || launch(k_after, 2))
+      return 5;
+    printf("%d\n", tool_kernels);
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "finalize")) {
     int r = activity_only(1, 0);
     if (r || cuptiFinalize() != CUPTI_SUCCESS) return r ? r : 5;

@@ -671,11 +671,17 @@ def t_othertool_activity():
     # we hold CUPTI: we attach again and record on (before, the kernels
     # after it were lost without a word); a kind of ours that the tool
     # disables without having enabled it stays on for us
+    # a tool that registers its callbacks and enables nothing takes nothing
+    # (before, we stepped aside for good); one that enables its kind in two
+    # contexts and disables it in one keeps it (before, we came back and
+    # took its other context's records); one whose completion callback
+    # calls CUPTI again while we flush its last buffers (before, a deadlock)
     for mode, after, states_want in (("finalize", 4, [1, 0]), ("finalize_held", 2, []),
-                                     ("disable_ours", 2, [])):
+                                     ("disable_ours", 2, []), ("register_only", 5, []),
+                                     ("contexts", 2, [1, 0]), ("reenter", 2, [1, 0])):
         d = workdir()
         p = run([prog("e2e-prog-othertool"), mode], d)
-        tool_want = "4" if mode == "finalize" else "0"
+        tool_want = "4" if mode in ("finalize", "contexts", "reenter") else "0"
         check(p.returncode == 0 and p.stdout.strip() == tool_want,
               f"{mode}: exit {p.returncode}, the tool got {p.stdout.strip()!r}: {p.stderr}")
         recs, _ = dump(traces(d)[0])
@@ -1127,9 +1133,11 @@ def t_prerange_mem():
     another, each with 8 names of 250 bytes: 425 KiB kept for ever before),
     and the names kept by live threads are capped for the process (64 KiB
     of names with 16 bytes each for the count; 552 KiB for 200 threads
-    before);
-    once those threads have ended, the main thread's range is kept and
-    recorded (prog_harden.c "prerangemem")."""
+    before). A push past the cap is not kept, and its pop, made once the
+    thread records, is absorbed (before, recorded as unmatched); a child
+    forked meanwhile has a cap of its own (before, it counted the parent's
+    threads' names and could keep none). Once those threads have ended,
+    the main thread's range is recorded (prog_harden.c "prerangemem")."""
     d = workdir()
     p = run([prog("e2e-prog-harden"), "prerangemem", "200"], d,
             extra={"MALLOC_ARENA_MAX": "1"})
@@ -1140,12 +1148,20 @@ def t_prerange_mem():
     # 64 KiB of names and counts, with the C library's own cache (about
     # 0.6 KiB) for each of the 31 threads that got names kept: 84 KiB
     check(live < 100, f"heap held by 200 live threads' ranges: {live} KiB (cap 64)")
-    j = json.loads(subprocess.run([REPORT, "--format", "json", traces(d)[0]],
-                                  capture_output=True, text=True, timeout=60,
-                                  env=env(preload=False)).stdout)
-    ph = {x["name"]: x for x in j["phases"]}
-    check("main" in ph, f"phases {sorted(ph)}")
-    check(j["diagnostics"]["unmatched_range_ends"] == 0, f"{j['diagnostics']}")
+    check(m.get("held") == "1" and m.get("push") == "0" and m.get("heldpop") == "1",
+          f"the push past the cap: {p.stdout!r}")
+    check(m.get("child") == "0", f"the forked child's push and pop: {p.stdout!r}")
+    files = traces(d)
+    check(len(files) == 2, f"traces {files}")
+    phases = {}
+    for f in files:
+        j = json.loads(subprocess.run([REPORT, "--format", "json", f],
+                                      capture_output=True, text=True, timeout=60,
+                                      env=env(preload=False)).stdout)
+        check(j["diagnostics"]["unmatched_range_ends"] == 0 and
+              j["diagnostics"]["ranges_open_at_end"] == 0, f"{f}: {j['diagnostics']}")
+        phases[f] = sorted(x["name"] for x in j["phases"])
+    check(sorted(phases.values()) == [["c" * 250], ["main"]], f"phases {phases}")
 
 
 def t_quiet_io():
