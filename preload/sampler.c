@@ -659,9 +659,6 @@ static void utilization(int d, uint64_t now, int last) {
       if (gap < v->period_us[k]) v->period_us[k] = gap;
       unsigned long long from = gap > v->period_us[k] ? ts - v->period_us[k] : prev;
       int64_t s = (int64_t)(from * 1000ull) - off, e = (int64_t)(ts * 1000ull) - off;
-      /* a period that began before recording did: its part after */
-      if (s < (int64_t)S.t_since && e > (int64_t)S.t_since && floor_ns == S.t_since)
-        s = (int64_t)S.t_since;
       if (s > 0 && (uint64_t)s >= floor_ns && e > s)
         sample(d, m, (uint64_t)s, (uint64_t)e,
                (int64_t)v->buf[i].sampleValue.uiVal * 1000);
