@@ -430,7 +430,10 @@ repeat_loop(struct gp_repeat_run *out, const struct gp_event *ev,
               mz = {~0ull, DIM_Z};
   const uint64_t corr0 = c->corr, from = t;
   uint64_t corr = corr0;
-  while (t < h) {
+  /* a launch's two slots both published: an event of one slot (a stack,
+   * say) at h - 1 is not read with the slot after it, which its thread
+   * may be writing (it would not repeat a launch anyway) */
+  while (t + (uint64_t)launch < h) {
     const struct gp_event *e = &ev[t & mask];
     const char *b = (const char *)e;
     gp_v2 x = (v2_load(b + 16) ^ c0) | ((v2_load(b + 32) & m1) ^ c1) |
