@@ -53,6 +53,11 @@ void gp_tbuf_free(struct gp_tbuf *b) {
   atomic_store_explicit(&b->state, GP_TB_FREE, memory_order_release);
 }
 
+/* The ring's nudge mask when the process is not dying (gp_shim.h). */
+static uint64_t nudge_mask(const struct gp_tbuf *b) {
+  return (b->mask >> 3) & ~(uint64_t)1;
+}
+
 static struct gp_tbuf *tbuf_claim(void) {
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next) {
     int expect = GP_TB_FREE;
@@ -94,12 +99,8 @@ static struct gp_tbuf *tbuf_create(void) {
   b->ev = ring;
   gp_stacks_ring_init(b); /* a failure leaves the thread without stacks */
   b->mask = slots - 1;
-  __atomic_store_n(&b->nudge,
-                   atomic_load_explicit(&gp_dying, memory_order_relaxed)
-                       ? 0
-                       : (b->mask >> 3) & ~(uint64_t)1,
-                   __ATOMIC_RELAXED);
-  /* dying since it was read (gp_rings_dying may have passed this ring) */
+  __atomic_store_n(&b->nudge, nudge_mask(b), __ATOMIC_RELAXED);
+  /* a dying process (gp_rings_dying may have passed this ring already) */
   if (atomic_load(&gp_dying)) __atomic_store_n(&b->nudge, 0, __ATOMIC_RELAXED);
   b->map_bytes = bytes;
   atomic_store(&b->head, 0);
@@ -144,8 +145,7 @@ void gp_ring_nudge(struct gp_tbuf *b, uint64_t head) {
 
 void gp_rings_dying(int dying) {
   for (struct gp_tbuf *b = gp_tbuf_list(); b; b = b->next)
-    __atomic_store_n(&b->nudge, dying ? 0 : (b->mask >> 3) & ~(uint64_t)1,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&b->nudge, dying ? 0 : nudge_mask(b), __ATOMIC_RELAXED);
 }
 
 void gp_ring_full(struct gp_tbuf *b) {
