@@ -106,6 +106,10 @@ struct feeder {
   _Atomic int stop;    /* the engine's side asks the reader to stop */
   int oom;             /* the reader's side ran out of memory */
   gpuphase_reader *rd;
+  /* the reading side's own: the batch it fills, and whether a copy ran
+   * out of memory */
+  struct batch *cur;
+  int cur_oom;
 };
 
 static void batch_clear(struct batch *b) {
@@ -180,32 +184,54 @@ static void wait_until(struct feeder *f, int (*ready)(struct feeder *)) {
   pthread_mutex_unlock(&f->mu);
 }
 
+/* The reading side's next empty batch, once there is room for one; NULL
+ * when the engine's side asked it to stop. */
+static struct batch *batch_take(struct feeder *f) {
+  wait_until(f, room);
+  pthread_mutex_lock(&f->mu);
+  int stop = f->stop;
+  struct batch *b = &f->b[f->head % NBATCH];
+  pthread_mutex_unlock(&f->mu);
+  if (stop) return NULL;
+  batch_clear(b);
+  return b;
+}
+
+/* Hands the current batch to the engine's side: rc is the reader's result
+ * after its last record (1: more follow). */
+static void batch_put(struct feeder *f, int rc, int oom) {
+  f->cur->rc = oom ? 0 : rc;
+  f->cur->off = gpuphase_reader_offset(f->rd);
+  pthread_mutex_lock(&f->mu);
+  f->oom |= oom;
+  f->head++;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* The reader's callback on the reading thread: the merge runs in
+ * gp_reader_each_sorted's own loop, which keeps the top source at hand,
+ * and each record is copied into the current batch; a full one is handed
+ * over at once (so its offset is that of its last record). */
+static int copy_cb(void *arg, const struct gpuphase_record *rec) {
+  struct feeder *f = arg;
+  if (record_copy(f->cur, rec) < 0) {
+    f->cur_oom = 1;
+    return -1;
+  }
+  if (__builtin_expect(f->cur->n == BATCH_RECS, 0)) {
+    batch_put(f, 1, 0);
+    if (!(f->cur = batch_take(f))) return -1;
+  }
+  return 0;
+}
+
 static void *reader_main(void *arg) {
   struct feeder *f = arg;
-  for (;;) {
-    wait_until(f, room);
-    pthread_mutex_lock(&f->mu);
-    int stop = f->stop;
-    struct batch *b = &f->b[f->head % NBATCH];
-    pthread_mutex_unlock(&f->mu);
-    if (stop) return NULL;
-    batch_clear(b);
-    const struct gpuphase_record *rec;
-    int rc = 1, oom = 0;
-    while (b->n < BATCH_RECS && (rc = gp_reader_next_sorted(f->rd, &rec)) == 1)
-      if (record_copy(b, rec) < 0) {
-        oom = 1;
-        break;
-      }
-    b->rc = oom ? 0 : rc;
-    b->off = gpuphase_reader_offset(f->rd);
-    pthread_mutex_lock(&f->mu);
-    f->oom |= oom;
-    f->head++;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    if (b->rc != 1) return NULL;
-  }
+  if (!(f->cur = batch_take(f))) return NULL;
+  int rc = gp_reader_each_sorted(f->rd, copy_cb, f, NULL);
+  if (f->cur) batch_put(f, rc == 1 ? 0 : rc, f->cur_oom);
+  return NULL;
 }
 
 static void feeder_free(struct feeder *f) {
