@@ -1155,20 +1155,25 @@ uint64_t gp_attr_meas_records(const gp_attr *a) {
   return a->meas_records;
 }
 
-/* gp_attr_feed's body, inline in it and in gp_attr_feed_cb */
-static inline __attribute__((always_inline)) int
-feed(gp_attr *a, const struct gpuphase_record *rec) {
-  if (a->oom) return -1;
-  a->diag.records++;
-  /* the two kinds nearly every record is, first */
-  if (rec->kind == GPUPHASE_REC_KERNEL) {
-    on_kernel(a, &rec->u.kernel);
-    return a->oom ? -1 : 0;
-  }
-  if (rec->kind == GPUPHASE_REC_API) {
-    on_api(a, &rec->u.api);
-    return a->oom ? -1 : 0;
-  }
+/* on_kernel and on_api with feed's result: feed ends in a jump to them,
+ * so that the two kinds nearly every record is pass through no frame of
+ * feed's own (it saved and restored three registers per record) */
+static int __attribute__((noinline))
+feed_kernel(gp_attr *a, const struct gpuphase_kernel *r) {
+  on_kernel(a, r);
+  return a->oom ? -1 : 0;
+}
+
+static int __attribute__((noinline))
+feed_api(gp_attr *a, const struct gpuphase_api *r) {
+  on_api(a, r);
+  return a->oom ? -1 : 0;
+}
+
+/* The other kinds, out of line: inline in feed, the registers they need
+ * were saved ahead of the two jumps as well. */
+static int __attribute__((noinline))
+feed_other(gp_attr *a, const struct gpuphase_record *rec) {
   switch (rec->kind) {
   case GPUPHASE_REC_STRING:
     on_string(a, &rec->u.string);
@@ -1195,11 +1200,9 @@ feed(gp_attr *a, const struct gpuphase_record *rec) {
     on_device(a, &rec->u.device);
     break;
   case GPUPHASE_REC_API:
-    on_api(a, &rec->u.api);
-    break;
+    return feed_api(a, &rec->u.api);
   case GPUPHASE_REC_KERNEL:
-    on_kernel(a, &rec->u.kernel);
-    break;
+    return feed_kernel(a, &rec->u.kernel);
   case GPUPHASE_REC_MEMCPY:
     on_memcpy(a, &rec->u.memcpy);
     break;
@@ -1250,6 +1253,17 @@ feed(gp_attr *a, const struct gpuphase_record *rec) {
     break;
   }
   return a->oom ? -1 : 0;
+}
+
+/* gp_attr_feed's body, inline in it and in gp_attr_feed_cb */
+static inline __attribute__((always_inline)) int
+feed(gp_attr *a, const struct gpuphase_record *rec) {
+  if (a->oom) return -1;
+  a->diag.records++;
+  /* the two kinds nearly every record is, first */
+  if (rec->kind == GPUPHASE_REC_KERNEL) return feed_kernel(a, &rec->u.kernel);
+  if (rec->kind == GPUPHASE_REC_API) return feed_api(a, &rec->u.api);
+  return feed_other(a, rec);
 }
 
 int gp_attr_feed(gp_attr *a, const struct gpuphase_record *rec) {
