@@ -894,7 +894,10 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
    * while little else is live (the statistics below read nothing that
    * accounting changes, and accounting nothing they change). */
   int runs = end > s;
-  if (runs) gp_flush_dev(a, d, s);
+  if (runs) { /* gp_flush_dev, the kernel ends settled inline */
+    if (gp_dev_due(d, s)) gp_dev_settle_in(a, d, s);
+    if (a->started && s > d->seg_t) gp_flush_dev_to(a, d, s);
+  }
   uint64_t blocks = r->grid_x * r->grid_y * r->grid_z;
   uint64_t threads = r->block_x * r->block_y * r->block_z;
   uint64_t smem = r->smem_static + r->smem_dynamic;

@@ -239,20 +239,11 @@ void gp_run_close(struct run *r, uint64_t t) {
   }
 }
 
-/* The windows' share of [from, to) of device d in category cat (cov:
- * the stretch's SM coverage, for the kernel category), and, with c, the
- * undecided call's ledger per window. 0 when a window could not be had
- * (out of memory): the caller books nothing more. */
-static inline __attribute__((always_inline)) int
-book_windows(struct gp_attr *a, struct dev *d, uint64_t from, uint64_t to,
-             int cat, double cov, struct acall *c, uint32_t slot) {
+/* gp_book_windows past its one-window case (attr_int.h). */
+int gp_book_windows_run(struct gp_attr *a, struct dev *d, uint64_t from,
+                        uint64_t to, int cat, double cov, struct acall *c,
+                        uint32_t slot) {
   uint64_t t = from;
-  if (!c && from < d->wcur_end && to <= d->wcur_end) { /* one window */
-    struct gp_win *w = &d->win[d->wcur];
-    w->cat[cat] += to - from;
-    if (cat == GP_CAT_KERNEL) w->cov_ns += (double)(to - from) * cov;
-    t = to;
-  }
   while (t < to) {
     if (t >= d->wcur_end) {
       d->wcur = gp_win_idx(a, t);
@@ -278,7 +269,7 @@ static void account(struct gp_attr *a, struct dev *d, uint64_t from,
   bd_add(&d->tot, &s, to - from);
   for (size_t i = 0; c && i < a->nactive; i++)
     led_add(a, c, slot, a->active[i], 0, to - from);
-  if (!book_windows(a, d, from, to, s.cat, s.cov, c, slot)) return;
+  if (!gp_book_windows(a, d, from, to, s.cat, s.cov, c, slot)) return;
   run_add(&d->idle[0], s.idle, from);
   run_add(&d->idle[1], s.idle_deg, from);
   if (a->cs_on) gp_cs_seg(a->cs, slot, s.cat, from, to, a->T);
@@ -333,52 +324,8 @@ static void kend_apply(struct dev *d, uint32_t cov, uint32_t occ,
   d->occ_rate -= occ;
 }
 
-/* account() for a stretch in which the device runs a kernel (n_kern > 0):
- * the same sums in the same order, without what only idle stretches
- * need. */
-static void account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
-                           uint64_t to) {
-  uint64_t len = to - from;
-  /* min(cov_rate, FIX_ONE) / FIX_ONE: 1.0 exactly at FIX_ONE */
-  double cov =
-      (double)(d->cov_rate < FIX_ONE ? d->cov_rate : FIX_ONE) / FIX_ONE;
-  /* occ_rate is below 2^52 (n_kern x FIX_ONE): converted as a signed
-   * number, which takes no test of the sign bit, to the same double */
-  double occ = (double)(int64_t)d->occ_rate / FIX_ONE;
-  struct gp_breakdown *b = &d->tot;
-  b->cat[GP_CAT_KERNEL] += len;
-  b->sub[d->n_kern > d->n_comm ? GP_SUB_COMPUTE : GP_SUB_COMMUNICATION] += len;
-  if (d->n_xfer) b->kernel_xfer_overlap += len;
-  if (d->n_comm && d->n_kern > d->n_comm) b->comm_overlap += len;
-  b->kernel_nsum += len * d->n_kern;
-  b->small_nsum += len * d->n_small;
-  b->occ_nsum += len * d->n_occ;
-  b->occ_wsum += (double)len * occ;
-  b->cov_ns += (double)len * cov;
-  if (!book_windows(a, d, from, to, GP_CAT_KERNEL, cov, NULL, 0)) return;
-  if (d->idle[0].in) gp_run_close(&d->idle[0], from);
-  if (d->idle[1].in) gp_run_close(&d->idle[1], from);
-  if (a->cs_on)
-    gp_cs_seg(a->cs, (uint32_t)(d - a->dev), GP_CAT_KERNEL, from, to, a->T);
-}
-
 void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t) {
-  size_t mask = d->kq_cap - 1;
-  while (d->kq_n && d->kq[d->kq_head].t <= t) {
-    const struct kend *k = &d->kq[d->kq_head];
-    if (k->t > d->seg_t) { /* gp_flush_dev_to */
-      account_kernel(a, d, d->seg_t, k->t);
-      d->seg_t = k->t;
-    }
-    d->n_kern--;
-    d->cov_rate -= k->cov;
-    d->n_comm -= k->comm;
-    d->n_small -= k->small;
-    d->n_occ -= k->has_occ;
-    d->occ_rate -= k->occ;
-    d->kq_head = (d->kq_head + 1) & mask;
-    d->kq_n--;
-  }
+  gp_dev_settle_in(a, d, t);
 }
 
 void gp_dev_unqueue(struct gp_attr *a) {
