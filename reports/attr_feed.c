@@ -248,7 +248,8 @@ void gp_attr_free(gp_attr *a) {
  * registers each time. */
 static inline __attribute__((always_inline)) uint64_t
 timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
-  a->diag.timed++;
+  /* diag.timed: the records that do not come here are counted instead
+   * (untimed, in feed_other), not the many that do */
   if (!a->started) {
     if (!opens_window) return UINT64_MAX;
     gp_sweep_start(a, s);
@@ -894,9 +895,9 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
    * while little else is live (the statistics below read nothing that
    * accounting changes, and accounting nothing they change). */
   int runs = end > s;
-  if (runs) { /* gp_flush_dev, the kernel ends settled inline */
+  if (runs) { /* gp_flush_dev_on, the kernel ends settled inline */
     if (gp_dev_due(d, s)) gp_dev_settle_in(a, d, s);
-    if (a->started && s > d->seg_t) gp_flush_dev_to(a, d, s);
+    if (s > d->seg_t) gp_flush_dev_to(a, d, s);
   }
   uint64_t blocks = r->grid_x * r->grid_y * r->grid_z;
   uint64_t threads = r->block_x * r->block_y * r->block_z;
@@ -1000,7 +1001,7 @@ static int xfer_of(const struct gpuphase_memcpy *r) {
 static void xfer_begin(struct gp_attr *a, struct dev *d, int x, uint64_t s,
                        uint64_t end) {
   if (end <= s) return;
-  gp_flush_dev(a, d, s);
+  gp_flush_dev_on(a, d, s);
   d->n_xfer++;
   d->n_xk[x]++;
   if (end > d->busy_end) d->busy_end = end;
@@ -1179,14 +1180,17 @@ static int __attribute__((noinline))
 feed_other(gp_attr *a, const struct gpuphase_record *rec) {
   switch (rec->kind) {
   case GPUPHASE_REC_STRING:
+    a->untimed++;
     on_string(a, &rec->u.string);
     break;
   case GPUPHASE_REC_THREAD: {
+    a->untimed++;
     struct thr *t = gp_attr_thr(a, rec->u.thread.thread);
     if (t) t->tid = rec->u.thread.tid, t->name = rec->u.thread.name;
     break;
   }
   case GPUPHASE_REC_API_DEF: {
+    a->untimed++;
     struct apidef *d = api_get(a, rec->u.api_def.api);
     if (d) {
       d->name = rec->u.api_def.name;
@@ -1200,6 +1204,7 @@ feed_other(gp_attr *a, const struct gpuphase_record *rec) {
     break;
   }
   case GPUPHASE_REC_DEVICE:
+    a->untimed++;
     on_device(a, &rec->u.device);
     break;
   case GPUPHASE_REC_API:
@@ -1232,6 +1237,7 @@ feed_other(gp_attr *a, const struct gpuphase_record *rec) {
     break;
   case GPUPHASE_REC_METRIC:
   case GPUPHASE_REC_SAMPLER:
+    a->untimed++;
     a->meas_records++;
     break;
   case GPUPHASE_REC_STATE:
@@ -1240,6 +1246,7 @@ feed_other(gp_attr *a, const struct gpuphase_record *rec) {
   case GPUPHASE_REC_MODULE:
   case GPUPHASE_REC_PYCODE:
   case GPUPHASE_REC_FRAME:
+    a->untimed++;
     if (rec->kind == GPUPHASE_REC_FRAME && !a->cs_on) {
       /* from here on the accounting tells call sites the time of each
        * stretch: what ended by now is booked, the rest waits in the heap */
@@ -1251,8 +1258,12 @@ feed_other(gp_attr *a, const struct gpuphase_record *rec) {
     a->cs_on |= rec->kind == GPUPHASE_REC_FRAME;
     break;
   case GPUPHASE_REC_SUMMARY:
+    a->untimed++;
     a->has_summary = 1;
     if (rec->u.summary.lost > a->lost) a->lost = rec->u.summary.lost;
+    break;
+  default:
+    a->untimed++;
     break;
   }
   return a->oom ? -1 : 0;

@@ -311,6 +311,9 @@ struct gp_attr {
   int saw_state1, state_on, has_summary;
   uint64_t state_since, state_reason, n_devrec, lost;
   uint64_t unwritten, meas_records; /* gp_attr_unwritten, _meas_records */
+  /* records that do not pass through timed() (feed_other): diag.timed is
+   * diag.records less them (gp_attr_finish) */
+  uint64_t untimed;
   uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
   struct gp_diag diag;
   struct gp_stepper *st; /* step candidates (attr_steps.c); NULL: none */
@@ -379,6 +382,13 @@ void gp_dev_settle(struct gp_attr *a, struct dev *d, uint64_t t);
 static inline int gp_dev_due(const struct dev *d, uint64_t t) {
   return d->kq_n && d->kq[d->kq_head].t <= t;
 }
+/* gp_flush_dev where the sweep has started (the record handlers past
+ * timed(), the sweep's ends, a call's count): a test less */
+static inline void gp_flush_dev_on(struct gp_attr *a, struct dev *d,
+                                   uint64_t t) {
+  if (gp_dev_due(d, t)) gp_dev_settle(a, d, t);
+  if (t > d->seg_t) gp_flush_dev_to(a, d, t);
+}
 static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
   if (gp_dev_due(d, t)) gp_dev_settle(a, d, t);
   if (a->started && t > d->seg_t) gp_flush_dev_to(a, d, t);
@@ -387,8 +397,11 @@ static inline void gp_flush_dev(struct gp_attr *a, struct dev *d, uint64_t t) {
 void gp_dev_unqueue(struct gp_attr *a);
 void gp_flush_devs(struct gp_attr *a, uint32_t slot, uint64_t t);
 void gp_thr_und(struct gp_attr *a, struct thr *th, uint64_t len);
+/* Accounts thread th up to t. Called only once the sweep has started: by
+ * the calls' counts (on_api returns before the start, a device record
+ * starts the sweep) and at its end (end_sweep). */
 static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
-  if (!a->started || t <= th->seg_t) return;
+  if (t <= th->seg_t) return;
   uint64_t len = t - th->seg_t;
   th->seg_t = t;
   if (th->n_call[CALL_BLK]) {
@@ -414,7 +427,7 @@ uint64_t gp_win_end(const struct gp_attr *a, size_t idx);
  * time is booked as: the stretch goes on unbroken. */
 static inline void gp_flush_if_idle(struct gp_attr *a, struct dev *d) {
   if (gp_dev_due(d, a->T)) gp_dev_settle(a, d, a->T);
-  if (!d->n_kern && !d->n_xfer) gp_flush_dev(a, d, a->T);
+  if (!d->n_kern && !d->n_xfer) gp_flush_dev_on(a, d, a->T);
 }
 
 /* Applies the thread's pending call end (pend_t), as popping it from the

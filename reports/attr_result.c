@@ -356,6 +356,7 @@ struct gp_proc_res *gp_attr_finish(gp_attr *a) {
   r->nprocs = 1;
   r->ndegraded = (uint64_t)r->degraded;
   r->host_pinned_peak = a->host_peak;
+  a->diag.timed = a->diag.records - a->untimed;
   r->diag = a->diag;
   r->pid = r->ppid = r->rank = -1;
   for (size_t i = 0; i < a->ndev; i++) { /* the same for every device */

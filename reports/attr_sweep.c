@@ -462,7 +462,7 @@ void gp_wait_release(struct gp_attr *a, uint32_t wi) {
 static inline __attribute__((always_inline)) void
 kernel_end(struct gp_attr *a, const struct hev *e) {
   struct dev *d = &a->dev[e->slot];
-  gp_flush_dev(a, d, e->t);
+  gp_flush_dev_on(a, d, e->t);
   kend_apply(d, e->a, e->b, e->flags);
 }
 
@@ -487,7 +487,7 @@ static void process(struct gp_attr *a, const struct hev *e) {
     break;
   case HEV_XFER: {
     struct dev *d = &a->dev[e->slot];
-    gp_flush_dev(a, d, e->t);
+    gp_flush_dev_on(a, d, e->t);
     d->n_xfer--;
     d->n_xk[e->a]--;
     break;
