@@ -172,7 +172,7 @@ gp_attr *gp_attr_new(const struct gp_report_opts *o) {
   a->win_asked = a->o.window_ns;
   if (!a->o.hold_ns) a->o.hold_ns = 1000000000ull;
   a->hold_t = UINT64_MAX;
-  a->heap_t = UINT64_MAX;
+  a->due_t = UINT64_MAX;
   /* Slot 0: the timeline of "some device", fed only by calls made while
    * the current device was unknown; new devices start as a copy of it. */
   if (GROW(a, a->dev, a->capdev, 1) < 0) {
@@ -243,28 +243,47 @@ void gp_attr_free(gp_attr *a) {
 
 /* Prepares the sweep for a timed record starting at s and ending at end:
  * returns the start clipped to the sweep time, or UINT64_MAX when the record
- * lies before the window (nothing to account). Always inline: every
- * timed record comes here, and out of line it cost a call and its saved
- * registers each time. */
-static inline __attribute__((always_inline)) uint64_t
-timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
-  /* diag.timed: the records that do not come here are counted instead
-   * (untimed, in feed_other), not the many that do */
+ * lies before the window (nothing to account). */
+static uint64_t __attribute__((noinline))
+timed_full(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
   if (!a->started) {
     if (!opens_window) return UINT64_MAX;
     gp_sweep_start(a, s);
   }
-  /* every caller's end is >= s; a store either way, so no branch on
-   * which record ends last */
   a->wend = end > a->wend ? end : a->wend;
   if (a->wend >= a->wlimit) gp_win_fit(a);
   if (s < a->T) {
     a->diag.late++;
     return a->T;
   }
+  if (a->due_t <= s)
+    gp_sweep_advance(a, s);
+  else
+    a->T = s;
+  return s;
+}
+
+/* timed_full, inline for a record that leaves the windows as they are in
+ * a sweep under way: wlimit is 0 until the sweep starts, so that one test
+ * stands for both. Always inline: every timed record comes here, and out
+ * of line it cost a call and its saved registers each time. */
+static inline __attribute__((always_inline)) uint64_t
+timed(struct gp_attr *a, uint64_t s, uint64_t end, int opens_window) {
+  /* diag.timed: the records that do not come here are counted instead
+   * (untimed, in feed_other), not the many that do */
+  /* every caller's end is >= s; a store either way, so no branch on
+   * which record ends last */
+  uint64_t wend = end > a->wend ? end : a->wend;
+  if (__builtin_expect(wend >= a->wlimit, 0))
+    return timed_full(a, s, end, opens_window);
+  a->wend = wend;
+  if (s < a->T) {
+    a->diag.late++;
+    return a->T;
+  }
   /* the usual record has no end due (they wait on their threads and
    * devices): no call */
-  if (a->hold_t <= s || a->heap_t <= s)
+  if (a->due_t <= s)
     gp_sweep_advance(a, s);
   else
     a->T = s;
@@ -526,6 +545,7 @@ static void learn_stream_is(struct gp_attr *a, uint64_t stream,
 static void __attribute__((noinline))
 learn_stream_slow(struct gp_attr *a, struct lslot *l, uint64_t device) {
   l->corr = 0;
+  a->nlring--;
   learn_stream_is(a, l->stream, device);
 }
 
@@ -539,6 +559,7 @@ static int launched_on(const struct apidef *def,
 
 static inline void learn_stream(struct gp_attr *a, uint64_t corr,
                                 uint64_t device) {
+  if (__builtin_expect(!a->nlring, 1)) return; /* every stream known */
   struct lslot *l = &a->lring[corr & 1023];
   if (__builtin_expect(l->corr == corr && corr, 0))
     learn_stream_slow(a, l, device);
@@ -567,7 +588,11 @@ call_device(struct gp_attr *a, const struct apidef *def,
       /* not known yet: from a kernel launched on it at once, and from the
        * call's work when its device record comes (which has the last word) */
       if (launched_on(def, r)) learn_stream_is(a, r->stream, (uint64_t)r->device);
-      if (r->corr) a->lring[r->corr & 1023] = (struct lslot){r->corr, r->stream};
+      if (r->corr) {
+        struct lslot *l = &a->lring[r->corr & 1023];
+        a->nlring += !l->corr;
+        *l = (struct lslot){r->corr, r->stream};
+      }
     }
     if (def->ev_role == GP_ER_STREAM_DESTROY && r->ret == 0) {
       gp_u64map_del(&a->sdev, r->stream, NULL);

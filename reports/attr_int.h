@@ -250,6 +250,7 @@ struct gp_attr {
   struct lslot {
     uint64_t corr, stream;
   } lring[1024];
+  uint32_t nlring; /* slots of lring that hold a call (corr not 0) */
   /* graph memory: alloc nodes (graph, address, size, device) and the
    * executable graphs instantiated from graphs (exec, graph, launched) */
   struct gnode {
@@ -292,8 +293,11 @@ struct gp_attr {
   POOL(struct ropen) ropens;
   struct hev *heap;
   size_t nheap, capheap;
-  uint64_t heap_t; /* heap[0].t (UINT64_MAX while empty): what timed()
-                      tests, one load where the top took three */
+  /* the first of heap[0].t and hold_t (UINT64_MAX while both are empty):
+   * what timed() tests, one load where the heap's top took three and the
+   * held expiries a second test; lowered by the pushes, set again at the
+   * end of gp_sweep_advance, which alone pops */
+  uint64_t due_t;
   /* Expiries of held async copies and copy records, in the order queued.
    * They change no counter, so an expiry handled a little late (when ends
    * arrive out of order) changes nothing but memory; they stay out of the
@@ -305,7 +309,8 @@ struct gp_attr {
   int started;
   uint64_t wstart, wend, T;
   /* wstart + GP_MAX_WINDOWS windows (saturated): when wend reaches it, the
-   * windows are merged pairwise and their length doubled */
+   * windows are merged pairwise and their length doubled; 0 until the
+   * sweep starts (timed() tests it alone) */
   uint64_t wlimit, win_asked, win_widened;
   uint64_t host_cur, host_peak;
   int saw_state1, state_on, has_summary;
@@ -316,7 +321,8 @@ struct gp_attr {
   uint64_t untimed;
   uint64_t deg_spans, deg_ns, deg_first, deg_first_end, deg_first_reason;
   struct gp_diag diag;
-  struct gp_stepper *st; /* step candidates (attr_steps.c); NULL: none */
+  struct gp_stepper *st; /* step candidates (attr_steps.c): made with the
+                            engine, the hooks take it as there */
   gp_cs *cs;             /* call sites (callsites.c) */
   int cs_on;             /* a call-site record was seen: time is told */
 };
@@ -365,7 +371,7 @@ static inline int gp_sweep_push(struct gp_attr *a, uint64_t t, uint16_t kind,
     i = (i - 1) / 2;
   }
   struct hev *e = &a->heap[i];
-  if (!i) a->heap_t = t;
+  if (!i && t < a->due_t) a->due_t = t;
   e->t = t;
   e->kind = kind;
   e->flags = flags;

@@ -156,8 +156,7 @@ void gp_steps_distinct(struct gp_stepper *st, struct kst *k, uint32_t ver,
 static inline uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
                                      const struct gpuphase_api *r, int cl,
                                      uint64_t s, uint64_t end) {
-  struct gp_stepper *st = a->st;
-  if (!st) return 0;
+  struct gp_stepper *st = a->st; /* made with the engine (gp_steps_init) */
   /* a launch may start a step (before the call counts in it) */
   if (__builtin_expect(st->launch_on, 0) && (def->cls & GPUPHASE_API_LAUNCH))
     gp_steps_launch(a, def, r, s);
@@ -191,9 +190,11 @@ static inline void gp_steps_device(struct gp_attr *a, uint64_t corr,
                                    struct kst *k, uint64_t ns, int pageable,
                                    int x, uint64_t bytes) {
   struct gp_stepper *st = a->st;
-  if (!st || !st->ring || !corr) return;
+  if (!st->ring || !corr) return;
+  /* an entry of a nonzero corr was written by gp_steps_call, with a
+   * version made by then (1 to nver) */
   const struct ringent *e = &st->ring[corr & RING_MASK];
-  if (e->corr != corr || !e->ver || e->ver > st->nver) return;
+  if (e->corr != corr) return;
   if (__builtin_expect(corr == st->want_corr, 0) && k) gp_steps_kname(st, k);
   struct vacc *v = &st->acc[e->ver % VACC_N];
   if (v->ver != e->ver) v = gp_steps_vacc_take(st, v, e->ver);

@@ -29,7 +29,10 @@ int gp_hold_push(struct gp_attr *a, struct hev ev) {
     a->caphold = cap;
     a->hhead = 0;
   }
-  if (!a->nhold) a->hold_t = ev.t;
+  if (!a->nhold) {
+    a->hold_t = ev.t;
+    if (ev.t < a->due_t) a->due_t = ev.t;
+  }
   a->hold[(a->hhead + a->nhold++) % a->caphold] = ev;
   return 0;
 }
@@ -46,7 +49,6 @@ static struct hev pop(struct gp_attr *a) {
     i = c;
   }
   if (n) a->heap[i] = last;
-  a->heap_t = n ? a->heap[0].t : UINT64_MAX;
   return top;
 }
 
@@ -540,4 +542,6 @@ void gp_sweep_advance(struct gp_attr *a, uint64_t t) {
       process(a, &e);
   }
   if (t > a->T) a->T = t;
+  uint64_t top = a->nheap ? a->heap[0].t : UINT64_MAX;
+  a->due_t = top < a->hold_t ? top : a->hold_t;
 }
