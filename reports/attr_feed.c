@@ -848,9 +848,8 @@ static double occupancy(const struct dev *d, uint64_t threads, uint64_t regs,
   return occ > 1 ? 1 : occ;
 }
 
-static struct kst *kst_get(struct gp_attr *a, uint64_t name) {
-  uint32_t i;
-  if (gp_idx_get(&a->k_map, name, &i)) return &a->k[i];
+/* The entry of a kernel name first seen; NULL: no memory. */
+static struct kst *kst_add(struct gp_attr *a, uint64_t name) {
   if (GROW(a, a->k, a->capk, a->nk + 1) < 0) return NULL;
   struct kst *k = &a->k[a->nk];
   memset(k, 0, sizeof *k);
@@ -873,10 +872,10 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
     k->regs = r->regs;
     k->smem = r->smem_static + r->smem_dynamic;
   }
-  /* once set they stay set: a test of the flag, which is predictable
-   * where the sizes are not, and no compare after that */
-  if (!k->grid_varies) k->grid_varies = k->grid != grid;
-  if (!k->block_varies) k->block_varies = k->block != block;
+  /* once set they stay set: a test of the flag, and a compare only until
+   * then, which goes one way until it sets the flag (no store each time) */
+  if (!k->grid_varies && k->grid != grid) k->grid_varies = 1;
+  if (!k->block_varies && k->block != block) k->block_varies = 1;
   k->count++;
   k->total += dur;
   gp_hist_add(&k->dur, dur);
@@ -913,9 +912,12 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   a->n_devrec++;
   learn_stream(a, r->corr, r->device);
   uint64_t s = timed(a, r->start, end, 1);
-  struct dev *d = gp_attr_dev(a, (int64_t)r->device);
-  struct kst *k = kst_get(a, r->name);
-  if (!d || !k) return;
+  uint32_t di, ki; /* indices: no pointer to test */
+  IDX_OF(a, dev_map, dev, r->device, gp_attr_dev_add(a, (int64_t)r->device),
+         di);
+  IDX_OF(a, k_map, k, r->name, kst_add(a, r->name), ki);
+  struct dev *d = &a->dev[di];
+  struct kst *k = &a->k[ki];
   /* A kernel still running at s: the device is accounted up to s first,
    * while little else is live (the statistics below read nothing that
    * accounting changes, and accounting nothing they change). */
@@ -927,7 +929,7 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   uint64_t blocks = r->grid_x * r->grid_y * r->grid_z;
   uint64_t threads = r->block_x * r->block_y * r->block_z;
   uint64_t smem = r->smem_static + r->smem_dynamic;
-  uint64_t sms = d->has_props ? d->props.sms : 0;
+  uint64_t sms = d->sms;
   if (k->c_dev != d->id || k->c_threads != threads || k->c_regs != r->regs ||
       k->c_smem != smem) {
     k->c_dev = d->id;
@@ -960,7 +962,8 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
     d->cov_rate += f;
   }
   /* without branches (the grids of successive kernels vary) */
-  uint32_t comm = k->comm != 0, small = sms && blocks * 2 < sms;
+  /* (comm is 0 or 1; with sms 0 nothing is small) */
+  uint32_t comm = (uint32_t)k->comm, small = blocks * 2 < sms;
   d->n_comm += comm;
   d->n_small += small;
   if (occ >= 0) {
@@ -973,9 +976,10 @@ static void on_kernel(struct gp_attr *a, const struct gpuphase_kernel *r) {
   /* kernels of one stream end in order: their ends wait on the device
    * (with call-site records, gp_cs_seg wants each stretch in time) */
   if (!a->cs_on &&
-      (!d->kq_n || end >= d->kq[(d->kq_head + d->kq_n - 1) & (d->kq_cap - 1)].t)) {
+      (!d->kq_n || end >= d->kq_last)) {
     if (d->kq_n == d->kq_cap && kq_grow(a, d) < 0) return;
     struct kend *q = &d->kq[(d->kq_head + d->kq_n++) & (d->kq_cap - 1)];
+    d->kq_last = end;
     q->t = end;
     q->cov = cov;
     q->occ = occ_fix;
@@ -1150,6 +1154,7 @@ static void on_device(struct gp_attr *a, const struct gpuphase_device *r) {
   d->props = *r;
   d->has_props = 1;
   d->sms_inv = gp_sms_inv(r->sms);
+  d->sms = r->sms;
   for (size_t i = 0; i < a->nk; i++)
     a->k[i].c_dev = -2; /* recompute */
 }

@@ -31,6 +31,7 @@ struct dev {
    * kernel's coverage x FIX_ONE / sms (x <= sms) one multiplication, the
    * same to the last bit (gp_sms_inv); else 0, and it is divided */
   uint64_t sms_inv;
+  uint64_t sms; /* props.sms, 0 while !has_props */
   /* what runs now */
   uint32_t n_kern, n_comm, n_small, n_occ, n_xfer;
   uint32_t n_xk[GP_XFER_N];
@@ -53,6 +54,7 @@ struct dev {
     uint8_t comm, small, has_occ;
   } * kq;
   size_t kq_head, kq_n, kq_cap;
+  uint64_t kq_last; /* the last queued end, while kq_n */
   /* what was accounted */
   struct gp_breakdown tot, snap; /* snap: tot when the epoch began */
   size_t wcur;                   /* the window of seg_t, and its end */
