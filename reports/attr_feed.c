@@ -131,6 +131,10 @@ static void api_derive(struct apidef *d) {
     d->cl0 = CALL_BLK;
   else
     d->cl0 = CALL_N;
+  d->ends_steps = cls & GPUPHASE_API_QUERY ? 0
+                 : cls & GPUPHASE_API_SYNC  ? 1
+                 : cls & GPUPHASE_API_COPY  ? 2
+                                            : 0;
   d->mem = (cls & (GPUPHASE_API_ALLOC | GPUPHASE_API_FREE |
                    GPUPHASE_API_RESET)) ||
            d->graph_role;

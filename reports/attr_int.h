@@ -124,6 +124,10 @@ struct apidef {
    * decides (an async copy); mem, whether on_mem, reset_mem or
    * on_graph_mem has anything to do with its calls */
   uint8_t cl0, mem;
+  /* by cls alone (api_derive): its calls may end steps (gp_steps_call):
+   * 1 always (synchronising), 2 when blocking (a copy), 0 never (neither,
+   * or a poll) */
+  uint8_t ends_steps;
   uint64_t count, total, blocked, errors;
   uint64_t nblocked; /* calls counted blocking (in `blocked`) */
   uint64_t step_count, step_total, step_blocked;

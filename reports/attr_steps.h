@@ -79,6 +79,7 @@ struct vacc {
   uint8_t meas;  /* fixed steps: the version's step is a measured one */
   uint64_t kernels, kernel_ns, xfer_ns, pageable;
   uint64_t copies[4], bytes[4]; /* default-kind copies, by direction */
+  uint64_t pad[3]; /* 128 bytes: a slot's address is a shift of its index */
 };
 
 struct gp_stepper {
@@ -161,9 +162,7 @@ static inline uint32_t gp_steps_call(struct gp_attr *a, struct apidef *def,
   if (__builtin_expect(st->launch_on, 0) && (def->cls & GPUPHASE_API_LAUNCH))
     gp_steps_launch(a, def, r, s);
   /* a synchronising call or a blocking copy (not a poll) may end steps */
-  if (!(def->cls & GPUPHASE_API_QUERY) &&
-      ((def->cls & GPUPHASE_API_SYNC) ||
-       ((def->cls & GPUPHASE_API_COPY) && cl == CALL_BLK)))
+  if (def->ends_steps && (def->ends_steps == 1 || cl == CALL_BLK))
     gp_steps_sync(a, def, r, end);
   st->last_meas = 0;
   if (!st->nopen) return 0;
