@@ -161,7 +161,9 @@ struct source {
 typedef unsigned __int128 gp_ord;
 
 static inline gp_ord ord_of(uint64_t key, uint32_t id) {
-  return (gp_ord)key << 32 | id;
+  /* its two halves put together apart: a 128-bit shift goes through
+   * memory with gcc */
+  return (gp_ord)(key >> 32) << 64 | (key << 32 | id);
 }
 
 struct heap_ent {
@@ -179,14 +181,17 @@ struct gp_sorted {
   /* The smaller of the top's children: while the top source's next record
    * sorts before it, that source stays on top and the heap is left alone
    * (runs of records from one source are the rule). lim_key is its start
-   * alone (lim >> 32): a next record that starts before it stays on top
-   * after one 64-bit comparison; the heap entry of the top source is
+   * and lim_id its source: a next record that starts before it stays on
+   * top after one 64-bit comparison; the heap entry of the top source is
    * brought up to date only when the heap moves (reheap). */
-  gp_ord lim;
   uint64_t lim_key;
+  uint32_t lim_id;
   /* At most SORTED_SMALL sources when the merge began: `heap` is kept
    * sorted instead (a source that no longer sorts first moves up past the
-   * ones before it, typically one). */
+   * ones before it, typically one), with an entry past the last that
+   * sorts after every source (~0), so that a source moving up needs no
+   * test of the array's end. 2 while more than one source is left (the
+   * inline path's case, one test), 1 once one is left, 0: the heap. */
   int linear;
   int phase;
   struct gpuphase_record sum; /* the SUMMARY record handed out last */
@@ -1121,8 +1126,8 @@ static void sift_up(struct heap_ent *h, uint32_t i) {
 #define SORTED_SMALL 8
 
 static inline void put_limit(struct gp_sorted *s, gp_ord lim) {
-  s->lim = lim;
   s->lim_key = (uint64_t)(lim >> 32);
+  s->lim_id = (uint32_t)lim;
 }
 
 static void set_limit(struct gp_sorted *s) {
@@ -1141,7 +1146,7 @@ static inline int new_top(gpuphase_reader *r, struct gp_sorted *s) {
 
 static int start_merge(gpuphase_reader *r) {
   struct gp_sorted *s = r->sorted;
-  s->heap = malloc((s->nsrc ? s->nsrc : 1) * sizeof *s->heap);
+  s->heap = malloc((s->nsrc + 1) * sizeof *s->heap);
   if (!s->heap) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   for (uint32_t i = 0; i < s->nsrc; i++) {
     int rc = r->only ? fetch_head_k(r, &s->src[i], 1)
@@ -1152,7 +1157,7 @@ static int start_merge(gpuphase_reader *r) {
         (struct heap_ent){ord_of(s->src[i].key, s->src[i].id), &s->src[i]};
     sift_up(s->heap, s->nheap++);
   }
-  s->linear = s->nheap <= SORTED_SMALL;
+  s->linear = s->nheap <= SORTED_SMALL ? 1 + (s->nheap > 1) : 0;
   if (s->linear) /* insertion sort of the few */
     for (uint32_t i = 1; i < s->nheap; i++) {
       struct heap_ent e = s->heap[i];
@@ -1161,6 +1166,7 @@ static int start_merge(gpuphase_reader *r) {
         s->heap[j] = s->heap[j - 1];
       s->heap[j] = e;
     }
+  s->heap[s->nheap].ord = ~(gp_ord)0; /* the linear array's end */
   set_limit(s);
   return new_top(r, s);
 }
@@ -1176,11 +1182,12 @@ static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
   if (s->linear) {
     uint32_t n = s->nheap, j = 1;
     if (rc == 0) {
-      memmove(h, h + 1, (n - 1) * sizeof *h);
+      memmove(h, h + 1, n * sizeof *h); /* the end entry too */
       s->nheap = --n;
+      s->linear = 1 + (n > 1);
     } else {
       struct heap_ent e = h[0];
-      for (; j < n && less(&h[j], &e); j++)
+      for (; less(&h[j], &e); j++)
         h[j - 1] = h[j];
       h[j - 1] = e;
     }
@@ -1202,25 +1209,41 @@ static inline __attribute__((always_inline)) int
 stays_on_top(const struct gp_sorted *s, const struct source *top, int rc) {
   return __builtin_expect(rc == 1, 1) &&
          (__builtin_expect(top->key < s->lim_key, 1) ||
-          (top->key == s->lim_key && top->id < (uint32_t)s->lim));
+          (top->key == s->lim_key && top->id < s->lim_id));
 }
 
 /* reheap for a top source whose next record falls behind (rc 1) in the
  * sorted array of few sources, inline in the merge's loop: it moves up
- * past the heads before it, usually one. */
+ * past the heads before it, usually one. It sorts after the second head
+ * (that is what falling behind means: lim is the second's), so that one
+ * moves to the front untested, and the array's end entry stops the
+ * rest. The top's own entry is not read (its ord is stale on top). */
 static inline __attribute__((always_inline)) void
-reheap_top(struct gp_sorted *s, const struct source *top, int rc) {
-  if (!__builtin_expect(s->linear && rc == 1, 1)) {
+reheap_top(struct gp_sorted *s, struct source *top, int rc) {
+  if (!__builtin_expect(s->linear > 1 && rc == 1, 1)) {
     reheap(s, rc);
     return;
   }
   struct heap_ent *h = s->heap;
-  struct heap_ent e = {ord_of(top->key, top->id), h[0].src};
-  uint32_t n = s->nheap, j = 1;
-  for (; j < n && less(&h[j], &e); j++)
-    h[j - 1] = h[j];
-  h[j - 1] = e;
-  put_limit(s, n > 1 ? h[1].ord : ~(gp_ord)0);
+  uint64_t key = top->key;
+  uint32_t id = top->id;
+  gp_ord o = ord_of(key, id);
+  h[0].src = h[1].src;
+  struct heap_ent *q = h + 2;
+  if (__builtin_expect(q->ord < o, 0)) {
+    do {
+      q[-1] = q[0];
+      q++;
+    } while (q->ord < o);
+    q[-1].ord = o;
+    q[-1].src = top;
+    put_limit(s, h[1].ord);
+    return;
+  }
+  h[1].ord = o;
+  h[1].src = top;
+  s->lim_key = key;
+  s->lim_id = id;
 }
 
 /* The top source's next record replaces its head; the heap moves only when
