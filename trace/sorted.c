@@ -1063,16 +1063,37 @@ fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
   return fetch_slow(r, src, key, NULL);
 }
 
+/* fetch_slow and fetch_pre for gp_reader_each_sorted's loop, which sets
+ * r->off when its top source changes rather than per record: 3 instead
+ * of 1 when src's record is in another frame than its last one. */
+static int __attribute__((noinline))
+fetch_slow_m(gpuphase_reader *r, struct source *src, uint64_t key,
+             const struct gpuphase_record *rec) {
+  uint64_t off = src->c.off;
+  int rc = fetch_slow(r, src, key, rec);
+  return rc == 1 && src->c.off != off ? 3 : rc;
+}
+static int __attribute__((noinline))
+fetch_pre_m(gpuphase_reader *r, struct source *src, uint64_t key) {
+  uint64_t off = src->c.off;
+  int rc = fetch_pre(r, src, key);
+  return rc == 1 && src->c.off != off ? 3 : rc;
+}
+
 /* Decodes the next record of src into src->head: 1, 0 when the source is
  * exhausted, or an error. kept (a constant): 1, the reader hands out the
  * kinds of r->only alone (gp_reader_only), so the merge of one that hands
  * out all of them tests nothing more per record; 0, the decoder inline
- * (the merge's loop); 2, the decoder called (elsewhere: one inline copy
- * of it is enough). */
+ * (the merge's loop); 3, the same, and 3 instead of 1 for a record in
+ * another frame (fetch_slow_m); 2, the decoder called (elsewhere: one
+ * inline copy of it is enough). */
 static inline __attribute__((always_inline)) int
 fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
   uint64_t key = src->key;
-  if (src->pq < src->pqend) return fetch_pre(r, src, key);
+#define fetch_slow(r, src, key, rec)                                           \
+  (kept == 3 ? fetch_slow_m(r, src, key, rec) : fetch_slow(r, src, key, rec))
+  if (src->pq < src->pqend)
+    return kept == 3 ? fetch_pre_m(r, src, key) : fetch_pre(r, src, key);
   if (__builtin_expect(src->c.p < src->c.end, 1)) {
     const uint8_t *at = src->c.p;
     int k = kept == 1 ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
@@ -1090,6 +1111,7 @@ fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
     return fetch_slow(r, src, key, NULL); /* an unknown kind: stepped over */
   }
   return fetch_slow(r, src, key, NULL);
+#undef fetch_slow
 }
 
 /* Sources interleave record by record, so these comparisons are coin
@@ -1327,13 +1349,18 @@ int gp_sorted_next(gpuphase_reader *r, const struct gpuphase_record **out) {
 /* gp_reader_each_sorted's merge: next_merge and the callback in one loop
  * that keeps the top source at hand while it stays on top. Returns 0 at
  * the end of the merge, 1 when fn stopped it, or an error; *n counts the
- * records handed out, for tick. */
+ * records handed out, for tick. r->off, the frame of the record handed
+ * out, is set when the top source changes, and when its record comes
+ * from another frame (fetch_head_k's 3). */
 static int each_merge(gpuphase_reader *r,
                       int (*fn)(void *ctx, const struct gpuphase_record *rec),
                       void *ctx, void (*tick)(void *ctx, uint64_t n),
                       uint64_t *np) {
   struct gp_sorted *s = r->sorted;
-  uint64_t n = *np;
+  /* records until the next tick, and the count at it: one decrement per
+   * record (with no tick, the first is never reached) */
+  uint64_t left = tick ? 0x10000 - (*np & 0xffff) : UINT64_MAX;
+  uint64_t tick_n = *np + left;
   int rc = GPUPHASE_OK;
   if (s->advance) {
     s->advance = 0;
@@ -1342,17 +1369,29 @@ static int each_merge(gpuphase_reader *r,
   }
   while (s->nheap) {
     struct source *top = s->heap[0].src;
+    r->off = top->c.off;
     for (;;) {
-      r->off = top->c.off;
       if (fn(ctx, top->head) < 0) {
         s->advance = 1;
         rc = 1;
         goto out;
       }
-      if (__builtin_expect((++n & 0xffff) == 0, 0) && tick) tick(ctx, n);
-      rc = fetch_head_k(r, top, 0);
+      if (__builtin_expect(--left == 0, 0)) {
+        tick(ctx, tick_n);
+        tick_n += 0x10000;
+        left = 0x10000;
+      }
+      rc = fetch_head_k(r, top, 3);
       if (rc < 0) goto out;
-      if (!stays_on_top(s, top, rc)) break;
+      if (stays_on_top(s, top, rc)) continue;
+      if (rc == 3) { /* another frame */
+        rc = 1;
+        if (stays_on_top(s, top, rc)) {
+          r->off = top->c.off;
+          continue;
+        }
+      }
+      break;
     }
     reheap_top(s, top, rc);
     rc = new_top(r, s);
@@ -1360,7 +1399,7 @@ static int each_merge(gpuphase_reader *r,
   }
   rc = 0;
 out:
-  *np = n;
+  *np = tick_n - left;
   return rc;
 }
 
