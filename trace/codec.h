@@ -157,7 +157,8 @@ void gp_dstate_reset(struct gp_dstate *s);
 /* Decodes the record at *pp (< end) into s->last[kind]. Returns its kind
  * (>= 1; *start = its start field for kinds that have one, see
  * GP_TIMED_KINDS), 0 for an unknown kind (skipped), or GPUPHASE_E_CORRUPT;
- * on success *pp is past the record. Accepts and rejects exactly what
+ * on success *pp is past the record, on error it is left at the record
+ * (the merge's loop keeps no copy of it for the error's offset). Accepts and rejects exactly what
  * gp_decode_record does; [*pp, end + GP_DECODE_PAD) must be readable. */
 int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start);
@@ -165,7 +166,8 @@ int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
 /* gp_decode_next for the kinds of keep (bit k: kind k) only: a record of
  * another kind is passed over from its prefixes (or a repeat record's two
  * varints), undecoded and unchecked, and 0 returned as for an unknown
- * kind. Prefixes that run past end are still GPUPHASE_E_CORRUPT. */
+ * kind. Prefixes that run past end are still GPUPHASE_E_CORRUPT; *pp as
+ * gp_decode_next leaves it. */
 int gp_decode_kept(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start, uint64_t keep);
 

@@ -69,20 +69,33 @@ static inline int varint_long(const uint8_t **pp, const uint8_t *end,
   return gp_get_varint(pp, end, v);
 }
 
-/* The checked loop for the field decoders, with the position passed and
- * returned (NULL: malformed), so that it stays in a register: the loop
- * takes its address out of line. */
-static const uint8_t *__attribute__((noinline))
-varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-  return gp_get_varint(&p, end, v) ? NULL : p;
+/* A varint and the position after it (p NULL: malformed), from the
+ * calls out of line: returned in two registers, so that the decoder's
+ * variables whose value they give never have their address taken (which
+ * keeps them in memory on the inline path too). */
+struct gp_vr {
+  const uint8_t *p;
+  uint64_t v;
+};
+
+/* The checked loop for the field decoders (the loop takes the position's
+ * address out of line). */
+static struct gp_vr __attribute__((noinline))
+varint_slow(const uint8_t *p, const uint8_t *end) {
+  struct gp_vr r;
+  if (gp_get_varint(&p, end, &r.v)) p = NULL;
+  r.p = p;
+  return r;
 }
 
 /* varint_long for the field decoders, out of line: varints of four to
  * eight bytes from one load, longer ones by varint_slow. */
-static const uint8_t *__attribute__((noinline))
-varint_wide(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-  unsigned n = varint_word(p, v);
-  return __builtin_expect(n != 0, 1) ? p + n : varint_slow(p, end, v);
+static struct gp_vr __attribute__((noinline))
+varint_wide(const uint8_t *p, const uint8_t *end) {
+  uint64_t v;
+  unsigned n = varint_word(p, &v);
+  if (__builtin_expect(n == 0, 0)) return varint_slow(p, end);
+  return (struct gp_vr){p + n, v};
 }
 
 /* A varint whose first byte at p has the continuation bit. Time deltas
@@ -101,7 +114,9 @@ varint_at(const uint8_t *p, const uint8_t *end,
     *v = lo | (b1 & 0x7f) << 7 | b2 << 14;
     return p + 3;
   }
-  return varint_wide(p, end, v);
+  struct gp_vr w = varint_wide(p, end);
+  *v = w.v;
+  return w.p;
 }
 
 /* The zigzag-decoded delta of a one-byte varint (0..127): one load instead
@@ -133,10 +148,9 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
     *d = lo ^ (int64_t)((b1 & 0x7f) << 6 | b2 << 13);
     return p + 3;
   }
-  uint64_t z;
-  p = varint_wide(p, end, &z);
-  *d = (int64_t)gp_unzigzag(z);
-  return p;
+  struct gp_vr w = varint_wide(p, end);
+  *d = (int64_t)gp_unzigzag(w.v);
+  return w.p;
 }
 
 /* One field's delta, zigzag-decoded: 0 past the end of the payload. A
@@ -201,8 +215,8 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
  * again (a lea) for every field and zero-extends the byte twice. */
 #define DECODE_IN_KIND(num, UP, low, FIELDS)                                   \
   static inline __attribute__((always_inline)) int decode_in_##low(            \
-      const uint8_t *p, const uint8_t *end, struct gpuphase_##low *x,          \
-      uint64_t *start) {                                                       \
+      const uint8_t **pp, const uint8_t *p, const uint8_t *end,                \
+      struct gpuphase_##low *x, uint64_t *start) {                             \
     typedef struct gpuphase_##low cur_t;                                       \
     const int has_blob = 0 FIELDS(IS_BLOB);                                    \
     const int8_t *uz_ = unzz7;                                                 \
@@ -213,9 +227,14 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
   rest:                                                                        \
     if (p > end) return GPUPHASE_E_CORRUPT;                                    \
     FIELDS(END_FIELD)                                                          \
+    /* string id 0 means "no string" */                                        \
+    if (num == GPUPHASE_REC_STRING &&                                          \
+        ((const struct gpuphase_string *)(const void *)x)->id == 0)            \
+      return GPUPHASE_E_CORRUPT;                                               \
     if (0 FIELDS(HAS_START))                                                   \
       *start = *(const uint64_t *)((const char *)x +                           \
                                    (0 FIELDS(START_OFF)));                     \
+    *pp = end;                                                                 \
     return num;                                                                \
   }
 GPUPHASE_RECORD_KINDS(DECODE_IN_KIND)
@@ -234,6 +253,18 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
   return 0;
 }
 
+/* The kind and length prefixes when either takes more than one byte, out
+ * of line: the position after them, NULL when malformed or when the
+ * payload runs past end. */
+static const uint8_t *__attribute__((noinline))
+prefixes_slow(const uint8_t *p, const uint8_t *end, uint64_t *kind,
+              uint64_t *len) {
+  if (prefix_varint(&p, end, kind) || prefix_varint(&p, end, len) ||
+      *len > (uint64_t)(end - p))
+    return NULL;
+  return p;
+}
+
 /* A repeat record in place: the kind's last record is the previous one. */
 #define REPEAT_IN_CASE(num, UP, low, FIELDS)                                   \
   case num:                                                                    \
@@ -248,6 +279,7 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
     f[ei] = f[si] + dur;                                                       \
     if (rc) f[ci] += c;                                                        \
     *start = f[si];                                                            \
+    *pp = p;                                                                   \
     return num;                                                                \
   }
 /* One of its two varints: a one-byte one inline, two and three bytes
@@ -274,7 +306,6 @@ decode_repeat_in(const uint8_t **pp, const uint8_t *end,
   else if (!(p = delta_at(unzz7, p, end, &zd)))
     return GPUPHASE_E_CORRUPT;
   if (p > end) return GPUPHASE_E_CORRUPT;
-  *pp = p;
   unsigned kind = tag & GP_REPEAT_KIND_MASK;
   /* a launch loop's calls and kernels, what repeat records mostly are,
    * before the jump table */
@@ -283,6 +314,7 @@ decode_repeat_in(const uint8_t **pp, const uint8_t *end,
   if (kind == GPUPHASE_REC_KERNEL)
     REPEAT_IN_BODY(GPUPHASE_REC_KERNEL, KERNEL, kernel, GPUPHASE_FIELDS_KERNEL)
   switch (kind) { GPUPHASE_RECORD_KINDS(REPEAT_IN_CASE) }
+  *pp = p;
   return 0;
 }
 
@@ -303,22 +335,19 @@ gp_decode_in(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
      * and len + 2 cannot wrap */
     if (len + 2 > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
     p += 2;
-  } else if (prefix_varint(&p, end, &kind) || prefix_varint(&p, end, &len) ||
-             len > (uint64_t)(end - p)) {
-    return GPUPHASE_E_CORRUPT;
+  } else {
+    uint64_t k, l;
+    if (!(p = prefixes_slow(p, end, &k, &l))) return GPUPHASE_E_CORRUPT;
+    kind = k;
+    len = l;
   }
-  *pp = p + len;
-  int rc;
   switch (kind) {
 #define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \
   case num:                                                                    \
-    rc = decode_in_##low(p, p + len, &s->last[num].u.low, start);             \
-    if (num == GPUPHASE_REC_STRING && rc == num &&                             \
-        s->last[GPUPHASE_REC_STRING].u.string.id == 0)                         \
-      return GPUPHASE_E_CORRUPT;                                               \
-    return rc;
+    return decode_in_##low(pp, p, p + len, &s->last[num].u.low, start);
     GPUPHASE_RECORD_KINDS(DECODE_IN_CASE)
   }
+  *pp = p + len;
   return 0;
 }
 

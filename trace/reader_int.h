@@ -102,13 +102,12 @@ static inline int gp_cursor_next(gpuphase_reader *r, struct gp_cursor *c,
                                  const struct gpuphase_record **out,
                                  uint64_t *start) {
   while (c->p < c->end) {
-    const uint8_t *at = c->p;
     int k = gp_decode_next(&c->p, c->end, &c->st, start);
     if (__builtin_expect(k > 0, 1)) {
       *out = &c->st.last[k];
       return 1;
     }
-    if (k < 0) return gp_cursor_fail(r, c, at);
+    if (k < 0) return gp_cursor_fail(r, c, c->p); /* left there */
   }
   return 0;
 }
@@ -117,13 +116,12 @@ static inline int gp_cursor_next_kept(gpuphase_reader *r, struct gp_cursor *c,
                                       const struct gpuphase_record **out,
                                       uint64_t *start, uint64_t keep) {
   while (c->p < c->end) {
-    const uint8_t *at = c->p;
     int k = gp_decode_kept(&c->p, c->end, &c->st, start, keep);
     if (k > 0) {
       *out = &c->st.last[k];
       return 1;
     }
-    if (k < 0) return gp_cursor_fail(r, c, at);
+    if (k < 0) return gp_cursor_fail(r, c, c->p); /* left there */
   }
   return 0;
 }

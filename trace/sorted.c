@@ -1004,9 +1004,8 @@ static int src_next(gpuphase_reader *r, struct source *src) {
   while (src->pq < src->pqend) {
     int k = pre_next(src);
     if (k == 0 && src->c.p < src->c.end) {
-      const uint8_t *at = src->c.p;
       k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
-      if (k < 0) return gp_cursor_fail(r, &src->c, at);
+      if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p);
     }
     if (k > 0) {
       src->head = &src->c.st.last[k];
@@ -1051,9 +1050,8 @@ static int __attribute__((noinline))
 fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
   int k = pre_next(src);
   if (k == 0 && src->c.p < src->c.end) { /* this one in place */
-    const uint8_t *at = src->c.p;
     k = gp_decode_next(&src->c.p, src->c.end, &src->c.st, &src->key);
-    if (k < 0) return gp_cursor_fail(r, &src->c, at);
+    if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p);
   }
   if (__builtin_expect(k > 0, 1)) {
     src->head = &src->c.st.last[k];
@@ -1095,7 +1093,6 @@ fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
   if (src->pq < src->pqend)
     return kept == 3 ? fetch_pre_m(r, src, key) : fetch_pre(r, src, key);
   if (__builtin_expect(src->c.p < src->c.end, 1)) {
-    const uint8_t *at = src->c.p;
     int k = kept == 1 ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
                                        &src->key, r->only)
             : kept == 2 ? gp_decode_next(&src->c.p, src->c.end, &src->c.st,
@@ -1107,7 +1104,7 @@ fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
       if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
       return fetch_slow(r, src, key, src->head);
     }
-    if (k < 0) return gp_cursor_fail(r, &src->c, at);
+    if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p); /* left there */
     return fetch_slow(r, src, key, NULL); /* an unknown kind: stepped over */
   }
   return fetch_slow(r, src, key, NULL);
