@@ -253,16 +253,13 @@ static inline int prefix_varint(const uint8_t **pp, const uint8_t *end,
   return 0;
 }
 
-/* The kind and length prefixes when either takes more than one byte, out
- * of line: the position after them, NULL when malformed or when the
- * payload runs past end. */
-static const uint8_t *__attribute__((noinline))
-prefixes_slow(const uint8_t *p, const uint8_t *end, uint64_t *kind,
-              uint64_t *len) {
-  if (prefix_varint(&p, end, kind) || prefix_varint(&p, end, len) ||
-      *len > (uint64_t)(end - p))
-    return NULL;
-  return p;
+/* A kind or length prefix of the record at p, out of line (taken when
+ * either takes more than one byte): p NULL when malformed. */
+static struct gp_vr __attribute__((noinline))
+prefix_at(const uint8_t *p, const uint8_t *end) {
+  struct gp_vr r;
+  r.p = prefix_varint(&p, end, &r.v) ? NULL : p;
+  return r;
 }
 
 /* A repeat record in place: the kind's last record is the previous one. */
@@ -336,10 +333,12 @@ gp_decode_in(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
     if (len + 2 > (uint64_t)(end - p)) return GPUPHASE_E_CORRUPT;
     p += 2;
   } else {
-    uint64_t k, l;
-    if (!(p = prefixes_slow(p, end, &k, &l))) return GPUPHASE_E_CORRUPT;
-    kind = k;
-    len = l;
+    struct gp_vr k = prefix_at(p, end), l = {NULL, 0};
+    if (!k.p || !(l = prefix_at(k.p, end)).p || l.v > (uint64_t)(end - l.p))
+      return GPUPHASE_E_CORRUPT;
+    kind = k.v;
+    len = l.v;
+    p = l.p;
   }
   switch (kind) {
 #define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \

@@ -154,6 +154,11 @@ struct source {
    * entry moving c.p past its record; pre: the buffer */
   const uint8_t *pq, *pqend;
   uint8_t *pre;
+  /* c.end while the frame's next records are decoded in place (none
+   * decoded ahead): fetch_head's one test per record. NULL from a frame's
+   * load, its records decoded ahead, or its buffer's release until
+   * fetch_other finds its records to be decoded in place. */
+  const uint8_t *end_in;
 };
 
 /* The merge's order: start, then source id, as one 96-bit number (one
@@ -761,6 +766,7 @@ uint64_t gp_sorted_served(gpuphase_reader *r, uint64_t *decoded) {
 /* Gives src's records decoded ahead back to the workers' pool. */
 static void pre_release(struct gp_sorted *s, struct source *src) {
   src->pq = src->pqend = NULL;
+  src->end_in = NULL; /* its frame changes or goes */
   if (!src->pre) return;
   struct prefetch *pf = s->pf;
   pthread_mutex_lock(&pf->mu);
@@ -1061,7 +1067,29 @@ fetch_pre(gpuphase_reader *r, struct source *src, uint64_t key) {
   return fetch_slow(r, src, key, NULL);
 }
 
-/* fetch_slow and fetch_pre for gp_reader_each_sorted's loop, which sets
+/* fetch_head's cases off its path: records decoded ahead, the first
+ * record decoded in place since the frame's load (end_in set here), and
+ * the end of the frame. */
+static int __attribute__((noinline))
+fetch_other(gpuphase_reader *r, struct source *src, uint64_t key) {
+  if (src->pq < src->pqend) return fetch_pre(r, src, key);
+  if (src->c.p < src->c.end) {
+    src->end_in = src->c.end;
+    int k = r->only ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
+                                     &src->key, r->only)
+                    : gp_decode_next(&src->c.p, src->c.end, &src->c.st,
+                                     &src->key);
+    if (k > 0) {
+      src->head = &src->c.st.last[k];
+      if (gp_kind_in(SORTED_KINDS, (uint32_t)k)) return 1;
+      return fetch_slow(r, src, key, src->head);
+    }
+    if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p); /* left there */
+  }
+  return fetch_slow(r, src, key, NULL);
+}
+
+/* fetch_slow and fetch_other for gp_reader_each_sorted's loop, which sets
  * r->off when its top source changes rather than per record: 3 instead
  * of 1 when src's record is in another frame than its last one. */
 static int __attribute__((noinline))
@@ -1072,9 +1100,9 @@ fetch_slow_m(gpuphase_reader *r, struct source *src, uint64_t key,
   return rc == 1 && src->c.off != off ? 3 : rc;
 }
 static int __attribute__((noinline))
-fetch_pre_m(gpuphase_reader *r, struct source *src, uint64_t key) {
+fetch_other_m(gpuphase_reader *r, struct source *src, uint64_t key) {
   uint64_t off = src->c.off;
-  int rc = fetch_pre(r, src, key);
+  int rc = fetch_other(r, src, key);
   return rc == 1 && src->c.off != off ? 3 : rc;
 }
 
@@ -1088,27 +1116,25 @@ fetch_pre_m(gpuphase_reader *r, struct source *src, uint64_t key) {
 static inline __attribute__((always_inline)) int
 fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
   uint64_t key = src->key;
-#define fetch_slow(r, src, key, rec)                                           \
-  (kept == 3 ? fetch_slow_m(r, src, key, rec) : fetch_slow(r, src, key, rec))
-  if (src->pq < src->pqend)
-    return kept == 3 ? fetch_pre_m(r, src, key) : fetch_pre(r, src, key);
-  if (__builtin_expect(src->c.p < src->c.end, 1)) {
-    int k = kept == 1 ? gp_decode_kept(&src->c.p, src->c.end, &src->c.st,
-                                       &src->key, r->only)
-            : kept == 2 ? gp_decode_next(&src->c.p, src->c.end, &src->c.st,
+  const uint8_t *end = src->end_in;
+  if (__builtin_expect(src->c.p < end, 1)) {
+    int k = kept == 1 ? gp_decode_kept(&src->c.p, end, &src->c.st, &src->key,
+                                       r->only)
+            : kept == 2 ? gp_decode_next(&src->c.p, end, &src->c.st,
                                          &src->key)
-                        : gp_decode_in(&src->c.p, src->c.end, &src->c.st,
-                                       &src->key);
+                        : gp_decode_in(&src->c.p, end, &src->c.st, &src->key);
     if (__builtin_expect(k > 0, 1)) {
       src->head = &src->c.st.last[k];
       if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
-      return fetch_slow(r, src, key, src->head);
+      return kept == 3 ? fetch_slow_m(r, src, key, src->head)
+                       : fetch_slow(r, src, key, src->head);
     }
     if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p); /* left there */
-    return fetch_slow(r, src, key, NULL); /* an unknown kind: stepped over */
+    /* an unknown kind, stepped over */
+    return kept == 3 ? fetch_slow_m(r, src, key, NULL)
+                     : fetch_slow(r, src, key, NULL);
   }
-  return fetch_slow(r, src, key, NULL);
-#undef fetch_slow
+  return kept == 3 ? fetch_other_m(r, src, key) : fetch_other(r, src, key);
 }
 
 /* Sources interleave record by record, so these comparisons are coin
