@@ -153,16 +153,46 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
   return w.p;
 }
 
+/* delta_at at end + i: the position after the varint as the same
+ * offset (PTRDIFF_MAX: malformed), its bytes read at offsets from end. */
+static inline __attribute__((always_inline)) ptrdiff_t
+delta_at_i(const int8_t *uz, const uint8_t *end, ptrdiff_t i, int64_t *d) {
+  int64_t lo = uz[end[i] & 0x7f];
+  uint64_t b1 = end[i + 1];
+  if (b1 < 0x80) {
+    *d = lo ^ (int64_t)(b1 << 6);
+    return i + 2;
+  }
+  uint64_t b2 = end[i + 2];
+  if (b2 < 0x80) {
+    *d = lo ^ (int64_t)((b1 & 0x7f) << 6 | b2 << 13);
+    return i + 3;
+  }
+  struct gp_vr w = varint_wide(end + i, end);
+  *d = (int64_t)gp_unzigzag(w.v);
+  return w.p ? w.p - end : PTRDIFF_MAX;
+}
+
 /* One field's delta, zigzag-decoded: 0 past the end of the payload. A
  * varint that runs past the end is caught once, after the last field. In
  * a kind without blobs, the fields past the end of the payload keep their
- * values (delta 0), so the first of them jumps to the end (`rest`). A
- * delta is added whatever its value: adding 0 costs less than testing
- * for it. */
+ * values (delta 0), so the test after each field jumps to the end
+ * (`rest`) once the payload is used up; there the position is kept as
+ * i_, from the end of the payload (negative within it), so that the
+ * increment past a one-byte field sets the flags of that test. A delta
+ * is added whatever its value: adding 0 costs less than testing for
+ * it. */
 #define IN_DELTA(d)                                                            \
   int64_t d = 0;                                                               \
-  if (!has_blob && p >= end) goto rest;                                        \
-  if (!has_blob || p < end) {                                                  \
+  if (!has_blob) {                                                             \
+    unsigned b_ = end[i_];                                                     \
+    if (__builtin_expect(b_ < 0x80, 1)) {                                      \
+      d = uz_[b_];                                                             \
+      i_++;                                                                    \
+    } else if ((i_ = delta_at_i(uz_, end, i_, &d)) == PTRDIFF_MAX) {          \
+      return GPUPHASE_E_CORRUPT;                                               \
+    }                                                                          \
+  } else if (p < end) {                                                        \
     unsigned b_ = *p;                                                          \
     if (__builtin_expect(b_ < 0x80, 1)) {                                      \
       d = uz_[b_];                                                             \
@@ -175,6 +205,7 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
   {                                                                            \
     IN_DELTA(d)                                                                \
     x->name = (type)((uint64_t)x->name + (uint64_t)d);                         \
+    if (!has_blob && i_ >= 0) goto rest;                                       \
   }
 /* E fields: the delta is of end - start, so the previous duration is taken
  * before start moves (SAVE_E) and the end rebuilt after (END_E). */
@@ -182,6 +213,7 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
   {                                                                            \
     IN_DELTA(d)                                                                \
     dur_##name += (uint64_t)d;                                                 \
+    if (!has_blob && i_ >= 0) goto rest;                                       \
   }
 /* B fields: a length (no zigzag), then the bytes. */
 #define IN_B(type, name)                                                       \
@@ -222,10 +254,12 @@ delta_at(const int8_t *uz, const uint8_t *p, const uint8_t *end,
     const int8_t *uz_ = unzz7;                                                 \
     __asm__("" : "+r"(uz_));                                                   \
     FIELDS(SAVE_FIELD)                                                         \
+    ptrdiff_t i_ = p - end;                                                    \
+    if (!has_blob && i_ >= 0) goto rest;                                       \
     FIELDS(IN_FIELD)                                                           \
     goto rest;                                                                 \
   rest:                                                                        \
-    if (p > end) return GPUPHASE_E_CORRUPT;                                    \
+    if (has_blob ? p > end : i_ > 0) return GPUPHASE_E_CORRUPT;                \
     FIELDS(END_FIELD)                                                          \
     /* string id 0 means "no string" */                                        \
     if (num == GPUPHASE_REC_STRING &&                                          \
@@ -340,6 +374,12 @@ gp_decode_in(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
     len = l.v;
     p = l.p;
   }
+  /* a training loop's kernels and calls, what whole records mostly are,
+   * before the jump table */
+  if (kind == GPUPHASE_REC_KERNEL)
+    return decode_in_kernel(pp, p, p + len, &s->last[kind].u.kernel, start);
+  if (kind == GPUPHASE_REC_API)
+    return decode_in_api(pp, p, p + len, &s->last[kind].u.api, start);
   switch (kind) {
 #define DECODE_IN_CASE(num, UP, low, FIELDS)                                   \
   case num:                                                                    \
