@@ -242,9 +242,10 @@ delta_at_i(const int8_t *uz, const uint8_t *end, ptrdiff_t i, int64_t *d) {
 #define END_E(name) x->name = x->start + dur_##name;
 #define END_FIELD(code, type, name) END_##code(name)
 /* Inlined into gp_decode_next's switch: no call, and the payload bounds
- * stay in registers. uz_ is unzz7's address, loaded once per record and
- * made opaque to the compiler (the empty asm), which otherwise takes it
- * again (a lea) for every field and zero-extends the byte twice. */
+ * stay in registers. uz_ is unzz7's address. (Made opaque to the compiler
+ * by an empty asm, it stayed in a register once per record while the
+ * merge's loop was smaller; in today's loop gcc keeps it on the stack
+ * instead, a load per field, and without the asm takes it once.) */
 #define DECODE_IN_KIND(num, UP, low, FIELDS)                                   \
   static inline __attribute__((always_inline)) int decode_in_##low(            \
       const uint8_t **pp, const uint8_t *p, const uint8_t *end,                \
@@ -252,7 +253,6 @@ delta_at_i(const int8_t *uz, const uint8_t *end, ptrdiff_t i, int64_t *d) {
     typedef struct gpuphase_##low cur_t;                                       \
     const int has_blob = 0 FIELDS(IS_BLOB);                                    \
     const int8_t *uz_ = unzz7;                                                 \
-    __asm__("" : "+r"(uz_));                                                   \
     FIELDS(SAVE_FIELD)                                                         \
     ptrdiff_t i_ = p - end;                                                    \
     if (!has_blob && i_ >= 0) goto rest;                                       \
