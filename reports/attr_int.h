@@ -532,8 +532,13 @@ gp_account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
   b->occ_wsum += (double)len * occ;
   b->cov_ns += (double)len * cov;
   if (!gp_book_windows(a, d, from, to, GP_CAT_KERNEL, cov, NULL, 0)) return;
-  if (d->idle[0].in) gp_run_close(&d->idle[0], from);
-  if (d->idle[1].in) gp_run_close(&d->idle[1], from);
+  /* a degraded idle run (idle[1]) lies within an idle run (idle[0]): a
+   * stretch that opens it opens idle[0] too (idle_deg implies idle), and
+   * one that ends idle[0] ends it (account) */
+  if (d->idle[0].in) {
+    gp_run_close(&d->idle[0], from);
+    gp_run_close(&d->idle[1], from);
+  }
   if (a->cs_on)
     gp_cs_seg(a->cs, (uint32_t)(d - a->dev), GP_CAT_KERNEL, from, to, a->T);
 }
