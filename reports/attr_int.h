@@ -8,6 +8,8 @@
 #include "callsites.h"
 #include "u64map.h"
 
+#include <string.h>
+
 #define FIX_ONE (1u << 20) /* fixed point 1.0 for coverage and occupancy */
 #define NODEV UINT32_MAX   /* a call made with device -1: counts for all */
 #define NOPHASE UINT32_MAX
@@ -416,14 +418,18 @@ static inline void gp_flush_thr(struct gp_attr *a, struct thr *th, uint64_t t) {
   if (t <= th->seg_t) return;
   uint64_t len = t - th->seg_t;
   th->seg_t = t;
-  if (th->n_call[CALL_BLK]) {
+  /* the four counts as two words, tested at once: most stretches lie
+   * between calls */
+  uint64_t w0, w1;
+  memcpy(&w0, &th->n_call[0], sizeof w0);
+  memcpy(&w1, &th->n_call[2], sizeof w1);
+  if (!(w0 | w1)) {
+    th->cpu += len;
+  } else if (th->n_call[CALL_BLK]) {
     th->blocked += len;
-  } else if (th->n_call[CALL_NB] || th->n_call[CALL_UND] ||
-             th->n_call[CALL_OTHER]) {
+  } else {
     th->submit += len;
     if (th->n_call[CALL_UND]) gp_thr_und(a, th, len);
-  } else {
-    th->cpu += len;
   }
 }
 void gp_epoch_end(struct gp_attr *a, uint64_t t);
