@@ -1107,34 +1107,63 @@ fetch_other_m(gpuphase_reader *r, struct source *src, uint64_t key) {
 }
 
 /* Decodes the next record of src into src->head: 1, 0 when the source is
- * exhausted, or an error. kept (a constant): 1, the reader hands out the
- * kinds of r->only alone (gp_reader_only), so the merge of one that hands
- * out all of them tests nothing more per record; 0, the decoder inline
- * (the merge's loop); 3, the same, and 3 instead of 1 for a record in
- * another frame (fetch_slow_m); 2, the decoder called (elsewhere: one
- * inline copy of it is enough). */
+ * exhausted, or an error; *kp is then src->key. kept (a constant): 1, the
+ * reader hands out the kinds of r->only alone (gp_reader_only), so the
+ * merge of one that hands out all of them tests nothing more per record;
+ * 0, the decoder inline (the merge's loop); 3, the same, and 3 instead of
+ * 1 for a record in another frame (fetch_slow_m); 2, the decoder called
+ * (elsewhere: one inline copy of it is enough). */
 static inline __attribute__((always_inline)) int
-fetch_head_k(gpuphase_reader *r, struct source *src, const int kept) {
-  uint64_t key = src->key;
+fetch_head_k(gpuphase_reader *r, struct source *src, const int kept,
+             uint64_t *kp) {
   const uint8_t *end = src->end_in;
-  if (__builtin_expect(src->c.p < end, 1)) {
-    int k = kept == 1 ? gp_decode_kept(&src->c.p, end, &src->c.st, &src->key,
-                                       r->only)
-            : kept == 2 ? gp_decode_next(&src->c.p, end, &src->c.st,
-                                         &src->key)
-                        : gp_decode_in(&src->c.p, end, &src->c.st, &src->key);
+  int rc;
+  if (!__builtin_expect(src->c.p < end, 1)) {
+    rc = kept == 3 ? fetch_other_m(r, src, src->key)
+                   : fetch_other(r, src, src->key);
+  } else if (kept == 0 || kept == 3) {
+    /* the decoder inline: the record's start comes back in a register,
+     * for the caller's comparison too, and src->key is set from it only
+     * for a kind ordered by start, so that the key before the record, for
+     * fetch_slow, is taken on its path alone (src->key, which a kind
+     * without start leaves alone) */
+    uint64_t start = 0;
+    int k = gp_decode_in(&src->c.p, end, &src->c.st, &start);
     if (__builtin_expect(k > 0, 1)) {
       src->head = &src->c.st.last[k];
-      if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) return 1;
-      return kept == 3 ? fetch_slow_m(r, src, key, src->head)
-                       : fetch_slow(r, src, key, src->head);
+      if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) {
+        src->key = start;
+        *kp = start;
+        return 1;
+      }
+      rc = kept == 3 ? fetch_slow_m(r, src, src->key, src->head)
+                     : fetch_slow(r, src, src->key, src->head);
+    } else if (k < 0) {
+      rc = gp_cursor_fail(r, &src->c, src->c.p); /* left there */
+    } else { /* an unknown kind, stepped over */
+      rc = kept == 3 ? fetch_slow_m(r, src, src->key, NULL)
+                     : fetch_slow(r, src, src->key, NULL);
     }
-    if (k < 0) return gp_cursor_fail(r, &src->c, src->c.p); /* left there */
-    /* an unknown kind, stepped over */
-    return kept == 3 ? fetch_slow_m(r, src, key, NULL)
-                     : fetch_slow(r, src, key, NULL);
+  } else {
+    uint64_t key = src->key;
+    int k = kept == 1 ? gp_decode_kept(&src->c.p, end, &src->c.st, &src->key,
+                                       r->only)
+                      : gp_decode_next(&src->c.p, end, &src->c.st, &src->key);
+    if (__builtin_expect(k > 0, 1)) {
+      src->head = &src->c.st.last[k];
+      if (__builtin_expect(gp_kind_in(SORTED_KINDS, (uint32_t)k), 1)) {
+        *kp = src->key;
+        return 1;
+      }
+      rc = fetch_slow(r, src, key, src->head);
+    } else if (k < 0) {
+      rc = gp_cursor_fail(r, &src->c, src->c.p); /* left there */
+    } else {
+      rc = fetch_slow(r, src, key, NULL);
+    }
   }
-  return kept == 3 ? fetch_other_m(r, src, key) : fetch_other(r, src, key);
+  *kp = src->key;
+  return rc;
 }
 
 /* Sources interleave record by record, so these comparisons are coin
@@ -1194,8 +1223,9 @@ static int start_merge(gpuphase_reader *r) {
   s->heap = malloc((s->nsrc + 1) * sizeof *s->heap);
   if (!s->heap) return gp_reader_fail(r, GPUPHASE_E_NOMEM, "out of memory");
   for (uint32_t i = 0; i < s->nsrc; i++) {
-    int rc = r->only ? fetch_head_k(r, &s->src[i], 1)
-                     : fetch_head_k(r, &s->src[i], 2);
+    uint64_t key;
+    int rc = r->only ? fetch_head_k(r, &s->src[i], 1, &key)
+                     : fetch_head_k(r, &s->src[i], 2, &key);
     if (rc < 0) return rc;
     if (rc == 0) continue;
     s->heap[s->nheap] =
@@ -1251,10 +1281,11 @@ static int __attribute__((noinline)) reheap(struct gp_sorted *s, int rc) {
  * common case, a record that starts before the other heads, is one
  * comparison; the source ids are compared on a tie only. */
 static inline __attribute__((always_inline)) int
-stays_on_top(const struct gp_sorted *s, const struct source *top, int rc) {
+stays_on_top(const struct gp_sorted *s, const struct source *top, int rc,
+             uint64_t key) {
   return __builtin_expect(rc == 1, 1) &&
-         (__builtin_expect(top->key < s->lim_key, 1) ||
-          (top->key == s->lim_key && top->id < s->lim_id));
+         (__builtin_expect(key < s->lim_key, 1) ||
+          (key == s->lim_key && top->id < s->lim_id));
 }
 
 /* reheap for a top source whose next record falls behind (rc 1) in the
@@ -1262,18 +1293,20 @@ stays_on_top(const struct gp_sorted *s, const struct source *top, int rc) {
  * past the heads before it, usually one. It sorts after the second head
  * (that is what falling behind means: lim is the second's), so that one
  * moves to the front untested, and the array's end entry stops the
- * rest. The top's own entry is not read (its ord is stale on top). */
-static inline __attribute__((always_inline)) void
-reheap_top(struct gp_sorted *s, struct source *top, int rc) {
+ * rest. The top's own entry is not read (its ord is stale on top).
+ * Returns the source now on top (NULL: none left), in a register for the
+ * merge's loop. */
+static inline __attribute__((always_inline)) struct source *
+reheap_top(struct gp_sorted *s, struct source *top, int rc, uint64_t key) {
   if (!__builtin_expect(s->linear > 1 && rc == 1, 1)) {
     reheap(s, rc);
-    return;
+    return s->nheap ? s->heap[0].src : NULL;
   }
   struct heap_ent *h = s->heap;
-  uint64_t key = top->key;
   uint32_t id = top->id;
   gp_ord o = ord_of(key, id);
-  h[0].src = h[1].src;
+  struct source *next = h[1].src;
+  h[0].src = next;
   struct heap_ent *q = h + 2;
   if (__builtin_expect(q->ord < o, 0)) {
     do {
@@ -1283,12 +1316,13 @@ reheap_top(struct gp_sorted *s, struct source *top, int rc) {
     q[-1].ord = o;
     q[-1].src = top;
     put_limit(s, h[1].ord);
-    return;
+    return next;
   }
   h[1].ord = o;
   h[1].src = top;
   s->lim_key = key;
   s->lim_id = id;
+  return next;
 }
 
 /* The top source's next record replaces its head; the heap moves only when
@@ -1296,10 +1330,11 @@ reheap_top(struct gp_sorted *s, struct source *top, int rc) {
 static inline __attribute__((always_inline)) int
 advance_top(gpuphase_reader *r, struct gp_sorted *s, const int kept) {
   struct source *top = s->heap[0].src;
-  int rc = fetch_head_k(r, top, kept);
+  uint64_t key;
+  int rc = fetch_head_k(r, top, kept, &key);
   if (rc < 0) return rc;
-  if (stays_on_top(s, top, rc)) return GPUPHASE_OK;
-  reheap_top(s, top, rc);
+  if (stays_on_top(s, top, rc, key)) return GPUPHASE_OK;
+  (void)reheap_top(s, top, rc, key);
   return new_top(r, s);
 }
 
@@ -1390,8 +1425,11 @@ static int each_merge(gpuphase_reader *r,
     rc = advance_top(r, s, 0);
     if (rc < 0) goto out;
   }
-  while (s->nheap) {
-    struct source *top = s->heap[0].src;
+  /* the loop goes on with the source that reheap_top puts on top, which
+   * it has at hand */
+  struct source *top = s->nheap ? s->heap[0].src : NULL;
+  while (top) {
+    uint64_t key;
     r->off = top->c.off;
     for (;;) {
       if (fn(ctx, top->head) < 0) {
@@ -1404,19 +1442,19 @@ static int each_merge(gpuphase_reader *r,
         tick_n += 0x10000;
         left = 0x10000;
       }
-      rc = fetch_head_k(r, top, 3);
+      rc = fetch_head_k(r, top, 3, &key);
       if (rc < 0) goto out;
-      if (stays_on_top(s, top, rc)) continue;
+      if (stays_on_top(s, top, rc, key)) continue;
       if (rc == 3) { /* another frame */
         rc = 1;
-        if (stays_on_top(s, top, rc)) {
+        if (stays_on_top(s, top, rc, key)) {
           r->off = top->c.off;
           continue;
         }
       }
       break;
     }
-    reheap_top(s, top, rc);
+    top = reheap_top(s, top, rc, key);
     rc = new_top(r, s);
     if (rc < 0) goto out;
   }
