@@ -1118,7 +1118,10 @@ fetch_head_k(gpuphase_reader *r, struct source *src, const int kept,
              uint64_t *kp) {
   const uint8_t *end = src->end_in;
   int rc;
-  if (!__builtin_expect(src->c.p < end, 1)) {
+  /* compared as integers: while end_in is NULL, c.p points into a frame
+   * or is NULL itself, and ordering a pointer against NULL is not defined
+   * in C (an integer compare gives the intended false) */
+  if (!__builtin_expect((uintptr_t)src->c.p < (uintptr_t)end, 1)) {
     rc = kept == 3 ? fetch_other_m(r, src, src->key)
                    : fetch_other(r, src, src->key);
   } else if (kept == 0 || kept == 3) {
