@@ -514,6 +514,18 @@ gp_book_windows(struct gp_attr *a, struct dev *d, uint64_t from, uint64_t to,
   return gp_book_windows_run(a, d, from, to, cat, cov, c, slot);
 }
 
+/* min(rate, FIX_ONE) / FIX_ONE, the SM coverage of a stretch: 1.0 exactly
+ * at FIX_ONE. The minimum is taken with masks, not a branch: whether the
+ * running kernels fill the GPU goes either way from one stretch to the
+ * next, and a mispredicted branch here cost more than the rest of the
+ * expression. Below FIX_ONE the value converts as a signed number (no
+ * test of the sign bit), to the same double. */
+static inline double gp_cov_of(uint64_t rate) {
+  uint64_t full = (uint64_t)0 - (uint64_t)(rate >= FIX_ONE);
+  uint64_t c = (rate & ~full) | ((uint64_t)FIX_ONE & full);
+  return (double)(int64_t)c / FIX_ONE;
+}
+
 /* The sweep's accounting (attr_sweep.c) for a stretch in which the device
  * runs a kernel (n_kern > 0): the same sums in the same order, without
  * what only idle stretches need. */
@@ -521,9 +533,7 @@ static inline __attribute__((always_inline)) void
 gp_account_kernel(struct gp_attr *a, struct dev *d, uint64_t from,
                   uint64_t to) {
   uint64_t len = to - from;
-  /* min(cov_rate, FIX_ONE) / FIX_ONE: 1.0 exactly at FIX_ONE */
-  double cov =
-      (double)(d->cov_rate < FIX_ONE ? d->cov_rate : FIX_ONE) / FIX_ONE;
+  double cov = gp_cov_of(d->cov_rate);
   /* occ_rate is below 2^52 (n_kern x FIX_ONE): converted as a signed
    * number, which takes no test of the sign bit, to the same double */
   double occ = (double)(int64_t)d->occ_rate / FIX_ONE;
