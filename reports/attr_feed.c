@@ -876,10 +876,11 @@ static void kernel_stats(struct kst *k, const struct gpuphase_kernel *r,
     k->regs = r->regs;
     k->smem = r->smem_static + r->smem_dynamic;
   }
-  /* once set they stay set: a test of the flag, and a compare only until
-   * then, which goes one way until it sets the flag (no store each time) */
-  if (!k->grid_varies && k->grid != grid) k->grid_varies = 1;
-  if (!k->block_varies && k->block != block) k->block_varies = 1;
+  /* once set they stay set; or-ed in without a branch, since whether a
+   * kernel's grid varies goes with its name, and the names of successive
+   * kernels are as good as random to a branch predictor */
+  k->grid_varies |= k->grid != grid;
+  k->block_varies |= k->block != block;
   k->count++;
   k->total += dur;
   gp_hist_add(&k->dur, dur);
