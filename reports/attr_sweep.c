@@ -75,7 +75,7 @@ static struct seg seg_of(const struct gp_attr *a, const struct dev *d) {
     s.n_kern = d->n_kern;
     s.n_small = d->n_small;
     s.n_occ = d->n_occ;
-    s.cov = d->cov_rate >= FIX_ONE ? 1.0 : (double)d->cov_rate / FIX_ONE;
+    s.cov = gp_cov_of(d->cov_rate);
     s.occ = (double)d->occ_rate / FIX_ONE;
   } else if (d->n_xfer) {
     s.cat = GP_CAT_TRANSFER;

@@ -158,8 +158,9 @@ void gp_dstate_reset(struct gp_dstate *s);
  * (>= 1; *start = its start field for kinds that have one, see
  * GP_TIMED_KINDS), 0 for an unknown kind (skipped), or GPUPHASE_E_CORRUPT;
  * on success *pp is past the record, on error it is left at the record
- * (the merge's loop keeps no copy of it for the error's offset). Accepts and rejects exactly what
- * gp_decode_record does; [*pp, end + GP_DECODE_PAD) must be readable. */
+ * (the merge's loop keeps no copy of it for the error's offset). Accepts
+ * and rejects exactly what gp_decode_record does; [*pp, end +
+ * GP_DECODE_PAD) must be readable. */
 int gp_decode_next(const uint8_t **pp, const uint8_t *end, struct gp_dstate *s,
                    uint64_t *start);
 
